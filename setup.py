@@ -35,6 +35,7 @@ CORE = [
     "evaluate>=0.4.3",
     "datasets>=3.0",
     "scipy>=1.10",  # Kendall tau (meta-evaluation), Pascal-50S .mat files
+    'tomli>=1.1; python_version < "3.11"',  # prompt files are TOML (tomllib is stdlib from 3.11)
 ]
 
 EXTRAS = {
@@ -44,9 +45,14 @@ EXTRAS = {
     # rescaling reads the bert-score package's files.
     "baselines": ["pycocoevalcap>=1.2", "bert-score>=0.3.13"],
     "metaeval": ["matplotlib>=3.7"],
-    "space": ["gradio>=4.0"],
-    "leaderboard": ["gradio>=4.0", "pandas>=2.0"],
-    "test": ["pytest>=8", "matplotlib>=3.7", "gguf>=0.10", "pycocoevalcap>=1.2", "bert-score>=0.3.13"],
+    "space": ["gradio>=6.0", "pandas>=2.0"],
+    "leaderboard": ["gradio>=6.0", "pandas>=2.0", "huggingface-hub>=0.30"],
+    "vela": ["peft>=0.13", "safetensors>=0.4"],
+    # Tests drive the apps through gradio_client and a real Chromium (selenium + Debian's chromium-driver),
+    # check Long-CLIP conversion against open_clip, and train VELA with peft.
+    "test": ["pytest>=8", "matplotlib>=3.7", "gguf>=0.10", "pycocoevalcap>=1.2", "bert-score>=0.3.13",
+             "pandas>=2.0", "gradio>=6.0", "gradio_client>=1.0", "selenium>=4.20", "huggingface-hub>=0.30",
+             "peft>=0.13", "safetensors>=0.4", "open-clip-torch>=3.0"],
 }
 
 setup(

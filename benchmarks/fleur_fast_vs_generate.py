@@ -21,7 +21,8 @@ import numpy as np
 from PIL import Image
 
 from mmjudge.judges import GenerationRequest, Turn
-from mmjudge.metrics.fleur import FLEUR, reference_scores
+from mmjudge.metrics.fleur import FLEUR
+from mmjudge.testing.fleur_reference import reference_scores
 from mmjudge.testing import tiny_answering_llava
 
 

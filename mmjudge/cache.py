@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
-from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingResult, request_key
+from mmjudge.judges.base import CAPABILITIES, GenerationRequest, Judge, RatingRequest, RatingResult, request_key
 
 SCHEMA_VERSION = 1
 
@@ -105,14 +105,16 @@ class CachedJudge(Judge):
         self.store = JudgeCache(path or default_cache_path())
         self.backend = judge.backend
         self.batch_size = judge.batch_size
-        self.reads_prefix_steps = judge.reads_prefix_steps
+        # The wrapper answers exactly as the judge it wraps: same capabilities, same model facts.
+        for name in (*CAPABILITIES, "model_type"):
+            setattr(self, name, getattr(judge, name))
         self.hits = 0
 
     def identity(self) -> dict:
         return self.inner.identity()
 
-    def describe(self) -> str:
-        return self.inner.describe()
+    def signature_fields(self) -> dict:
+        return self.inner.signature_fields()
 
     def _rate_batch(self, requests):  # pragma: no cover - rate() below never calls it
         return self.inner._rate_batch(requests)

@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import warnings
-from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -69,7 +68,8 @@ class ClipEncoder:
     """A CLIP model that embeds images and texts (unit vectors), with caching.
 
     Args:
-        model: Hub id or local folder of a ``CLIPModel`` checkpoint (default ``openai/clip-vit-base-patch32``).
+        model: Hub id or local folder of a ``CLIPModel`` checkpoint (default ``openai/clip-vit-base-patch32``),
+            ``"tiny-random"``, or a callable returning ``(model, tokenizer)`` (:mod:`mmjudge.models`).
         revision: Hub revision.
         device: ``"cuda"``, ``"cpu"``, … (default: CUDA when available).
         dtype: ``"float16"``, ``"bfloat16"``, ``"float32"`` (default: fp16 on GPU, fp32 on CPU).
@@ -90,18 +90,21 @@ class ClipEncoder:
         batch_size: int = 64,
         cache: Union[bool, str, os.PathLike, None] = None,
     ):
-        import torch
         from transformers import AutoTokenizer, CLIPModel
+
+        from mmjudge.models import load_pretrained, resolve_source
 
         if batch_size < 1:
             raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size}.")
-        self.model_id = str(model)
         self.batch_size = int(batch_size)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = dtype or ("float16" if self.device.startswith("cuda") else "float32")
-        self.dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        self.model = CLIPModel.from_pretrained(self.model_id, revision=revision, dtype=self.dtype).to(self.device).eval()
-        self.tokenizer = AutoTokenizer.from_pretrained(self.model_id, revision=revision)
+        source = resolve_source(model, family="clip")
+        loaded = load_pretrained(
+            source, [CLIPModel], processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, revision=kw["revision"]),
+            device=device, dtype=dtype, gpu_dtype="float16", revision=revision,
+        )  # fmt: skip
+        self.model, self.tokenizer, self.model_identity = loaded.model, loaded.processor, loaded.identity
+        self.device = loaded.device
+        self.dtype = self.model.dtype
         positions = int(self.model.config.text_config.max_position_embeddings)
         if max_text_positions is not None and not 2 <= int(max_text_positions) <= positions:
             raise ValueError(
@@ -109,14 +112,7 @@ class ClipEncoder:
                 f"but got {max_text_positions}."
             )
         self.max_text_positions = int(max_text_positions or positions)
-        self.image_size, self.mean, self.std = self._image_settings(revision)
-        local = Path(self.model_id).expanduser()
-        if local.is_dir():
-            from mmjudge.judges.transformers import local_fingerprint
-
-            self.revision = local_fingerprint(local)
-        else:
-            self.revision = revision or getattr(self.model.config, "_commit_hash", None) or "main"
+        self.image_size, self.mean, self.std = self._image_settings(source, revision)
         self._memory: dict[str, np.ndarray] = {}
         self.store = None
         if cache not in (None, False):
@@ -125,12 +121,14 @@ class ClipEncoder:
             self.store = JudgeCache(default_cache_path() if cache is True else cache)
         self.computed = 0  # embeddings actually computed (tests use it to check cache hits)
 
-    def _image_settings(self, revision):
+    def _image_settings(self, source, revision):
         size = int(self.model.config.vision_config.image_size)
+        if callable(source):
+            return size, OPENAI_MEAN, OPENAI_STD
         try:
             from transformers import AutoImageProcessor
 
-            processor = AutoImageProcessor.from_pretrained(self.model_id, revision=revision)
+            processor = AutoImageProcessor.from_pretrained(str(source), revision=revision)
             crop = getattr(processor, "crop_size", None) or {}
             size = int(crop.get("height", size)) if isinstance(crop, dict) else size
             return size, tuple(processor.image_mean), tuple(processor.image_std)
@@ -140,15 +138,21 @@ class ClipEncoder:
     def identity(self) -> dict:
         """What determines the embeddings (cache keys, signatures)."""
         return {
-            "model": self.model_id,
-            "revision": self.revision,
-            "dtype": str(self.dtype).replace("torch.", ""),
+            "model": self.model_identity.name,
+            "revision": self.model_identity.revision,
+            "dtype": self.model_identity.dtype,
             "max_text_positions": self.max_text_positions,
             "preprocess": f"bicubic-crop-{self.image_size}@{PREPROCESS_VERSION}",
         }
 
+    def signature_fields(self) -> dict:
+        """The encoder's part of a result signature (no local paths)."""
+        ident = self.identity()
+        return {"clip": ident["model"], "revision": ident["revision"], "dtype": ident["dtype"],
+                "text_positions": ident["max_text_positions"], "preprocess": ident["preprocess"]}  # fmt: skip
+
     def describe(self) -> str:
-        return f"clip:{self.model_id}@{self.revision}|{self.identity()['dtype']}|{self.max_text_positions}tok"
+        return f"clip:{self.model_identity.label()}"
 
     # ---------------------------------------------------------------------------------------- caching
     def _keys(self, kind: str, contents: list[str]) -> list[str]:

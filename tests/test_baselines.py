@@ -135,12 +135,12 @@ def test_bad_input_raises_clear_errors(cands, refs, message):
 @pytest.mark.parametrize("config", ["bleu", "rouge_l", "cider", "meteor", "bertscore", "bartscore"])
 def test_metric_checks_input_before_any_work(config):
     metric = Baselines(config) if config not in ("bertscore",) else Baselines(config, model="never-loaded", num_layers=1)
-    with pytest.raises(ValueError, match=r"texts\[0\]: the candidate is empty"):
-        metric.compute(texts=[""], references=[["a dog"]])
+    with pytest.raises(ValueError, match=r"predictions\[0\]: the candidate is empty"):
+        metric.compute(predictions=[""], references=[["a dog"]])
     with pytest.raises(ValueError, match=r"references\[0\]: the reference list is empty"):
-        metric.compute(texts=["a dog"], references=[[]])
+        metric.compute(predictions=["a dog"], references=[[]])
     with pytest.raises(ValueError, match="need `references`"):
-        metric.compute(texts=["a dog"], references=None)
+        metric.compute(predictions=["a dog"], references=None)
     assert metric._scorer is None  # nothing loaded, no process started
 
 
@@ -156,7 +156,7 @@ def test_metric_configs_and_options_are_checked():
 def test_metric_outputs_per_sample_corpus_and_signature():
     texts = ["A dog runs on the beach.", "Two cats sleep on a bed."]
     refs = [["A dog is running on the beach!", "A dog on the sand."], ["Two cats sleeping.", "Cats on a bed."]]
-    out = Baselines("bleu").compute(texts=texts, references=refs)
+    out = Baselines("bleu").compute(predictions=texts, references=refs)
     cands = ptb_tokenize(texts)
     corpus, per_item = compute_bleu(cands, [ptb_tokenize(r) for r in refs])
     for k in range(4):
@@ -165,7 +165,7 @@ def test_metric_outputs_per_sample_corpus_and_signature():
         assert out[f"mean_bleu_{k + 1}"] == pytest.approx(per_item[k].mean())
     assert "config=bleu" in out["signature"] and "tokenizer=ptb-python@1" in out["signature"]
     # deterministic, and independent of how the reference lists are typed
-    again = Baselines("bleu").compute(texts=tuple(texts), references=[tuple(r) for r in refs])
+    again = Baselines("bleu").compute(predictions=tuple(texts), references=[tuple(r) for r in refs])
     assert again == out
 
 
@@ -179,7 +179,7 @@ def test_load_by_name_and_evaluate_shell():
     texts = ["A dog runs on the beach.", "Two cats sleep."]
     refs = [["A dog is running on the beach!", "A dog on the sand."], ["Two cats sleeping."]]
     out = module.compute(predictions=texts, references=refs)
-    assert out["cider"] == Baselines("cider").compute(texts=texts, references=refs)["cider"]
+    assert out["cider"] == Baselines("cider").compute(predictions=texts, references=refs)["cider"]
 
 
 def test_coco_config_equals_the_single_configs_exactly():
@@ -188,9 +188,9 @@ def test_coco_config_equals_the_single_configs_exactly():
     from mmjudge.metrics.baselines import Baselines
 
     texts, references = synthetic_captions(300, seed=3)
-    coco = Baselines("coco").compute(texts=texts, references=references, progress=False)
+    coco = Baselines("coco").compute(predictions=texts, references=references, progress=False)
     for config, keys in (("bleu", ["bleu_1", "bleu_2", "bleu_3", "bleu_4"]), ("rouge_l", ["rouge_l"]), ("cider", ["cider"])):
-        single = Baselines(config).compute(texts=texts, references=references, progress=False)
+        single = Baselines(config).compute(predictions=texts, references=references, progress=False)
         for key in keys:
             assert coco[key] == single[key] and coco[f"corpus_{key}"] == single[f"corpus_{key}"]
     assert "meteor" not in coco and coco["signature"].endswith("metrics=bleu4,rouge_l,cider_d")

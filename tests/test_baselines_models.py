@@ -92,7 +92,7 @@ def test_bertscore_matches_bert_score_package(minilm, idf, tmp_path):
     P, R, F = bert_score.score(TEXTS, REFS, model_type=minilm, num_layers=LAYER, idf=idf, lang="en",
                                rescale_with_baseline=True, baseline_path=str(baseline))  # fmt: skip
     ours = Baselines("bertscore", model=minilm, num_layers=LAYER, idf=idf, baseline_path=str(baseline))
-    out = ours.compute(texts=TEXTS, references=REFS, progress=False)
+    out = ours.compute(predictions=TEXTS, references=REFS, progress=False)
     np.testing.assert_allclose(out["bertscore_precision"], P.numpy(), atol=2e-6)
     np.testing.assert_allclose(out["bertscore_recall"], R.numpy(), atol=2e-6)
     np.testing.assert_allclose(out["bertscore_f1"], F.numpy(), atol=2e-6)
@@ -175,6 +175,6 @@ def test_bartscore_directions_and_reductions(tiny_bart):
             got = scorer.compute_score(TEXTS, REFS, direction=direction, reduction=reduction, progress=False)
             expected = [fn(pairs[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
             np.testing.assert_allclose(got, expected, atol=1e-12)
-    out = Baselines("bartscore", model=tiny_bart).compute(texts=TEXTS, references=REFS, progress=False)
+    out = Baselines("bartscore", model=tiny_bart).compute(predictions=TEXTS, references=REFS, progress=False)
     np.testing.assert_allclose(out["bartscore"], scorer.compute_score(TEXTS, REFS, progress=False), atol=1e-6)
     assert "direction=f|reduction=max" in out["signature"]

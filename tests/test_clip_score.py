@@ -52,13 +52,13 @@ def independent_scores(path, texts, images, refs):
 
 def test_matches_independent_recomputation(clip_dir):
     metric = CLIPScore(model=clip_dir, config_name="ref_clip_score")
-    out = metric.compute(texts=TEXTS, images=IMAGES, references=REFS, progress=False)
+    out = metric.compute(predictions=TEXTS, images=IMAGES, references=REFS, progress=False)
     expected_s, expected_ref = independent_scores(clip_dir, TEXTS, IMAGES, REFS)
     assert out["clip_score"] == pytest.approx(expected_s, abs=1e-5)
     assert out["ref_clip_score"] == pytest.approx(expected_ref, abs=1e-5)
     assert out["mean_clip_score"] == pytest.approx(np.mean(expected_s))
     assert "metric=ref_clip_score" in out["signature"] and "w=2.5" in out["signature"]
-    assert set(CLIPScore(model=clip_dir).compute(texts=TEXTS, images=IMAGES, progress=False)) == {
+    assert set(CLIPScore(model=clip_dir).compute(predictions=TEXTS, images=IMAGES, progress=False)) == {
         "clip_score", "mean_clip_score", "signature"}
 
 
@@ -74,14 +74,14 @@ def test_preprocessing_bicubic_resize_and_centre_crop():
 def test_caches_batch_invariance_and_persistence(clip_dir, tmp_path):
     small = CLIPScore(model=clip_dir, config_name="ref_clip_score", batch_size=1, cache=tmp_path / "e.sqlite")
     big = CLIPScore(model=clip_dir, config_name="ref_clip_score", batch_size=16)
-    a = small.compute(texts=TEXTS, images=IMAGES, references=REFS, progress=False)
-    b = big.compute(texts=TEXTS, images=IMAGES, references=REFS, progress=False)
+    a = small.compute(predictions=TEXTS, images=IMAGES, references=REFS, progress=False)
+    b = big.compute(predictions=TEXTS, images=IMAGES, references=REFS, progress=False)
     assert a["ref_clip_score"] == pytest.approx(b["ref_clip_score"], abs=1e-5)
     assert small.encoder.computed == 3 + 3 + 6
-    again = small.compute(texts=TEXTS, images=IMAGES, references=REFS, progress=False)
+    again = small.compute(predictions=TEXTS, images=IMAGES, references=REFS, progress=False)
     assert again["ref_clip_score"] == a["ref_clip_score"] and small.encoder.computed == 12  # memory cache
     fresh = CLIPScore(model=clip_dir, config_name="ref_clip_score", cache=tmp_path / "e.sqlite")
-    assert fresh.compute(texts=TEXTS, images=IMAGES, references=REFS, progress=False)["clip_score"] == pytest.approx(a["clip_score"])
+    assert fresh.compute(predictions=TEXTS, images=IMAGES, references=REFS, progress=False)["clip_score"] == pytest.approx(a["clip_score"])
     assert fresh.encoder.computed == 0  # everything came from the SQLite file
 
 
@@ -89,7 +89,7 @@ def test_truncation_warning_and_long_clip(clip_dir, tmp_path):
     long_caption = "a dog runs on the beach next to two people " * 12
     metric = CLIPScore(model=clip_dir)
     with pytest.warns(UserWarning, match="longer than the text encoder's 77 tokens"):
-        metric.compute(texts=[long_caption], images=IMAGES[:1], progress=False)
+        metric.compute(predictions=[long_caption], images=IMAGES[:1], progress=False)
     long_clip = ClipEncoder(tiny_clip(tmp_path / "long", max_position_embeddings=248))
     assert long_clip.max_text_positions == 248
     import warnings
@@ -103,13 +103,13 @@ def test_truncation_warning_and_long_clip(clip_dir, tmp_path):
 def test_bad_inputs(clip_dir):
     metric = CLIPScore(model=clip_dir, config_name="ref_clip_score")
     with pytest.raises(ValueError, match="needs `references`"):
-        metric.compute(texts=TEXTS[:1], images=IMAGES[:1])
-    with pytest.raises(ValueError, match=r"texts\[0\]: the text is empty"):
-        metric.compute(texts=[" "], images=IMAGES[:1], references=[["a"]])
+        metric.compute(predictions=TEXTS[:1], images=IMAGES[:1])
+    with pytest.raises(ValueError, match=r"predictions\[0\]: the text is empty"):
+        metric.compute(predictions=[" "], images=IMAGES[:1], references=[["a"]])
     with pytest.raises(ValueError, match=r"images\[0\]: cannot read image"):
-        metric.compute(texts=["a"], images=[b"\x89PNG broken"], references=[["a"]])
+        metric.compute(predictions=["a"], images=[b"\x89PNG broken"], references=[["a"]])
     with pytest.raises(ValueError, match=r"references\[0\]"):
-        metric.compute(texts=["a"], images=IMAGES[:1], references=[[]])
+        metric.compute(predictions=["a"], images=IMAGES[:1], references=[[]])
     with pytest.raises(ValueError, match="`w`"):
         CLIPScore(model=clip_dir, w=-1)
     assert metric.encoder.computed == 0
@@ -122,14 +122,14 @@ def test_registry_evaluate_and_cli(clip_dir, tmp_path, offline_env):
         "import mmjudge, evaluate, sys\nfrom PIL import Image\n"
         "for name in ('clip_score', 'metrics/clip_score'):\n"
         "    m = evaluate.load(name, config_name='ref_clip_score', model=sys.argv[1])\n"
-        "    out = m.compute(texts=['a dog'], images=[Image.new('RGB', (40, 30), 'red')], references=[['a puppy']])\n"
+        "    out = m.compute(predictions=['a dog'], images=[Image.new('RGB', (40, 30), 'red')], references=[['a puppy']])\n"
         "    print(name, round(out['ref_clip_score'][0], 6))\n"
     )
     result = subprocess.run([sys.executable, "-c", code, clip_dir], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.split("\n")
     direct = CLIPScore(model=clip_dir, config_name="ref_clip_score").compute(
-        texts=["a dog"], images=[Image.new("RGB", (40, 30), "red")], references=[["a puppy"]], progress=False)
+        predictions=["a dog"], images=[Image.new("RGB", (40, 30), "red")], references=[["a puppy"]], progress=False)
     assert f"clip_score {round(direct['ref_clip_score'][0], 6)}" in lines
     assert f"metrics/clip_score {round(direct['ref_clip_score'][0], 6)}" in lines
     image = tmp_path / "x.png"

@@ -13,7 +13,8 @@ from PIL import Image
 
 import mmjudge
 from mmjudge.judges import GenerationRequest, Judge, RatingResult, Turn
-from mmjudge.metrics.fleur import FLEUR, FLEUR_PROMPT, REFFLEUR_PROMPT, parse_score, reference_scores, smooth_decimals, smooth_one
+from mmjudge.metrics.fleur import FLEUR, FLEUR_PROMPT, REFFLEUR_PROMPT, parse_score, smooth_decimals, smooth_one
+from mmjudge.testing.fleur_reference import reference_scores
 from mmjudge.testing import tiny_answering_llava
 
 IMAGES = [Image.new("RGB", (40, 30), c) for c in ("red", "blue", "green")]
@@ -68,7 +69,7 @@ def test_fast_path_arithmetic_on_chosen_distributions():
     fleur = FLEUR(judge=FakeJudge(), cache=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = fleur.compute(texts=TEXTS[:2], images=IMAGES[:2], progress=False)
+        out = fleur.compute(predictions=TEXTS[:2], images=IMAGES[:2], progress=False)
     expected = (6 * 0.2 + 7 * 0.5 + 8 * 0.3) / 10 + 4.5 * 0.1 / 10  # first decimal + second decimal
     assert out["score"] == pytest.approx([expected, expected])
     assert out["raw_score"] == [0.73, 0.73] and out["method"] == ["fast", "fast"]
@@ -78,7 +79,7 @@ def test_fast_path_arithmetic_on_chosen_distributions():
 def test_fast_path_equals_literal_reference(models, answer):
     fleur = FLEUR(model=models[answer], cache=False, max_new_tokens=8)
     assert fleur.conversation == "llava_v1"
-    out = fleur.compute(texts=TEXTS, images=IMAGES, progress=False)
+    out = fleur.compute(predictions=TEXTS, images=IMAGES, progress=False)
     requests = [
         GenerationRequest([Turn("user", fleur.prompt(t))], image=i, max_new_tokens=8, conversation="llava_v1")
         for t, i in zip(TEXTS, IMAGES)
@@ -100,36 +101,36 @@ def test_fast_path_forward_passes_per_sample(models, answer, passes):
     seen = []
     rate_batch = fleur.judge._rate_batch
     fleur.judge._rate_batch = lambda requests: seen.extend(requests) or rate_batch(requests)
-    out = fleur.compute(texts=TEXTS, images=IMAGES, progress=False)
+    out = fleur.compute(predictions=TEXTS, images=IMAGES, progress=False)
     assert out["method"] == ["fast"] * len(TEXTS)
     assert len(seen) == passes * len(TEXTS)
 
 
 def test_deviating_judge_falls_back_to_generation(models):
     fleur = FLEUR(model=models[" so 0.42"], cache=False, max_new_tokens=8)
-    out = fleur.compute(texts=TEXTS[:2], images=IMAGES[:2], progress=False)
+    out = fleur.compute(predictions=TEXTS[:2], images=IMAGES[:2], progress=False)
     assert out["method"] == ["generate", "generate"] and out["raw_score"] == [0.42, 0.42]
     requests = [GenerationRequest([Turn("user", fleur.prompt(t))], image=i, max_new_tokens=8, conversation="llava_v1")
                 for t, i in zip(TEXTS[:2], IMAGES[:2])]
     # Not bit-equal: the judge's generate() strips the reply, so the fallback teacher-forces "so 0." where
     # the model emitted " so 0." (other context tokens); the digit positions and arithmetic are the same.
     assert out["score"] == pytest.approx([r["score"] for r in reference_scores(fleur.judge, requests)], abs=1e-3)
-    assert fleur.compute(texts=TEXTS[:1], images=IMAGES[:1], progress=False)["score"][0] == pytest.approx(out["score"][0])
+    assert fleur.compute(predictions=TEXTS[:1], images=IMAGES[:1], progress=False)["score"][0] == pytest.approx(out["score"][0])
 
 
 def test_batch_size_invariance_determinism_and_cache(models, tmp_path):
     runs = []
     for batch_size in (1, 3):
         fleur = FLEUR(model=models[" 0.85"], cache=tmp_path / f"c{batch_size}.sqlite", batch_size=batch_size)
-        runs.append(fleur.compute(texts=TEXTS, images=IMAGES, progress=False)["score"])
-        again = fleur.compute(texts=TEXTS, images=IMAGES, progress=False)["score"]
+        runs.append(fleur.compute(predictions=TEXTS, images=IMAGES, progress=False)["score"])
+        again = fleur.compute(predictions=TEXTS, images=IMAGES, progress=False)["score"]
         assert again == runs[-1] and fleur.judge.hits > 0
     assert runs[0] == pytest.approx(runs[1], abs=1e-5)
 
 
 def test_reffleur_prompt_explanation_and_signature(models):
     fleur = FLEUR(model=models[" 0.85"], config_name="reffleur", cache=False, max_explanation_tokens=6)
-    out = fleur.compute(texts=TEXTS[:1], images=IMAGES[:1], references=[["a dog", "a puppy"]], explain=True, progress=False)
+    out = fleur.compute(predictions=TEXTS[:1], images=IMAGES[:1], references=[["a dog", "a puppy"]], explain=True, progress=False)
     assert out["explanation"] == ["0.85"]  # the scripted model answers everything with its score
     assert "Reference Captions: a dog\na puppy\n\nCandidate Caption: A dog runs." in fleur.prompt("A dog runs.", ["a dog", "a puppy"])
     assert fleur.prompt("x").startswith("Your task is to evaluate and rate the candidate caption")
@@ -141,13 +142,13 @@ def test_reffleur_prompt_explanation_and_signature(models):
 def test_bad_inputs_fail_before_model_calls():
     fleur = FLEUR(judge="dummy", config_name="reffleur", cache=False)
     with pytest.raises(ValueError, match="needs `references`"):
-        fleur.compute(texts=["a"], images=IMAGES[:1])
+        fleur.compute(predictions=["a"], images=IMAGES[:1])
     with pytest.raises(ValueError, match=r"references\[0\]\[1\]: the text is empty"):
-        fleur.compute(texts=["a"], images=IMAGES[:1], references=[["ok", " "]])
-    with pytest.raises(ValueError, match=r"texts\[1\]: the text is empty"):
-        fleur.compute(texts=["a", ""], images=IMAGES[:2], references=[["r"], ["r"]])
+        fleur.compute(predictions=["a"], images=IMAGES[:1], references=[["ok", " "]])
+    with pytest.raises(ValueError, match=r"predictions\[1\]: the text is empty"):
+        fleur.compute(predictions=["a", ""], images=IMAGES[:2], references=[["r"], ["r"]])
     with pytest.raises(ValueError, match=r"images\[0\]: cannot read image"):
-        fleur.compute(texts=["a"], images=[b"not an image"], references=[["r"]])
+        fleur.compute(predictions=["a"], images=[b"not an image"], references=[["r"]])
     with pytest.raises(ValueError, match="config_name"):
         FLEUR(judge="dummy", config_name="fleur2", cache=False)
     assert fleur.judge.calls == 0
@@ -160,7 +161,7 @@ def test_registry_and_evaluate_and_cli(models, tmp_path, offline_env):
         "import mmjudge, evaluate, sys\nfrom PIL import Image\n"
         "for name in ('fleur', 'metrics/fleur'):\n"
         "    m = evaluate.load(name, config_name='reffleur', model=sys.argv[1], cache=False, max_new_tokens=8)\n"
-        "    out = m.compute(texts=['a dog'], images=[Image.new('RGB', (40, 30), 'red')], references=[['a puppy']])\n"
+        "    out = m.compute(predictions=['a dog'], images=[Image.new('RGB', (40, 30), 'red')], references=[['a puppy']])\n"
         "    print(name, out['raw_score'][0], out['method'][0])\n"
     )
     result = subprocess.run([sys.executable, "-c", code, models[" 0.85"]], env=env, cwd=os.getcwd(),

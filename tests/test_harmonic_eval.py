@@ -20,10 +20,10 @@ CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
 IMG = Image.new("RGB", (64, 48), (120, 200, 90))
 
 TASK_INPUTS = {
-    "ic": dict(texts=["A green field.", "Grass under a bright sky."], images=[IMG, IMG]),
-    "vqa": dict(texts=["Green.", "It is green."], images=[IMG, IMG], questions=["What colour?", "Which colour?"]),
-    "vdu": dict(texts=["1.1 million."], images=[IMG], questions=["What is the profit?"]),
-    "reg": dict(texts=["the left half"], images=[IMG], boxes=[[0, 0, 32, 48]]),
+    "ic": dict(predictions=["A green field.", "Grass under a bright sky."], images=[IMG, IMG]),
+    "vqa": dict(predictions=["Green.", "It is green."], images=[IMG, IMG], questions=["What colour?", "Which colour?"]),
+    "vdu": dict(predictions=["1.1 million."], images=[IMG], questions=["What is the profit?"]),
+    "reg": dict(predictions=["the left half"], images=[IMG], boxes=[[0, 0, 32, 48]]),
 }
 
 
@@ -35,7 +35,7 @@ def tiny_he(tiny_qwen_dir):
 @pytest.mark.parametrize("task", list(TASK_INPUTS))
 def test_all_tasks_end_to_end(tiny_he, task):
     out = tiny_he.compute(task=task, progress=False, **TASK_INPUTS[task])
-    n = len(TASK_INPUTS[task]["texts"])
+    n = len(TASK_INPUTS[task]["predictions"])
     assert len(out["overall"]) == n
     scores = np.array([out[c] for c in CRITERIA]).T
     weights = np.array([out[f"{c}_weight"] for c in CRITERIA]).T
@@ -132,7 +132,7 @@ def test_explanation_turn_follows_the_rated_answer():
             return super()._generate_batch(requests)
 
     HarmonicEval(judge=Spy(), cache=False, criteria=["fluency"]).compute(
-        texts=["A dog."], progress=False, explain=True
+        predictions=["A dog."], progress=False, explain=True
     )
     [req] = seen
     assert [t.role for t in req.turns] == ["user", "assistant", "user"]
@@ -145,7 +145,7 @@ def test_options_subset_gamma_and_no_smoothing():
     full = HarmonicEval(judge=judge, cache=False, gamma=1.0).compute(progress=False, **TASK_INPUTS["ic"])
     mean = np.mean([[full[c][i] for c in CRITERIA] for i in range(2)], axis=1)
     assert full["overall"] == pytest.approx(mean.tolist())  # γ = 1: plain average
-    sub = HarmonicEval(judge=judge, cache=False, criteria=["fluency", "clarity"]).compute(texts=["A dog."], progress=False)
+    sub = HarmonicEval(judge=judge, cache=False, criteria=["fluency", "clarity"]).compute(predictions=["A dog."], progress=False)
     assert set(k for k in sub if k in CRITERIA) == {"fluency", "clarity"}  # no image needed
     argmax = HarmonicEval(judge=judge, cache=False, smoothing=False).compute(progress=False, **TASK_INPUTS["ic"])
     assert all(argmax[c][i] in (1.0, 2.0, 3.0, 4.0, 5.0) for c in CRITERIA for i in range(2))
@@ -159,7 +159,7 @@ def test_custom_criteria_from_a_prompt_file(tmp_path):
         '[criteria.humour]\nsees_image = false\ntemplate = "How funny is this, 1 to 5?"\n'
     )
     he = HarmonicEval(judge=DummyJudge(), cache=False, prompts=str(path))
-    out = he.compute(texts=["A dog."], progress=False)
+    out = he.compute(predictions=["A dog."], progress=False)
     assert he.criteria == ["humour"] and "prompts=mine@3" in out["signature"]
     assert out["overall"] == out["humour"]
 
@@ -190,24 +190,24 @@ def _png_bytes(size=(16, 16)):
 
 
 BAD_INPUTS = [
-    (dict(texts=["ok", ""], images=[IMG, IMG]), r"texts\[1\]: the text is empty"),
-    (dict(texts=["ok", 3], images=[IMG, IMG]), r"texts\[1\]: expected a string"),
-    (dict(texts="ok", images=[IMG]), "list of strings"),
-    (dict(texts=[], images=[]), "empty"),
-    (dict(texts=["ok", "ok"], images=[IMG]), r"`images` to have one entry per text \(2\)"),
-    (dict(texts=["ok"]), "`images` are required"),
-    (dict(texts=["ok", "ok"], images=[IMG, None]), r"images\[1\]: an image is required"),
-    (dict(texts=["ok"], images=["/no/such/file.png"]), r"images\[0\]: image file not found"),
-    (dict(texts=["ok"], images=[b"not an image at all"]), r"images\[0\]: cannot read image"),
-    (dict(texts=["ok"], images=[_png_bytes()[:40]]), r"images\[0\]: cannot read image"),
-    (dict(texts=["ok"], images=[12]), r"images\[0\]: expected a PIL image"),
-    (dict(texts=["ok"], images=[IMG], task="captioning"), "Unknown task 'captioning'"),
-    (dict(texts=["ok"], images=[IMG], task="vqa"), "needs `questions`"),
-    (dict(texts=["ok"], images=[IMG], task="vqa", questions=[""]), r"questions\[0\]: the text is empty"),
-    (dict(texts=["ok"], images=[IMG], task="reg"), "needs `boxes`"),
-    (dict(texts=["ok"], images=[IMG], task="reg", boxes=[[40, 10, 30, 10]]), r"boxes\[0\]: .* outside the 64x48 image"),
-    (dict(texts=["ok"], images=[IMG], task="reg", boxes=[[1, 2, 3]]), r"boxes\[0\]: expected 4 numbers"),
-    (dict(texts=["ok"], images=[IMG], task="reg", boxes=[None]), r"boxes\[0\]: a bounding box is required"),
+    (dict(predictions=["ok", ""], images=[IMG, IMG]), r"predictions\[1\]: the text is empty"),
+    (dict(predictions=["ok", 3], images=[IMG, IMG]), r"predictions\[1\]: expected a string"),
+    (dict(predictions="ok", images=[IMG]), "list of strings"),
+    (dict(predictions=[], images=[]), "empty"),
+    (dict(predictions=["ok", "ok"], images=[IMG]), r"`images` to have one entry per text \(2\)"),
+    (dict(predictions=["ok"]), "`images` are required"),
+    (dict(predictions=["ok", "ok"], images=[IMG, None]), r"images\[1\]: an image is required"),
+    (dict(predictions=["ok"], images=["/no/such/file.png"]), r"images\[0\]: image file not found"),
+    (dict(predictions=["ok"], images=[b"not an image at all"]), r"images\[0\]: cannot read image"),
+    (dict(predictions=["ok"], images=[_png_bytes()[:40]]), r"images\[0\]: cannot read image"),
+    (dict(predictions=["ok"], images=[12]), r"images\[0\]: expected a PIL image"),
+    (dict(predictions=["ok"], images=[IMG], task="captioning"), "Unknown task 'captioning'"),
+    (dict(predictions=["ok"], images=[IMG], task="vqa"), "needs `questions`"),
+    (dict(predictions=["ok"], images=[IMG], task="vqa", questions=[""]), r"questions\[0\]: the text is empty"),
+    (dict(predictions=["ok"], images=[IMG], task="reg"), "needs `boxes`"),
+    (dict(predictions=["ok"], images=[IMG], task="reg", boxes=[[40, 10, 30, 10]]), r"boxes\[0\]: .* outside the 64x48 image"),
+    (dict(predictions=["ok"], images=[IMG], task="reg", boxes=[[1, 2, 3]]), r"boxes\[0\]: expected 4 numbers"),
+    (dict(predictions=["ok"], images=[IMG], task="reg", boxes=[None]), r"boxes\[0\]: a bounding box is required"),
 ]
 
 
@@ -224,9 +224,9 @@ def test_bad_input_is_rejected_before_any_judge_call_and_never_cached(tmp_path, 
 def test_huge_images_are_refused_as_decompression_bombs():
     he = HarmonicEval(judge=DummyJudge(), cache=False, max_pixels=10_000)
     with pytest.raises(ValueError, match=r"images\[0\]: image is too large"):
-        he.compute(texts=["ok"], images=[_png_bytes((200, 200))], progress=False)
+        he.compute(predictions=["ok"], images=[_png_bytes((200, 200))], progress=False)
     with pytest.raises(ValueError, match=r"images\[0\]: image is too large"):
-        he.compute(texts=["ok"], images=[Image.new("RGB", (200, 200))], progress=False)
+        he.compute(predictions=["ok"], images=[Image.new("RGB", (200, 200))], progress=False)
 
 
 @pytest.mark.parametrize(
@@ -248,4 +248,4 @@ def test_bad_options_are_rejected(kwargs, message):
 
 def test_low_mass_warning_names_the_problem():
     with pytest.warns(UserWarning, match="under 50% of its probability on the rating scale"):
-        HarmonicEval(judge=DummyJudge(mass=0.1), cache=False).compute(texts=["x"], images=[IMG], progress=False)
+        HarmonicEval(judge=DummyJudge(mass=0.1), cache=False).compute(predictions=["x"], images=[IMG], progress=False)

@@ -27,12 +27,12 @@ def test_evaluate_load_by_bare_name_offline_for_all_tasks(tmp_path, tiny_qwen_di
         img = Image.new("RGB", (64, 48), "green")
         he = evaluate.load("harmonic_eval", model={tiny_qwen_dir!r}, batch_size=4)
         out = {{}}
-        out["ic"] = he.compute(texts=["A green field."], images=[img], task="ic")
-        out["vqa"] = he.compute(texts=["Green."], images=[img], task="vqa", questions=["What colour?"])
-        out["vdu"] = he.compute(texts=["4.2 million."], images=[img], task="vdu", questions=["Revenue?"])
-        out["reg"] = he.compute(texts=["left half"], images=[img], task="reg", boxes=[[0, 0, 32, 48]])
+        out["ic"] = he.compute(predictions=["A green field."], images=[img], task="ic")
+        out["vqa"] = he.compute(predictions=["Green."], images=[img], task="vqa", questions=["What colour?"])
+        out["vdu"] = he.compute(predictions=["4.2 million."], images=[img], task="vdu", questions=["Revenue?"])
+        out["reg"] = he.compute(predictions=["left half"], images=[img], task="reg", boxes=[[0, 0, 32, 48]])
         text_only = evaluate.load("harmonic_eval", judge="dummy", criteria=["fluency"], cache=False)
-        out["text_only"] = text_only.compute(texts=["A dog runs."])
+        out["text_only"] = text_only.compute(predictions=["A dog runs."])
         print(json.dumps(out))
         """
     )
@@ -50,7 +50,7 @@ def test_evaluate_load_from_the_checkout(tmp_path):
     import evaluate
 
     he = evaluate.load(str(REPO / "metrics" / "harmonic_eval"), judge="dummy", cache=False, criteria=["clarity"])
-    out = he.compute(texts=["Clear text.", "Also clear."])
+    out = he.compute(predictions=["Clear text.", "Also clear."])
     assert len(out["clarity"]) == 2 and out["signature"].startswith("mmjudge=")
 
 

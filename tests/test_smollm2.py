@@ -35,8 +35,8 @@ def test_fluency_prefers_well_formed_sentences_over_shuffled_ones(smollm2_gguf, 
     folder, gguf = smollm2_gguf
     he = HarmonicEval(model=folder, gguf_file=gguf, criteria=["fluency"], cache=tmp_path / "c.sqlite", batch_size=16)
     fluent, shuffled = _pairs()
-    a = he.compute(texts=fluent, progress=False)
-    b = he.compute(texts=shuffled, progress=False)
+    a = he.compute(predictions=fluent, progress=False)
+    b = he.compute(predictions=shuffled, progress=False)
     wins = sum(x > y for x, y in zip(a["fluency"], b["fluency"]))
     # Measured: 25 of 40 (deterministic on CPU fp32). "Most pairs" is the claim; keep a small margin.
     assert wins >= 22, f"fluent text preferred in only {wins}/40 pairs"

@@ -75,5 +75,5 @@ class Baselines(evaluate.Metric):
         )
 
     def _compute(self, predictions, references):
-        return self.engine.compute(texts=predictions, references=references, progress=False)
+        return self.engine.compute(predictions=predictions, references=references, progress=False)
 

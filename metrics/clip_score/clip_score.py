@@ -22,7 +22,7 @@ and its reference captions. Long-CLIP checkpoints (248 text positions) are suppo
 
 _KWARGS_DESCRIPTION = """
 Args:
-    texts (`list` of `str`): candidate captions.
+    predictions (`list` of `str`): candidate captions.
     images (`list` of images): PIL images, paths or bytes, one per caption.
     references (`list` of `list` of `str`, optional): reference captions per text (config `ref_clip_score`).
 Returns:
@@ -33,7 +33,7 @@ Examples:
     >>> from PIL import Image
     >>> from mmjudge.testing import tiny_clip
     >>> clip = evaluate.load("clip_score", model=tiny_clip(tempfile.mkdtemp()))  # random weights: plumbing only
-    >>> out = clip.compute(texts=["a dog on a beach"], images=[Image.new("RGB", (32, 32))])
+    >>> out = clip.compute(predictions=["a dog on a beach"], images=[Image.new("RGB", (32, 32))])
     >>> 0.0 <= out["clip_score"][0] <= 2.5
     True
 """
@@ -54,14 +54,14 @@ class ClipScore(evaluate.Metric):
             inputs_description=_KWARGS_DESCRIPTION,
             # References travel as a compute keyword (`reference_captions`): evaluate reserves the name
             # `references` for a feature column, and a column cannot hold a list per text here.
-            features=datasets.Features({"texts": datasets.Value("string"), "images": datasets.Image()}),
+            features=datasets.Features({"predictions": datasets.Value("string"), "images": datasets.Image()}),
             reference_urls=["https://github.com/jmhessel/clipscore", "https://arxiv.org/abs/2104.08718"],
         )
 
     def compute(self, *, references=None, **kwargs):
-        """Score `texts` of `images`; `references` (a list of captions per text) for the reference-based config."""
+        """Score `predictions` of `images`; `references` (a list of captions per prediction) for the reference-based config."""
         return super().compute(reference_captions=references, **kwargs)
 
-    def _compute(self, texts, images, reference_captions=None):
-        return self.engine.compute(texts=texts, images=images, references=reference_captions)
+    def _compute(self, predictions, images, reference_captions=None):
+        return self.engine.compute(predictions=predictions, images=images, references=reference_captions)
 

@@ -23,7 +23,7 @@ shows reference captions. Optional explanations ("Why? Tell me the reason.").
 
 _KWARGS_DESCRIPTION = """
 Args:
-    texts (`list` of `str`): candidate captions.
+    predictions (`list` of `str`): candidate captions.
     images (`list` of images): PIL images, paths or bytes, one per caption.
     references (`list` of `list` of `str`, optional): reference captions per text (config `reffleur`).
     explain (`bool`, optional): also return one explanation per caption.
@@ -36,7 +36,7 @@ Examples:
     >>> import evaluate
     >>> from PIL import Image
     >>> fleur = evaluate.load("fleur", judge="dummy", cache=False)  # hash-based stand-in: prints no score
-    >>> out = fleur.compute(texts=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))])
+    >>> out = fleur.compute(predictions=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))])
     >>> sorted(out)
     ['mean_score', 'method', 'raw_score', 'score', 'signature']
 """
@@ -57,14 +57,14 @@ class Fleur(evaluate.Metric):
             inputs_description=_KWARGS_DESCRIPTION,
             # References travel as a compute keyword (`reference_captions`): evaluate reserves the name
             # `references` for a feature column, and a column cannot hold a list per text here.
-            features=datasets.Features({"texts": datasets.Value("string"), "images": datasets.Image()}),
+            features=datasets.Features({"predictions": datasets.Value("string"), "images": datasets.Image()}),
             reference_urls=["https://github.com/Yebin46/FLEUR", "https://aclanthology.org/2024.acl-long.205/"],
         )
 
     def compute(self, *, references=None, **kwargs):
-        """Score `texts` of `images`; `references` (a list of captions per text) for the reference-based config."""
+        """Score `predictions` of `images`; `references` (a list of captions per prediction) for the reference-based config."""
         return super().compute(reference_captions=references, **kwargs)
 
-    def _compute(self, texts, images, reference_captions=None, explain=None):
-        return self.engine.compute(texts=texts, images=images, references=reference_captions, explain=explain)
+    def _compute(self, predictions, images, reference_captions=None, explain=None):
+        return self.engine.compute(predictions=predictions, images=images, references=reference_captions, explain=explain)
 

@@ -23,7 +23,7 @@ Tasks: image captioning (ic), VQA (vqa), document VQA (vdu), referring expressio
 
 _KWARGS_DESCRIPTION = """
 Args:
-    texts (`list` of `str`): the texts to evaluate (captions, answers, expressions).
+    predictions (`list` of `str`): the texts to evaluate (captions, answers, expressions).
     images (`list` of images, optional): PIL images, paths or bytes; needed by the criteria that look
         at the image (Correctness and Completeness by default) and by the REG task.
     questions (`list` of `str`, optional): the questions, for the `vqa` and `vdu` tasks.
@@ -40,7 +40,7 @@ Examples:
     >>> import evaluate
     >>> from PIL import Image
     >>> he = evaluate.load("harmonic_eval", judge="dummy", cache=False)  # hash-based stand-in judge
-    >>> out = he.compute(texts=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))])
+    >>> out = he.compute(predictions=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))])
     >>> len(out["overall"]), sorted(out)[0]
     (1, 'clarity')
 """
@@ -60,12 +60,12 @@ class HarmonicEval(evaluate.Metric):
             inputs_description=_KWARGS_DESCRIPTION,
             # Only the texts go through evaluate's Arrow buffer; images, questions and boxes are passed
             # straight to compute() (no PNG round trip, and text-only criteria need no image column).
-            features=datasets.Features({"texts": datasets.Value("string")}),
+            features=datasets.Features({"predictions": datasets.Value("string")}),
             reference_urls=["https://github.com/stjohn2007/HarmonicEval"],
         )
 
-    def _compute(self, texts, images=None, questions=None, boxes=None, task=None, explain=None):
+    def _compute(self, predictions, images=None, questions=None, boxes=None, task=None, explain=None):
         return self.engine.compute(
-            texts=texts, images=images, questions=questions, boxes=boxes, task=task, explain=explain
+            predictions=predictions, images=images, questions=questions, boxes=boxes, task=task, explain=explain
         )
 

@@ -33,21 +33,22 @@ class BARTScorer:
         revision: Optional[str] = None,
         max_length: int = 1024,
     ):
-        import torch
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        self.model_name = model
-        self.revision = revision
-        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision)
-        self.model = AutoModelForSeq2SeqLM.from_pretrained(model, revision=revision).eval()
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model.to(self.device)
+        from mmjudge.models import load_pretrained
+
+        loaded = load_pretrained(
+            model, [AutoModelForSeq2SeqLM], lambda src, kw: AutoTokenizer.from_pretrained(src, revision=kw["revision"]),
+            device=device, dtype="float32", revision=revision,
+        )  # fmt: skip
+        self.model, self.tokenizer, self.model_identity = loaded.model, loaded.processor, loaded.identity
+        self.device = self.model.device
         self.batch_size = int(batch_size)
         self.max_length = int(max_length)
 
     @property
     def signature_fields(self) -> dict:
-        return {"model": f"{self.model_name}@{self.revision or 'main'}"}
+        return {"model": self.model_identity.label()}
 
     def log_likelihood(self, sources: Sequence[str], targets: Sequence[str], progress: bool = True) -> np.ndarray:
         """Mean token log-probability of each target given its source (array of length ``len(sources)``)."""

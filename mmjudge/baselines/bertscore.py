@@ -62,8 +62,9 @@ class BERTScorer:
         revision: Optional[str] = None,
         max_length: Optional[int] = None,
     ):
-        import torch
         from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        from mmjudge.models import load_pretrained
 
         if num_layers is None:
             if model != DEFAULT_MODEL:
@@ -72,19 +73,22 @@ class BERTScorer:
                     f"(roberta-large uses {DEFAULT_LAYER})."
                 )
             num_layers = DEFAULT_LAYER
-        self.model_name = model
-        self.revision = revision
+        self.model_name = model if isinstance(model, str) else "injected"
         self.idf = bool(idf)
-        config = AutoConfig.from_pretrained(model, revision=revision)
-        tokenizer_kwargs = {"add_prefix_space": True} if config.model_type in _PREFIX_SPACE_MODELS else {}
-        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, **tokenizer_kwargs)
-        self.model = AutoModel.from_pretrained(model, revision=revision).eval()
+
+        def load_tokenizer(source: str, kw: dict):
+            config = AutoConfig.from_pretrained(source, revision=kw["revision"])
+            tokenizer_kwargs = {"add_prefix_space": True} if config.model_type in _PREFIX_SPACE_MODELS else {}
+            return AutoTokenizer.from_pretrained(source, revision=kw["revision"], **tokenizer_kwargs)
+
+        # fp32 everywhere: BERTScore's published numbers come from full-precision embeddings.
+        loaded = load_pretrained(model, [AutoModel], load_tokenizer, device=device, dtype="float32", revision=revision)
+        self.model, self.tokenizer, self.model_identity = loaded.model, loaded.processor, loaded.identity
         total = getattr(self.model.config, "num_hidden_layers", None)
         if not isinstance(num_layers, int) or num_layers < 0 or (total is not None and num_layers > total):
             raise ValueError(f"Expected argument `num_layers` to be an integer in [0, {total}], but got {num_layers!r}.")
         self.num_layers = num_layers
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model.to(self.device)
+        self.device = self.model.device
         self.batch_size = int(batch_size)
         limit = self.tokenizer.model_max_length
         self.max_length = int(max_length or (limit if limit and limit < 100_000 else 512))
@@ -121,7 +125,7 @@ class BERTScorer:
     def signature_fields(self) -> dict:
         rescale = "none" if self.baseline is None else ",".join(f"{x:.6g}" for x in self.baseline)
         return {
-            "model": f"{self.model_name}@{self.revision or 'main'}",
+            "model": self.model_identity.label(),
             "layer": self.num_layers,
             "idf": self.idf,
             "rescale": rescale,

@@ -15,29 +15,10 @@ import math
 from typing import Any
 
 from mmjudge.commands._options import add_judge_options, judge_options
-from mmjudge.metrics.base import compute_by_task
+from mmjudge.models import TINY_RANDOM
+from mmjudge.report import Report
 
-TINY = "tiny-random"
-
-
-def resolve_model(model: str | None) -> str | None:
-    """``tiny-random`` builds (once) a random-weight tiny VLM: the pipeline runs offline, scores mean nothing."""
-    if model != TINY:
-        return model
-    from mmjudge.cache import default_cache_path
-    from mmjudge.testing import tiny_vlm
-
-    try:
-        import torchvision  # noqa: F401  (Qwen2-VL processors need it)
-
-        family = "qwen2_vl"
-    except ImportError:
-        family = "llava"
-    folder = default_cache_path().parent / f"tiny-random-{family}"
-    if not (folder / "config.json").is_file():
-        tiny_vlm(folder, family)
-    print(f"NOTE: '{TINY}' is a {family} model with RANDOM weights: it proves the pipeline, its scores mean nothing.")
-    return str(folder)
+TINY = TINY_RANDOM
 
 
 def read_items(args: argparse.Namespace) -> list[dict]:
@@ -82,42 +63,31 @@ def run(args: argparse.Namespace) -> int:
     items = read_items(args)
     if not items:
         raise ValueError("no items to score.")
-    args.model = resolve_model(args.model)
+    if args.model == TINY:
+        print(f"NOTE: '{TINY}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.")
     metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
-    results: list[dict] = [{} for _ in items]
-    tasks = [""] * len(items)
-    signature = ""
-    for idx, task, out in compute_by_task(metric, items, default_task=args.task):
-        signature = out.get("signature", signature)
-        for i in idx:
-            tasks[i] = task
-        for key, values in out.items():
-            if isinstance(values, list) and len(values) == len(idx):
-                for i, value in zip(idx, values):
-                    results[i][key] = value
-    for i, (item, res) in enumerate(zip(items, results)):
-        _print_table(i, item, tasks[i], res)
-    print(f"signature: {signature}")
+    report = Report.from_items(metric, items, default_task=args.task, progress=None, keep=["text"])
+    for i, row in enumerate(report.rows):
+        _print_table(i, row, report)
+    for signature in report.signatures:
+        print(f"signature: {signature}")
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            for i, res in enumerate(results):
-                f.write(json.dumps({"id": str(items[i].get("id", i)), **res}) + "\n")
-        print(f"wrote {len(results)} rows to {args.output}")
+        report.to_jsonl(args.output)
+        print(f"wrote {len(report.rows)} rows to {args.output}")
     return 0
 
 
-def _print_table(i: int, item: dict, task: str, res: dict) -> None:
-    text = item.get("text", "")
-    print(f"\n[{i}] task={task}  text={text!r}")
-    columns = ("_sigma", "_weight", "_mass")  # shown beside their criterion, not as rows
-    rows = [k for k, v in res.items() if isinstance(v, (int, float)) and not k.endswith(columns)]
+def _print_table(i: int, row: dict, report: Report) -> None:
+    print(f"\n[{i}] task={row.get('task', '')}  text={row.get('text', '')!r}")
     print(f"  {'':14s} {'score':>7s} {'sigma':>7s} {'weight':>7s}")
-    for key in sorted(rows, key=lambda k: k != "overall"):  # stable: criteria keep their order
-        cells = [_fmt(res.get(key)), _fmt(res.get(f"{key}_sigma")), _fmt(res.get(f"{key}_weight"))]
+    for key in report.spec.score_names():  # primary first, criteria in their order
+        if key not in row:
+            continue
+        cells = [_fmt(row.get(key)), _fmt(row.get(f"{key}_sigma")), _fmt(row.get(f"{key}_weight"))]
         print(f"  {key:14s} " + " ".join(f"{c:>7s}" for c in cells))
-    for key, value in res.items():
-        if key.endswith("explanation") and value:
-            print(f"  {key}: {value}")
+    for out in report.spec.outputs:
+        if out.kind == "text" and row.get(out.name) and out.name.endswith("explanation"):
+            print(f"  {out.name}: {row[out.name]}")
 
 
 def _fmt(value: Any) -> str:

@@ -29,6 +29,8 @@ from PIL import Image
 
 logger = logging.getLogger(__name__)
 
+CAPABILITIES = ("teacher_forcing", "full_distribution", "reads_prefix_steps", "can_generate")
+
 # Below this much probability mass on the scale the model is probably not answering with a rating.
 LOW_MASS_WARNING = 0.5
 
@@ -59,7 +61,9 @@ class RatingRequest:
         read_prefix: also return the distributions at every token boundary *inside* ``answer_prefix``
             (:attr:`RatingResult.steps`), from the same forward pass: a caller that expects the model to
             print the prefix can check it and read several positions at once. Backends that cannot
-            leave ``steps`` as ``None``.
+            (``Judge.reads_prefix_steps`` is ``False``) leave ``steps`` as ``None``.
+        image_digest: sha256 of the image's decoded pixels (:func:`image_digest`); computed here when
+            not given. A caller that sends one image in many requests computes it once and passes it.
     """
 
     turns: Sequence[Turn]
@@ -67,24 +71,22 @@ class RatingRequest:
     choices: Sequence[str] = ("1", "2", "3", "4", "5")
     answer_prefix: str = ""
     group: str = ""
-    _image_digest: Optional[str] = field(default=None, repr=False, compare=False)
     conversation: Optional[str] = None
     read_prefix: bool = False
+    image_digest: Optional[str] = field(default=None, repr=False, compare=False)
 
-    def image_digest(self) -> str:
-        """sha256 of the decoded pixels (mode, size, bytes): the same picture hashes the same
-        whether it came from a file, bytes or a PIL object."""
+    def __post_init__(self) -> None:
         if self.image is None:
-            return ""
-        if self._image_digest is None:
-            self._image_digest = image_digest(self.image)
-        return self._image_digest
+            if self.image_digest is not None:
+                raise ValueError("RatingRequest: `image_digest` was given without an image.")
+        elif self.image_digest is None:
+            self.image_digest = image_digest(self.image)
 
     def payload(self) -> dict:
         """Everything that determines the answer, as JSON-able data (for cache keys)."""
         return {
             "turns": [[t.role, t.text] for t in self.turns],
-            "image": self.image_digest(),
+            "image": self.image_digest or "",
             "choices": list(self.choices),
             "answer_prefix": self.answer_prefix,
             # Only when set, so the keys of requests that use the chat template stay what they were.
@@ -121,15 +123,19 @@ class RatingResult:
         steps: with ``read_prefix``, one :class:`PrefixStep` per token of ``answer_prefix`` (the
             distribution *before* that token), in order; ``[]`` when the prefix's tokens cannot be
             aligned with its characters, ``None`` when not asked for or not supported.
+        mass_exact: ``True`` when ``raw`` comes from the full distribution; ``False`` when the judge
+            only sees the top-k tokens (chat APIs): ratings outside the top k count as 0, so
+            :attr:`mass` is a lower bound of the true mass.
     """
 
     raw: list[float]
     greedy: str = ""
     steps: Optional[list["PrefixStep"]] = None
+    mass_exact: bool = True
 
     @property
     def mass(self) -> float:
-        """Total probability the model put on the scale."""
+        """Total probability the model put on the scale (a lower bound when ``mass_exact`` is False)."""
         return float(sum(self.raw))
 
     @property
@@ -142,6 +148,8 @@ class RatingResult:
 
     def to_json(self) -> dict:
         data: dict[str, Any] = {"raw": self.raw, "greedy": self.greedy}
+        if not self.mass_exact:
+            data["mass_exact"] = False
         if self.steps is not None:
             data["steps"] = [[step.offset, step.raw, step.greedy] for step in self.steps]
         return data
@@ -153,6 +161,7 @@ class RatingResult:
             raw=[float(x) for x in data["raw"]],
             greedy=str(data.get("greedy", "")),
             steps=None if steps is None else [PrefixStep(int(o), [float(x) for x in r], str(g)) for o, r, g in steps],
+            mass_exact=bool(data.get("mass_exact", True)),
         )
 
 
@@ -171,14 +180,20 @@ class PrefixStep:
     greedy: str
 
 
-def warn_low_mass(masses: Sequence[float], source: str, threshold: float = LOW_MASS_WARNING) -> None:
+def warn_low_mass(results: Sequence["RatingResult"], source: str, threshold: float = LOW_MASS_WARNING) -> None:
     """Warn when the judge put little probability on the rating scale: it is probably not answering
-    in the expected format, and the renormalised distribution rests on a small remainder."""
-    low = [m for m in masses if m < threshold]
+    in the expected format, and the renormalised distribution rests on a small remainder.
+
+    Only exact masses count: a top-k judge's mass is a lower bound (a rating outside the top k reads
+    as 0), so a small value there says nothing certain and is not warned about."""
+    exact = [r.mass for r in results if r.mass_exact]
+    low = [m for m in exact if m < threshold]
     if low:
         warnings.warn(
             f"{source}: the judge put under {threshold:.0%} of its probability on the rating scale in "
-            f"{len(low)} of {len(masses)} ratings (lowest {min(low):.3f}); it may not follow the answer format.",
+            f"{len(low)} of {len(exact)} ratings (lowest {min(low):.3f}), so it may not answer in the prompt's "
+            "format. Check the judge model and prompt set (a chat/instruct model is expected); the per-criterion "
+            "`_mass` outputs show which items are affected.",
             stacklevel=3,
         )
 
@@ -220,9 +235,25 @@ def _batch_kind(request: RatingRequest) -> tuple:
     return (request.group, request.image is None)
 
 
+class JudgeCapabilityError(ValueError):
+    """A metric needs something the judge backend cannot do (e.g. teacher forcing through a chat API)."""
+
+
 class Judge(ABC):
     """Base class of judge backends. Subclasses set :attr:`backend` and implement
     :meth:`identity` and :meth:`_rate_batch`.
+
+    Capabilities are class attributes that metrics check before they build requests
+    (:meth:`require`): a metric that needs what a judge lacks says so in one sentence, or takes its
+    documented fallback.
+
+    * ``teacher_forcing`` — the assistant's answer can be forced to start with ``answer_prefix`` (a local
+      model can; OpenAI's chat API cannot; vLLM/SGLang can through ``continue_final_message``). Without
+      it the backend reads the first rating the model generates.
+    * ``full_distribution`` — every token's probability is available; ``False`` for top-k APIs, whose
+      results carry ``mass_exact=False``.
+    * ``reads_prefix_steps`` — ``read_prefix`` requests get the distributions inside the prefix.
+    * ``can_generate`` — free-running greedy generation (explanations, FLEUR's fallback).
 
     >>> from mmjudge.judges import load_judge
     >>> from mmjudge.judges.base import RatingRequest, Turn
@@ -234,8 +265,41 @@ class Judge(ABC):
 
     backend: str = "base"
     batch_size: int = 8
-    # Whether `rate` fills RatingResult.steps for requests with read_prefix=True.
+    teacher_forcing: bool = True
+    full_distribution: bool = True
     reads_prefix_steps: bool = False
+    can_generate: bool = True
+    # The judge model's architecture (``config.model_type``, e.g. "llava") when known: metrics pick a
+    # conversation format from it (FLEUR prompts LLaVA-1.5 in its original format).
+    model_type: Optional[str] = None
+
+    def require(self, capability: str, metric: str, why: str) -> None:
+        """Raise :class:`JudgeCapabilityError` unless this judge has ``capability``.
+
+        >>> from mmjudge.judges import load_judge
+        >>> judge = load_judge("dummy", teacher_forcing=False)
+        >>> judge.require("teacher_forcing", "FLEUR", "it reads digits at forced positions")
+        Traceback (most recent call last):
+        mmjudge.judges.base.JudgeCapabilityError: FLEUR needs a judge with teacher_forcing (it reads digits at forced positions), but the 'dummy' backend has none.
+        """
+        if not getattr(self, capability):
+            raise JudgeCapabilityError(
+                f"{metric} needs a judge with {capability} ({why}), but the {self.backend!r} backend has none."
+            )
+
+    def capabilities(self) -> dict[str, bool]:
+        """The capability flags, e.g. for a Space or a log line."""
+        return {name: bool(getattr(self, name)) for name in CAPABILITIES}
+
+    def signature_fields(self) -> dict[str, Any]:
+        """The judge's part of a result signature: ``judge`` (backend:model), ``revision`` and
+        ``dtype`` where they apply. Never a local path (local folders appear as a fingerprint)."""
+        ident = self.identity()
+        fields: dict[str, Any] = {"judge": f"{self.backend}:{ident.get('model', '')}".rstrip(":")}
+        for key in ("revision", "dtype"):
+            if ident.get(key):
+                fields[key] = ident[key]
+        return fields
 
     @abstractmethod
     def identity(self) -> dict:
@@ -250,11 +314,9 @@ class Judge(ABC):
         raise NotImplementedError(f"The {self.backend!r} judge cannot generate text.")
 
     def describe(self) -> str:
-        """Short human-readable name used in signatures, e.g. ``transformers:org/model@rev``."""
-        ident = self.identity()
-        model = ident.get("model", "")
-        revision = ident.get("revision")
-        return f"{self.backend}:{model}" + (f"@{revision}" if revision else "")
+        """Short human-readable name, e.g. ``transformers:org/model@rev``."""
+        fields = self.signature_fields()
+        return fields["judge"] + (f"@{fields['revision']}" if fields.get("revision") else "")
 
     def rate(
         self,

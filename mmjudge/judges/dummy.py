@@ -13,12 +13,25 @@ from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingR
 
 
 class DummyJudge(Judge):
-    """Hash-based pseudo-judge. ``mass`` is the probability it puts on the scale (default 0.9)."""
+    """Hash-based pseudo-judge. ``mass`` is the probability it puts on the scale (default 0.9).
+
+    ``teacher_forcing=False`` / ``full_distribution=False`` make it declare the capabilities of a chat
+    API (its results are then marked ``mass_exact=False``), to test how metrics react."""
 
     backend = "dummy"
 
-    def __init__(self, mass: float = 0.9, batch_size: int = 8, seed: int = 0, model: Optional[str] = None):
+    def __init__(
+        self,
+        mass: float = 0.9,
+        batch_size: int = 8,
+        seed: int = 0,
+        model: Optional[str] = None,
+        teacher_forcing: bool = True,
+        full_distribution: bool = True,
+    ):
         # `model` is accepted (and ignored) so any metric's model option works with this judge.
+        self.teacher_forcing = bool(teacher_forcing)
+        self.full_distribution = bool(full_distribution)
         self.mass = float(mass)
         self.batch_size = batch_size
         self.seed = int(seed)
@@ -39,7 +52,7 @@ class DummyJudge(Judge):
         for request in requests:
             raw = self._weights(request, len(request.choices))
             greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
-            out.append(RatingResult(raw=raw, greedy=greedy))
+            out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.full_distribution))
         return out
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:

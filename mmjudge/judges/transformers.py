@@ -20,13 +20,12 @@ and render prompts with the processor's own chat template.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from mmjudge.judges.base import GenerationRequest, Judge, PrefixStep, RatingRequest, RatingResult
+from mmjudge.models import ModelSource, load_pretrained, local_fingerprint  # noqa: F401  (re-exported)
 
 logger = logging.getLogger(__name__)
 
@@ -72,30 +71,53 @@ def rating_token_ids(tokenizer: Any, choices: Sequence[str]) -> list[list[int]]:
     return [sorted(ids) for ids in found]
 
 
-def local_fingerprint(path: Path) -> str:
-    """A revision for a local model folder: hash of file names, sizes and head/tail bytes.
-    Re-creating the same model gives the same value; changed weights give a new one."""
-    h = hashlib.sha256()
-    for file in sorted(p for p in path.rglob("*") if p.is_file()):
-        size = file.stat().st_size
-        h.update(f"{file.relative_to(path)}|{size}|".encode())
-        with open(file, "rb") as f:
-            h.update(f.read(1 << 16))
-            if size > 1 << 17:
-                f.seek(-(1 << 16), os.SEEK_END)
-                h.update(f.read())
-    return "local-" + h.hexdigest()[:16]
+@dataclass
+class GenerationTrace:
+    """One greedy generation: the new token ids, the decoded text after each of them, and the
+    full-vocabulary softmax at each step (CPU float32 tensors)."""
+
+    token_ids: list
+    texts: list
+    probs: list
+
+
+def _load_processor(source: str, load_kwargs: dict) -> Any:
+    """The model's processor (VLMs) or tokenizer (text-only / GGUF)."""
+    from transformers import AutoProcessor, AutoTokenizer
+
+    if not load_kwargs.get("gguf_file"):
+        try:
+            processor = AutoProcessor.from_pretrained(source, **load_kwargs)
+            if hasattr(processor, "image_processor") or hasattr(processor, "get_vocab"):
+                return processor
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            logger.info("No processor for %s (%s); using its tokenizer.", source, err)
+    return AutoTokenizer.from_pretrained(source, **load_kwargs)
+
+
+def _split_processor(processor: Any) -> tuple[Any, Any]:
+    """``(processor or None, tokenizer)``: left padding (the answer position is then the last one in
+    every row) and a pad token."""
+    tokenizer = getattr(processor, "tokenizer", None) or processor
+    if not hasattr(processor, "image_processor"):
+        processor = None  # a bare tokenizer: text-only model
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return processor, tokenizer
 
 
 class TransformersJudge(Judge):
     """A judge backed by a local or Hub ``transformers`` model.
 
     Args:
-        model: Hub id or local folder.
+        model: Hub id, local folder, ``"tiny-random"`` (offline random-weight demo) or a callable
+            returning ``(model, processor)`` (see :mod:`mmjudge.models`).
         revision: Hub revision (branch, tag or commit); recorded in signatures and cache keys.
         device: ``"cuda"``, ``"cpu"``, … (default: CUDA when available).
         dtype: ``"bfloat16"``, ``"float16"``, ``"float32"`` (default: bf16 on GPU, fp32 on CPU).
         batch_size: requests per forward pass.
+        device_map: e.g. ``"auto"`` to spread a judge too large for one GPU over all visible GPUs.
         gguf_file: load a GGUF checkpoint from ``model`` (de-quantised by transformers).
         trust_remote_code: passed to ``from_pretrained``.
         model_kwargs: extra ``from_pretrained`` keyword arguments (e.g. ``attn_implementation``).
@@ -106,93 +128,55 @@ class TransformersJudge(Judge):
 
     def __init__(
         self,
-        model: str,
+        model: ModelSource,
         revision: Optional[str] = None,
         device: Optional[str] = None,
         dtype: Optional[str] = None,
         batch_size: int = 8,
+        device_map: Any = None,
         gguf_file: Optional[str] = None,
         trust_remote_code: bool = False,
         model_kwargs: Optional[dict] = None,
     ):
         import torch
-
-        self.model_id = str(model)
-        self.batch_size = int(batch_size)
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = dtype or ("bfloat16" if self.device.startswith("cuda") else "float32")
-        self.dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-        self.gguf_file = gguf_file
-        load_kwargs: dict[str, Any] = dict(revision=revision, trust_remote_code=trust_remote_code)
-        if gguf_file:
-            load_kwargs["gguf_file"] = gguf_file
-        self.processor, self.tokenizer = self._load_processor(load_kwargs)
-        self.model = self._load_model(load_kwargs, dict(model_kwargs or {}))
-        local = Path(self.model_id).expanduser()
-        commit = getattr(self.model.config, "_commit_hash", None)
-        self.revision = local_fingerprint(local) if local.is_dir() else (revision or commit or "main")
-        self._choice_ids: dict[tuple, list[list[int]]] = {}
-
-    # ----------------------------------------------------------------------------------------- loading
-    def _load_processor(self, load_kwargs):
-        from transformers import AutoProcessor, AutoTokenizer
-
-        processor = None
-        if not self.gguf_file:
-            try:
-                processor = AutoProcessor.from_pretrained(self.model_id, **load_kwargs)
-            except (OSError, ValueError, KeyError, TypeError) as err:
-                logger.info("No processor for %s (%s); using its tokenizer.", self.model_id, err)
-        tokenizer = getattr(processor, "tokenizer", None) or processor
-        if tokenizer is None or not hasattr(tokenizer, "get_vocab"):
-            tokenizer = AutoTokenizer.from_pretrained(self.model_id, **load_kwargs)
-            processor = processor if hasattr(processor, "image_processor") else None
-        elif not hasattr(processor, "image_processor"):
-            processor = None  # a bare tokenizer: text-only model
-        tokenizer.padding_side = "left"  # the answer position is then the last one in every row
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        return processor, tokenizer
-
-    def _load_model(self, load_kwargs, model_kwargs):
-        import torch
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-        kwargs = dict(load_kwargs, dtype=self.dtype, **model_kwargs)
-        if self.device.startswith("cuda"):
-            kwargs.setdefault("device_map", self.device)
-        loaders = [AutoModelForImageTextToText, AutoModelForCausalLM]
-        if self.processor is None:
-            loaders.reverse()
-        errors = []
-        for loader in loaders:
-            try:
-                model = loader.from_pretrained(self.model_id, **kwargs)
-                break
-            except ValueError as err:  # "Unrecognized configuration class … for this kind of AutoModel"
-                errors.append(f"{loader.__name__}: {err}")
-        else:
-            raise ValueError(f"Cannot load {self.model_id!r} as a judge model:\n" + "\n".join(errors))
-        if "device_map" not in kwargs:
-            model.to(self.device)
-        model.eval()
+        if int(batch_size) < 1:
+            raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size!r}.")
+        self.batch_size = int(batch_size)
+        self.gguf_file = gguf_file
+        def classes(processor):
+            vlm = hasattr(processor, "image_processor")
+            return [AutoModelForImageTextToText, AutoModelForCausalLM] if vlm else [AutoModelForCausalLM]
+
+        loaded = load_pretrained(
+            model, classes, processor_loader=_load_processor,
+            device=device, dtype=dtype, revision=revision, device_map=device_map,
+            trust_remote_code=trust_remote_code, gguf_file=gguf_file, model_kwargs=model_kwargs,
+        )  # fmt: skip
+        self.model = loaded.model
+        self.processor, self.tokenizer = _split_processor(loaded.processor)
+        self.model_identity = loaded.identity
+        self.model_type = getattr(self.model.config, "model_type", None)
+        self.device = loaded.device
         torch.set_grad_enabled(False)
-        return model
+        self._choice_ids: dict[tuple, list[list[int]]] = {}
+
+    @property
+    def dtype(self):
+        return self.model.dtype
 
     def identity(self) -> dict:
         import torch
 
         return {
             "backend": self.backend,
-            "model": self.model_id,
-            "revision": self.revision,
+            "model": self.model_identity.name,
+            "revision": self.model_identity.revision,
             "gguf_file": self.gguf_file,
-            "dtype": str(self.dtype).replace("torch.", ""),
+            "dtype": self.model_identity.dtype,
             "torch": torch.__version__.split("+")[0],
         }
-
-    def describe(self) -> str:
-        return f"{self.backend}:{self.model_id}@{self.revision}|{str(self.dtype).replace('torch.', '')}"
 
     # -------------------------------------------------------------------------------------- prompting
     def _messages(self, request: RatingRequest) -> list[dict]:
@@ -210,7 +194,7 @@ class TransformersJudge(Judge):
     def render(self, request: RatingRequest) -> str:
         """The exact text fed to the model (chat template + teacher-forced answer prefix)."""
         if request.image is not None and self.processor is None:
-            raise ValueError(f"{self.model_id} is a text-only model but the request carries an image.")
+            raise ValueError(f"{self.model_identity.label()} is a text-only model but the request carries an image.")
         if request.conversation is not None:  # a named format (e.g. FLEUR's llava_v1) instead of the template
             from mmjudge.judges.conversations import render_conversation
 
@@ -269,10 +253,7 @@ class TransformersJudge(Judge):
         probs = torch.softmax(self._last_logits(self._encode(requests, texts), keep), dim=-1).cpu()
         results = []
         for request, rows, prefix_offsets in zip(requests, probs, offsets):
-            key = tuple(request.choices)
-            if key not in self._choice_ids:
-                self._choice_ids[key] = rating_token_ids(self.tokenizer, key)
-            ids = self._choice_ids[key]
+            ids = self.choice_token_ids(request.choices)
 
             def read(row):
                 return [float(row[i].sum()) for i in ids], self.tokenizer.decode([int(row.argmax())])
@@ -285,6 +266,28 @@ class TransformersJudge(Judge):
                 steps = [PrefixStep(o, *read(rows[-1 - count + j])) for j, o in enumerate(prefix_offsets or [])]
             results.append(RatingResult(raw=raw, greedy=greedy, steps=steps))
         return results
+
+    def generate_trace(self, request: GenerationRequest) -> "GenerationTrace":
+        """Greedy generation of one request, keeping the full-vocabulary distribution at every step
+        (for reference procedures that read probabilities at generated positions; uncached)."""
+        import torch
+
+        inputs = self._encode([request])
+        generated = self.model.generate(
+            **inputs, max_new_tokens=request.max_new_tokens, do_sample=False, output_logits=True,
+            return_dict_in_generate=True, pad_token_id=self.tokenizer.pad_token_id,
+        )  # fmt: skip
+        new_ids = generated.sequences[0, inputs["input_ids"].shape[1] :].tolist()
+        texts = [self.tokenizer.decode(new_ids[: k + 1], skip_special_tokens=True) for k in range(len(new_ids))]
+        probs = [torch.softmax(step[0].float(), dim=-1).cpu() for step in generated.logits[: len(new_ids)]]
+        return GenerationTrace(token_ids=new_ids, texts=texts, probs=probs)
+
+    def choice_token_ids(self, choices: Sequence[str]) -> list[list[int]]:
+        """Token ids of each choice (all their variants), as rating reads them."""
+        key = tuple(choices)
+        if key not in self._choice_ids:
+            self._choice_ids[key] = rating_token_ids(self.tokenizer, key)
+        return self._choice_ids[key]
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         inputs = self._encode(requests)

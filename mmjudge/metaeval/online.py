@@ -7,8 +7,8 @@ criterion-wise metric (HarmonicEval) brings its ``overall`` and one column per c
 >>> from mmjudge.judgments import HumanJudgments
 >>> hj = HumanJudgments(name="toy", items=[{"id": "a", "task": "ic", "text": "A dog."}])
 >>> scores = score_items(hj, "harmonic_eval", judge="dummy", cache=False, criteria=["fluency"], progress=False)
->>> sorted(scores["a"])
-['fluency', 'fluency_mass', 'fluency_sigma', 'fluency_weight', 'overall']
+>>> sorted(scores["a"]), scores.primary
+(['fluency', 'fluency_mass', 'fluency_sigma', 'fluency_weight', 'overall'], 'overall')
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from mmjudge.judgments import HumanJudgments
-from mmjudge.metaeval.scores import Scores, scores_from_columns
+from mmjudge.metaeval.scores import Scores, ScoreTable, scores_from_columns
 from mmjudge.metrics.base import compute_by_task
 
 DEFAULT_TASK = "ic"
@@ -46,7 +46,7 @@ def score_items(
         if not isinstance(it.get("text"), str) or not it["text"].strip():
             raise ValueError(f"{judgments.name}: item {it.get('id')!r} has no text to score.")
     name = getattr(metric, "name", type(metric).__name__)
-    out: Scores = {}
+    out = ScoreTable(primary=getattr(metric, "primary", None))
     for idx, task, result in compute_by_task(metric, items, DEFAULT_TASK, progress):
         ids = [str(items[i]["id"]) for i in idx]
         out.update(scores_from_columns(ids, result, f"{name} on task {task!r}"))

@@ -30,6 +30,16 @@ from typing import Any, Iterable, Mapping, Optional
 Scores = dict[str, dict[str, float]]
 """id → {score key → value}."""
 
+
+class ScoreTable(dict):
+    """:data:`Scores` that also know the metric's declared primary column (``primary``), when known:
+    from the metric itself (on-the-fly scoring) or from a ``primary`` field in the rows of a score file
+    written by ``mmjudge score --output`` (:mod:`mmjudge.report`)."""
+
+    def __init__(self, data=(), primary: Optional[str] = None):
+        super().__init__(data)
+        self.primary = primary
+
 PRIMARY_KEYS = ("score", "overall")
 _SHOWN = 5
 
@@ -67,7 +77,8 @@ def read_scores(path: str | os.PathLike) -> Scores:
         rows = _read_csv(path)
     else:
         rows = _read_jsonl(path)
-    return _table(rows, str(path))
+    primaries = {str(row["primary"]) for _, row in rows if isinstance(row.get("primary"), str)}
+    return ScoreTable(_table(rows, str(path)), primaries.pop() if len(primaries) == 1 else None)
 
 
 def _read_jsonl(path: Path) -> list[tuple[str, dict]]:
@@ -178,10 +189,14 @@ def check_scores(scores: Scores, ids: Iterable[str], name: str) -> Scores:
 
 def score_key(scores: Scores, name: str, criterion: Optional[str] = None) -> str:
     """The column used for a figure: the criterion's own column when the metric has one (criterion-wise
-    metrics such as HarmonicEval), else ``score``, ``overall`` or the only numeric column."""
+    metrics such as HarmonicEval), else the metric's declared primary column (:class:`ScoreTable`),
+    else ``score``, ``overall`` or the only numeric column."""
     keys = list(next(iter(scores.values())).keys()) if scores else []
     if criterion is not None and criterion in keys:
         return criterion
+    primary = getattr(scores, "primary", None)
+    if primary is not None and primary in keys:
+        return primary
     for key in PRIMARY_KEYS:
         if key in keys:
             return key

@@ -13,12 +13,12 @@ document frequencies (and BERTScore's idf) come from the references of the whole
 
 >>> from mmjudge.metrics.baselines import Baselines
 >>> cider = Baselines("cider")
->>> out = cider.compute(texts=["A dog runs on the beach.", "Two cats sleep."],
+>>> out = cider.compute(predictions=["A dog runs on the beach.", "Two cats sleep."],
 ...                     references=[["A dog is running on the beach!", "A dog on the sand."], ["Two cats sleeping."]])
->>> [round(x, 4) for x in out["cider"]], round(out["corpus_cider"], 4)
-([3.3535, 2.9167], 3.1351)
+>>> [round(x, 4) for x in out["cider"]], round(out["corpus_cider"], 4), cider.primary
+([3.3535, 2.9167], 3.1351, 'cider')
 >>> out["signature"]
-'mmjudge=...|metric=baselines|config=cider|tokenizer=ptb-python@1|n=4|sigma=6'
+'mmjudge=...|metric=cider|tokenizer=ptb-python@1|n=4|sigma=6'
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from mmjudge import baselines as base
-from mmjudge.metrics.base import signature
+from mmjudge.metrics.base import PREDICTIONS, REFERENCES, Metric, MetricSpec, OutputSpec, take_predictions
 
 CONFIGS = ("bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco")
 TOKENIZED = ("bleu", "rouge_l", "cider", "meteor", "coco")  # PTB-tokenised first, as in pycocoevalcap
@@ -40,8 +40,27 @@ _MODEL_OPTIONS = {
 }  # fmt: skip
 TOKENIZER_ID = "ptb-python@1"
 
+_CORPUS = ("corpus", "mean")  # pycocoevalcap's corpus figure, and the plain mean of the per-sample scores
+_SCORES = {
+    **{f"bleu_{n}": OutputSpec(f"bleu_{n}", "score", f"BLEU-{n} (PTB-tokenised, closest reference length)", True, (0.0, 1.0), _CORPUS) for n in range(1, 5)},
+    "rouge_l": OutputSpec("rouge_l", "score", "ROUGE-L F (beta 1.2)", True, (0.0, 1.0), _CORPUS),
+    "cider": OutputSpec("cider", "score", "CIDEr-D (idf from the call's references)", True, (0.0, 10.0), _CORPUS),
+    "meteor": OutputSpec("meteor", "score", "METEOR 1.5", True, (0.0, 1.0), _CORPUS),
+    **{f"bertscore_{p}": OutputSpec(f"bertscore_{p}", "score", f"BERTScore {p}", True, aggregates=_CORPUS) for p in ("precision", "recall", "f1")},
+    "bartscore": OutputSpec("bartscore", "score", "BARTScore: mean token log-likelihood", True, (float("-inf"), 0.0), _CORPUS),
+}  # fmt: skip
+_CONFIG_OUTPUTS = {
+    "bleu": (["bleu_1", "bleu_2", "bleu_3", "bleu_4"], "bleu_4"),
+    "rouge_l": (["rouge_l"], "rouge_l"),
+    "meteor": (["meteor"], "meteor"),
+    "cider": (["cider"], "cider"),
+    "bertscore": (["bertscore_precision", "bertscore_recall", "bertscore_f1"], "bertscore_f1"),
+    "bartscore": (["bartscore"], "bartscore"),
+    "coco": (["bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_l", "cider", "meteor"], "cider"),
+}
 
-class Baselines:
+
+class Baselines(Metric):
     """BLEU-1..4, ROUGE-L, METEOR, CIDEr-D, BERTScore or BARTScore, chosen by ``config_name``.
 
     Args:
@@ -55,14 +74,10 @@ class Baselines:
     """
 
     name = "baselines"
-    higher_is_better = True
+    configs = CONFIGS
 
     def __init__(self, config_name: Optional[str] = "bleu", **options: Any):
-        config_name = config_name or "bleu"
-        if config_name == "default":
-            config_name = "bleu"
-        if config_name not in CONFIGS:
-            raise ValueError(f"Expected argument `config_name` to be one of {CONFIGS}, but got {config_name!r}.")
+        config_name = self.check_config(config_name)
         allowed = _MODEL_OPTIONS.get(config_name, set())
         unknown = sorted(set(options) - allowed)
         if unknown:
@@ -97,9 +112,21 @@ class Baselines:
                 self._scorer = base.MeteorScorer()
         return self._scorer
 
-    @property
-    def signature(self) -> str:
-        fields: dict[str, Any] = {"config": self.config_name}
+    @classmethod
+    def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
+        config = cls.check_config(config_name)
+        names, primary = _CONFIG_OUTPUTS[config]
+        outputs = []
+        for name in names:
+            out = _SCORES[name]
+            if config == "coco" and name == "meteor":  # only with meteor=True
+                out = OutputSpec(out.name, out.kind, out.description, True, out.bounds, out.aggregates, optional=True)
+            outputs.append(out)
+        return MetricSpec("baselines", config, (PREDICTIONS, REFERENCES), tuple(outputs), primary,
+                          "classic reference-based caption metric(s)")  # fmt: skip
+
+    def signature_fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
         if self.config_name in TOKENIZED:
             fields["tokenizer"] = TOKENIZER_ID
         if self.config_name == "bleu":
@@ -116,26 +143,31 @@ class Baselines:
             fields.update(self.scorer.signature_fields)
         elif self.config_name == "bartscore":
             fields.update(self.scorer.signature_fields, direction=self.direction, reduction=self.reduction)
-        return signature(self.name, None, **fields)
+        return fields
 
     # ---------------------------------------------------------------------------------------- scoring
     def compute(
-        self, texts: Sequence[str], references: Sequence[Sequence[str]], progress: bool = True
+        self,
+        predictions: Optional[Sequence[str]] = None,
+        references: Optional[Sequence[Sequence[str]]] = None,
+        progress: bool = True,
+        texts: Optional[Sequence[str]] = None,
     ) -> dict[str, Any]:
-        """Score ``texts`` against ``references`` (a list of reference strings per text).
+        """Score ``predictions`` against ``references`` (a list of reference strings per prediction).
 
         Raises:
             ValueError: an empty or non-string text or reference, an empty reference list, or a length
                 mismatch, naming the offending item, before any work.
         """
+        texts = take_predictions(predictions, texts)
         if isinstance(texts, str) or not isinstance(texts, Sequence):
-            raise ValueError(f"Expected argument `texts` to be a list of strings, but got {type(texts).__name__}.")
+            raise ValueError(f"Expected argument `predictions` to be a list of strings, but got {type(texts).__name__}.")
         if references is None:
-            raise ValueError("The baselines metrics need `references` (a list of reference captions per text).")
+            raise ValueError("The baselines metrics need `references` (a list of reference captions per prediction).")
         try:
             texts, references = base.check_pairs(texts, references)
         except ValueError as err:
-            raise ValueError(str(err).replace("candidates", "texts")) from None
+            raise ValueError(str(err).replace("candidates", "predictions")) from None
         out: dict[str, Any] = {}
         config = self.config_name
         if config in TOKENIZED:

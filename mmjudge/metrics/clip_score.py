@@ -24,7 +24,18 @@ import numpy as np
 
 from mmjudge.clip import DEFAULT_CLIP, ClipEncoder
 from mmjudge.images import DEFAULT_MAX_PIXELS, load_images
-from mmjudge.metrics.base import check_length, check_texts, signature
+from mmjudge.metrics.base import (
+    IMAGES,
+    PREDICTIONS,
+    REFERENCES,
+    Metric,
+    MetricSpec,
+    OutputSpec,
+    add_means,
+    check_length,
+    check_texts,
+    take_predictions,
+)
 
 CONFIGS = ("clip_score", "ref_clip_score")
 PREFIX = "A photo depicts "
@@ -44,7 +55,7 @@ def ref_clip_s(clip_scores: Sequence[float], ref_cosines: Sequence[float]) -> li
     return out
 
 
-class CLIPScore:
+class CLIPScore(Metric):
     """CLIP-S and RefCLIP-S with a ``transformers`` CLIP model.
 
     Args:
@@ -60,7 +71,7 @@ class CLIPScore:
     """
 
     name = "clip_score"
-    higher_is_better = True
+    configs = CONFIGS
 
     def __init__(
         self,
@@ -77,8 +88,7 @@ class CLIPScore:
         cache: Any = False,
         encoder: Optional[ClipEncoder] = None,
     ):
-        if config_name not in CONFIGS:
-            raise ValueError(f"Expected argument `config_name` to be one of {CONFIGS}, but got {config_name!r}.")
+        config_name = self.check_config(config_name)
         if not (isinstance(w, (int, float)) and math.isfinite(w) and w > 0):
             raise ValueError(f"Expected argument `w` to be a positive number, but got {w!r}.")
         self.config_name = config_name
@@ -90,21 +100,33 @@ class CLIPScore:
             max_text_positions=max_text_positions, batch_size=batch_size, cache=cache,
         )  # fmt: skip
 
-    @property
-    def signature(self) -> str:
-        return signature(
-            self.config_name, None, model=self.encoder.describe(), w=f"{self.w:g}", prefix=repr(self.prefix),
-            preprocess=self.encoder.identity()["preprocess"],
-        )  # fmt: skip
+    @classmethod
+    def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
+        config = cls.check_config(config_name)
+        clip = OutputSpec("clip_score", "score", "2.5 * max(cos(caption, image), 0)", True, (0.0, 2.5))
+        if config == "clip_score":
+            return MetricSpec("clip_score", config, (PREDICTIONS, IMAGES), (clip,), "clip_score",
+                              "CLIP image-caption similarity, reference-free")  # fmt: skip
+        outputs = (
+            clip,
+            OutputSpec("ref_clip_score", "score", "harmonic mean of CLIP-S and the best reference cosine", True),
+            OutputSpec("ref_cosine", "diagnostic", "best cosine between the caption and a reference", None, aggregates=()),
+        )
+        return MetricSpec("clip_score", config, (PREDICTIONS, IMAGES, REFERENCES), outputs, "ref_clip_score",
+                          "CLIP image-caption similarity combined with reference similarity")  # fmt: skip
+
+    def signature_fields(self) -> dict[str, Any]:
+        return dict(**self.encoder.signature_fields(), w=self.w, prefix=repr(self.prefix))
 
     def compute(
         self,
-        texts: Sequence[str],
-        images: Sequence[Any],
+        predictions: Optional[Sequence[str]] = None,
+        images: Optional[Sequence[Any]] = None,
         references: Optional[Sequence[Sequence[str]]] = None,
         progress: bool = True,
+        texts: Optional[Sequence[str]] = None,
     ) -> dict[str, Any]:
-        """Score captions ``texts`` of ``images`` (``ref_clip_score``: with ``references`` per text).
+        """Score captions ``predictions`` of ``images`` (``ref_clip_score``: with ``references`` per caption).
 
         Returns:
             ``clip_score`` per text and ``mean_clip_score``; for ``ref_clip_score`` also ``ref_clip_score``,
@@ -113,15 +135,15 @@ class CLIPScore:
         Raises:
             ValueError: on bad input (naming the offending item), before any model call.
         """
-        texts = check_texts(texts)
+        texts = check_texts(take_predictions(predictions, texts), "predictions")
         n = len(texts)
         if images is None:
-            raise ValueError("CLIPScore needs `images` (one per text).")
+            raise ValueError("CLIPScore needs `images` (one per prediction).")
         check_length(images, n, "images")
         refs: list[list[str]] = []
         if self.config_name == "ref_clip_score":
             if references is None:
-                raise ValueError("RefCLIPScore needs `references` (a list of reference captions per text).")
+                raise ValueError("RefCLIPScore needs `references` (a list of reference captions per prediction).")
             check_length(references, n, "references")
             refs = [check_texts(r, f"references[{i}]") for i, r in enumerate(references)]
         pictures = load_images(images, self.max_pixels)
@@ -131,7 +153,7 @@ class CLIPScore:
         candidates = text_vectors[:n]
         cosines = np.sum(candidates.astype(np.float64) * image_vectors, axis=1)
         scores = clip_s(cosines, self.w)
-        out: dict[str, Any] = {"clip_score": scores, "mean_clip_score": float(np.mean(scores))}
+        out: dict[str, Any] = {"clip_score": scores}
         if refs:
             ref_vectors, start, best = text_vectors[n:], 0, []
             for i, group in enumerate(refs):
@@ -139,7 +161,8 @@ class CLIPScore:
                 best.append(float(np.max(block @ candidates[i].astype(np.float64))))
                 start += len(group)
             combined = ref_clip_s(scores, best)
-            out.update(ref_clip_score=combined, mean_ref_clip_score=float(np.mean(combined)), ref_cosine=best)
+            out.update(ref_clip_score=combined, ref_cosine=best)
+        add_means(out, self.spec)
         out["signature"] = self.signature
         return out
 

@@ -15,136 +15,66 @@ the one the prefix assumes. The first three are read from one forward pass over 
 (``read_prefix``), so a judge printing ``0.xy`` costs two forward passes per sample. A sample whose greedy tokens deviate from ``0.x[y]`` /
 ``1.0`` falls back to the reference procedure: greedy generation, the first ``0.xy`` / ``1.0`` in the
 text, and the digit distributions read at those positions by teacher-forcing the generated text.
-See ``docs/fleur_clipscore.md`` for where the two can differ. :func:`reference_scores` is the published
-procedure taken literally (``generate`` with per-step logits) for ``transformers`` judges.
+See ``docs/fleur_clipscore.md`` for where the two can differ. :func:`mmjudge.testing.fleur_reference.reference_scores` is the published
+procedure taken literally (``generate`` with per-step logits) for ``transformers`` judges; tests and
+benchmarks only.
+
+The score arithmetic and the walk live in :mod:`mmjudge.fleur`; this module is the metric.
 
 >>> from PIL import Image
->>> from mmjudge.metrics.fleur import FLEUR, smooth_decimals, smooth_one
->>> round(smooth_decimals([0, 0, 0, 0, 0, 0, 0, 0.5, 0.5, 0], [0.0] * 5 + [1.0] + [0.0] * 4), 6)  # 0.75 + 0.05
-0.8
->>> round(smooth_one([0.2, 0.8] + [0.0] * 8), 6)  # 0.9 * 0.2 + 0.8
-0.98
+>>> from mmjudge.metrics.fleur import FLEUR
 >>> fleur = FLEUR(judge="dummy", cache=False)  # a hash-based stand-in judge: it never prints a score
->>> fleur.compute(texts=["A dog on a beach."], images=[Image.new("RGB", (32, 32))], progress=False)["method"]
-['generate']
+>>> out = fleur.compute(predictions=["A dog on a beach."], images=[Image.new("RGB", (32, 32))], progress=False)
+>>> out["method"], out["score"], fleur.primary
+(['generate'], [nan], 'score')
 """
 
 from __future__ import annotations
 
 import math
-import re
 import warnings
-from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
-import numpy as np
-
+from mmjudge.fleur import DIGITS, EXPECTED_NEXT, Walk, parse_score, smooth_decimals, smooth_one
 from mmjudge.images import DEFAULT_MAX_PIXELS, load_images
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, RatingResult, Turn
 from mmjudge.judges.base import image_digest
-from mmjudge.metrics.base import CacheOption, build_judge, check_length, check_texts, signature
+from mmjudge.metrics.base import (
+    IMAGES,
+    PREDICTIONS,
+    REFERENCES,
+    CacheOption,
+    Metric,
+    MetricSpec,
+    OutputSpec,
+    add_means,
+    build_judge,
+    check_length,
+    check_texts,
+    take_predictions,
+)
 from mmjudge.prompts import load_prompt_file
+
+__all__ = ["FLEUR", "parse_score", "smooth_decimals", "smooth_one", "FLEUR_PROMPT", "REFFLEUR_PROMPT"]
 
 DEFAULT_MODEL = "llava-hf/llava-1.5-13b-hf"
 # The published prompts, verbatim, are data: mmjudge/prompts/fleur.toml (its version is in signatures).
 _PROMPTS = load_prompt_file("fleur")
 PROMPT_VERSION = _PROMPTS["version"]
 CONFIGS = ("fleur", "reffleur")
-DIGITS = tuple("0123456789")
 EXPLAIN_TURN = _PROMPTS["explain_turn"]
 FLEUR_PROMPT = _PROMPTS["fleur"]
 REFFLEUR_PROMPT = _PROMPTS["reffleur"]
 
-# The first score in a generated text: "0.x", "0.xy" (more decimals are ignored) or "1.0".
-SCORE_PATTERN = re.compile(r"(?<![\d.])(?:(?P<zero>0)\.(?P<d1>\d)(?P<d2>\d)?|(?P<one>1)\.0)")
+_OUTPUTS = (
+    OutputSpec("score", "score", "smoothed score (NaN when the judge printed none)", True, (0.0, 1.0)),
+    OutputSpec("raw_score", "diagnostic", "the number the judge prints", None, (0.0, 1.0), ()),
+    OutputSpec("method", "text", "'fast' (teacher-forced walk) or 'generate' (fallback)", None, aggregates=()),
+    OutputSpec("explanation", "text", "the judge's explanation", None, aggregates=(), optional=True),
+)
 
 
-# ------------------------------------------------------------------------------------------ maths
-def smooth_decimals(first: Sequence[float], second: Optional[Sequence[float]] = None) -> float:
-    """Smoothed ``"0.xy"``: ``Σ_d first[d]·d/10 + Σ_d second[d]·d/100`` (``second=None``: one decimal printed).
-
-    ``first`` / ``second`` are the probabilities of the digits 0–9 under the full-vocabulary softmax
-    (not renormalised, as published)."""
-    _check_digits(first, "first")
-    score = sum(p * d / 10 for d, p in enumerate(first))
-    if second is not None:
-        _check_digits(second, "second")
-        score += sum(p * d / 100 for d, p in enumerate(second))
-    return float(score)
-
-
-def smooth_one(lead: Sequence[float]) -> float:
-    """Smoothed ``"1.0"``: ``0.9·lead[0] + lead[1]``, digit probabilities at the leading digit."""
-    _check_digits(lead, "lead")
-    return float(0.9 * lead[0] + lead[1])
-
-
-def _check_digits(probs: Sequence[float], name: str) -> None:
-    if len(probs) != 10:
-        raise ValueError(f"Expected argument `{name}` to hold 10 digit probabilities, but got {len(probs)}.")
-
-
-def parse_score(text: str) -> Optional[re.Match]:
-    """The first ``0.x`` / ``0.xy`` / ``1.0`` in ``text`` (``None`` if there is none).
-
-    >>> parse_score("Score: 0.85, because").group(0), parse_score("1.0") is not None, parse_score("7/10")
-    ('0.85', True, None)
-    """
-    return SCORE_PATTERN.search(text)
-
-
-# ------------------------------------------------------------------------------------------ walk
-# What a judge printing a FLEUR score is expected to print next at each stage of the walk.
-_EXPECTED_NEXT = {"lead": "0.", "dot": "."}
-
-
-@dataclass
-class _Walk:
-    """One sample's teacher-forced walk along the score the judge would print."""
-
-    prefix: str = ""  # assistant text teacher-forced so far
-    stage: str = "lead"  # lead -> dot -> d1 -> d2 -> done | deviated
-    spaced: bool = False  # a whitespace token was taken before the leading digit
-    lead: str = ""
-    lead_raw: list = field(default_factory=list)
-    d1: str = ""
-    d1_raw: list = field(default_factory=list)
-    d2: str = ""
-    d2_raw: Optional[list] = None
-
-    def step(self, result: RatingResult) -> None:
-        greedy = result.greedy
-        if self.stage == "lead":
-            if not greedy.strip() and not self.spaced:  # e.g. Llama's lone "▁" before a digit
-                self.prefix, self.spaced = self.prefix + " ", True
-            elif greedy.strip() in ("0", "1"):
-                self.prefix, self.lead, self.lead_raw, self.stage = self.prefix + greedy, greedy.strip(), result.raw, "dot"
-            else:
-                self.stage = "deviated"
-        elif self.stage == "dot":
-            self.prefix, self.stage = (self.prefix + ".", "d1") if greedy == "." else (self.prefix, "deviated")
-        elif self.stage == "d1":
-            ok = greedy in DIGITS and (self.lead == "0" or greedy == "0")
-            if not ok:
-                self.stage = "deviated"
-            elif self.lead == "1":
-                self.d1, self.stage = greedy, "done"
-            else:
-                self.prefix, self.d1, self.d1_raw, self.stage = self.prefix + greedy, greedy, result.raw, "d2"
-        elif self.stage == "d2":
-            if greedy in DIGITS:
-                self.d2, self.d2_raw = greedy, result.raw
-            self.stage = "done"
-
-    def score(self) -> float:
-        return smooth_one(self.lead_raw) if self.lead == "1" else smooth_decimals(self.d1_raw, self.d2_raw)
-
-    def printed(self) -> str:
-        return f"{self.lead}.{self.d1}{self.d2}"
-
-
-# ----------------------------------------------------------------------------------------- metric
-class FLEUR:
+class FLEUR(Metric):
     """FLEUR (reference-free) and RefFLEUR (with reference captions) on any mmjudge judge.
 
     Args:
@@ -163,7 +93,7 @@ class FLEUR:
     """
 
     name = "fleur"
-    higher_is_better = True
+    configs = CONFIGS
 
     def __init__(
         self,
@@ -179,8 +109,7 @@ class FLEUR:
         cache: CacheOption = True,
         **judge_kwargs: Any,
     ):
-        if config_name not in CONFIGS:
-            raise ValueError(f"Expected argument `config_name` to be one of {CONFIGS}, but got {config_name!r}.")
+        config_name = self.check_config(config_name)
         if method not in ("fast", "generate"):
             raise ValueError(f"Expected argument `method` to be 'fast' or 'generate', but got {method!r}.")
         self.config_name = config_name
@@ -192,17 +121,27 @@ class FLEUR:
         if judge is None or judge == "transformers":
             model = model or DEFAULT_MODEL
         self.judge = build_judge(model, judge, cache, **judge_kwargs)
+        # Both paths read digit probabilities at positions the judge is forced to (the printed score).
+        self.judge.require("teacher_forcing", "FLEUR", "it reads the digit distributions at forced positions of the printed score")
+        self.judge.require("full_distribution", "FLEUR", "its smoothing sums unnormalised digit probabilities")
+        if self.method == "generate" or self.explain:
+            self.judge.require("can_generate", f"FLEUR with method={self.method!r}, explain={self.explain}", "it generates text")
         self.conversation = _resolve_conversation(conversation, self.judge)
+
+    @classmethod
+    def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
+        config = cls.check_config(config_name)
+        inputs = (PREDICTIONS, IMAGES) + ((REFERENCES,) if config == "reffleur" else ())
+        what = "with reference captions" if config == "reffleur" else "reference-free"
+        return MetricSpec("fleur", config, inputs, _OUTPUTS, "score", f"a VLM's smoothed 0-1 caption score, {what}")
 
     @property
     def uses_references(self) -> bool:
         return self.config_name == "reffleur"
 
-    @property
-    def signature(self) -> str:
-        return signature(
-            self.config_name,
-            self.judge,
+    def signature_fields(self) -> dict[str, Any]:
+        return dict(
+            **self.judge.signature_fields(),
             prompt=f"{self.config_name}@{PROMPT_VERSION}",
             conversation=self.conversation or "chat_template",
             smoothing="digit-expectation",
@@ -217,15 +156,15 @@ class FLEUR:
 
     # ------------------------------------------------------------------------------------- validation
     def _prepare(self, texts, images, references) -> tuple[list[str], list, list]:
-        texts = check_texts(texts)
+        texts = check_texts(texts, "predictions")
         n = len(texts)
         if images is None:
-            raise ValueError("FLEUR needs `images` (one per text): the judge rates the caption against the image.")
+            raise ValueError("FLEUR needs `images` (one per prediction): the judge rates the caption against the image.")
         check_length(images, n, "images")
         refs: list = [None] * n
         if self.uses_references:
             if references is None:
-                raise ValueError("RefFLEUR needs `references` (a list of reference captions per text).")
+                raise ValueError("RefFLEUR needs `references` (a list of reference captions per prediction).")
             check_length(references, n, "references")
             refs = [check_texts(r, f"references[{i}]") for i, r in enumerate(references)]
         pictures = load_images(images, self.max_pixels)
@@ -234,7 +173,7 @@ class FLEUR:
     def _request(
         self, prompt: str, picture, digest: str, prefix: str = "", turns=None, read_prefix: bool = False
     ) -> RatingRequest:
-        request = RatingRequest(
+        return RatingRequest(
             turns=turns or [Turn("user", prompt)],
             image=picture,
             choices=DIGITS,
@@ -242,20 +181,20 @@ class FLEUR:
             group=self.config_name,
             conversation=self.conversation,
             read_prefix=read_prefix,
+            image_digest=digest,
         )
-        request._image_digest = digest
-        return request
 
     # ---------------------------------------------------------------------------------------- scoring
     def compute(
         self,
-        texts: Sequence[str],
+        predictions: Optional[Sequence[str]] = None,
         images: Optional[Sequence[Any]] = None,
         references: Optional[Sequence[Sequence[str]]] = None,
         explain: Optional[bool] = None,
         progress: bool = True,
+        texts: Optional[Sequence[str]] = None,
     ) -> dict[str, Any]:
-        """Score captions ``texts`` of ``images`` (RefFLEUR: with ``references``, a list of strings per text).
+        """Score captions ``predictions`` of ``images`` (RefFLEUR: with ``references``, a list of strings per caption).
 
         Returns:
             ``score`` (smoothed, in [0, 1]; NaN when the judge printed no score), ``raw_score`` (the
@@ -265,6 +204,10 @@ class FLEUR:
         Raises:
             ValueError: on bad input (naming the offending item), before any model call.
         """
+        texts = take_predictions(predictions, texts)
+        explain = self.explain if explain is None else bool(explain)
+        if explain:
+            self.judge.require("can_generate", "FLEUR with explain=True", "explanations are generated text")
         texts, pictures, refs = self._prepare(texts, images, references)
         digests = [image_digest(p) for p in pictures]
         prompts = [self.prompt(t, r) for t, r in zip(texts, refs)]
@@ -285,19 +228,18 @@ class FLEUR:
         missing = [i for i, s in enumerate(scores) if math.isnan(s)]
         if missing:
             warnings.warn(
-                f"FLEUR: the judge printed no score in [0, 1] for {len(missing)} of {n} texts (first: texts[{missing[0]}]); "
+                f"FLEUR: the judge printed no score in [0, 1] for {len(missing)} of {n} captions (first: predictions[{missing[0]}]); "
                 "their score is NaN and left out of mean_score.",
                 stacklevel=2,
             )
         out: dict[str, Any] = {"score": scores, "raw_score": printed, "method": methods}
-        if self.explain if explain is None else explain:
+        if explain:
             out["explanation"] = self._explain(prompts, pictures, digests, scores, progress)
-        valid = [s for s in scores if not math.isnan(s)]
-        out["mean_score"] = float(np.mean(valid)) if valid else math.nan
+        add_means(out, self.spec)
         out["signature"] = self.signature
         return out
 
-    def _walk(self, prompts, pictures, digests, progress) -> list[_Walk]:
+    def _walk(self, prompts, pictures, digests, progress) -> list[Walk]:
         """Teacher-force the printed score, every sample in one batched round per step.
 
         With a judge that reads positions inside the answer prefix (``read_prefix``), each round
@@ -306,13 +248,13 @@ class FLEUR:
         judge's greedy tokens follow: a judge printing ``0.xy`` then needs two forward passes (``"0."``
         with its three positions, then ``"0.x"``). A deviation, or a prefix whose tokens cannot be aligned,
         continues from where the walk stands, one position per round."""
-        walks = [_Walk() for _ in prompts]
-        speculate = [bool(getattr(self.judge, "reads_prefix_steps", False))] * len(walks)
+        walks = [Walk() for _ in prompts]
+        speculate = [self.judge.reads_prefix_steps] * len(walks)
         for _ in range(6):  # at most: one unaligned guess, whitespace, lead, dot, d1, d2
             active = [i for i, w in enumerate(walks) if w.stage not in ("done", "deviated")]
             if not active:
                 break
-            guesses = [walks[i].prefix + (_EXPECTED_NEXT.get(walks[i].stage, "") if speculate[i] else "") for i in active]
+            guesses = [walks[i].prefix + (EXPECTED_NEXT.get(walks[i].stage, "") if speculate[i] else "") for i in active]
             requests = [
                 self._request(prompts[i], pictures[i], digests[i], guess, read_prefix=guess != walks[i].prefix)
                 for i, guess in zip(active, guesses)
@@ -337,12 +279,10 @@ class FLEUR:
         """The reference procedure through the judge: generate, parse, read digit distributions."""
         requests = []
         for prompt, picture, digest in zip(prompts, pictures, digests):
-            request = GenerationRequest(
+            requests.append(GenerationRequest(
                 turns=[Turn("user", prompt)], image=picture, group=self.config_name,
-                max_new_tokens=self.max_new_tokens, conversation=self.conversation,
-            )  # fmt: skip
-            request._image_digest = digest
-            requests.append(request)
+                max_new_tokens=self.max_new_tokens, conversation=self.conversation, image_digest=digest,
+            ))  # fmt: skip
         texts = self.judge.generate(requests, progress=progress)
         matches = [parse_score(t) for t in texts]
         rating: list[RatingRequest] = []
@@ -373,13 +313,11 @@ class FLEUR:
         requests = []
         for prompt, picture, digest, score in zip(prompts, pictures, digests, scores):
             answer = "" if math.isnan(score) else f"{score:.2f}"
-            request = GenerationRequest(
+            requests.append(GenerationRequest(
                 turns=[Turn("user", prompt), Turn("assistant", answer), Turn("user", EXPLAIN_TURN)],
                 image=picture, group=self.config_name,
-                max_new_tokens=self.max_explanation_tokens, conversation=self.conversation,
-            )  # fmt: skip
-            request._image_digest = digest
-            requests.append(request)
+                max_new_tokens=self.max_explanation_tokens, conversation=self.conversation, image_digest=digest,
+            ))  # fmt: skip
         return self.judge.generate(requests, progress=progress)
 
 
@@ -394,55 +332,7 @@ def _resolve_conversation(conversation: Optional[str], judge: Judge) -> Optional
                     f"but got {conversation!r}."
                 )
         return conversation
-    inner = getattr(judge, "inner", judge)
-    model_type = getattr(getattr(getattr(inner, "model", None), "config", None), "model_type", None)
-    return "llava_v1" if model_type == "llava" else None
-
-
-# -------------------------------------------------------------------------------------- reference
-def reference_scores(judge: Judge, requests: Sequence[GenerationRequest]) -> list[dict]:
-    """The published procedure, literally, for a ``transformers`` judge: greedy ``generate`` keeping
-    each step's logits, find the first ``0.xy`` / ``1.0`` in the decoded text, and smooth with the
-    full-vocabulary softmax at the generated digit tokens. One request at a time (no padding), uncached.
-
-    Returns one dict per request: ``text``, ``score`` (NaN when no score was printed) and ``raw_score``.
-    """
-    import torch
-
-    from mmjudge.judges.transformers import rating_token_ids
-
-    inner = getattr(judge, "inner", judge)
-    if not hasattr(inner, "model") or not hasattr(inner, "_encode"):
-        raise ValueError(f"reference_scores needs a transformers judge, but got {type(inner).__name__}.")
-    tokenizer = inner.tokenizer
-    digit_ids = rating_token_ids(tokenizer, DIGITS)
-    out = []
-    for request in requests:
-        inputs = inner._encode([request])
-        generated = inner.model.generate(
-            **inputs, max_new_tokens=request.max_new_tokens, do_sample=False, output_logits=True,
-            return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
-        )  # fmt: skip
-        new_ids = generated.sequences[0, inputs["input_ids"].shape[1] :].tolist()
-        pieces = [tokenizer.decode(new_ids[: k + 1], skip_special_tokens=True) for k in range(len(new_ids))]
-        text = pieces[-1] if pieces else ""
-        match = parse_score(text)
-        if match is None:
-            out.append({"text": text.strip(), "score": math.nan, "raw_score": math.nan})
-            continue
-
-        def digit_probs(char_pos: int) -> list[float]:
-            step = next(k for k, piece in enumerate(pieces) if len(piece) > char_pos)  # token holding that char
-            probs = torch.softmax(generated.logits[step][0].float(), dim=-1)
-            return [float(probs[ids].sum()) for ids in digit_ids]
-
-        if match.group("one"):
-            score, number = smooth_one(digit_probs(match.start())), 1.0
-        else:
-            second = digit_probs(match.start("d2")) if match.group("d2") else None
-            score, number = smooth_decimals(digit_probs(match.start("d1")), second), float(match.group(0))
-        out.append({"text": text.strip(), "score": score, "raw_score": number})
-    return out
+    return "llava_v1" if judge.model_type == "llava" else None
 
 
 ENTRY = FLEUR

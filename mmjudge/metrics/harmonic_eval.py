@@ -9,11 +9,11 @@ Example (the ``dummy`` judge is a hash-based stand-in; use a real VLM for meanin
 >>> from mmjudge import HarmonicEval
 >>> from PIL import Image
 >>> he = HarmonicEval(judge="dummy", cache=False)
->>> out = he.compute(texts=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))], task="ic")
->>> sorted(k for k in out if not k.startswith(("mean_", "signature")))[:4]
-['clarity', 'clarity_mass', 'clarity_sigma', 'clarity_weight']
->>> 1.0 <= out["overall"][0] <= 5.0, round(sum(out[f"{c}_weight"][0] for c in he.criteria), 6)
-(True, 1.0)
+>>> out = he.compute(predictions=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))], task="ic")
+>>> he.primary, [round(out[c][0], 4) for c in ("overall", "correctness", "fluency")]
+('overall', [3.0462, 3.0306, 2.8807])
+>>> round(sum(out[f"{c}_weight"][0] for c in he.criteria), 6)
+1.0
 """
 
 from __future__ import annotations
@@ -25,15 +25,49 @@ import numpy as np
 from mmjudge.images import DEFAULT_MAX_PIXELS, draw_box, load_images
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, Turn
 from mmjudge.judges.base import image_digest, warn_low_mass
-from mmjudge.metrics.base import CacheOption, build_judge, check_length, check_texts, signature
+from mmjudge.metrics.base import (
+    PREDICTIONS,
+    CacheOption,
+    InputSpec,
+    Metric,
+    MetricSpec,
+    OutputSpec,
+    add_means,
+    build_judge,
+    check_length,
+    check_texts,
+    take_predictions,
+)
 from mmjudge.prompts import PromptSet, load_prompt_set
 from mmjudge.scoring import DEFAULT_GAMMA, aggregate, check_gamma
 
 DEFAULT_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
 QUESTION_TASKS = ("vqa", "vdu")
+TASKS = ("ic", "vqa", "vdu", "reg")
 
 
-class HarmonicEval:
+def harmonic_eval_spec(criteria: Sequence[str], needs_image: bool = True) -> MetricSpec:
+    """The declaration of HarmonicEval with these criteria."""
+    outputs = [OutputSpec("overall", "score", "harmonic-weighted mean of the criterion scores", True, (1.0, 5.0))]
+    for c in criteria:
+        outputs += [
+            OutputSpec(c, "score", f"{c}: expected 1-5 rating under the judge's distribution", True, (1.0, 5.0)),
+            OutputSpec(f"{c}_sigma", "diagnostic", f"{c}: standard deviation of the rating distribution", None, aggregates=()),
+            OutputSpec(f"{c}_weight", "diagnostic", f"{c}: harmonic weight in the overall score", None, (0.0, 1.0), ()),
+            OutputSpec(f"{c}_mass", "diagnostic", f"{c}: probability the judge put on the rating scale", None, (0.0, 1.0), ()),
+            OutputSpec(f"{c}_explanation", "text", f"{c}: the judge's explanation", None, aggregates=(), optional=True),
+        ]
+    inputs = (
+        PREDICTIONS,
+        InputSpec("images", "image", needs_image, "image", "the image each prediction is about (criteria that look at it, and REG)", ("reg",)),
+        InputSpec("questions", "question", False, "question", "the question, for VQA and document VQA", QUESTION_TASKS),
+        InputSpec("boxes", "box", False, "box", "the target box for REG (x, y, w, h in pixels)", ("reg",)),
+    )
+    return MetricSpec("harmonic_eval", "harmonic_eval", inputs, tuple(outputs), "overall",
+                      "per-criterion 1-5 ratings by a VLM judge, harmonic-weighted", TASKS)  # fmt: skip
+
+
+class HarmonicEval(Metric):
     """Reference-free, per-criterion evaluation of VLM outputs (IC, VQA, VDU, REG).
 
     Args:
@@ -54,7 +88,8 @@ class HarmonicEval:
     """
 
     name = "harmonic_eval"
-    higher_is_better = True
+    configs = ("harmonic_eval",)
+    config_name = "harmonic_eval"
 
     def __init__(
         self,
@@ -91,40 +126,57 @@ class HarmonicEval:
         if judge is None or judge == "transformers":
             model = model or DEFAULT_MODEL
         self.judge = build_judge(model, judge, cache, **judge_kwargs)
+        if self.explain:
+            self.judge.require("can_generate", "HarmonicEval with explain=True", "explanations are generated text")
+
+    @classmethod
+    def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
+        cls.check_config(config_name)
+        prompt_set = load_prompt_set("harmonic_eval")
+        return harmonic_eval_spec(prompt_set.criteria)
+
+    @property
+    def spec(self) -> MetricSpec:
+        return harmonic_eval_spec(self.criteria, bool(self.image_criteria & set(self.criteria)))
 
     @property
     def ratings(self) -> list[float]:
         return [float(s) for s in self.prompt_set.scale]
 
     @property
-    def signature(self) -> str:
+    def decoding(self) -> str:
+        """How the rating distribution is read: at a teacher-forced "Score: " position in one forward pass,
+        or (judges that cannot force a prefix, e.g. chat APIs) at the first rating the judge generates."""
+        return "forced-prefix-1pass" if self.judge.teacher_forcing else "first-rating-token"
+
+    def signature_fields(self) -> dict[str, Any]:
         scale = self.prompt_set.scale
-        return signature(
-            self.name,
-            self.judge,
+        return dict(
+            **self.judge.signature_fields(),
             prompts=self.prompt_set.id,
-            criteria=",".join(self.criteria),
-            image_criteria=",".join(c for c in self.criteria if c in self.image_criteria) or "none",
-            gamma=f"{self.gamma:g}",
+            criteria=self.criteria,
+            image_criteria=[c for c in self.criteria if c in self.image_criteria] or "none",
+            gamma=self.gamma,
             smoothing="expectation" if self.smoothing else "argmax",
             scale=f"{scale[0]}-{scale[-1]}",
-            decoding="logits-1pass",
+            decoding=self.decoding,
+            mass="exact" if self.judge.full_distribution else "top-k-lower-bound",
         )
 
     # ------------------------------------------------------------------------------------- validation
     def _prepare(self, texts, images, questions, boxes, task) -> tuple[list[str], list, list]:
         """Check every input before any model work; returns texts, images (boxes drawn), questions."""
-        texts = check_texts(texts)
+        texts = check_texts(texts, "predictions")
         n = len(texts)
         for name, values in (("images", images), ("questions", questions), ("boxes", boxes)):
             check_length(values, n, name)
         if task in QUESTION_TASKS:
             if questions is None:
-                raise ValueError(f"The {task.upper()} task needs `questions` (one per text).")
+                raise ValueError(f"The {task.upper()} task needs `questions` (one per prediction).")
             check_texts(questions, "questions")
         needs_image = bool(self.image_criteria & set(self.criteria))
         if task == "reg" and boxes is None:
-            raise ValueError("The REG task needs `boxes` (one bounding box per text).")
+            raise ValueError("The REG task needs `boxes` (one bounding box per prediction).")
         if (needs_image or task == "reg") and images is None:
             needing = sorted(self.image_criteria & set(self.criteria)) or ["reg"]
             raise ValueError(f"`images` are required: criteria {needing} look at the image.")
@@ -141,15 +193,16 @@ class HarmonicEval:
     # ---------------------------------------------------------------------------------------- scoring
     def compute(
         self,
-        texts: Sequence[str],
+        predictions: Optional[Sequence[str]] = None,
         images: Optional[Sequence[Any]] = None,
         questions: Optional[Sequence[str]] = None,
         boxes: Optional[Sequence[Sequence[float]]] = None,
         task: Optional[str] = None,
         explain: Optional[bool] = None,
         progress: bool = True,
+        texts: Optional[Sequence[str]] = None,
     ) -> dict[str, Any]:
-        """Score ``texts``; returns per-sample lists, their means and the signature.
+        """Score ``predictions``; returns per-sample lists, their means and the signature.
 
         Returns:
             ``overall`` and, per criterion ``c``: ``c`` (smoothed score), ``c_sigma``, ``c_weight``,
@@ -159,7 +212,11 @@ class HarmonicEval:
         Raises:
             ValueError: on bad input, naming the offending item, before any model call.
         """
+        texts = take_predictions(predictions, texts)
         task = self.prompt_set.check_task(task or self.task)
+        explain = self.explain if explain is None else bool(explain)
+        if explain:
+            self.judge.require("can_generate", "HarmonicEval with explain=True", "explanations are generated text")
         texts, pictures, questions = self._prepare(texts, images, questions, boxes, task)
         digests = [image_digest(p) if p is not None else None for p in pictures]
         requests = []
@@ -167,33 +224,32 @@ class HarmonicEval:
             sees = criterion in self.image_criteria
             for text, picture, digest, question in zip(texts, pictures, digests, questions):
                 prompt = self.prompt_set.render(criterion, task, text=text, question=question)
-                request = RatingRequest(
-                    turns=[Turn("user", prompt)],
-                    image=picture if sees else None,
-                    choices=tuple(self.prompt_set.scale),
-                    answer_prefix=self.prompt_set.answer_prefix,
-                    group=criterion,
+                requests.append(
+                    RatingRequest(
+                        turns=[Turn("user", prompt)],
+                        image=picture if sees else None,
+                        choices=tuple(self.prompt_set.scale),
+                        answer_prefix=self.prompt_set.answer_prefix,
+                        group=criterion,
+                        image_digest=digest if sees else None,
+                    )
                 )
-                request._image_digest = digest if sees else None
-                requests.append(request)
         results = self.judge.rate(requests, progress=progress)
         n, k = len(texts), len(self.criteria)
         raw = np.array([r.raw for r in results], dtype=np.float64).reshape(k, n, -1).transpose(1, 0, 2)
         mass = raw.sum(axis=-1)
         probs = np.array([r.probs for r in results], dtype=np.float64).reshape(k, n, -1).transpose(1, 0, 2)
         agg = aggregate(probs, gamma=self.gamma, ratings=self.ratings, smoothing=self.smoothing)
-        warn_low_mass(mass.ravel().tolist(), "HarmonicEval")
+        warn_low_mass(results, "HarmonicEval")
         out: dict[str, Any] = {"overall": agg.overall.tolist()}
         for j, criterion in enumerate(self.criteria):
             out[criterion] = agg.scores[:, j].tolist()
             out[f"{criterion}_sigma"] = agg.sigmas[:, j].tolist()
             out[f"{criterion}_weight"] = agg.weights[:, j].tolist()
             out[f"{criterion}_mass"] = mass[:, j].tolist()
-        if self.explain if explain is None else explain:
+        if explain:
             self._explain(requests, probs, out, progress)
-        out["mean_overall"] = float(np.mean(agg.overall))
-        for j, criterion in enumerate(self.criteria):
-            out[f"mean_{criterion}"] = float(np.mean(agg.scores[:, j]))
+        add_means(out, self.spec)
         out["signature"] = self.signature
         return out
 
@@ -204,18 +260,19 @@ class HarmonicEval:
         for idx, request in enumerate(requests):
             j, i = divmod(idx, n)
             rating = self.prompt_set.scale[int(np.argmax(probs[i, j]))]
-            follow = GenerationRequest(
-                turns=[
-                    *request.turns,
-                    Turn("assistant", request.answer_prefix + rating),
-                    Turn("user", self.prompt_set.explain_turn),
-                ],
-                image=request.image,
-                group=request.group,
-                max_new_tokens=self.max_explanation_tokens,
+            follow_ups.append(
+                GenerationRequest(
+                    turns=[
+                        *request.turns,
+                        Turn("assistant", request.answer_prefix + rating),
+                        Turn("user", self.prompt_set.explain_turn),
+                    ],
+                    image=request.image,
+                    group=request.group,
+                    max_new_tokens=self.max_explanation_tokens,
+                    image_digest=request.image_digest,
+                )
             )
-            follow._image_digest = request._image_digest
-            follow_ups.append(follow)
         texts = self.judge.generate(follow_ups, progress=progress)
         for j, criterion in enumerate(self.criteria):
             out[f"{criterion}_explanation"] = texts[j * n : (j + 1) * n]

@@ -19,7 +19,10 @@ Score:
 from __future__ import annotations
 
 import string
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union

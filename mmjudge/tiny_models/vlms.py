@@ -1,114 +1,12 @@
-"""Tiny random-weight models that load through the normal ``from_pretrained`` path.
-
-For tests, offline demos and benchmarks: no Hub access is needed, every model is built from a config
-with a seeded random initialisation and a byte-level BPE tokenizer trained here on a few sentences.
-Such a model proves plumbing and speed, never quality.
-
->>> import tempfile
->>> from mmjudge.testing import tiny_text_lm
->>> path = tiny_text_lm(tempfile.mkdtemp())
->>> from transformers import AutoModelForCausalLM
->>> AutoModelForCausalLM.from_pretrained(path).config.num_hidden_layers
-2
-"""
+"""Tiny random vision-language models: Qwen2-VL, LLaVA-1.5, LLaVA-NeXT, Idefics3 (SmolVLM)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Optional, Union
 
-PathLike = Union[str, os.PathLike]
+from mmjudge.tiny_models._tokenizers import _CHATML, _LLAVA_TEMPLATE, PathLike, llama_text, seed_all, tokenizer
 
-_CORPUS = [
-    "Your task is to rate the candidate caption for the given image on a scale of 1 to 5.",
-    "Evaluation Criterion: Correctness, Completeness, Clarity, Fluency, Conciseness.",
-    "Rating Scale: 1 Very Low, 2 Low, 3 Moderate, 4 High, 5 Extremely High.",
-    "A dog runs on the beach. Two people ride bikes down a street. The answer is yes.",
-    "Question: what colour is the bus? Answer: red. Expression: the man on the left.",
-    "Why? Tell me the reason. Score: 0.0 0.5 1.0 0.25 0.75 0123456789",
-    "A photo depicts a cat sitting on a mat next to a window.",
-]
-
-# A chat template in the Qwen style (ChatML). Content may be a string or a list of typed parts;
-# images become the model's own image placeholder.
-_CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for part in message['content'] %}{% if part['type'] == 'image' %}IMAGE_TOKENS"
-    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
-    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-
-# LLaVA-1.5 ("llava_v1") conversation format, as llava-hf processors render it.
-_LLAVA_TEMPLATE = (
-    "{% for message in messages %}{% if message['role'] == 'user' %}USER: {% else %}ASSISTANT: {% endif %}"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for part in message['content'] %}{% if part['type'] == 'image' %}<image>\n"
-    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
-    "{% if message['role'] == 'user' %} {% else %}</s>{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
-)
-
-
-def _tokenizer(special: list[str], chat_template: str, bos: str, eos: str, pad: str, vocab_size: int = 600):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=special,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None, padding_side="left"
-    )
-    fast.chat_template = chat_template
-    return fast
-
-
-def _llama_text(tok, eos: str, bos: Optional[str] = None) -> dict:
-    """A 2-layer Llama text config (as a dict) sized for ``tok``: the LM inside every tiny model here."""
-    return dict(
-        model_type="llama",
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        bos_token_id=tok.convert_tokens_to_ids(bos) if bos else None,
-        eos_token_id=tok.convert_tokens_to_ids(eos),
-        pad_token_id=tok.pad_token_id,
-    )
-
-
-def _seed(seed: int) -> None:
-    import torch
-
-    torch.manual_seed(seed)
-
-
-def tiny_text_lm(directory: PathLike, seed: int = 0) -> str:
-    """Write a 2-layer random Llama-style causal LM + tokenizer with a ChatML template to ``directory``."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    out = Path(directory)
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    tok = _tokenizer(special, _CHATML, "<|im_start|>", "<|im_end|>", "<|endoftext|>")
-    text = _llama_text(tok, eos="<|im_end|>", bos="<|im_start|>")
-    text.pop("model_type")
-    config = LlamaConfig(**text, tie_word_embeddings=False)
-    _seed(seed)
-    LlamaForCausalLM(config).save_pretrained(out)
-    tok.save_pretrained(out)
-    return str(out)
+VLM_FAMILIES = ("qwen2_vl", "llava", "llava_next", "idefics3")
 
 
 def tiny_vlm(directory: PathLike, family: str = "qwen2_vl", seed: int = 0) -> str:
@@ -148,7 +46,7 @@ def _tiny_qwen2_vl(out: Path, seed: int) -> None:
         "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>",
     ]  # fmt: skip
     template = _CHATML.replace("IMAGE_TOKENS", "<|vision_start|><|image_pad|><|vision_end|>")
-    tok = _tokenizer(special, template, None, "<|im_end|>", "<|endoftext|>")
+    tok = tokenizer(special, template, None, "<|im_end|>", "<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in special}
     head_dim = 16
     config = Qwen2VLConfig(
@@ -183,7 +81,7 @@ def _tiny_qwen2_vl(out: Path, seed: int) -> None:
         vision_end_token_id=ids["<|vision_end|>"],
     )
     assert sum(config.text_config.rope_parameters["mrope_section"]) == head_dim // 2
-    _seed(seed)
+    seed_all(seed)
     Qwen2VLForConditionalGeneration(config).save_pretrained(out)
     # Small images keep the tiny model fast: at most 16x16 patches of 14 px.
     image_processor = Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=224 * 224)
@@ -201,16 +99,16 @@ def _tiny_idefics3(out: Path, seed: int) -> None:
     special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<fake_token_around_image>", "<image>", "<global-img>",
                "<end_of_utterance>", *tiles]  # fmt: skip
     template = _CHATML.replace("IMAGE_TOKENS", "<image>")
-    tok = _tokenizer(special, template, "<|im_start|>", "<|im_end|>", "<|endoftext|>")
+    tok = tokenizer(special, template, "<|im_start|>", "<|im_end|>", "<|endoftext|>")
     config = Idefics3Config(
-        text_config=_llama_text(tok, eos="<|im_end|>"),
+        text_config=llama_text(tok, eos="<|im_end|>"),
         vision_config=dict(
             hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=32, patch_size=8
         ),
         scale_factor=2,  # (32 / 8)² patches / 2² = 4 image tokens per tile
         image_token_id=tok.convert_tokens_to_ids("<image>"),
     )
-    _seed(seed)
+    seed_all(seed)
     Idefics3ForConditionalGeneration(config).save_pretrained(out)
     # Images are resized to at most 64 px and split into 32 px tiles plus a global view, as SmolVLM does.
     image_processor = Idefics3ImageProcessor(size={"longest_edge": 64}, max_image_size={"longest_edge": 32})
@@ -224,11 +122,11 @@ def _tiny_llava(out: Path, seed: int, anyres: bool = False) -> None:
 
     kind = "LlavaNext" if anyres else "Llava"
     special = ["<unk>", "<s>", "</s>", "<image>", "<pad>"]
-    tok = _tokenizer(special, _LLAVA_TEMPLATE, "<s>", "</s>", "<pad>")
+    tok = tokenizer(special, _LLAVA_TEMPLATE, "<s>", "</s>", "<pad>")
     image_size, patch = 32, 8
     grid = {"image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]]} if anyres else {}
     config = getattr(transformers, f"{kind}Config")(
-        text_config=_llama_text(tok, eos="</s>", bos="<s>"),
+        text_config=llama_text(tok, eos="</s>", bos="<s>"),
         vision_config=dict(
             model_type="clip_vision_model",
             hidden_size=32,
@@ -244,7 +142,7 @@ def _tiny_llava(out: Path, seed: int, anyres: bool = False) -> None:
         vision_feature_select_strategy="default",
         **grid,
     )
-    _seed(seed)
+    seed_all(seed)
     getattr(transformers, f"{kind}ForConditionalGeneration")(config).save_pretrained(out)
     image_processor = getattr(transformers, "LlavaNextImageProcessor" if anyres else "CLIPImageProcessor")(
         size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}, **grid
@@ -261,71 +159,8 @@ def _tiny_llava(out: Path, seed: int, anyres: bool = False) -> None:
 
 
 # ------------------------------------------------------------------------------------------ CLIP
-def tiny_clip(directory: PathLike, max_position_embeddings: int = 77, seed: int = 0) -> str:
-    """Write a tiny random ``CLIPModel`` + tokenizer + image processor (32 px images) to ``directory``.
-
-    ``max_position_embeddings=248`` gives a Long-CLIP-shaped text tower. The tokenizer lowercases and
-    wraps texts in ``<|startoftext|>`` … ``<|endoftext|>`` like CLIP's; it is a byte-level BPE trained on
-    a few sentences, not CLIP's vocabulary.
-
-    >>> import tempfile
-    >>> from transformers import CLIPModel
-    >>> path = tiny_clip(tempfile.mkdtemp(), max_position_embeddings=248)
-    >>> CLIPModel.from_pretrained(path).config.text_config.max_position_embeddings
-    248
-    """
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, PreTrainedTokenizerFast
-
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    bos, eos = "<|startoftext|>", "<|endoftext|>"
-    tok = Tokenizer(models.BPE())
-    tok.normalizer = normalizers.Lowercase()
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=[bos, eos], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
-    )
-    tok.train_from_iterator([s.lower() for s in _CORPUS] * 4, trainer=trainer)
-    bos_id, eos_id = tok.token_to_id(bos), tok.token_to_id(eos)
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A {eos}", special_tokens=[(bos, bos_id), (eos, eos_id)]
-    )
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token=bos,
-        eos_token=eos,
-        pad_token=eos,  # as in OpenAI's CLIP checkpoints on the Hub
-        model_max_length=max_position_embeddings,
-        padding_side="right",
-    )
-    size = 32
-    config = CLIPConfig(
-        text_config=dict(
-            vocab_size=len(fast),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            max_position_embeddings=max_position_embeddings,
-            bos_token_id=bos_id,
-            eos_token_id=eos_id,  # not 2: the text tower then pools at the first end-of-text token
-            pad_token_id=eos_id,
-        ),
-        vision_config=dict(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=size, patch_size=8
-        ),
-        projection_dim=16,
-    )
-    _seed(seed)
-    CLIPModel(config).save_pretrained(out)
-    fast.save_pretrained(out)
-    CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size}).save_pretrained(out)
-    return str(out)
 
 
-# ------------------------------------------------------------------------------ scripted LLaVA
 def tiny_answering_llava(directory: PathLike, answer: str = " 0.85", seed: int = 0, strength: float = 6.0) -> str:
     """Write a tiny LLaVA-1.5-style model whose greedy reply to any prompt ending in ``ASSISTANT:`` is ``answer``.
 
@@ -360,7 +195,7 @@ def tiny_answering_llava(directory: PathLike, answer: str = " 0.85", seed: int =
         raise ValueError(f"Expected argument `answer` to have at most {hidden - 1} tokens, but got {len(chain) - 2}.")
     digits = sorted({i for d in "0123456789" for i in tokenizer.encode(d, add_special_tokens=False)[-1:]}
                     | {i for d in "0123456789" for i in tokenizer.encode(" " + d, add_special_tokens=False)[-1:]})
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manualseed_all(seed)
     scale = hidden**0.5  # the final RMSNorm maps an axis vector to sqrt(hidden) along that axis
     with torch.no_grad():
         head.mul_(0.1)

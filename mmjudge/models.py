@@ -1,0 +1,284 @@
+"""One loader for every model the engine runs: judges, CLIP, BERTScore, BARTScore, VELA's LLM.
+
+Device, dtype, revision, ``device_map`` and the identity of a model (Hub id + revision, or a local
+folder's *content fingerprint*: where the folder lies never matters) are decided here, once.
+
+A model can be given three ways, wherever the engine takes ``model=``:
+
+* a Hub id (``"Qwen/Qwen2.5-VL-7B-Instruct"``) or a local folder;
+* ``"tiny-random"``: a random-weight tiny model of the right family, built once under the mmjudge cache
+  folder — it proves the pipeline offline, its scores mean nothing;
+* a callable returning ``(model, processor)`` (as torchmetrics takes it): tests and users pass their
+  own objects; the identity then comes from the model's config and a fingerprint of its weights.
+
+>>> resolve_dtype(None, "cpu"), resolve_dtype("bf16", "cuda")
+('float32', 'bfloat16')
+>>> resolve_dtype("float17", "cpu")
+Traceback (most recent call last):
+ValueError: Expected argument `dtype` to be one of bfloat16, float16, float32 (or bf16, fp16, fp32, auto), but got 'float17'.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence, Union
+
+logger = logging.getLogger(__name__)
+
+TINY_RANDOM = "tiny-random"
+DTYPES = ("bfloat16", "float16", "float32")
+_DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
+
+ModelFactory = Callable[[], tuple[Any, Any]]
+ModelSource = Union[str, os.PathLike, ModelFactory]
+
+
+def resolve_device(device: Optional[str] = None) -> str:
+    """``device`` checked against what this machine has; default CUDA when available, else CPU.
+
+    Raises:
+        ValueError: a CUDA device asked for on a machine without one, or an unknown device name.
+    """
+    import torch
+
+    if device is None or device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    device = str(device)
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"Expected argument `device` to be 'cpu', 'cuda', 'cuda:N' or 'mps', but got {device!r}.") from None
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={device!r} was asked for, but this machine has no CUDA GPU; use device='cpu'.")
+        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise ValueError(f"device={device!r}: this machine has {torch.cuda.device_count()} CUDA GPU(s).")
+    return device
+
+
+def resolve_dtype(dtype: Any, device: str, gpu_default: str = "bfloat16") -> str:
+    """The dtype name to load with: ``dtype`` (names and short aliases accepted), else ``gpu_default``
+    on a GPU and ``float32`` on the CPU."""
+    if dtype is None or dtype == "auto":
+        return gpu_default if not str(device).startswith("cpu") else "float32"
+    name = str(dtype).replace("torch.", "")
+    name = _DTYPE_ALIASES.get(name, name)
+    if name not in DTYPES:
+        raise ValueError(
+            f"Expected argument `dtype` to be one of {', '.join(DTYPES)} (or bf16, fp16, fp32, auto), but got {dtype!r}."
+        )
+    return name
+
+
+def local_fingerprint(path: Path) -> str:
+    """A revision for a local model folder: hash of file names, sizes and head/tail bytes.
+    Re-creating the same model gives the same value; changed weights give a new one; moving the folder
+    changes nothing."""
+    h = hashlib.sha256()
+    for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
+        size = file.stat().st_size
+        h.update(f"{file.relative_to(path)}|{size}|".encode())
+        with open(file, "rb") as f:
+            h.update(f.read(1 << 16))
+            if size > 1 << 17:
+                f.seek(-(1 << 16), os.SEEK_END)
+                h.update(f.read())
+    return "local-" + h.hexdigest()[:16]
+
+
+def weights_fingerprint(model: Any) -> str:
+    """A revision for a model object passed in by the caller: its config and every parameter's name,
+    shape and a few values (cheap, and different for different weights)."""
+    import torch
+
+    h = hashlib.sha256()
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "to_json_string"):
+        h.update(config.to_json_string(use_diff=False).encode())
+    with torch.no_grad():
+        for name, tensor in model.state_dict().items():
+            flat = tensor.detach().reshape(-1)
+            sample = flat[:: max(1, flat.numel() // 64)][:64].float().cpu().numpy().tobytes()
+            h.update(f"{name}|{tuple(tensor.shape)}|".encode() + sample)
+    return "weights-" + h.hexdigest()[:16]
+
+
+@dataclass
+class ModelIdentity:
+    """What names a model in cache keys and signatures: never a local path.
+
+    Attributes:
+        name: the Hub id, ``"local"`` for a folder, ``"injected"`` for a caller's object (with its
+            ``model_type`` when known, e.g. ``"injected:qwen2_vl"``).
+        revision: the Hub revision or commit, or a content fingerprint.
+        dtype: the dtype the weights run in.
+    """
+
+    name: str
+    revision: str
+    dtype: str
+
+    def label(self) -> str:
+        """``name@revision``, e.g. ``Qwen/Qwen2.5-VL-7B-Instruct@main`` or ``local@local-1a2b…``."""
+        return f"{self.name}@{self.revision}"
+
+
+@dataclass
+class LoadedModel:
+    """A loaded model and what goes with it."""
+
+    model: Any
+    processor: Any
+    identity: ModelIdentity
+    device: str
+    extra: dict = field(default_factory=dict)
+
+
+def tiny_random_folder(family: str) -> str:
+    """The folder of the ``tiny-random`` model of ``family`` (built on first use under the mmjudge cache
+    folder): ``qwen2_vl`` / ``llava`` judges, ``clip``, ``text_lm``."""
+    from mmjudge.cache import default_cache_path
+    from mmjudge import tiny_models
+
+    folder = default_cache_path().parent / f"tiny-random-{family}"
+    if not (folder / "config.json").is_file():
+        tiny_models.build(folder, family)
+    return str(folder)
+
+
+def default_vlm_family() -> str:
+    """The tiny VLM family this install can run: Qwen2-VL needs torchvision, LLaVA does not."""
+    import importlib.util
+
+    return "qwen2_vl" if importlib.util.find_spec("torchvision") is not None else "llava"
+
+
+def resolve_source(model: ModelSource, family: Optional[str] = None) -> ModelSource:
+    """``tiny-random`` → its folder (``family`` picks which tiny model); anything else unchanged.
+
+    Raises:
+        FileNotFoundError: a path that looks local (starts with ``/``, ``./``, ``~``) but does not exist,
+            or an existing folder with no model files.
+    """
+    if callable(model):
+        return model
+    text = str(model)
+    if text == TINY_RANDOM:
+        return tiny_random_folder(family or default_vlm_family())
+    path = Path(text).expanduser()
+    looks_local = text.startswith(("/", "./", "../", "~")) or os.sep in text and text.count("/") > 1
+    if looks_local and not path.exists():
+        raise FileNotFoundError(f"Model folder {text!r} does not exist (give a Hub id like 'org/name' or an existing folder).")
+    if path.is_dir() and not any(path.glob("*.json")) and not any(path.glob("*.gguf")):
+        raise FileNotFoundError(f"Model folder {text!r} holds no model files (expected config.json and weights).")
+    return text
+
+
+def identity_of(source: ModelSource, model: Any, dtype: str, revision: Optional[str] = None) -> ModelIdentity:
+    """The :class:`ModelIdentity` of a loaded ``model`` that came from ``source``."""
+    if callable(source):
+        model_type = getattr(getattr(model, "config", None), "model_type", None)
+        name = f"injected:{model_type}" if model_type else "injected"
+        return ModelIdentity(name, weights_fingerprint(model), dtype)
+    local = Path(str(source)).expanduser()
+    if local.exists():
+        return ModelIdentity("local", local_fingerprint(local) if local.is_dir() else _file_fingerprint(local), dtype)
+    commit = getattr(getattr(model, "config", None), "_commit_hash", None)
+    return ModelIdentity(str(source), revision or commit or "main", dtype)
+
+
+def _file_fingerprint(path: Path) -> str:
+    h = hashlib.sha256(f"{path.name}|{path.stat().st_size}|".encode())
+    with open(path, "rb") as f:
+        h.update(f.read(1 << 16))
+    return "local-" + h.hexdigest()[:16]
+
+
+def load_pretrained(
+    model: ModelSource,
+    model_classes: Union[Sequence[Any], Callable[[Any], Sequence[Any]]],
+    processor_loader: Optional[Callable[[str, dict], Any]] = None,
+    device: Optional[str] = None,
+    dtype: Any = None,
+    gpu_dtype: str = "bfloat16",
+    revision: Optional[str] = None,
+    device_map: Any = None,
+    trust_remote_code: bool = False,
+    gguf_file: Optional[str] = None,
+    model_kwargs: Optional[dict] = None,
+    family: Optional[str] = None,
+) -> LoadedModel:
+    """Load ``model`` with the first of ``model_classes`` (``AutoModel…`` classes) that accepts it.
+
+    Args:
+        model: Hub id, local folder, ``"tiny-random"`` or a callable returning ``(model, processor)``.
+        model_classes: ``from_pretrained`` classes tried in order (a class that does not know the
+            config raises ``ValueError`` and the next is tried), or a function of the loaded processor
+            returning them (a judge tries a VLM class only when the folder has an image processor).
+        processor_loader: ``f(source, load_kwargs) -> processor`` (default: none).
+        device: see :func:`resolve_device`; ignored when ``device_map`` places the model.
+        dtype: see :func:`resolve_dtype`; ``gpu_dtype`` is the default on a GPU.
+        revision, trust_remote_code, gguf_file: passed to ``from_pretrained``.
+        device_map: e.g. ``"auto"`` to spread a large model over every visible GPU (needs accelerate).
+        model_kwargs: more ``from_pretrained`` keywords (e.g. ``attn_implementation="sdpa"``).
+        family: which tiny model ``"tiny-random"`` means here.
+
+    Raises:
+        ValueError / FileNotFoundError: a bad device or dtype, a missing folder, a model none of the
+            classes can load — each with one sentence saying what to do.
+    """
+    import torch
+
+    source = resolve_source(model, family)
+    resolved_device = resolve_device(device) if device_map is None else "auto"
+    dtype_name = resolve_dtype(dtype, "cuda" if device_map is not None else resolved_device, gpu_dtype)
+    if callable(source):
+        built, processor = source()
+        if device_map is None:
+            built = built.to(resolved_device)
+        built.eval()
+        ident = identity_of(source, built, str(getattr(built, "dtype", dtype_name)).replace("torch.", ""))
+        return LoadedModel(built, processor, ident, str(getattr(built, "device", resolved_device)))
+    load_kwargs: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}
+    if gguf_file:
+        load_kwargs["gguf_file"] = gguf_file
+    processor = processor_loader(str(source), dict(load_kwargs)) if processor_loader is not None else None
+    if callable(model_classes):
+        model_classes = model_classes(processor)
+    kwargs = dict(load_kwargs, dtype=getattr(torch, dtype_name), **(model_kwargs or {}))
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    elif resolved_device.startswith("cuda"):
+        kwargs["device_map"] = resolved_device  # loads straight onto the GPU, no CPU copy first
+    errors = []
+    for cls in model_classes:
+        try:
+            built = cls.from_pretrained(str(source), **kwargs)
+            break
+        except ValueError as err:  # "Unrecognized configuration class … for this kind of AutoModel"
+            errors.append(f"{cls.__name__}: {str(err).splitlines()[0]}")
+        except OSError as err:
+            raise _load_error(str(source), err) from None
+    else:
+        raise ValueError(f"Cannot load {model!r} as a {' or '.join(c.__name__ for c in model_classes)}: " + "; ".join(errors))
+    if "device_map" not in kwargs:
+        built.to(resolved_device)
+    built.eval()
+    ident = identity_of(source, built, dtype_name, revision)
+    return LoadedModel(built, processor, ident, str(built.device) if device_map is None else "auto")
+
+
+def _load_error(source: str, err: OSError) -> Exception:
+    offline = any(os.environ.get(v) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    if not Path(source).expanduser().exists():
+        hint = (
+            "the Hub is not reachable (offline mode is on): download it first or give a local folder"
+            if offline
+            else "check the Hub id (org/name) and your network, or give a local folder"
+        )
+        return FileNotFoundError(f"Cannot load model {source!r}: {hint}.")
+    return FileNotFoundError(f"Cannot load model from {source!r}: {str(err).splitlines()[0]}")

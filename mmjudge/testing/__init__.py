@@ -1,0 +1,14 @@
+"""Helpers for tests, doctests and benchmarks (not for scoring).
+
+* the tiny random-weight models of :mod:`mmjudge.tiny_models`, re-exported (plumbing and speed only);
+* :class:`ScriptedJudge`: a judge whose rating distributions are given, so a metric's exact output can
+  be worked out by hand and asserted end to end;
+* :mod:`mmjudge.testing.fleur_reference`: FLEUR's published procedure taken literally.
+"""
+
+from __future__ import annotations
+
+from mmjudge.testing.scripted import ScriptedJudge
+from mmjudge.tiny_models import tiny_answering_llava, tiny_clip, tiny_text_lm, tiny_vlm
+
+__all__ = ["ScriptedJudge", "tiny_answering_llava", "tiny_clip", "tiny_text_lm", "tiny_vlm"]

@@ -1,0 +1,76 @@
+"""A judge that answers with distributions given in advance, for exact end-to-end tests.
+
+>>> from mmjudge import HarmonicEval
+>>> judge = ScriptedJudge({"fluency": [0, 0, 0, 1, 0], "clarity": [0, 0, 0.5, 0.5, 0]})
+>>> out = HarmonicEval(judge=judge, criteria=["fluency", "clarity"], cache=False).compute(
+...     predictions=["A dog."], progress=False)
+>>> out["fluency"], out["clarity"], out["clarity_sigma"]
+([4.0], [3.5], [0.5])
+>>> [round(out[f"{c}_weight"][0], 6) for c in ("fluency", "clarity")], round(out["overall"][0], 6)
+[[0.763316], [0.236684]], 3.881658)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence, Union
+
+from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingResult
+
+Distribution = Sequence[float]
+Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Distribution]]
+
+
+class ScriptedJudge(Judge):
+    """Rates each request with ``script[request.group]`` (the criterion for HarmonicEval), or
+    ``script(request)`` when ``script`` is a function; the values are the raw probabilities of the
+    choices (their sum is the mass). Generation answers ``explanation``.
+
+    Capabilities can be switched off to test how metrics react (``teacher_forcing=False`` …).
+    """
+
+    backend = "scripted"
+
+    def __init__(
+        self,
+        script: Script,
+        explanation: str = "scripted explanation",
+        teacher_forcing: bool = True,
+        full_distribution: bool = True,
+        name: str = "scripted",
+    ):
+        self.script = script
+        self.explanation = explanation
+        self.teacher_forcing = teacher_forcing
+        self.full_distribution = full_distribution
+        self.name = name
+        self.requests: list[RatingRequest] = []
+
+    def identity(self) -> dict:
+        return {"backend": self.backend, "model": self.name}
+
+    def _distribution(self, request: RatingRequest) -> list[float]:
+        if callable(self.script):
+            values = self.script(request)
+        else:
+            if request.group not in self.script:
+                raise KeyError(f"ScriptedJudge has no distribution for group {request.group!r}.")
+            values = self.script[request.group]
+        if len(values) != len(request.choices):
+            raise ValueError(f"Scripted distribution {list(values)} does not fit the choices {list(request.choices)}.")
+        return [float(v) for v in values]
+
+    def _rate_batch(self, requests: Sequence[RatingRequest]) -> list[RatingResult]:
+        self.requests.extend(requests)
+        out = []
+        for request in requests:
+            raw = self._distribution(request)
+            greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
+            out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.full_distribution))
+        return out
+
+    def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        return [self.explanation for _ in requests]
+
+
+
+
