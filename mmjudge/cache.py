@@ -42,14 +42,56 @@ def default_cache_path() -> Path:
     return base / "mmjudge" / "judge_cache.sqlite"
 
 
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_cache_path(path: Union[str, os.PathLike]) -> Path:
+    """``path`` as a usable cache file, checked before any model is loaded.
+
+    Raises:
+        ValueError: the path is a folder, an existing file that is not an SQLite database, or a place
+            where no file can be created (read-only folder, a file in the way).
+
+    >>> import tempfile, os
+    >>> check_cache_path(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ValueError: cache: '...' is a folder; give a file path such as '.../judge_cache.sqlite' (or pass cache=False / --no-cache).
+    """
+    path = Path(path).expanduser()
+    fix = "(or pass cache=False / --no-cache)"
+    if path.is_dir():
+        raise ValueError(f"cache: {str(path)!r} is a folder; give a file path such as {str(path / 'judge_cache.sqlite')!r} {fix}.")
+    if path.is_file():
+        with open(path, "rb") as f:
+            head = f.read(16)
+        if head and head != _SQLITE_MAGIC:
+            raise ValueError(f"cache: {str(path)!r} exists but is not an SQLite file; give another path {fix}.")
+        if not os.access(path, os.W_OK):
+            raise ValueError(f"cache: {str(path)!r} is not writable; give another path {fix}.")
+        return path
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"cache: cannot create {str(path)!r}: {str(parent)!r} is a file, not a folder {fix}.")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"cache: cannot create {str(path)!r}: folder {str(parent)!r} is not writable {fix}.")
+    return path
+
+
 class JudgeCache:
     """Key → JSON store in one SQLite file, safe to share between processes."""
 
     def __init__(self, path: Union[str, os.PathLike]):
-        self.path = Path(path).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = check_cache_path(path)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
+            self._conn.execute("SELECT 1").fetchone()
+        except (OSError, sqlite3.Error) as err:
+            raise ValueError(f"cache: cannot open {str(self.path)!r} as an SQLite file ({err}); give another path "
+                             "(or pass cache=False / --no-cache).") from None
         # Switching to WAL needs a moment of exclusive access and SQLite does not wait for it (no busy
         # handler there): two processes opening a new file together can see "database is locked".
         for attempt in range(100):
@@ -61,9 +103,10 @@ class JudgeCache:
                         "(key TEXT PRIMARY KEY, value TEXT NOT NULL, schema INTEGER NOT NULL)"
                     )
                 break
-            except sqlite3.OperationalError as err:
+            except sqlite3.DatabaseError as err:
                 if "locked" not in str(err) or attempt == 99:
-                    raise
+                    raise ValueError(f"cache: cannot use {str(self.path)!r} ({err}); give another path "
+                                     "(or pass cache=False / --no-cache).") from None
                 time.sleep(0.05)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, object]:

@@ -1,22 +1,68 @@
 """The ``mmjudge`` command line. Each module of :mod:`mmjudge.commands` adds one sub-command by
-defining ``ENTRY = register`` where ``register(subparsers)`` adds its parser and sets ``func``."""
+defining ``ENTRY = register`` where ``register(subparsers)`` adds its parser and sets ``func``.
+
+A user's mistake (a bad option, a missing file, an unreadable input…) ends in ONE line,
+``mmjudge <command>: error: <what is wrong and how to fix it>``, and exit status 2; ``--debug`` shows
+the traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from typing import Optional, Sequence
 
 from mmjudge import __version__, registry
 
+# Exceptions that mean "the user gave something wrong": their message names the item and the fix.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,  # includes JudgeCapabilityError and UnicodeDecodeError
+    FileNotFoundError,
+    PermissionError,
+    IsADirectoryError,
+    NotADirectoryError,
+    FileExistsError,
+)
+
+EPILOG = """\
+examples:
+  mmjudge score --examples --model tiny-random          # offline demo (random weights)
+  mmjudge score --task ic --image photo.jpg --text "A dog runs." --model Qwen/Qwen2.5-VL-7B-Instruct
+  mmjudge metaeval --dataset mmhe --scores bleu.jsonl --out out/
+  mmjudge dataset list
+
+add --debug before the command to see a traceback instead of a one-line error."""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mmjudge", description="Evaluate text written by vision-language models.")
+    parser = argparse.ArgumentParser(
+        prog="mmjudge",
+        description="Evaluate text written by vision-language models.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"mmjudge {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback when a command fails")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in registry.available("mmjudge.commands"):
         registry.entry("mmjudge.commands", name, "command")(sub)
     return parser
+
+
+def describe_error(err: BaseException) -> str:
+    """One line for a user's mistake: the exception's own message, or a clear sentence for the few
+    library errors whose text does not say what to do."""
+    if isinstance(err, UnicodeDecodeError):
+        return f"the input is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); save it as UTF-8."
+    if isinstance(err, ModuleNotFoundError):
+        return f"the optional package {err.name!r} is not installed: pip install {err.name}"
+    if isinstance(err, sqlite3.Error):
+        return f"the judge cache cannot be used ({err}); pass --cache FILE.sqlite or --no-cache."
+    if isinstance(err, OSError) and err.filename and not str(err).count(str(err.filename)):
+        return f"{err.filename}: {err.strerror or err}"
+    text = " ".join(str(err).split())  # one line, whatever the message held
+    return text or type(err).__name__
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -27,8 +73,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except ValueError as err:  # bad input: a clear message, not a traceback
-        print(f"mmjudge {args.command}: error: {err}", file=sys.stderr)
+    except (*USER_ERRORS, ModuleNotFoundError, sqlite3.Error) as err:
+        if args.debug:
+            raise
+        print(f"mmjudge {args.command}: error: {describe_error(err)}", file=sys.stderr)
         return 2
 
 

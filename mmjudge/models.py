@@ -233,9 +233,10 @@ def load_pretrained(
     """
     import torch
 
-    source = resolve_source(model, family)
+    # Cheap checks first: a bad device or dtype must not cost building or reading a model.
     resolved_device = resolve_device(device) if device_map is None else "auto"
     dtype_name = resolve_dtype(dtype, "cuda" if device_map is not None else resolved_device, gpu_dtype)
+    source = resolve_source(model, family)
     if callable(source):
         built, processor = source()
         if device_map is None:

@@ -26,4 +26,7 @@ def load_metric(name: str, config_name: Optional[str] = None, **kwargs: Any) -> 
         if "config_name" not in inspect.signature(cls).parameters:
             raise ValueError(f"Metric {name!r} has no configurations, but config_name={config_name!r} was given.")
         kwargs["config_name"] = config_name
+    from mmjudge.metrics.base import check_metric_options
+
+    check_metric_options(cls, kwargs)  # a misspelt option is a clear ValueError, not a TypeError
     return cls(**kwargs)

@@ -240,6 +240,14 @@ def build_judge(
     """A judge for ``model`` (``judge`` names the backend, default ``"transformers"``, or is a ready
     :class:`Judge`), wrapped in the persistent cache unless ``cache`` is ``False``/``None``.
     ``cache=True`` uses the default cache file; a path uses that file."""
+    if cache is not None and cache is not False and cache is not True:
+        from mmjudge.cache import check_cache_path
+
+        check_cache_path(cache)  # before the model loads: a bad path must not cost a model load
+    elif cache is True:
+        from mmjudge.cache import check_cache_path, default_cache_path
+
+        check_cache_path(default_cache_path())
     if isinstance(judge, Judge):
         if judge_kwargs:
             raise ValueError(f"Judge options {sorted(judge_kwargs)} cannot be applied to a ready judge instance.")
@@ -247,10 +255,127 @@ def build_judge(
     else:
         if model is not None:
             judge_kwargs["model"] = model
+        check_judge_options(judge or "transformers", judge_kwargs)
         built = load_judge(judge or "transformers", **judge_kwargs)
     if cache is None or cache is False or isinstance(built, CachedJudge):
         return built
     return CachedJudge(built, None if cache is True else cache)
+
+
+def accepted_keywords(func: Any) -> Optional[list[str]]:
+    """The keyword names ``func`` accepts, or ``None`` when it takes ``**kwargs`` (anything goes)."""
+    params = inspect.signature(func).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
+
+
+def unknown_option_error(key: str, owner: str, known: Sequence[str]) -> ValueError:
+    """``unknown option 'gama' for harmonic_eval; did you mean 'gamma'?`` (and the list of options)."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else "."
+    return ValueError(f"unknown option {key!r} for {owner}{hint} Options: {', '.join(sorted(set(known)))}.")
+
+
+def check_judge_options(backend: str, options: dict) -> None:
+    """``ValueError`` for an option the judge backend ``backend`` does not take (instead of a ``TypeError``
+    from its constructor), with a "did you mean" hint."""
+    from mmjudge import registry
+
+    cls = registry.entry("mmjudge.judges", backend, "judge backend")
+    known = accepted_keywords(cls.__init__)
+    if known is None:
+        return
+    for key in options:
+        if key not in known:
+            raise unknown_option_error(key, f"the {backend!r} judge", known)
+
+
+def check_metric_options(cls: Any, options: dict) -> None:
+    """Every key of ``options`` is a keyword of the metric class ``cls`` or of its judge backend
+    (``options["judge"]``, default ``transformers``); otherwise a ``ValueError`` naming the option.
+
+    >>> from mmjudge.metrics.harmonic_eval import HarmonicEval
+    >>> check_metric_options(HarmonicEval, {"judge": "dummy", "gama": 0.5})
+    Traceback (most recent call last):
+    ValueError: unknown option 'gama' for harmonic_eval; did you mean 'gamma'? Options: ...
+    """
+    params = inspect.signature(cls.__init__).parameters.values()
+    own = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
+    passes_rest = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    known = list(own)
+    if passes_rest:  # the rest goes to the judge backend: its keywords are options too
+        judge = options.get("judge")
+        if "judge" not in own or not (judge is None or isinstance(judge, str)):
+            return  # a ready judge instance, or a metric that forwards elsewhere: cannot check here
+        from mmjudge import registry
+
+        try:
+            backend = registry.entry("mmjudge.judges", judge or "transformers", "judge backend")
+        except (ValueError, ImportError):
+            return  # the metric reports the unknown backend itself
+        backend_known = accepted_keywords(backend.__init__)
+        if backend_known is None:
+            return
+        known += backend_known
+    for key in options:
+        if key not in known:
+            raise unknown_option_error(key, getattr(cls, "name", cls.__name__), known)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """A strict boolean option: ``True``/``False``, ``0``/``1`` or ``"true"``/``"false"``; anything else
+    is a ``ValueError`` (``bool("no")`` would be ``True``).
+
+    >>> check_bool("false", "smoothing"), check_bool(1, "explain")
+    (False, True)
+    >>> check_bool("no", "smoothing")
+    Traceback (most recent call last):
+    ValueError: Expected argument `smoothing` to be true or false, but got 'no'; pass smoothing=False (--set smoothing=false).
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueError(
+        f"Expected argument `{name}` to be true or false, but got {value!r}; pass {name}=False (--set {name}=false)."
+    )
+
+
+# Longest text a judge is asked to read, in characters: about 5,000 tokens, well inside every
+# supported judge's context (Qwen2.5-VL: 32k tokens, LLaVA-1.5: 4k with the prompt). A judge may
+# declare its own through a `max_text_chars` attribute.
+DEFAULT_MAX_TEXT_CHARS = 20_000
+LONG_TEXT_POLICIES = ("error", "truncate")
+
+
+def check_text_lengths(texts: list[str], max_chars: Optional[int], policy: str = "error", name: str = "predictions") -> list[str]:
+    """Refuse (``policy="error"``) or cut with a warning naming each item (``"truncate"``) the texts longer
+    than ``max_chars`` characters; ``max_chars=None`` means no limit.
+
+    >>> check_text_lengths(["ok", "x" * 30], 20)
+    Traceback (most recent call last):
+    ValueError: predictions[1]: the text has 30 characters, more than max_text_chars=20; shorten it, pass long_texts='truncate' to cut it, or raise max_text_chars.
+    """
+    if policy not in LONG_TEXT_POLICIES:
+        raise ValueError(f"Expected argument `long_texts` to be one of {LONG_TEXT_POLICIES}, but got {policy!r}.")
+    if max_chars is None:
+        return texts
+    out = list(texts)
+    for i, text in enumerate(texts):
+        if len(text) > max_chars:
+            if policy == "error":
+                raise ValueError(
+                    f"{name}[{i}]: the text has {len(text)} characters, more than max_text_chars={max_chars}; shorten it, "
+                    "pass long_texts='truncate' to cut it, or raise max_text_chars."
+                )
+            warnings.warn(f"{name}[{i}]: the text has {len(text)} characters; only the first {max_chars} are judged.", stacklevel=3)
+            out[i] = text[:max_chars]
+    return out
 
 
 def check_texts(texts: Any, name: str = "predictions") -> list[str]:

@@ -47,9 +47,12 @@ from mmjudge.metrics.base import (
     Metric,
     MetricSpec,
     OutputSpec,
+    DEFAULT_MAX_TEXT_CHARS,
     add_means,
     build_judge,
+    check_bool,
     check_length,
+    check_text_lengths,
     check_texts,
     take_predictions,
 )
@@ -106,15 +109,20 @@ class FLEUR(Metric):
         max_new_tokens: int = 512,
         max_explanation_tokens: int = 256,
         max_pixels: int = DEFAULT_MAX_PIXELS,
+        max_text_chars: Optional[int] = DEFAULT_MAX_TEXT_CHARS,
+        long_texts: str = "error",
         cache: CacheOption = True,
         **judge_kwargs: Any,
     ):
         config_name = self.check_config(config_name)
+        check_text_lengths([], None, long_texts)  # the policy name, checked now
+        self.long_texts = long_texts
+        self.max_text_chars = None if max_text_chars is None else int(max_text_chars)
         if method not in ("fast", "generate"):
             raise ValueError(f"Expected argument `method` to be 'fast' or 'generate', but got {method!r}.")
         self.config_name = config_name
         self.method = method
-        self.explain = bool(explain)
+        self.explain = check_bool(explain, "explain")
         self.max_new_tokens = int(max_new_tokens)
         self.max_explanation_tokens = int(max_explanation_tokens)
         self.max_pixels = int(max_pixels)
@@ -157,6 +165,7 @@ class FLEUR(Metric):
     # ------------------------------------------------------------------------------------- validation
     def _prepare(self, texts, images, references) -> tuple[list[str], list, list]:
         texts = check_texts(texts, "predictions")
+        texts = check_text_lengths(texts, self.max_text_chars, self.long_texts)
         n = len(texts)
         if images is None:
             raise ValueError("FLEUR needs `images` (one per prediction): the judge rates the caption against the image.")
@@ -205,7 +214,7 @@ class FLEUR(Metric):
             ValueError: on bad input (naming the offending item), before any model call.
         """
         texts = take_predictions(predictions, texts)
-        explain = self.explain if explain is None else bool(explain)
+        explain = self.explain if explain is None else check_bool(explain, "explain")
         if explain:
             self.judge.require("can_generate", "FLEUR with explain=True", "explanations are generated text")
         texts, pictures, refs = self._prepare(texts, images, references)

@@ -32,9 +32,12 @@ from mmjudge.metrics.base import (
     Metric,
     MetricSpec,
     OutputSpec,
+    DEFAULT_MAX_TEXT_CHARS,
     add_means,
     build_judge,
+    check_bool,
     check_length,
+    check_text_lengths,
     check_texts,
     take_predictions,
 )
@@ -83,6 +86,10 @@ class HarmonicEval(Metric):
         explain: also generate one explanation per criterion ("Why? Tell me the reason.").
         max_explanation_tokens: token limit of each explanation.
         box_format: REG boxes as ``"xywh"`` (COCO/RefCOCO) or ``"xyxy"``.
+        max_text_chars: longest text judged, in characters (default 20,000, or the judge's own
+            ``max_text_chars`` when it declares one); ``None`` for no limit.
+        long_texts: ``"error"`` (default: refuse, naming the item) or ``"truncate"`` (cut, with a
+            warning naming the item) for texts over ``max_text_chars``.
         cache: ``True`` (default cache file), ``False`` or a path to an SQLite file.
         **judge_kwargs: passed to the backend (``batch_size``, ``device``, ``dtype``, ``revision``, …).
     """
@@ -105,6 +112,8 @@ class HarmonicEval(Metric):
         max_explanation_tokens: int = 128,
         box_format: str = "xywh",
         max_pixels: int = DEFAULT_MAX_PIXELS,
+        max_text_chars: Optional[int] = DEFAULT_MAX_TEXT_CHARS,
+        long_texts: str = "error",
         cache: CacheOption = True,
         **judge_kwargs: Any,
     ):
@@ -112,12 +121,15 @@ class HarmonicEval(Metric):
         self.task = self.prompt_set.check_task(task)
         self.criteria = self.prompt_set.check_criteria(list(criteria) if criteria is not None else None)
         self.gamma = check_gamma(gamma)
-        self.smoothing = bool(smoothing)
+        self.smoothing = check_bool(smoothing, "smoothing")
         if image_criteria is None:
             self.image_criteria = {c for c in self.criteria if self.prompt_set.sees_image(c)}
         else:
             self.image_criteria = set(self.prompt_set.check_criteria(list(image_criteria))) if image_criteria else set()
-        self.explain = bool(explain)
+        self.explain = check_bool(explain, "explain")
+        check_text_lengths([], None, long_texts)  # the policy name, checked now
+        self.long_texts = long_texts
+        self.max_text_chars = None if max_text_chars is None else int(max_text_chars)
         self.max_explanation_tokens = int(max_explanation_tokens)
         if box_format not in ("xywh", "xyxy"):
             raise ValueError(f"Expected argument `box_format` to be 'xywh' or 'xyxy', but got {box_format!r}.")
@@ -126,6 +138,8 @@ class HarmonicEval(Metric):
         if judge is None or judge == "transformers":
             model = model or DEFAULT_MODEL
         self.judge = build_judge(model, judge, cache, **judge_kwargs)
+        if max_text_chars == DEFAULT_MAX_TEXT_CHARS and getattr(self.judge, "max_text_chars", None):
+            self.max_text_chars = int(self.judge.max_text_chars)  # the judge knows its context best
         if self.explain:
             self.judge.require("can_generate", "HarmonicEval with explain=True", "explanations are generated text")
 
@@ -166,7 +180,7 @@ class HarmonicEval(Metric):
     # ------------------------------------------------------------------------------------- validation
     def _prepare(self, texts, images, questions, boxes, task) -> tuple[list[str], list, list]:
         """Check every input before any model work; returns texts, images (boxes drawn), questions."""
-        texts = check_texts(texts, "predictions")
+        texts = check_text_lengths(check_texts(texts, "predictions"), self.max_text_chars, self.long_texts)
         n = len(texts)
         for name, values in (("images", images), ("questions", questions), ("boxes", boxes)):
             check_length(values, n, name)
@@ -214,7 +228,7 @@ class HarmonicEval(Metric):
         """
         texts = take_predictions(predictions, texts)
         task = self.prompt_set.check_task(task or self.task)
-        explain = self.explain if explain is None else bool(explain)
+        explain = self.explain if explain is None else check_bool(explain, "explain")
         if explain:
             self.judge.require("can_generate", "HarmonicEval with explain=True", "explanations are generated text")
         texts, pictures, questions = self._prepare(texts, images, questions, boxes, task)
