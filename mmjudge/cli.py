@@ -14,6 +14,7 @@ import sys
 from typing import Optional, Sequence
 
 from mmjudge import __version__, registry
+from mmjudge.errors import MissingDependencyError
 
 # Exceptions that mean "the user gave something wrong": their message names the item and the fix.
 USER_ERRORS: tuple[type[BaseException], ...] = (
@@ -23,6 +24,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     IsADirectoryError,
     NotADirectoryError,
     FileExistsError,
+    MissingDependencyError,  # Java for METEOR and the like: the message says how to install it
 )
 
 EPILOG = """\

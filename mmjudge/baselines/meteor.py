@@ -25,6 +25,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from mmjudge.errors import MissingDependencyError
+
 JAR_NAME = "meteor-1.5.jar"
 
 
@@ -36,7 +38,7 @@ def find_meteor_jar() -> str:
         jar = os.path.join(folder, "meteor", JAR_NAME)
         if os.path.isfile(jar):
             return jar
-    raise RuntimeError(
+    raise MissingDependencyError(
         "METEOR needs the official METEOR 1.5 jar, shipped by the `pycocoevalcap` package: "
         "run `pip install pycocoevalcap` (and install Java, e.g. `apt-get install default-jre-headless`)."
     )
@@ -46,7 +48,7 @@ def find_java() -> str:
     """The ``java`` executable; ``RuntimeError`` naming the fix when there is none."""
     java = shutil.which("java")
     if java is None:
-        raise RuntimeError(
+        raise MissingDependencyError(
             "METEOR 1.5 runs on Java, and no `java` executable is on PATH: install a Java runtime "
             "(e.g. `apt-get install default-jre-headless`, or `conda install openjdk`)."
         )

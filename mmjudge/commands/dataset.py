@@ -13,6 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 
+EXAMPLES = """\
+examples:
+  mmjudge dataset list
+  mmjudge dataset info flickr8k_expert --data-dir ~/data/flickr8k
+  mmjudge dataset export mmhe --data-dir ~/data/mmhe --out exports/mmhe   # Parquet + README.md card
+  mmjudge dataset card thumb
+"""
+
 
 def _load_kwargs(args: argparse.Namespace) -> dict:
     kwargs = {"data_dir": args.data_dir, "cache_dir": args.cache_dir}
@@ -49,8 +57,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("dataset", help="load, inspect and export the human-judgment benchmarks")
-    p.add_argument("action", choices=["list", "info", "export", "card"])
+    p = sub.add_parser(
+        "dataset",
+        help="load, inspect and export the human-judgment benchmarks",
+        description="List, inspect, export (Parquet + card) and print the cards of the human-judgment "
+        "benchmarks mmjudge meta-evaluates on.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("action", choices=["list", "info", "export", "card"],
+                   help="list the benchmarks, show one's splits and counts, export it, or print its card")
     p.add_argument("name", nargs="?", help="benchmark name (see `mmjudge dataset list`)")
     p.add_argument("--data-dir", dest="data_dir", help="folder with the upstream files (and images)")
     p.add_argument("--cache-dir", dest="cache_dir", help="datasets cache folder")

@@ -17,13 +17,21 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from mmjudge.commands._options import add_judge_options, judge_options, key_values
 from mmjudge.metaeval.bootstrap import DEFAULT_RESAMPLES
 from mmjudge.metaeval.core import PROTOCOLS
 from mmjudge.metaeval.correlation import MEASURES
 from mmjudge.metaeval.pairwise import BEST_OF, TIES
+
+EXAMPLES = """\
+examples:
+  mmjudge metaeval --dataset mmhe --scores bleu.jsonl --scores fleur.jsonl --names BLEU FLEUR --out out/
+  mmjudge metaeval --dataset mmhe --metric harmonic_eval --model Qwen/Qwen2.5-VL-7B-Instruct
+  mmjudge metaeval --dataset flickr8k_expert --data-dir ~/data/flickr8k --scores cider.csv --out out/f8k
+  mmjudge metaeval --combine out/f8k/results.json out/pascal/results.json --out out/table8
+"""
 
 
 def load_judgments(args: argparse.Namespace):
@@ -65,10 +73,6 @@ def collect_scores(args: argparse.Namespace, judgments) -> dict[str, dict]:
     for name, path in zip(names, files):
         scores[name] = read_scores(path)
     if metrics:
-        from mmjudge.commands.score import resolve_model
-
-        if getattr(args, "model", None):
-            args.model = resolve_model(args.model)
         options = judge_options(args)
         for name, metric in zip(names[len(files):], metrics):
             scores[name] = score_items(judgments, metric, args.config, **options)
@@ -87,6 +91,9 @@ def _save_scores(scores: dict, path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     from mmjudge.metaeval import MetaEvalResult, meta_evaluate, write_outputs
 
+    check_out_folder(args.out)
+    if args.save_scores and not args.out:
+        raise ValueError("--save-scores writes into the --out folder: give --out DIR.")
     if args.combine:
         if args.dataset or args.judgments or args.scores or args.metric:
             raise ValueError("--combine takes saved results only; do not mix it with --dataset/--scores/--metric.")
@@ -105,12 +112,24 @@ def run(args: argparse.Namespace) -> int:
                 bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence, progress=True,
             )
         ]
-    markdown, written = write_outputs(results, args.out, args.format, measure=args.table_measure, ci=not args.no_ci)
+    if args.out:
+        markdown, written = write_outputs(results, args.out, args.format, measure=args.table_measure, ci=not args.no_ci)
+    else:  # no folder asked for: the tables go to stdout only
+        from mmjudge.metaeval.tables import all_tables
+
+        markdown, written = "\n".join(t.markdown(not args.no_ci) for t in all_tables(results, args.table_measure)), []
     print(markdown)
     if not args.combine:
         _print_comparison(results[0])
-    print(f"wrote {len(written)} files to {args.out}")
+    if args.out:
+        print(f"wrote {len(written)} files to {args.out}")
     return 0
+
+
+def check_out_folder(path: Optional[str]) -> None:
+    """``--out`` must be a folder (or not exist yet): checked before any work."""
+    if path and Path(path).exists() and not Path(path).is_dir():
+        raise ValueError(f"--out {path}: is a file, but --out names a folder for the tables; give a folder path.")
 
 
 def _print_comparison(result) -> None:
@@ -133,7 +152,14 @@ def _print_comparison(result) -> None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("metaeval", help="correlate metric scores with human judgments (papers' tables)")
+    p = sub.add_parser(
+        "metaeval",
+        help="correlate metric scores with human judgments (papers' tables)",
+        description="Meta-evaluate metrics: correlate their scores with a benchmark's human judgments and "
+        "print the papers' tables (to stdout, and into --out when given).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     src = p.add_argument_group("benchmark")
     src.add_argument("--dataset", help="benchmark name (mmhe, flickr8k_expert, pascal50s, …)")
     src.add_argument("--data-dir", dest="data_dir", help="local folder of the benchmark's files")
@@ -149,7 +175,8 @@ def add_parser(sub) -> None:
     add_judge_options(met)
     met.add_argument("--save-scores", action="store_true", help="also write the --metric scores as JSONL in --out")
     opt = p.add_argument_group("meta-evaluation")
-    opt.add_argument("--out", required=True, help="output folder")
+    opt.add_argument("--out", help="output folder for tables, records.csv, results.json and heatmap.png "
+                     "(default: print the tables only)")
     opt.add_argument("--format", default="md,csv,json", help="table formats, comma-separated (md,csv,json)")
     opt.add_argument("--ties", choices=TIES, default="wrong", help="a metric tie in a pair is wrong (default) or half right")
     opt.add_argument("--best-of", dest="best_of", choices=BEST_OF, default="majority",

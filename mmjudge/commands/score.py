@@ -10,9 +10,14 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import math
-from typing import Any
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
 
 from mmjudge.commands._options import add_judge_options, judge_options
 from mmjudge.models import TINY_RANDOM
@@ -20,30 +25,112 @@ from mmjudge.report import Report
 
 TINY = TINY_RANDOM
 
+EXAMPLES = """\
+examples:
+  mmjudge score --examples --model tiny-random               # offline demo, random weights
+  mmjudge score --task ic --image photo.jpg --text "A dog runs on the beach." --model Qwen/Qwen2.5-VL-7B-Instruct
+  mmjudge score --task reg --image photo.jpg --box 10,20,100,50 --text "the red car"
+  mmjudge score --metric fleur --input items.jsonl --output scores.jsonl --quiet
+  mmjudge score --metric baselines --config bleu --text "a dog" --references "a dog runs" --format jsonl
+"""
+
 
 def read_items(args: argparse.Namespace) -> list[dict]:
+    """The items to score, every one checked before any model is loaded."""
     if args.examples:
         from mmjudge.examples import load_examples
 
         return load_examples()
     if args.input:
-        items = []
-        with open(args.input, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        items.append(json.loads(line))
-                    except json.JSONDecodeError as err:
-                        raise ValueError(f"{args.input}:{n}: not valid JSON ({err}).") from None
-        return items
+        return read_input_file(args.input)
     if args.text is None:
         raise ValueError("give --text (with --image …), --input FILE.jsonl or --examples.")
     item: dict[str, Any] = {"text": args.text, "image": args.image, "question": args.question}
     if args.box:
-        item["box"] = [float(v) for v in args.box.split(",")]
+        item["box"] = parse_box(args.box)
     if args.references:
         item["references"] = args.references
     return [item]
+
+
+def parse_box(text: str) -> list[float]:
+    """``--box x,y,w,h``: four non-negative numbers.
+
+    >>> parse_box("10,20,30,40")
+    [10.0, 20.0, 30.0, 40.0]
+    >>> parse_box("a,b,c,d")
+    Traceback (most recent call last):
+    ValueError: --box expects four numbers x,y,w,h in pixels (e.g. --box 10,20,100,50), but got 'a,b,c,d'.
+    """
+    fix = f"--box expects four numbers x,y,w,h in pixels (e.g. --box 10,20,100,50), but got {text!r}"
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{fix}.") from None
+    if len(values) != 4 or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{fix}.")
+    if any(v < 0 for v in values):
+        raise ValueError(f"{fix}: coordinates cannot be negative.")
+    return values
+
+
+def read_input_file(path: str) -> list[dict]:
+    """Items from a JSONL file (one object per line) or a CSV file with a header row (a byte-order
+    mark is accepted). Each error names ``file:line``; duplicate ids name both lines."""
+    source = Path(path)
+    if source.is_dir():
+        raise ValueError(f"--input {path}: is a folder; give a .jsonl or .csv file.")
+    if not source.is_file():
+        raise FileNotFoundError(f"--input {path}: no such file.")
+    try:
+        text = source.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = source.read_bytes()[: err.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{err.object[err.start]:02x}); save the file as UTF-8.") from None
+    located: list[tuple[int, Any]] = []
+    if source.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
+        for n, row in enumerate(reader, 2):
+            item = {k.strip(): v for k, v in row.items() if k is not None and v not in (None, "")}
+            if "references" in item:
+                item["references"] = [r for r in item["references"].split("|") if r]
+            if "box" in item:
+                item["box"] = parse_box(item["box"])
+            located.append((n, item))
+    else:
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    located.append((n, json.loads(line)))
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}:{n}: not valid JSON ({err.msg}, column {err.colno}).") from None
+    seen: dict[str, int] = {}
+    for n, item in located:
+        if not isinstance(item, dict):
+            raise ValueError(f"{path}:{n}: expected a JSON object like {{\"text\": ..., \"image\": ...}}, but got {type(item).__name__}.")
+        text_value = item.get("text")
+        if not isinstance(text_value, str) or not text_value.strip():
+            raise ValueError(f"{path}:{n}: 'text' must be a non-empty string, but got {text_value!r:.40}.")
+        if item.get("id") is not None:
+            key = str(item["id"])
+            if key in seen:
+                raise ValueError(f"{path}:{n}: id {key!r} is also on line {seen[key]}; ids must be unique.")
+            seen[key] = n
+    return [item for _, item in located]
+
+
+def check_output(path: Optional[str], flag: str = "--output") -> None:
+    """An output file can be written: checked BEFORE scoring, so no work is lost to a typo."""
+    if not path:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{flag} {path}: is a folder; give a file name such as {str(target / 'scores.jsonl')!r}.")
+    folder = target.parent
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{flag} {path}: folder {str(folder)!r} does not exist; create it first (mkdir -p {folder}).")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(f"{flag} {path}: folder {str(folder)!r} is not writable.")
 
 
 def metric_kwargs(args: argparse.Namespace) -> dict:
@@ -52,28 +139,42 @@ def metric_kwargs(args: argparse.Namespace) -> dict:
         kwargs["gamma"] = args.gamma
     if args.explain:
         kwargs["explain"] = True
-    if args.criteria:
-        kwargs["criteria"] = args.criteria.split(",")
+    if args.criteria is not None:
+        criteria = [c.strip() for c in args.criteria.split(",") if c.strip()]
+        if not criteria:
+            raise ValueError(f"--criteria {args.criteria!r} names no criterion; give e.g. --criteria fluency,clarity or leave it out for all.")
+        kwargs["criteria"] = criteria
     return kwargs
 
 
 def run(args: argparse.Namespace) -> int:
     import mmjudge
 
+    check_output(args.output)
     items = read_items(args)
     if not items:
         raise ValueError("no items to score.")
+    say = (lambda *a: None) if args.quiet else print
     if args.model == TINY:
-        print(f"NOTE: '{TINY}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.")
+        say(f"NOTE: '{TINY}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.", file=sys.stderr)
     metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
-    report = Report.from_items(metric, items, default_task=args.task, progress=None, keep=["text"])
-    for i, row in enumerate(report.rows):
-        _print_table(i, row, report)
-    for signature in report.signatures:
-        print(f"signature: {signature}")
+    report = Report.from_items(metric, items, default_task=args.task, progress=False if args.quiet else None, keep=["text"])
+    if not args.quiet:
+        if args.format == "jsonl":
+            sys.stdout.write(report.to_jsonl())
+        elif args.format == "csv":
+            sys.stdout.write(report.to_csv())
+        else:
+            for i, row in enumerate(report.rows):
+                _print_table(i, row, report)
+            for signature in report.signatures:
+                print(f"signature: {signature}")
     if args.output:
-        report.to_jsonl(args.output)
-        print(f"wrote {len(report.rows)} rows to {args.output}")
+        if args.output.lower().endswith(".csv"):
+            report.to_csv(args.output)
+        else:
+            report.to_jsonl(args.output)
+        say(f"wrote {len(report.rows)} rows to {args.output}", file=sys.stderr if args.format != "table" else sys.stdout)
     return 0
 
 
@@ -95,7 +196,14 @@ def _fmt(value: Any) -> str:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("score", help="score texts with a metric (default: harmonic_eval)")
+    p = sub.add_parser(
+        "score",
+        help="score texts with a metric (default: harmonic_eval)",
+        description="Score texts written by vision-language models with an mmjudge metric; every row "
+        "carries the metric's signature.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--metric", default="harmonic_eval", help="metric name (see mmjudge.available_metrics())")
     p.add_argument("--config", default=None, help="metric configuration, e.g. reffleur")
     p.add_argument("--task", default="ic", help="ic, vqa, vdu or reg (default ic)")
@@ -104,11 +212,15 @@ def add_parser(sub) -> None:
     p.add_argument("--question", help="question (vqa, vdu)")
     p.add_argument("--box", help="bounding box x,y,w,h (reg)")
     p.add_argument("--references", nargs="+", help="reference texts (reference-based metrics)")
-    p.add_argument("--input", help="JSONL file: one object per line with text, image, question, box, task, id")
+    p.add_argument("--input", help="JSONL file (one object per line with text, image, question, box, task, id) "
+                   "or CSV file with those columns (references separated by '|')")
     p.add_argument("--examples", action="store_true", help="score the bundled examples")
-    p.add_argument("--output", help="write per-item results as JSONL")
+    p.add_argument("--output", help="write per-item results to this file: CSV when it ends in .csv, else JSONL")
+    p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table",
+                   help="what to print on stdout (default table); JSON writes NaN as null")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors (no table, notes or progress bars)")
     add_judge_options(p)
-    p.add_argument("--gamma", type=float)
+    p.add_argument("--gamma", type=float, help="harmonic weighting gamma in (0, 1] (harmonic_eval; default 0.5)")
     p.add_argument("--criteria", help="comma-separated subset of criteria")
     p.add_argument("--explain", action="store_true", help="add one explanation per criterion")
     p.set_defaults(func=run)

@@ -36,7 +36,13 @@ def write_outputs(
     )
     written += [out / "records.csv", out / "results.json"]
     if len(results) == 1:
-        png = heatmap(results[0], out / "heatmap.png", measure)
+        try:
+            png = heatmap(results[0], out / "heatmap.png", measure)
+        except ImportError:  # matplotlib is optional: the tables are the result, the picture a bonus
+            import sys
+
+            print("note: matplotlib is not installed, so heatmap.png was skipped (pip install matplotlib).", file=sys.stderr)
+            png = None
         if png is not None:
             written.append(png)
     markdown = "\n".join(t.markdown(ci) for t in tables)
