@@ -247,7 +247,10 @@ def load_pretrained(
     load_kwargs: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}
     if gguf_file:
         load_kwargs["gguf_file"] = gguf_file
-    processor = processor_loader(str(source), dict(load_kwargs)) if processor_loader is not None else None
+    try:
+        processor = processor_loader(str(source), dict(load_kwargs)) if processor_loader is not None else None
+    except OSError as err:  # not on the Hub, offline, or a folder without a processor: say which
+        raise _load_error(str(source), err) from None
     if callable(model_classes):
         model_classes = model_classes(processor)
     kwargs = dict(load_kwargs, dtype=getattr(torch, dtype_name), **(model_kwargs or {}))
@@ -277,7 +280,8 @@ def _load_error(source: str, err: OSError) -> Exception:
     offline = any(os.environ.get(v) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
     if not Path(source).expanduser().exists():
         hint = (
-            "the Hub is not reachable (offline mode is on): download it first or give a local folder"
+            "offline mode is on (HF_HUB_OFFLINE) and it is not in the local Hugging Face cache: download it "
+            "first (huggingface-cli download MODEL) with the network on, or give a local folder"
             if offline
             else "check the Hub id (org/name) and your network, or give a local folder"
         )

@@ -49,11 +49,21 @@ def load_dataset(name: str, split: Optional[str] = None, data_dir: Optional[str]
     if key not in available_datasets():
         import datasets
 
-        return datasets.load_dataset(name, split=split, data_dir=data_dir, **kwargs)
+        ours = ", ".join(available_datasets())
+        local = os.path.exists(os.path.expanduser(name))
+        offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
+        if offline and not local and "/" not in name:
+            raise ValueError(f"Unknown dataset {name!r}: mmjudge's benchmarks are {ours}, and offline mode is on, so "
+                             "no Hub dataset can be looked up; check the name or turn the network on.")
+        try:
+            return datasets.load_dataset(name, split=split, data_dir=data_dir, **kwargs)
+        except (datasets.exceptions.DatasetNotFoundError, ConnectionError) as err:
+            raise ValueError(f"Unknown dataset {name!r} (mmjudge's benchmarks are {ours}): {str(err).splitlines()[0]}") from None
     download_mode = kwargs.pop("download_mode", None)
+    verification_mode = kwargs.pop("verification_mode", None)
     cache_dir = kwargs.pop("cache_dir", None)
     b = builder(key, data_dir=data_dir, cache_dir=cache_dir, **kwargs)
-    b.download_and_prepare(download_mode=download_mode)
+    b.download_and_prepare(download_mode=download_mode, verification_mode=verification_mode)
     return b.as_dataset(split=split)
 
 

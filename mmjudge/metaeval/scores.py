@@ -83,7 +83,7 @@ def read_scores(path: str | os.PathLike) -> Scores:
 
 def _read_jsonl(path: Path) -> list[tuple[str, dict]]:
     rows = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -98,7 +98,7 @@ def _read_jsonl(path: Path) -> list[tuple[str, dict]]:
 
 
 def _read_csv(path: Path) -> list[tuple[str, dict]]:
-    with open(path, encoding="utf-8", newline="") as f:
+    with open(path, encoding="utf-8-sig", newline="") as f:  # -sig: a byte-order mark (Excel) is not a column name
         reader = csv.DictReader(f)
         raw = [(f"{path}:{n}", dict(row)) for n, row in enumerate(reader, 2)]
         fields = reader.fieldnames or []
