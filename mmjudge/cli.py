@@ -37,8 +37,17 @@ examples:
 add --debug before the command to see a traceback instead of a one-line error."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line too (``--help`` still shows the usage)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        if "expected one argument" in message:
+            message += " (a value starting with '-' is written --option=VALUE, e.g. --box=-1,2,3,4)"
+        self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="mmjudge",
         description="Evaluate text written by vision-language models.",
         epilog=EPILOG,
@@ -67,9 +76,25 @@ def describe_error(err: BaseException) -> str:
     return text or type(err).__name__
 
 
+def unknown_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """One line naming the sub-command, the unknown argument and the closest real option."""
+    import difflib
+
+    command = getattr(args, "command", None)
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    target = sub.choices.get(command) if sub is not None and command else parser
+    options = [o for action in target._actions for o in action.option_strings]
+    flag = next((e.split("=")[0] for e in extra if e.startswith("-")), extra[0])
+    close = difflib.get_close_matches(flag, options, n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    target.exit(2, f"{target.prog}: error: unrecognized arguments: {' '.join(extra)}{hint} (see {target.prog} --help)\n")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        unknown_arguments(parser, args, extra)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

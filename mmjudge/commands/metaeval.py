@@ -103,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("give --dataset NAME (or --judgments FILE.json), or --combine results.json ….")
         if not (args.scores or args.metric):
             raise ValueError("give at least one --scores FILE or --metric NAME.")
+        for path in args.scores or []:  # cheap checks before the benchmark is read
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"--scores {path}: score file does not exist.")
         judgments = load_judgments(args)
         scores = collect_scores(args, judgments)
         measures = [m.strip() for m in args.measures.split(",")] if args.measures else list(MEASURES)

@@ -155,9 +155,9 @@ def run(args: argparse.Namespace) -> int:
     if not items:
         raise ValueError("no items to score.")
     say = (lambda *a: None) if args.quiet else print
-    if args.model == TINY:
-        say(f"NOTE: '{TINY}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.", file=sys.stderr)
     metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
+    if args.model == TINY:  # after loading, so a bad option's error stays the only line
+        say(f"NOTE: '{TINY}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.", file=sys.stderr)
     report = Report.from_items(metric, items, default_task=args.task, progress=False if args.quiet else None, keep=["text"])
     if not args.quiet:
         if args.format == "jsonl":
