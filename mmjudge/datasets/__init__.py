@@ -52,9 +52,15 @@ def load_dataset(name: str, split: Optional[str] = None, data_dir: Optional[str]
         ours = ", ".join(available_datasets())
         local = os.path.exists(os.path.expanduser(name))
         offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
-        if offline and not local and "/" not in name:
-            raise ValueError(f"Unknown dataset {name!r}: mmjudge's benchmarks are {ours}, and offline mode is on, so "
-                             "no Hub dataset can be looked up; check the name or turn the network on.")
+        from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
+
+        if offline and not local and "/" not in name and name not in _PACKAGED_DATASETS_MODULES:
+            import difflib
+
+            close = difflib.get_close_matches(key, available_datasets(), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"Unknown dataset {name!r}.{hint} mmjudge's benchmarks are {ours}, and offline mode is on, "
+                             "so no Hub dataset can be looked up; check the name or turn the network on.")
         try:
             return datasets.load_dataset(name, split=split, data_dir=data_dir, **kwargs)
         except (datasets.exceptions.DatasetNotFoundError, ConnectionError) as err:
