@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     items = read_items(args)
     if not items:
         raise ValueError("no items to score.")
-    say = (lambda *a: None) if args.quiet else print
+    say = (lambda *a, **k: None) if args.quiet else print
     metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
     if args.model == TINY:  # after loading, so a bad option's error stays the only line
         say(f"NOTE: '{TINY}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.", file=sys.stderr)

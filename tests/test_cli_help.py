@@ -1,0 +1,77 @@
+"""Every sub-command has a description and examples, every option a help text; score's output formats."""
+
+import argparse
+import json
+
+import pytest
+
+from mmjudge.cli import build_parser, main
+
+
+def _subparsers(parser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    return {}
+
+
+def test_every_command_and_option_is_documented():
+    parser = build_parser()
+    commands = _subparsers(parser)
+    assert {"score", "metaeval", "dataset", "register"} <= set(commands)
+    for name, sub in commands.items():
+        assert sub.description, f"`mmjudge {name}` has no description"
+        assert sub.epilog and "examples:" in sub.epilog and f"mmjudge {name}" in sub.epilog, f"`mmjudge {name}` has no examples"
+        assert isinstance(sub.formatter_class, type) and issubclass(sub.formatter_class, argparse.RawDescriptionHelpFormatter)
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help and action.help != argparse.SUPPRESS, f"mmjudge {name} {action.option_strings or action.dest}: no help"
+    for action in parser._actions:
+        if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            assert action.help, f"mmjudge {action.option_strings}: no help"
+
+
+@pytest.mark.parametrize("name", ["score", "metaeval", "dataset", "register"])
+def test_help_prints_examples(name, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([name, "--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and f"mmjudge {name}" in out
+
+
+@pytest.fixture
+def offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("MMJUDGE_CACHE", str(tmp_path / "cache.sqlite"))
+
+
+def test_score_formats_and_quiet(tmp_path, capsys, offline):
+    base = ["score", "--judge", "dummy", "--no-cache", "--text", "A dog runs.", "--criteria", "fluency,clarity"]
+    assert main(base + ["--format", "jsonl"]) == 0
+    row = json.loads(capsys.readouterr().out.strip())
+    assert row["primary"] == "overall" and row["signature"].startswith("mmjudge=") and set(row) >= {"fluency", "clarity"}
+    assert main(base + ["--format", "csv"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and "signature" in lines[0].split(",")
+    out_file = tmp_path / "out.csv"
+    assert main(base + ["--quiet", "--output", str(out_file)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+    assert out_file.read_text().splitlines()[0].startswith("id,")
+
+
+def test_score_jsonl_writes_nan_as_null(tmp_path, capsys, offline):
+    # FLEUR with the dummy judge prints no score: NaN, which JSON must carry as null.
+    image = tmp_path / "img.png"
+    from PIL import Image
+
+    Image.new("RGB", (32, 32)).save(image)
+    assert main(["score", "--metric", "fleur", "--judge", "dummy", "--no-cache", "--text", "a dog", "--image", str(image),
+                 "--format", "jsonl", "--quiet"]) == 0
+    assert main(["score", "--metric", "fleur", "--judge", "dummy", "--no-cache", "--text", "a dog", "--image", str(image),
+                 "--format", "jsonl"]) == 0
+    text = capsys.readouterr().out
+    assert "NaN" not in text
+    row = json.loads(text.strip().splitlines()[-1])
+    assert row["score"] is None and row["signature"]
