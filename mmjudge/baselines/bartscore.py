@@ -56,9 +56,9 @@ class BARTScorer:
 
         starts = range(0, len(sources), self.batch_size)
         if progress and len(starts) > 1:
-            from tqdm.auto import tqdm
+            from mmjudge.progress import progress_bar
 
-            starts = tqdm(starts, desc="BARTScore", unit="batch")
+            starts = progress_bar(starts, desc="BARTScore", unit="batch")
         scores = []
         with torch.inference_mode():
             for start in starts:

@@ -156,9 +156,9 @@ class BERTScorer:
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         batches = range(0, len(order), self.batch_size)
         if progress and len(batches) > 1:
-            from tqdm.auto import tqdm
+            from mmjudge.progress import progress_bar
 
-            batches = tqdm(batches, desc="BERTScore", unit="batch")
+            batches = progress_bar(batches, desc="BERTScore", unit="batch")
         with torch.inference_mode():
             for start in batches:
                 chunk = order[start : start + self.batch_size]

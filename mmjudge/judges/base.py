@@ -355,9 +355,9 @@ def progress_batches(batches: list[list[int]], total: int, enabled: bool, desc: 
     if not enabled or len(batches) <= 1:
         yield from batches
         return
-    from tqdm.auto import tqdm
+    from mmjudge.progress import progress_bar
 
-    with tqdm(total=total, desc=desc, unit="req") as bar:
+    with progress_bar(total=total, desc=desc, unit="req") as bar:
         for batch in batches:
             yield batch
             bar.update(len(batch))

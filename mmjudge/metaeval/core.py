@@ -276,10 +276,10 @@ def _correlations(hj, ratings, scores, result, measures, protocol, bootstrap, se
     result.tasks, result.criteria = tasks, criteria
     subsets = tasks + ([ALL] if len(tasks) > 1 and ALL not in tasks else [])
     keys = {name: {c: score_key(table, name, c if criterion_scores else None) for c in criteria} for name, table in scores.items()}
-    from tqdm.auto import tqdm
+    from mmjudge.progress import progress_bar
 
     figures = [(t, c) for t in subsets for c in criteria]
-    for task, criterion in tqdm(figures, desc="correlations", disable=not progress):
+    for task, criterion in progress_bar(figures, desc="correlations", disable=not progress):
         rows = [r for r in ratings if r["criterion"] == criterion and (task == ALL or r["task"] == task)]
         if not rows:
             continue

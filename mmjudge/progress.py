@@ -1,0 +1,33 @@
+"""One progress-bar helper for every long loop in mmjudge.
+
+Bars are tqdm bars, switched off by the caller (``progress=False``) or by the environment:
+``TQDM_DISABLE=1`` (tqdm's own switch) or ``HF_HUB_DISABLE_PROGRESS_BARS=1`` (the Hugging Face one, as
+``transformers``, ``datasets`` and ``huggingface_hub`` honour it).
+
+>>> import os
+>>> os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+>>> bars_disabled()
+True
+>>> list(progress_bar(range(3), desc="x"))
+[0, 1, 2]
+>>> del os.environ["HF_HUB_DISABLE_PROGRESS_BARS"]
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Optional
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def bars_disabled() -> bool:
+    """Whether the environment asks for no progress bars."""
+    return any(os.environ.get(var, "").strip().lower() in _TRUE for var in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"))
+
+
+def progress_bar(iterable: Optional[Iterable] = None, *, disable: bool = False, **kwargs: Any):
+    """``tqdm.auto.tqdm(iterable, **kwargs)``, disabled when ``disable`` or :func:`bars_disabled`."""
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, disable=disable or bars_disabled(), **kwargs)
