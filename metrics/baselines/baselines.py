@@ -1,10 +1,12 @@
 """Classic captioning metrics (BLEU-1..4, ROUGE-L, METEOR, CIDEr-D, BERTScore, BARTScore) as an
 `evaluate` metric: a thin shell over `mmjudge.metrics.baselines.Baselines`, one configuration per metric."""
 
-import datasets
 import evaluate
-from mmjudge.evaluate_modules import split_init_kwargs
-from mmjudge.metrics.baselines import Baselines as Engine
+
+# A module attribute, not `from ... import EngineMetric`: evaluate instantiates the first metric class
+# it finds in this namespace, and that must be the class below (see mmjudge/evaluate_shell.py).
+import mmjudge.evaluate_shell as shell
+
 
 _CITATION = """\
 @inproceedings{papineni2002bleu, title={BLEU: a Method for Automatic Evaluation of Machine Translation},
@@ -50,30 +52,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Baselines(evaluate.Metric):
-    def __init__(self, config_name=None, **engine_kwargs):
-        evaluate_kwargs, engine_kwargs = split_init_kwargs(engine_kwargs)
-        super().__init__(config_name=config_name or "bleu", **evaluate_kwargs)
-        self.engine = Engine(self.config_name, **engine_kwargs)
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("string"),
-                    "references": datasets.Sequence(datasets.Value("string")),
-                }
-            ),
-            reference_urls=[
-                "https://github.com/salaniz/pycocoevalcap",
-                "https://github.com/Tiiiger/bert_score",
-                "https://github.com/neulab/BARTScore",
-            ],
-        )
-
-    def _compute(self, predictions, references):
-        return self.engine.compute(predictions=predictions, references=references, progress=False)
-
+class Baselines(shell.EngineMetric):
+    ENGINE = "baselines"
+    DESCRIPTION, CITATION, KWARGS_DESCRIPTION = _DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION
+    REFERENCE_URLS = ["https://github.com/salaniz/pycocoevalcap", "https://github.com/Tiiiger/bert_score", "https://github.com/neulab/BARTScore"]

@@ -1,9 +1,11 @@
 """FLEUR / RefFLEUR as an `evaluate` metric: a thin shell over `mmjudge.metrics.fleur.FLEUR`."""
 
-import datasets
 import evaluate
-import mmjudge
-from mmjudge.evaluate_modules import split_init_kwargs
+
+# A module attribute, not `from ... import EngineMetric`: evaluate instantiates the first metric class
+# it finds in this namespace, and that must be the class below (see mmjudge/evaluate_shell.py).
+import mmjudge.evaluate_shell as shell
+
 
 _CITATION = """\
 @inproceedings{lee2024fleur,
@@ -43,28 +45,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Fleur(evaluate.Metric):
-    def __init__(self, model=None, **engine_kwargs):
-        config = engine_kwargs.get("config_name") or "fleur"
-        evaluate_kwargs, engine_kwargs = split_init_kwargs(engine_kwargs)
-        super().__init__(**evaluate_kwargs)
-        self.engine = mmjudge.load("fleur", config, model=model, **engine_kwargs)
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            # References travel as a compute keyword (`reference_captions`): evaluate reserves the name
-            # `references` for a feature column, and a column cannot hold a list per text here.
-            features=datasets.Features({"predictions": datasets.Value("string"), "images": datasets.Image()}),
-            reference_urls=["https://github.com/Yebin46/FLEUR", "https://aclanthology.org/2024.acl-long.205/"],
-        )
-
-    def compute(self, *, references=None, **kwargs):
-        """Score `predictions` of `images`; `references` (a list of captions per prediction) for the reference-based config."""
-        return super().compute(reference_captions=references, **kwargs)
-
-    def _compute(self, predictions, images, reference_captions=None, explain=None):
-        return self.engine.compute(predictions=predictions, images=images, references=reference_captions, explain=explain)
-
+class Fleur(shell.EngineMetric):
+    ENGINE = "fleur"
+    DESCRIPTION, CITATION, KWARGS_DESCRIPTION = _DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION
+    REFERENCE_URLS = ["https://github.com/Yebin46/FLEUR", "https://aclanthology.org/2024.acl-long.205/"]

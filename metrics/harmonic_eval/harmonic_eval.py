@@ -1,9 +1,11 @@
 """HarmonicEval as an `evaluate` metric: a thin shell over `mmjudge.HarmonicEval`."""
 
-import datasets
 import evaluate
-import mmjudge
-from mmjudge.evaluate_modules import split_init_kwargs
+
+# A module attribute, not `from ... import EngineMetric`: evaluate instantiates the first metric class
+# it finds in this namespace, and that must be the class below (see mmjudge/evaluate_shell.py).
+import mmjudge.evaluate_shell as shell
+
 
 _CITATION = """\
 @inproceedings{ohi2025harmoniceval,
@@ -47,25 +49,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class HarmonicEval(evaluate.Metric):
-    def __init__(self, model=None, task="ic", **engine_kwargs):
-        evaluate_kwargs, engine_kwargs = split_init_kwargs(engine_kwargs)
-        super().__init__(**evaluate_kwargs)
-        self.engine = mmjudge.HarmonicEval(model=model, task=task, **engine_kwargs)
-
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            # Only the texts go through evaluate's Arrow buffer; images, questions and boxes are passed
-            # straight to compute() (no PNG round trip, and text-only criteria need no image column).
-            features=datasets.Features({"predictions": datasets.Value("string")}),
-            reference_urls=["https://github.com/stjohn2007/HarmonicEval"],
-        )
-
-    def _compute(self, predictions, images=None, questions=None, boxes=None, task=None, explain=None):
-        return self.engine.compute(
-            predictions=predictions, images=images, questions=questions, boxes=boxes, task=task, explain=explain
-        )
-
+class HarmonicEval(shell.EngineMetric):
+    ENGINE = "harmonic_eval"
+    DESCRIPTION, CITATION, KWARGS_DESCRIPTION = _DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION
+    REFERENCE_URLS = ["https://github.com/stjohn2007/HarmonicEval"]

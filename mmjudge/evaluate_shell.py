@@ -1,0 +1,166 @@
+"""The one base of every ``metrics/<name>/<name>.py`` evaluate module: a shell is a subclass that names
+its engine metric and its texts (description, citation, usage) and nothing else.
+
+What the base does, from the engine metric's declaration (:class:`mmjudge.metrics.base.MetricSpec`):
+
+* **features** — the inputs the configuration requires go through evaluate's Arrow buffer as
+  ``datasets`` features (texts ``Value("string")``, images ``Image()``, references
+  ``Sequence(Value("string"))``), so ``add_batch(predictions=..., images=...)`` then ``compute()``
+  works, and ``evaluate.combine`` hands each module the columns it declares;
+* **the other declared inputs** (HarmonicEval's ``questions`` and ``boxes``, a reference-free
+  configuration's ``references``) are accepted by ``add_batch`` and ``compute`` too and kept beside
+  the buffer, row-aligned (``None`` where a batch did not give them);
+* **compute keywords** (``task``, ``explain``, ``progress`` …) pass straight to the engine's
+  ``compute``; an unknown one is a ``ValueError`` naming it.
+
+Why the shells write ``import mmjudge.evaluate_shell as shell`` and ``class X(shell.EngineMetric)``:
+evaluate's loader (``evaluate.loading.import_main_class``) takes the *first* non-abstract
+``EvaluationModule`` subclass in the module's namespace. ``from … import EngineMetric`` would put the
+base there first and evaluate would instantiate the base; a module attribute is not a class, so the
+shell's own class is the only candidate.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar, Optional, Sequence
+
+import datasets
+import evaluate
+
+from mmjudge.evaluate_modules import split_init_kwargs
+
+__all__ = ["EngineMetric", "feature_for"]
+
+
+def feature_for(kind: str):
+    """The ``datasets`` feature of an input kind (see :data:`mmjudge.metrics.base.INPUT_KINDS`).
+
+    >>> feature_for("text"), feature_for("image")
+    (Value('string'), Image(mode=None, decode=True))
+    """
+    if kind in ("text", "question"):
+        return datasets.Value("string")
+    if kind == "image":
+        return datasets.Image()
+    if kind == "box":
+        return datasets.Sequence(datasets.Value("float64"))
+    if kind == "references":
+        return datasets.Sequence(datasets.Value("string"))
+    raise ValueError(f"No evaluate feature for input kind {kind!r}.")
+
+
+class EngineMetric(evaluate.Metric):
+    """An evaluate module over the engine metric :attr:`ENGINE` (``mmjudge.load(ENGINE, config, **options)``).
+
+    Subclasses set ``ENGINE`` and the texts; ``evaluate.load("<name>", config, **options)`` passes
+    evaluate's own keywords (``experiment_id``, ``keep_in_memory`` …) to evaluate and every other one
+    to the engine metric.
+    """
+
+    ENGINE: ClassVar[str] = ""
+    DESCRIPTION: ClassVar[str] = ""
+    CITATION: ClassVar[str] = ""
+    KWARGS_DESCRIPTION: ClassVar[str] = ""
+    REFERENCE_URLS: ClassVar[Sequence[str]] = ()
+
+    def __init__(self, config_name: Optional[str] = None, **kwargs: Any):
+        import mmjudge
+        from mmjudge import registry
+
+        evaluate_kwargs, engine_kwargs = split_init_kwargs(kwargs)
+        engine_cls = registry.entry("mmjudge.metrics", self.ENGINE, "metric")
+        config = engine_cls.check_config(config_name)
+        # The engine first: the features depend on its options (e.g. HarmonicEval's criteria decide
+        # whether images are required).
+        self.engine = mmjudge.load(self.ENGINE, config if len(engine_cls.configs) > 1 else None, **engine_kwargs)
+        self._side: dict[str, list] = {}
+        self._rows = 0
+        super().__init__(config_name=config, **evaluate_kwargs)
+
+    # ------------------------------------------------------------------------------------ declaration
+    @property
+    def spec(self):
+        return self.engine.spec
+
+    def _feature_inputs(self) -> list:
+        return [i for i in self.spec.inputs if i.required]
+
+    def _side_names(self) -> list[str]:
+        features = {i.name for i in self._feature_inputs()}
+        return [i.name for i in self.spec.inputs if i.name not in features]
+
+    def _info(self) -> evaluate.MetricInfo:
+        features = datasets.Features({i.name: feature_for(i.kind) for i in self._feature_inputs()})
+        return evaluate.MetricInfo(
+            description=self.DESCRIPTION,
+            citation=self.CITATION,
+            inputs_description=self.KWARGS_DESCRIPTION,
+            features=features,
+            reference_urls=list(self.REFERENCE_URLS),
+        )
+
+    # --------------------------------------------------------------------------- inputs beside Arrow
+    def _keep_side(self, n: int, given: dict) -> None:
+        """Append one batch of side inputs (``None`` for those this batch lacks), row-aligned."""
+        for name in given:
+            if name not in self._side:
+                self._side[name] = [None] * self._rows
+        for name, column in self._side.items():
+            values = given.get(name)
+            if values is None:
+                column.extend([None] * n)
+                continue
+            if isinstance(values, (str, bytes)) or len(values) != n:
+                raise ValueError(f"Expected `{name}` to have one entry per prediction ({n}) in this batch.")
+            column.extend(values)
+        self._rows += n
+
+    def _split(self, kwargs: dict) -> tuple[dict, dict]:
+        side_names = set(self._side_names())
+        side = {k: kwargs.pop(k) for k in list(kwargs) if k in side_names}
+        return side, kwargs
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch: the declared inputs (``images=``, ``questions=``, ``boxes=`` …) as keywords."""
+        if references is not None:
+            kwargs["references"] = references
+        side, kwargs = self._split(kwargs)
+        unknown = [k for k in kwargs if k not in self._feature_names()]
+        if unknown:
+            raise ValueError(f"{self.ENGINE}: unknown input {unknown[0]!r}; it takes {[i.name for i in self.spec.inputs]}.")
+        references = kwargs.pop("references", None)
+        if getattr(self, "_computing", False):
+            pass  # evaluate's compute() adding its own batch: compute() already kept the side inputs
+        elif predictions is not None:
+            self._keep_side(len(predictions), side)
+        elif side:
+            raise ValueError(f"{self.ENGINE}: give `predictions` with {sorted(side)}.")
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """``compute(predictions=..., images=..., …)``, or ``compute()`` after ``add_batch``; other keywords
+        (``task``, ``explain``, ``progress`` …) go to the engine's ``compute``."""
+        if references is not None:
+            kwargs["references"] = references
+        side, kwargs = self._split(kwargs)
+        references = kwargs.pop("references", None) if "references" in self._feature_names() else None
+        if predictions is not None:
+            self._keep_side(len(predictions), side)
+        elif side:
+            raise ValueError(f"{self.ENGINE}: give `predictions` with {sorted(side)}.")
+        self._computing = True
+        try:
+            return super().compute(predictions=predictions, references=references, **kwargs)
+        finally:
+            self._side, self._rows, self._computing = {}, 0, False
+
+    def _compute(self, **inputs: Any) -> dict:
+        accepted = inspect.signature(self.engine.compute).parameters
+        for name, column in self._side.items():
+            inputs[name] = None if all(v is None for v in column) else column
+        unknown = [k for k in inputs if k not in accepted]
+        if unknown:
+            raise ValueError(f"{self.ENGINE}: unknown compute keyword {unknown[0]!r}; it takes {sorted(accepted)}.")
+        inputs = {k: v for k, v in inputs.items() if v is not None or k == "predictions"}
+        return self.engine.compute(**inputs)
