@@ -114,23 +114,75 @@ def caption_judgments(name: str, dataset: Any, correlation: str, per_rating: boo
                           criteria=list(criteria or []))
 
 
+CATEGORICAL_COLUMNS = ("task",)
+
+
 def export_to_parquet(name: str, out_dir: Union[str, Path], dataset: Any = None, **load_kwargs: Any) -> Path:
     """Write ``out_dir/data/<split>-00000-of-00001.parquet`` and ``out_dir/README.md`` (the card, whose
-    YAML ``configs`` lets ``datasets.load_dataset(out_dir)`` — or the pushed Hub repo — read it back)."""
+    YAML ``configs`` lets ``datasets.load_dataset(out_dir)`` — or the pushed Hub repo — read it back).
+
+    The export follows the ``datasets`` conventions: categorical columns (``task``) become
+    ``ClassLabel`` (names shared by every split), the Parquet files carry the features *and* the
+    ``DatasetInfo`` texts (description, citation, licence, homepage) in their ``huggingface`` schema
+    metadata, and the card's YAML holds ``license``, ``license_link``, ``size_categories``, ``configs``
+    and ``dataset_info``. ``datasets.load_dataset("parquet", data_files=...)`` restores the features
+    (ClassLabel names included); :func:`export_info` reads the info texts back from a file.
+    """
     import datasets
 
+    cls = registry.entry(PACKAGE, name, "dataset")
     out = Path(out_dir)
     (out / "data").mkdir(parents=True, exist_ok=True)
     if dataset is None:
         dataset = load_dataset(name, **load_kwargs)
     if isinstance(dataset, datasets.Dataset):
         dataset = datasets.DatasetDict({str(dataset.split or "test"): dataset})
-    sizes = {}
+    for column in CATEGORICAL_COLUMNS:
+        first = next(iter(dataset.values()))
+        if column in first.column_names and isinstance(first.features[column], datasets.Value):
+            names = sorted({str(v) for ds in dataset.values() for v in ds[column] if v is not None})
+            dataset = datasets.DatasetDict(
+                {split: ds.cast_column(column, datasets.ClassLabel(names=names)) for split, ds in dataset.items()}
+            )
+    texts = {"description": cls.DESCRIPTION, "citation": cls.CITATION, "license": cls.LICENSE, "homepage": cls.HOMEPAGE}
+    sizes, nbytes = {}, {}
     for split, ds in dataset.items():
-        ds.to_parquet(str(out / "data" / f"{split}-00000-of-00001.parquet"))
-        sizes[split] = ds.num_rows
-    (out / "README.md").write_text(card(name, splits=sizes), encoding="utf-8")
+        path = out / "data" / f"{split}-00000-of-00001.parquet"
+        ds.to_parquet(str(path))
+        _add_info_metadata(path, texts)
+        sizes[split], nbytes[split] = ds.num_rows, ds.data.nbytes
+    features = next(iter(dataset.values())).features
+    (out / "README.md").write_text(card(name, splits=sizes, features=features, split_bytes=nbytes), encoding="utf-8")
     return out
+
+
+def _add_info_metadata(path: Path, texts: dict[str, str]) -> None:
+    """Put the DatasetInfo texts beside the features in the file's ``huggingface`` schema metadata."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    metadata = dict(table.schema.metadata or {})
+    hf = json.loads(metadata.get(b"huggingface", b"{}"))
+    hf.setdefault("info", {}).update(texts)
+    metadata[b"huggingface"] = json.dumps(hf).encode()
+    pq.write_table(table.replace_schema_metadata(metadata), path)
+
+
+def export_info(path: Union[str, Path]) -> Any:
+    """The ``datasets.DatasetInfo`` (features, description, citation, licence, homepage) stored in an
+    exported Parquet file."""
+    import json
+
+    import datasets
+    import pyarrow.parquet as pq
+
+    hf = json.loads((pq.read_schema(path).metadata or {}).get(b"huggingface", b"{}")).get("info", {})
+    return datasets.DatasetInfo(
+        description=hf.get("description", ""), citation=hf.get("citation", ""), license=hf.get("license", ""),
+        homepage=hf.get("homepage", ""), features=datasets.Features.from_dict(hf["features"]) if "features" in hf else None,
+    )
 
 
 def _size_category(n: int) -> str:
@@ -140,9 +192,11 @@ def _size_category(n: int) -> str:
     return "100K<n<1M"
 
 
-def card(name: str, splits: Optional[dict[str, int]] = None) -> str:
+def card(name: str, splits: Optional[dict[str, int]] = None, features: Any = None,
+         split_bytes: Optional[dict[str, int]] = None) -> str:
     """The dataset card (README.md with YAML metadata) for benchmark ``name``, built from its builder's
-    metadata so the committed card and the exported one never drift apart."""
+    metadata so the committed card and the exported one never drift apart. With ``features`` (an
+    export), the YAML also holds ``dataset_info`` (features and split sizes) as the Hub reads it."""
     from mmjudge.datasets import _sources as src
 
     cls = registry.entry(PACKAGE, name, "dataset")
@@ -151,12 +205,14 @@ def card(name: str, splits: Optional[dict[str, int]] = None) -> str:
         "---",
         f"pretty_name: {cls.PRETTY_NAME}",
         "language:\n- en",
-        f"license: other\nlicense_name: \"{cls.LICENSE}\"",
+        # The Hub wants a slug for license_name; the full terms are in the card's Licence section.
+        f"license: other\nlicense_name: {name.replace('_', '-')}-terms\nlicense_link: {cls.HOMEPAGE or 'LICENSE'}",
         "task_categories:\n- image-to-text",
         "tags:\n- human-judgments\n- meta-evaluation\n- mmjudge",
         f"size_categories:\n- {_size_category(sum(splits.values()) if splits else 0)}" if splits else "",
         "configs:\n- config_name: default\n  data_files:",
         *[f"  - split: {s}\n    path: data/{s}-*" for s in split_names],
+        _dataset_info_yaml(features, splits, split_bytes or {}) if features is not None and splits else "",
         "---",
     ]
     schema = "\n".join(f"| `{col}` | `{_feature_text(feat)}` |" for col, feat in cls.FEATURES.items())
@@ -177,6 +233,19 @@ def card(name: str, splits: Optional[dict[str, int]] = None) -> str:
         f"## Citation\n\n```bibtex\n{cls.CITATION.strip()}\n```",
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _dataset_info_yaml(features: Any, splits: dict[str, int], split_bytes: dict[str, int]) -> str:
+    """``dataset_info:`` as ``datasets`` writes it into a card (features, splits with their sizes)."""
+    import datasets
+    import yaml
+
+    info = datasets.DatasetInfo(features=features)
+    info.splits = datasets.SplitDict()
+    for split, n in splits.items():
+        info.splits.add(datasets.SplitInfo(name=split, num_examples=n, num_bytes=split_bytes.get(split, 0)))
+    body = yaml.safe_dump({"dataset_info": info._to_yaml_dict()}, sort_keys=False, allow_unicode=True)
+    return body.rstrip("\n")
 
 
 def _feature_text(feature: Any) -> str:
