@@ -6,6 +6,17 @@ We copy our thin ``metrics/<name>/<name>.py`` shells there. This happens on ``im
 check; set ``MMJUDGE_NO_REGISTER=1`` to skip it) and explicitly with ``mmjudge register``.
 
 The shells only import :mod:`mmjudge`, so a registered copy always runs the installed engine.
+
+What is written, and when: on ``import mmjudge`` (and by ``mmjudge register``), for each shell whose
+current content is not there yet, ``<HF_MODULES_CACHE>/evaluate_modules/metrics/evaluate-metric--<name>/<sha256 of
+the shell>/<name>.py`` with its ``README.md`` and empty ``__init__.py`` files (``HF_MODULES_CACHE`` defaults
+to ``~/.cache/huggingface/modules``). Nothing else is written; an import that finds the files already
+there writes nothing. ``MMJUDGE_NO_REGISTER=1`` turns it off; ``evaluate.load("metrics/<name>")`` (a
+folder) then still works.
+
+evaluate logs "Using the latest cached version of the module…" every time it falls back to that
+cache; for mmjudge's own module names that line says nothing useful, so a logging filter (installed on
+``import mmjudge``) drops it — for our names only.
 """
 
 from __future__ import annotations
@@ -86,8 +97,32 @@ def register(force: bool = False) -> list[Path]:
     return written
 
 
+class _CachedNoticeFilter(logging.Filter):
+    """Drops evaluate's "Using the latest cached version of the module" line for mmjudge's modules."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith("Using the latest cached version of the module"):
+            return True
+        return not any(f"evaluate-metric--{name}" in message for name in module_names())
+
+
+def module_names() -> list[str]:
+    """The names of mmjudge's evaluate modules (``harmonic_eval``, ``fleur`` …)."""
+    source = shells_dir()
+    return sorted(p.parent.name for p in source.glob("*/*.py") if p.stem == p.parent.name) if source else []
+
+
+def quiet_cached_notice() -> None:
+    """Install :class:`_CachedNoticeFilter` on evaluate's loader logger (once; evaluate need not be imported)."""
+    target = logging.getLogger("evaluate.loading")
+    if not any(isinstance(f, _CachedNoticeFilter) for f in target.filters):
+        target.addFilter(_CachedNoticeFilter())
+
+
 def register_quietly() -> None:
     """:func:`register` unless ``MMJUDGE_NO_REGISTER`` is set; never fails an import."""
+    quiet_cached_notice()
     if os.environ.get("MMJUDGE_NO_REGISTER"):
         return
     try:

@@ -233,3 +233,32 @@ def test_app_py_serves_the_widget_and_gradio_client_scores(tmp_path):
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+def _fresh_env(tmp_path) -> dict:
+    return dict(os.environ, HF_HOME=str(tmp_path / "hf"), HF_MODULES_CACHE=str(tmp_path / "hf" / "modules"),
+                HF_HUB_OFFLINE="1", HF_EVALUATE_OFFLINE="1", MMJUDGE_CACHE=str(tmp_path / "c.sqlite"),
+                PYTHONPATH=str(ROOT))
+
+
+def test_bare_name_loading_in_fresh_processes_without_a_notice(tmp_path):
+    env = _fresh_env(tmp_path)
+    code = ("import mmjudge, evaluate\n"
+            "m = evaluate.load('harmonic_eval', judge='dummy', cache=False)\n"
+            "print(type(m).__name__)\n")
+    for _ in range(2):  # the first process registers, the second only loads
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "HarmonicEval"
+        assert "Using the latest cached version" not in done.stderr
+    # A process that never imports mmjudge still finds the registered module by bare name.
+    plain = subprocess.run([sys.executable, "-c", "import evaluate; print(type(evaluate.load('baselines', 'bleu')).__name__)"],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and plain.stdout.strip() == "Baselines", plain.stderr
+
+
+def test_no_register_opt_out_writes_nothing(tmp_path):
+    env = dict(_fresh_env(tmp_path), MMJUDGE_NO_REGISTER="1")
+    done = subprocess.run([sys.executable, "-c", "import mmjudge"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "hf" / "modules" / "evaluate_modules").exists()
