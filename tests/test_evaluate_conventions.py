@@ -262,3 +262,14 @@ def test_no_register_opt_out_writes_nothing(tmp_path):
     done = subprocess.run([sys.executable, "-c", "import mmjudge"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / "hf" / "modules" / "evaluate_modules").exists()
+
+
+def test_cache_keys_hold_nothing_about_batch_size():
+    from mmjudge.judges import RatingRequest, Turn, load_judge
+    from mmjudge.judges.base import request_key
+
+    request = RatingRequest([Turn("user", "Rate: a dog.")])
+    keys = {request_key(load_judge("dummy", batch_size=b).identity(), "rate", request) for b in (1, 8, 64)}
+    assert len(keys) == 1
+    assert not any("batch" in k for k in load_judge("dummy", batch_size=3).identity())
+    assert "batch" not in json.dumps(request.payload())
