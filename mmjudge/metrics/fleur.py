@@ -129,6 +129,8 @@ class FLEUR(Metric):
         if judge is None or judge == "transformers":
             model = model or DEFAULT_MODEL
         self.judge = build_judge(model, judge, cache, **judge_kwargs)
+        if max_text_chars == DEFAULT_MAX_TEXT_CHARS and getattr(self.judge, "max_text_chars", None):
+            self.max_text_chars = int(self.judge.max_text_chars)  # the judge knows its context best
         # Both paths read digit probabilities at positions the judge is forced to (the printed score).
         self.judge.require("teacher_forcing", "FLEUR", "it reads the digit distributions at forced positions of the printed score")
         self.judge.require("full_distribution", "FLEUR", "its smoothing sums unnormalised digit probabilities")
