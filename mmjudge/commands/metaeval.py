@@ -65,10 +65,6 @@ def collect_scores(args: argparse.Namespace, judgments) -> dict[str, dict]:
     for name, path in zip(names, files):
         scores[name] = read_scores(path)
     if metrics:
-        from mmjudge.commands.score import resolve_model
-
-        if getattr(args, "model", None):
-            args.model = resolve_model(args.model)
         options = judge_options(args)
         for name, metric in zip(names[len(files):], metrics):
             scores[name] = score_items(judgments, metric, args.config, **options)

@@ -141,8 +141,10 @@ class MetricSpec:
                 continue
             assert out.name in result, f"{self.name}: declared output {out.name!r} missing"
             assert len(result[out.name]) == n, f"{self.name}: {out.name!r} has {len(result[out.name])} values, not {n}"
-        for key in self.aggregate_keys():
-            assert key in result, f"{self.name}: aggregate {key!r} missing"
+        present = {o.name for o in self.outputs if not (o.optional and o.name not in result)}
+        for o in self.outputs:
+            for agg in o.aggregates if o.name in present and o.kind != "text" else ():
+                assert f"{agg}_{o.name}" in result, f"{self.name}: aggregate {agg}_{o.name!r} missing"
         assert isinstance(result.get("signature"), Signature), f"{self.name}: no structured signature"
         undeclared = set(result) - {o.name for o in self.outputs} - set(self.aggregate_keys()) - set(self.extra_keys)
         assert not undeclared, f"{self.name}: undeclared result keys {sorted(undeclared)}"
@@ -285,7 +287,7 @@ def compute_kwargs(metric: Any, items: Sequence[dict], task: str, progress: Opti
     columns: dict[str, Any] = {}
     for spec in metric.spec.inputs:
         values = [it.get(spec.item_key) for it in items]
-        if spec.required or any(v is not None for v in values):
+        if any(v is not None for v in values):  # a column nobody has is left to compute() to ask for
             columns[spec.name] = values
     accepted = inspect.signature(metric.compute).parameters
     if "task" in accepted:

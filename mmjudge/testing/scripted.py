@@ -7,7 +7,10 @@
 >>> out["fluency"], out["clarity"], out["clarity_sigma"]
 ([4.0], [3.5], [0.5])
 >>> [round(out[f"{c}_weight"][0], 6) for c in ("fluency", "clarity")], round(out["overall"][0], 6)
-[[0.763316], [0.236684]], 3.881658)
+([0.984374, 0.015626], 3.992187)
+
+Fluency's σ is 0 and is floored at 1e-3, so with γ = 0.75 its weight is 1e-3^(-2/3) = 100 against
+clarity's 0.5^(-2/3) ≈ 1.587: the overall score leans on the criterion the judge is sure of.
 """
 
 from __future__ import annotations
