@@ -15,6 +15,7 @@ item lacks is skipped with the reason; results are read only through :class:`mmj
 from __future__ import annotations
 
 import json
+import logging
 import math
 import threading
 from dataclasses import dataclass, field
@@ -103,6 +104,7 @@ class SpaceResult:
     item: dict
     reports: dict[str, Report] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
     demo: bool = False
 
     def row(self, label: str) -> dict:
@@ -181,11 +183,24 @@ class Scorer:
         for k, label in enumerate(todo):
             if progress is not None:
                 progress(k / len(todo), desc=f"{label}: loading and scoring")
-            metric = self.metric(label, explain)
-            result.reports[label] = Report.from_items(metric, [item], default_task=item["task"], progress=None)
+            try:
+                metric = self.metric(label, explain)
+                result.reports[label] = Report.from_items(metric, [item], default_task=item["task"], progress=None)
+            except Exception as err:  # noqa: BLE001 - one metric failing (no weights, no GPU) spares the others
+                if len(todo) == 1:
+                    raise
+                logging.getLogger("mmjudge.space").exception("%s failed", label)
+                result.failed[label] = short_reason(err)
         if progress is not None:
             progress(1.0, desc="done")
         return result
+
+
+def short_reason(err: BaseException, limit: int = 160) -> str:
+    """The first line of an error, shortened, for a table cell (``|`` would break the table)."""
+    first = (str(err).strip().splitlines() or [""])[0].replace("|", "/")
+    text = f"{type(err).__name__}: {first}" if not isinstance(err, ValueError) else first
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ---------------------------------------------------------------------------------------- formatting
@@ -283,6 +298,10 @@ def others_markdown(result: SpaceResult, choices: dict[str, MetricChoice]) -> st
         note = choices[label].note if label in choices else ""
         lines.append(f"| {label} | not run: {reason} | {note} |")
         any_row = True
+    for label, reason in result.failed.items():
+        note = choices[label].note if label in choices else ""
+        lines.append(f"| {label} | failed: {reason} | {note} |")
+        any_row = True
     return "\n".join(lines) if any_row else "No other metric chosen."
 
 
@@ -371,10 +390,14 @@ def score_page(
         if not isinstance(err, ValueError):
             logging.getLogger("mmjudge.space").exception("scoring failed")
         return PageValues(status=error_line(err))
-    ran = ", ".join(result.reports) or "no metric"
-    skipped = f" Not run: {', '.join(result.skipped)} (see the table)." if result.skipped else ""
+    if not result.reports:
+        why = "; ".join(f"{k}: {v}" for k, v in {**result.skipped, **result.failed}.items())
+        return PageValues(status=f"**Error:** no chosen metric could score this input ({why}).")
+    ran = ", ".join(result.reports)
+    skipped = f" Not run: {', '.join(result.skipped)}." if result.skipped else ""
+    failed = f" Failed: {', '.join(result.failed)} (see Other metrics)." if result.failed else ""
     return PageValues(
-        status=f"Scored with {ran}.{skipped}",
+        status=f"Scored with {ran}.{skipped}{failed}",
         overall=overall_markdown(result),
         frame=criteria_frame(result),
         criteria_table=criteria_markdown(result),
