@@ -340,12 +340,21 @@ def _set_text(driver, css, value):
     )
 
 
-def _score_and_wait(driver, expect_prefix=None, timeout=90):
+def _status_line(driver) -> str:
+    """The status line's text (Gradio overlays a timer such as "0.1s" on it while the event runs)."""
     from selenium.webdriver.common.by import By
 
-    before = driver.find_element(By.CSS_SELECTOR, "#status").text
+    lines = driver.find_element(By.CSS_SELECTOR, "#status").text.splitlines()
+    return next((line for line in lines if line.startswith(("Scored with", "Error:"))), "")
+
+
+def _score_and_wait(driver, timeout=90):
+    """Click Score and return the new status line (each call in these tests expects a different one)."""
+    from selenium.webdriver.common.by import By
+
+    before = _status_line(driver)
     driver.find_element(By.CSS_SELECTOR, "button#score").click()
-    return _wait(driver, lambda d: (t := d.find_element(By.CSS_SELECTOR, "#status").text) != before and t.strip() and t, timeout)
+    return _wait(driver, lambda d: (line := _status_line(d)) != before and line, timeout)
 
 
 def _upload(driver, path):

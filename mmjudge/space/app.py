@@ -90,8 +90,8 @@ def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = N
                 score = gr.Button("Score", variant="primary", elem_id="score")
                 gr.Markdown(
                     f"Texts, questions and references: at most {settings.max_chars:,} characters each. "
-                    f"{settings.concurrency} request(s) are scored at once and {settings.max_queue} may wait; "
-                    "beyond that the page answers that the Space is busy: try again in a minute."
+                    f"Requests scored at once: {settings.concurrency}; waiting in line at most: {settings.max_queue}. "
+                    "Beyond that the page answers that the Space is busy: try again in a minute."
                 )
             with gr.Column(scale=1):
                 status = gr.Markdown("Pick a task, give an image and a text, press **Score**.", elem_id="status")
