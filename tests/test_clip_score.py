@@ -115,6 +115,7 @@ def test_bad_inputs(clip_dir):
     assert metric.encoder.computed == 0
 
 
+@pytest.mark.slow
 def test_registry_evaluate_and_cli(clip_dir, tmp_path, offline_env):
     assert isinstance(mmjudge.load("clip_score", "ref_clip_score", model=clip_dir), CLIPScore)
     env = offline_env

@@ -154,6 +154,7 @@ def test_bad_inputs_fail_before_model_calls():
     assert fleur.judge.calls == 0
 
 
+@pytest.mark.slow
 def test_registry_and_evaluate_and_cli(models, tmp_path, offline_env):
     assert isinstance(mmjudge.load("fleur", "reffleur", judge="dummy", cache=False), FLEUR)
     env = offline_env
