@@ -267,3 +267,31 @@ def test_metaeval_ranks_by_the_declared_primary_not_a_guess():
 
     hj = HumanJudgments(name="toy", items=[{"id": "a", "task": "ic", "text": "a dog", "references": ["a dog"]}])
     assert score_items(hj, "baselines", "bleu", progress=False).primary == "bleu_4"
+
+
+def test_fleur_through_evaluate_gives_the_hand_computed_smoothed_score():
+    """A scripted judge that 'prints' 0.85: lead digit, dot, first and second decimal, each with a
+    known distribution; the smoothed score is Σ p1(d)·d/10 + Σ p2(d)·d/100, exactly."""
+    import evaluate
+
+    d1 = [0, 0, 0, 0, 0, 0, 0, 0.2, 0.7, 0.05]  # mass 0.95, greedy "8"
+    d2 = [0.1, 0, 0, 0, 0, 0.6, 0.3, 0, 0, 0]  # greedy "5"
+    lead = [0.9, 0.1] + [0.0] * 8
+
+    def script(request):
+        at = request.answer_prefix
+        if at == "":
+            return RatingResult(raw=lead, greedy="0")
+        if at == "0":
+            return RatingResult(raw=[0.0] * 10, greedy=".")
+        if at == "0.":
+            return RatingResult(raw=d1, greedy="8")
+        if at == "0.8":
+            return RatingResult(raw=d2, greedy="5")
+        raise AssertionError(f"unexpected prefix {at!r}")
+
+    fleur = evaluate.load("metrics/fleur", judge=ScriptedJudge(script), cache=False)
+    out = fleur.compute(predictions=["A red square."], images=[IMG])
+    expected = sum(p * d / 10 for d, p in enumerate(d1)) + sum(p * d / 100 for d, p in enumerate(d2))
+    assert out["score"][0] == pytest.approx(expected, abs=1e-12) and expected == pytest.approx(0.793)  # 0.14+0.56+0.045 + 0.03+0.018
+    assert out["raw_score"] == [0.85] and out["method"] == ["fast"] and out["mean_score"] == out["score"][0]

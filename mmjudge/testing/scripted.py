@@ -20,13 +20,14 @@ from typing import Callable, Mapping, Sequence, Union
 from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingResult
 
 Distribution = Sequence[float]
-Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Distribution]]
+Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Union[Distribution, RatingResult]]]
 
 
 class ScriptedJudge(Judge):
     """Rates each request with ``script[request.group]`` (the criterion for HarmonicEval), or
     ``script(request)`` when ``script`` is a function; the values are the raw probabilities of the
-    choices (their sum is the mass). Generation answers ``explanation``.
+    choices (their sum is the mass). A function may also return a whole :class:`RatingResult` (e.g. to
+    script the greedy token a FLEUR walk follows). Generation answers ``explanation``.
 
     Capabilities can be switched off to test how metrics react (``teacher_forcing=False`` …).
     """
@@ -66,6 +67,11 @@ class ScriptedJudge(Judge):
         self.requests.extend(requests)
         out = []
         for request in requests:
+            if callable(self.script):
+                answer = self.script(request)
+                if isinstance(answer, RatingResult):
+                    out.append(answer)
+                    continue
             raw = self._distribution(request)
             greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
             out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.full_distribution))
