@@ -249,6 +249,8 @@ def build_judge(
     else:
         if model is not None:
             judge_kwargs["model"] = model
+        if judge in (None, "transformers") and isinstance(model, str) and model.startswith("openai:"):
+            judge = "openai"  # model="openai:gpt-4o" alone selects the chat-API backend
         built = load_judge(judge or "transformers", **judge_kwargs)
     if cache is None or cache is False or isinstance(built, CachedJudge):
         return built
