@@ -144,7 +144,7 @@ class ChatEngine:
             for token_id, probs in zip(ids, trace.probs):
                 entry = self._entry(token_id, probs)
                 if top:
-                    values, indices = torch.topk(probs, top)
+                    values, indices = torch.topk(probs, min(top, probs.numel()))
                     entry["top_logprobs"] = [self._entry(int(i), probs) for i in indices.tolist()]
                 else:
                     entry["top_logprobs"] = []
