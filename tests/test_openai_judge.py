@@ -430,17 +430,28 @@ def test_mmjudge_serve_command(tmp_path, tiny_text_server):
 
 # ------------------------------------------------------------------------- llama.cpp's server as peer
 @pytest.fixture(scope="module")
-def llama_server(smollm2_gguf):
+def llama_server(smollm2_gguf, tmp_path_factory):
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed (CI installs it: pip install 'llama-cpp-python[server]')")
     folder, gguf = smollm2_gguf
     port = _free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(Path(folder) / gguf), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048", "--logits_all", "true"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+           "--port", str(port), "--n_ctx", "2048", "--logits_all", "true", "--model_alias", "smollm2-135m-instruct-q4_1"]  # fmt: skip
+    log = tmp_path_factory.mktemp("llama") / "server.log"  # a file, not a pipe: its verbose log would fill a pipe and block it
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_for(url, proc, 180)
+        body = {"model": "smollm2-135m-instruct-q4_1", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+        try:
+            req = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=120).read()
+        except OSError:
+            proc.wait(timeout=10)
+            pytest.fail(f"llama.cpp's server died on its first chat request (exit code {proc.returncode}; -11 is a "
+                        "segfault inside llama_decode: a broken llama-cpp-python build). Log tail: "
+                        + log.read_text(errors="replace")[-1500:])  # fmt: skip
         yield url
     finally:
         proc.terminate()
@@ -485,3 +496,19 @@ def test_llama_cpp_server_distributions_equal_the_raw_responses(llama_server):
     out = he.compute(predictions=captions, progress=False)
     assert "decoding=first-rating-token" in out["signature"] and "mass=top-k-lower-bound" in out["signature"]
     assert all(1.0 <= s <= 5.0 for s in out["fluency"])
+
+
+def test_cli_score_prints_usage_and_model_prefix_selects_the_backend(stub_factory, capsys):
+    from mmjudge import HarmonicEval
+    from mmjudge.cli import main
+
+    stub = stub_factory()
+    he = HarmonicEval(model="openai:stub-model", base_url=stub.url, prefill="none", criteria=["fluency"], cache=False)
+    assert type(he.judge).__name__ == "OpenAIJudge" and he.judge.model_name == "stub-model"
+    code = main(["score", "--judge", "openai", "--set", f"base_url={stub.url}", "--set", "prefill=none",
+                 "--text", "A dog runs.", "--criteria", "fluency", "--no-cache"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "usage: openai:stub-model: 1 requests, 10 prompt + 3 completion tokens, 0 retries" in out
+    assert "judge=openai:stub-model" in out and "prefill=none" in out
+    # the expected rating of GOOD's distribution (0.2 on 3, 0.7 on 4, renormalised)
+    assert f"fluency          {(3 * 0.2 + 4 * 0.7) / 0.9:.3f}" in out  # 3.778

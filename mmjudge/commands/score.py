@@ -74,7 +74,16 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         report.to_jsonl(args.output)
         print(f"wrote {len(report.rows)} rows to {args.output}")
+    print_usage(metric)
     return 0
+
+
+def print_usage(metric: Any) -> None:
+    """The judge's paid usage (API backends: requests, tokens, cost), when it keeps any."""
+    judge = getattr(metric, "judge", None)
+    summary = getattr(getattr(judge, "inner", judge), "usage_summary", None)
+    if callable(summary):
+        print(f"usage: {summary()}")
 
 
 def _print_table(i: int, row: dict, report: Report) -> None:

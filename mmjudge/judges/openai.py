@@ -309,7 +309,9 @@ class OpenAIJudge(Judge):
         return ident
 
     def signature_fields(self) -> dict[str, Any]:
-        return {"judge": f"{self.backend}:{self.model_name}", "prefill": self.prefill_mode, "top_logprobs": self.top_logprobs}
+        # Some servers (llama.cpp without --model_alias) name the model by its local path: keep the file name.
+        name = os.path.basename(self.model_name) if os.path.isabs(self.model_name) else self.model_name
+        return {"judge": f"{self.backend}:{name}", "prefill": self.prefill_mode, "top_logprobs": self.top_logprobs}
 
     def describe(self) -> str:
         return f"{self.backend}:{getattr(self, 'model_name', '') or '?'}"
