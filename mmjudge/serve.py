@@ -215,13 +215,19 @@ def _handler(engine: ChatEngine) -> type:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog is 5: a client with more requests in flight would see
+    # refused or delayed connections.
+    request_queue_size = 128
+
+
 def make_server(judge: Any, host: str = "127.0.0.1", port: int = 0, model_name: Optional[str] = None,
                 max_logprobs: int = 20) -> ThreadingHTTPServer:  # fmt: skip
     """A ready (not yet serving) HTTP server; ``port=0`` picks a free port (``server.server_address``).
     ``model_name`` defaults to the judge's model identity (a Hub id, or a fingerprint for folders)."""
     identity = getattr(judge, "model_identity", None)  # name@fingerprint: two local folders stay apart
     name = model_name or (identity.label() if identity is not None else judge.identity().get("model")) or "mmjudge"
-    server = ThreadingHTTPServer((host, int(port)), _handler(ChatEngine(judge, name, max_logprobs)))
+    server = _Server((host, int(port)), _handler(ChatEngine(judge, name, max_logprobs)))
     server.daemon_threads = True
     return server
 

@@ -54,6 +54,10 @@ def _answer(content_entries, text="Score: 4", usage=(10, 3)):
 GOOD = _answer([_entry("Score", 0.0), _entry(":", 0.0), _entry(" 4", math.log(0.6), [(" 4", math.log(0.6)), ("4", math.log(0.1)), (" 3", math.log(0.2))])])
 
 
+class _Backlogged(ThreadingHTTPServer):
+    request_queue_size = 128  # the default backlog of 5 would delay concurrent clients
+
+
 class Stub:
     """A scripted OpenAI-compatible server: ``failures`` are answered first, one per request
     (``(status, headers, body)`` or ``("slow", seconds)``), then ``answer(body)``."""
@@ -102,7 +106,7 @@ class Stub:
                 time.sleep(stub.delay)
                 self._send(200, stub.answer(body))
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Backlogged(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
