@@ -433,14 +433,34 @@ def test_mmjudge_serve_command(tmp_path, tiny_text_server):
 
 
 # ------------------------------------------------------------------------- llama.cpp's server as peer
+# `python -m llama_cpp.server` with llama.cpp's "extra buffer types" (weight repacking) off: on these
+# VMs the CPU reports AMX, and the AMX matmul (ggml_backend_amx_mul_mat) segfaults in the first decode
+# (seen with llama-cpp-python 0.3.36). The server has no flag for it, so the model defaults are patched.
+# Both sides of the comparison read the same server, so this changes nothing the test asserts.
+_LLAMA_SERVER = """
+import runpy, sys
+import llama_cpp
+import llama_cpp.llama
+defaults = llama_cpp.llama_model_default_params
+def no_extra_bufts():
+    params = defaults()
+    params.use_extra_bufts = False
+    return params
+llama_cpp.llama.llama_cpp.llama_model_default_params = no_extra_bufts
+sys.argv = ["llama_cpp.server", *sys.argv[1:]]
+runpy.run_module("llama_cpp.server", run_name="__main__")
+"""
+
+
 @pytest.fixture(scope="module")
 def llama_server(smollm2_gguf, tmp_path_factory):
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python is not installed (CI installs it: pip install 'llama-cpp-python[server]')")
     folder, gguf = smollm2_gguf
     port = _free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(Path(folder) / gguf), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048", "--logits_all", "true", "--model_alias", "smollm2-135m-instruct-q4_1"]  # fmt: skip
+    args = ["--model", str(Path(folder) / gguf), "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+            "--logits_all", "true", "--model_alias", "smollm2-135m-instruct-q4_1"]  # fmt: skip
+    cmd = [sys.executable, "-c", _LLAMA_SERVER, *args]
     log = tmp_path_factory.mktemp("llama") / "server.log"  # a file, not a pipe: its verbose log would fill a pipe and block it
     with open(log, "wb") as sink:
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
@@ -465,14 +485,26 @@ def llama_server(smollm2_gguf, tmp_path_factory):
             proc.kill()
 
 
+def _post(url: str, body: dict) -> dict:
+    req = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as reply:
+        return json.loads(reply.read())
+
+
+def _reset_prefix(url: str, model: str) -> None:
+    """llama-cpp-python keeps the previous request's tokens and evaluates only what differs; the logits
+    of a suffix evaluated on top of a kept prefix differ from a fresh evaluation at the 1e-2 level (Q4
+    kernels depend on the batch shape). A short unrelated request before each compared request makes
+    both evaluate the same suffix on the same kept prefix (the shared system prompt)."""
+    _post(url, {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 1, "temperature": 0})
+
+
 def _raw_distribution(url: str, model: str, prompt: str) -> list[float]:
     """Read straight from the server's JSON, independently of the backend: the first generated token
     that is a digit 1-5, its top 20 entries, renormalised over the five ratings."""
     body = {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0,
             "max_tokens": 16, "logprobs": True, "top_logprobs": 20}  # fmt: skip
-    req = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=120) as reply:
-        content = json.loads(reply.read())["choices"][0]["logprobs"]["content"]
+    content = _post(url, body)["choices"][0]["logprobs"]["content"]
     position = next(i for i, e in enumerate(content) if e["token"].strip() in CHOICES)
     mass = {c: 0.0 for c in CHOICES}
     for top in content[position]["top_logprobs"]:
@@ -492,7 +524,9 @@ def test_llama_cpp_server_distributions_equal_the_raw_responses(llama_server):
     assert judge.prefill_mode == "none"  # llama.cpp's server cannot continue an assistant message
     for caption in captions:
         prompt = prompts.render("fluency", "ic", text=caption, question=None)
+        _reset_prefix(llama_server, judge.model_name)
         expected = _raw_distribution(llama_server, judge.model_name, prompt)
+        _reset_prefix(llama_server, judge.model_name)
         [got] = judge.rate([RatingRequest([Turn("user", prompt)], answer_prefix=prompts.answer_prefix)], progress=False)
         assert got.mass > 0 and not got.mass_exact
         np.testing.assert_allclose(got.probs, expected, atol=1e-6)
