@@ -53,7 +53,7 @@ def _decode_image(url: str):
     try:
         image = Image.open(io.BytesIO(base64.b64decode(url.split(";base64,", 1)[1])))
         image.load()
-    except Exception as err:  # noqa: BLE001 - any undecodable image is the client's error
+    except (OSError, ValueError) as err:  # undecodable base64 or image data: the client's error
         raise RequestError(f"the image could not be decoded ({err}).") from None
     return image.convert("RGB") if image.mode != "RGB" else image
 
@@ -144,7 +144,7 @@ class ChatEngine:
             for token_id, probs in zip(ids, trace.probs):
                 entry = self._entry(token_id, probs)
                 if top:
-                    values, indices = torch.topk(probs, min(top, probs.numel()))
+                    indices = torch.topk(probs, min(top, probs.numel())).indices
                     entry["top_logprobs"] = [self._entry(int(i), probs) for i in indices.tolist()]
                 else:
                     entry["top_logprobs"] = []
@@ -184,7 +184,7 @@ def _handler(engine: ChatEngine) -> type:
         def _error(self, status: int, message: str, kind: str) -> None:
             self._send(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:  # http.server's naming
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 self._send(200, engine.models())
             elif self.path.rstrip("/") in ("/health", ""):
@@ -192,7 +192,7 @@ def _handler(engine: ChatEngine) -> type:
             else:
                 self._error(404, f"no route {self.path}", "not_found")
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                 self._error(404, f"no route {self.path}", "not_found")
                 return
@@ -207,7 +207,7 @@ def _handler(engine: ChatEngine) -> type:
                 self._error(400, str(err), "invalid_request_error")
             except ValueError as err:  # the judge refused the request (e.g. an image for a text-only model)
                 self._error(400, str(err), "invalid_request_error")
-            except Exception as err:  # noqa: BLE001 - a server answers, it does not die
+            except Exception as err:  # a server answers, it does not die
                 logger.exception("chat completion failed")
                 self._error(500, f"{type(err).__name__}: {err}", "server_error")
 

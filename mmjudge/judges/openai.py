@@ -276,8 +276,7 @@ class OpenAIJudge(Judge):
         self.usage = Usage()
         self._usage_lock = threading.Lock()
         name = str(model) if model else ""
-        if name.startswith("openai:"):
-            name = name[len("openai:") :]
+        name = name.removeprefix("openai:")
         self.model_name = name or self._only_model()
         self.prefill = prefill
         self._resolved: Optional[str] = None if prefill == "auto" else prefill
@@ -428,7 +427,7 @@ class OpenAIJudge(Judge):
             return list(pool.map(fn, requests))
 
     def _rate_batch(self, requests: Sequence[RatingRequest]) -> list[RatingResult]:
-        self.prefill_mode  # probe before the threads start
+        _ = self.prefill_mode  # probe once, before the threads start
         return self._map(self._rate_one, requests)
 
     def _generate_one(self, request: GenerationRequest) -> str:
@@ -438,7 +437,7 @@ class OpenAIJudge(Judge):
         return str(answer["choices"][0].get("message", {}).get("content") or "").strip()
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
-        self.prefill_mode
+        _ = self.prefill_mode
         return self._map(self._generate_one, requests)
 
     # ---------------------------------------------------------------------------------------- cost
