@@ -276,6 +276,9 @@ def test_prefill_auto_probe(stub_factory):
     assert judge.prefill_mode == "none" and not judge.teacher_forcing
     restarting = stub_factory(answer=lambda body: _answer([], text="1, 2, 3"))  # accepted but ignored
     assert _judge(restarting.url, prefill="auto").prefill_mode == "none"
+    failing = stub_factory(failures=[(503, {}, {"error": {"message": "down"}})] * 3)
+    with pytest.raises(APIError, match="giving up after 3 attempts"):  # a failing server is not "no prefill"
+        _judge(failing.url, prefill="auto", max_retries=2).prefill_mode
 
 
 def test_usage_and_cost_summary(stub_factory, monkeypatch):

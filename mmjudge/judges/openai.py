@@ -74,7 +74,12 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
 
 
 class APIError(RuntimeError):
-    """The server answered with an error that retrying does not fix (or retries ran out)."""
+    """The server answered with an error that retrying does not fix (``status``: its HTTP status), or
+    retries ran out (``status`` None)."""
+
+    def __init__(self, message: str, status: Optional[int] = None):
+        super().__init__(message)
+        self.status = status
 
 
 # ------------------------------------------------------------------------------------------ parsing
@@ -364,7 +369,7 @@ class OpenAIJudge(Judge):
             return ValueError(f"{where}: the server rejected the API key (HTTP {status}). Check the key's environment variable.")
         if status == 404:
             return ValueError(f"{where}: not found (HTTP 404: {text.strip()}). Check `base_url` and the model name.")
-        return APIError(f"{where}: HTTP {status}: {text.strip()}")
+        return APIError(f"{where}: HTTP {status}: {text.strip()}", status)
 
     def _only_model(self) -> str:
         listing = self._http("GET", "/models")
@@ -395,6 +400,8 @@ class OpenAIJudge(Judge):
         try:
             answer = self.chat(messages, max_tokens=3, continue_final_message=True, add_generation_prompt=False)
         except (ValueError, APIError) as err:
+            if isinstance(err, APIError) and err.status is None:
+                raise  # the server is unreachable or failing: that says nothing about continuation
             logger.info("%s: no assistant continuation (%s); reading the first generated rating.", self.describe(), err)
             return "none"
         text = str(answer["choices"][0].get("message", {}).get("content") or "")
