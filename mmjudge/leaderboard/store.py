@@ -89,6 +89,14 @@ CREATE TABLE IF NOT EXISTS rejections (
 """
 
 
+class DuplicateError(ValueError):
+    """The same file (content hash) was already submitted to this benchmark; ``previous`` is its row."""
+
+    def __init__(self, previous: dict):
+        super().__init__(f"duplicate of submission {previous['id']}")
+        self.previous = previous
+
+
 def content_hash(data: bytes) -> str:
     """SHA-256 of the uploaded bytes (duplicate detection).
 
@@ -150,8 +158,14 @@ class Store:
     def add_submission(
         self, *, track: str, benchmark: str, name: str, submitter: str, data: bytes,
         link: str = "", description: str = "", signature: str = "", now: Optional[float] = None,
+        unique: bool = True,
     ) -> str:  # fmt: skip
-        """Store the file under a generated name (fsync'ed), then commit the PENDING row. Returns the id."""
+        """Store the file under a generated name (fsync'ed), then commit the PENDING row. Returns the id.
+
+        Raises:
+            DuplicateError: ``unique`` and the same content was already submitted to this benchmark
+                (checked inside the inserting transaction, so two simultaneous uploads cannot both pass).
+        """
         sid = uuid.uuid4().hex
         file_name = f"{sid}.jsonl"  # never the uploader's name: no path traversal, no clashes
         path = self.uploads / file_name
@@ -163,11 +177,20 @@ class Store:
         os.replace(tmp, path)
         _fsync_dir(self.uploads)
         now = time.time() if now is None else now
+        digest = content_hash(data)
         with self.transaction() as db:
+            if unique:
+                previous = db.execute(
+                    "SELECT * FROM submissions WHERE content_hash=? AND track=? AND benchmark=? ORDER BY created_at LIMIT 1",
+                    (digest, track, benchmark),
+                ).fetchone()
+                if previous is not None:
+                    path.unlink(missing_ok=True)
+                    raise DuplicateError(dict(previous))
             db.execute(
                 "INSERT INTO submissions (id, track, benchmark, name, link, description, submitter, content_hash,"
                 " file_name, status, signature, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,'PENDING',?,?,?)",
-                (sid, track, benchmark, name, link, description, submitter, content_hash(data), file_name,
+                (sid, track, benchmark, name, link, description, submitter, digest, file_name,
                  signature, now, now),
             )  # fmt: skip
         return sid
