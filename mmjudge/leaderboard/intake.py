@@ -73,3 +73,23 @@ def submit(
     position = next((q["position"] for q in store.queue() if q["id"] == sid), None)
     where = f"; position {position} in the queue" if position else ""
     return Receipt(True, f"received: submission {sid} is PENDING{where}.", sid)
+
+
+def submit_path(store: Store, path: Optional[str], max_bytes: int = MAX_BYTES, **fields) -> Receipt:
+    """:func:`submit` for an uploaded file on disk (the app's form): refuses a missing or oversized file
+    before reading it into memory."""
+    import os
+
+    reason = None
+    if not path or not os.path.isfile(path):
+        reason = "invalid file: choose a JSONL file to upload."
+    elif os.path.getsize(path) > max_bytes:
+        reason = f"invalid file: the file has {os.path.getsize(path):,} bytes; the limit is {max_bytes:,}."
+    if reason is not None:
+        store.add_rejection(submitter=str(fields.get("submitter") or "")[:100], track=str(fields.get("track"))[:20],
+                            benchmark=str(fields.get("benchmark"))[:100], name=str(fields.get("name") or "")[:100],
+                            data=b"", reason=reason)  # fmt: skip
+        return Receipt(False, reason)
+    with open(path, "rb") as f:
+        data = f.read()
+    return submit(store, data=data, max_bytes=max_bytes, **fields)

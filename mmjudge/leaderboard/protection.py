@@ -83,6 +83,16 @@ def safe_text(value: object) -> str:
     return html.escape(str(value), quote=True).replace("|", "&#124;").replace("\n", " ")
 
 
+def safe_code(value: object) -> str:
+    """``value`` for a Markdown code span: HTML is shown literally there, so only backticks and line
+    breaks (which would end the span) are replaced.
+
+    >>> safe_code("a`b|c")
+    "a'b|c"
+    """
+    return str(value).replace("`", "'").replace("\n", " ")
+
+
 def safe_link(url: str) -> str:
     """An escaped ``<a>`` for http(s) URLs; anything else (``javascript:``, ``data:``) renders as nothing."""
     url = str(url or "")
