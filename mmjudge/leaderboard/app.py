@@ -96,7 +96,7 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
                     m_task = gr.Dropdown([ALL, *MODEL_TASKS], value=ALL, label="Task")
                     m_rank = gr.Dropdown(["overall", *CRITERIA], value="overall", label="Rank by")
                     m_cols = gr.Radio(["criteria", "tasks"], value="criteria", label="Columns")
-                    m_group = gr.Dropdown(views.signature_choices(store, "models"), label="Signature group")
+                    m_group = gr.Dropdown(views.signature_choices(store, "models"), label="Signature group", allow_custom_value=True)
                 m_refresh = gr.Button("Refresh", size="sm")
                 m_table = gr.Dataframe(label="Models", interactive=False, show_search="search", pinned_columns=2,
                                        max_height=420, elem_id="models-table")  # fmt: skip
@@ -109,7 +109,7 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
                     x_bench = gr.Dropdown(metric_benchmarks, value=metric_benchmarks[0] if metric_benchmarks else None, label="Benchmark")
                     x_task = gr.Dropdown([ALL, *MODEL_TASKS], value=ALL, label="Task")
                     x_crit = gr.Dropdown(["", "overall", *CRITERIA], value="", label="Criterion (blank = all)")
-                    x_group = gr.Dropdown(views.signature_choices(store, "metrics"), label="Signature group")
+                    x_group = gr.Dropdown(views.signature_choices(store, "metrics"), label="Signature group", allow_custom_value=True)
                 x_refresh = gr.Button("Refresh", size="sm")
                 x_table = gr.Dataframe(label="Metrics", interactive=False, show_search="search", pinned_columns=3,
                                        max_height=420, elem_id="metrics-table")  # fmt: skip
@@ -117,7 +117,8 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
             with gr.Tab("Submit", id="submit"):
                 with gr.Row():
                     s_track = gr.Radio(["models", "metrics"], value="models", label="Track")
-                    s_bench = gr.Dropdown(model_benchmarks, value=model_benchmarks[0] if model_benchmarks else None, label="Benchmark")
+                    s_bench = gr.Dropdown(model_benchmarks, value=model_benchmarks[0] if model_benchmarks else None, label="Benchmark",
+                                          allow_custom_value=True)  # checked by intake; API clients may skip the track switch
                 with gr.Row():
                     s_name = gr.Textbox(label="Model / metric name", max_lines=1, elem_id="submit-name")
                     s_who = gr.Textbox(label="Submitter (name or Hub user)", max_lines=1, elem_id="submit-who")

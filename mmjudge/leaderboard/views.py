@@ -89,7 +89,7 @@ def metrics_view(store: Store, benchmark: Optional[str] = None, task: str = ALL,
 def queue_view(store: Store, now: Optional[float] = None):
     """Queued and running jobs with their position and age (what hosted boards most need to show)."""
     now = time.time() if now is None else now
-    rows = [{"position": q["position"] or "running", "name": q["name"], "track": q["track"], "benchmark": q["benchmark"],
+    rows = [{"position": str(q["position"]) if q["position"] else "running", "name": q["name"], "track": q["track"], "benchmark": q["benchmark"],
              "status": q["status"], "age": _age(q["age_s"]), "attempts": q["attempts"], "note": q["reason"], "id": q["id"]}
             for q in store.queue(now)]  # fmt: skip
     return _frame(rows, ["position", "name", "track", "benchmark", "status", "age", "attempts", "note", "id"])
