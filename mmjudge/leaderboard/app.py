@@ -102,8 +102,9 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
                                        max_height=420, elem_id="models-table")  # fmt: skip
                 m_caption = gr.Markdown(elem_classes=["lb-note"])
                 # One line per model across the criteria (Gradio's BarPlot stacks colours, which misreads as sums).
-                m_plot = gr.LinePlot(x="criterion", y="score", color="model", title="Criterion profile of the top models",
-                                     y_lim=[1, 5], height=300, sort=list(CRITERIA))  # fmt: skip
+                m_plot = gr.LinePlot(x="criterion", y="score", color="place", title="Criterion profile of the top models",
+                                     y_lim=[1, 5], height=300, sort=list(CRITERIA), color_map=views.PLACE_COLOURS,
+                                     tooltip=["place", "name", "criterion", "score"])  # fmt: skip
             with gr.Tab("Metrics", id="metrics"):
                 with gr.Row():
                     x_bench = gr.Dropdown(metric_benchmarks, value=metric_benchmarks[0] if metric_benchmarks else None, label="Benchmark")

@@ -16,6 +16,10 @@ from mmjudge.leaderboard.ranking import ALL, public_rows, rank_metrics, rank_mod
 from mmjudge.leaderboard.store import Store
 
 TOP_PLOTTED = 5
+# The plot colours lines by place, not by name: Gradio keeps a plot's colour domain across updates, so
+# names of newly ranked models would get no line; places are a fixed domain (see PLACE_COLOURS).
+PLACES = [f"#{k}" for k in range(1, TOP_PLOTTED + 1)]
+PLACE_COLOURS = dict(zip(PLACES, ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"]))
 
 
 def _round(value: Any, digits: int = 3) -> Any:
@@ -49,7 +53,7 @@ def models_view(store: Store, task: str = ALL, rank_by: str = "overall", columns
     task = task or ALL
     tables = rank_models(store.done("models"), task=None if task == ALL else task, criterion=rank_by or "overall")
     if not tables:
-        return _frame([], ["rank", "name"]), "No scored model submissions yet.", pd.DataFrame({"model": [], "criterion": [], "score": []})
+        return _frame([], ["rank", "name"]), "No scored model submissions yet.", pd.DataFrame(columns=["place", "name", "criterion", "score"])
     table = tables[min(max(int(group or 0), 0), len(tables) - 1)]
     rows = public_rows(table)
     head = ["rank", "name", "overall"]
@@ -60,13 +64,13 @@ def models_view(store: Store, task: str = ALL, rank_by: str = "overall", columns
     frame = _frame(rows, head + body + ["submitter", "id"])
     caption = (f"Ranked by **{safe_text(rank_by)}** on task **{safe_text(task)}** among {len(rows)} submission(s) "
                f"with comparable signatures. Signature: `{safe_code(table['signature'])}`"
-               + (f" — {len(tables) - 1} other signature group(s) are listed separately." if len(tables) > 1 else ""))  # fmt: skip
-    plot = []
-    for r in rows[:TOP_PLOTTED]:
-        for c in CRITERIA:
-            if r.get(c) is not None:
-                plot.append({"model": f"{r['rank']}. {r['name']}", "criterion": c, "score": _round(r[c])})
-    return frame, caption, pd.DataFrame(plot, columns=["model", "criterion", "score"])
+               + (f" — {len(tables) - 1} other signature group(s) are listed separately." if len(tables) > 1 else "")
+               + "  \nPlot: " + ", ".join(f"{PLACES[k]} = {safe_text(r['name'])}" for k, r in enumerate(rows[:TOP_PLOTTED])))  # fmt: skip
+    plot = [{"place": PLACES[k], "name": r["name"], "criterion": c, "score": _round(r[c])}
+            for k, r in enumerate(rows[:TOP_PLOTTED]) for c in CRITERIA if r.get(c) is not None]
+    # Empty places still appear (no score, so no line): the first rendering fixes the colour domain.
+    plot += [{"place": p, "name": "", "criterion": CRITERIA[0], "score": None} for p in PLACES[len(rows[:TOP_PLOTTED]):]]
+    return frame, caption, pd.DataFrame(plot, columns=["place", "name", "criterion", "score"])
 
 
 def metrics_view(store: Store, benchmark: Optional[str] = None, task: str = ALL, criterion: str = "",
