@@ -292,3 +292,13 @@ def test_worker_cli_error_is_one_line(capsys, tmp_path):
 
     assert main(["leaderboard-worker", "--data-dir", str(tmp_path / "nope")]) == 2
     assert capsys.readouterr().err.startswith("mmjudge leaderboard-worker: error: --data-dir ")
+
+
+def test_cli_commands_are_registered():
+    from mmjudge.cli import build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["leaderboard", "--demo", "--port", "7999", "--data-dir", "d", "--host", "0.0.0.0"])
+    assert (args.demo, args.port, args.data_dir, args.host, args.worker) == (True, 7999, "d", "0.0.0.0", None)
+    args = parser.parse_args(["leaderboard-worker", "--data-dir", "d", "--once", "--poll", "0.5", "--lease", "5"])
+    assert (args.data_dir, args.once, args.poll, args.lease) == ("d", True, 0.5, 5.0)

@@ -56,6 +56,7 @@ def wait_for(predicate, timeout=30.0):
     raise AssertionError(f"condition not met in time (last error: {last})")
 
 
+@pytest.mark.slow
 def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
     from selenium.webdriver.common.by import By
 

@@ -1,6 +1,6 @@
 """Soak test on loopback: 100 concurrent uploads (valid and invalid mixed) through the running app's
-HTTP API while two worker processes score them, one of them killed with SIGKILL mid-job and restarted
-three times. Afterwards every valid submission is DONE exactly once, every invalid one was refused
+HTTP API while a worker process scores them and is killed with SIGKILL mid-job and restarted three
+times; a second worker then joins to drain the queue. Afterwards every valid submission is DONE exactly once, every invalid one was refused
 with its reason, and the database passes ``PRAGMA integrity_check``. Bounded: it gives up after
 ``DEADLINE_S`` and always stops its workers. The dummy judge scores (plumbing, not quality)."""
 
@@ -74,7 +74,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
     from mmjudge.leaderboard.app import build_app, launch
 
     data_dir = tmp_path / "board"
-    settings = {**DEFAULTS, "demo": True, "judge": "dummy", "bootstrap": 20, "rate_limit": 1000, "batch_size": 2,
+    settings = {**DEFAULTS, "demo": True, "judge": "dummy", "bootstrap": 20, "rate_limit": 1000, "batch_size": 1,
                 "explain_examples": 1}  # fmt: skip
     save_settings(data_dir, settings)
     demo = build_app(str(data_dir), settings)
@@ -82,7 +82,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
     store = Store(data_dir)
     started = time.monotonic()
     log = open(tmp_path / "workers.log", "w")
-    steady = start_worker(data_dir, "steady", log)
+    steady = None  # joins after the kills, so the victim always finds queued jobs to be killed over
     victim = start_worker(data_dir, "victim-0", log)
     kills = orphaned = 0
     try:
@@ -112,6 +112,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
                     orphaned += 1  # killed with the job in hand: only the lease can bring it back
                 kills += 1
                 victim = start_worker(data_dir, f"victim-{kills}", log)
+            steady = start_worker(data_dir, "steady", log)  # several workers at once from here on
             messages = [p.result(timeout=DEADLINE_S) for p in pending]
 
         valid_ids, refused = [], 0
@@ -132,7 +133,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
         elapsed = time.monotonic() - started
     finally:
         for proc in (steady, victim):
-            if proc.poll() is None:
+            if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
         log.close()

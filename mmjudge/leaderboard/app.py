@@ -8,7 +8,6 @@ HTTP API (``gradio_client``): ``/submit``, ``/models_table``, ``/metrics_table``
 
 from __future__ import annotations
 
-import os
 from typing import Any, Optional
 
 from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS, available_benchmarks, configure
