@@ -27,6 +27,7 @@ makes the repeated work cheap. Several workers may run at once on the same data 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -178,7 +179,6 @@ class Worker:
 
     def _score_metrics(self, bench, scores: dict, beat: "_Heartbeat") -> tuple[str, dict, list]:
         from mmjudge.metaeval import meta_evaluate
-        from mmjudge.metaeval.core import _jsonable
 
         s = self.settings
         beat.check()
@@ -187,8 +187,17 @@ class Worker:
         signature = Signature.make("metaeval", benchmark=bench.name, protocol=s["protocol"], best_of=s["best_of"],
                                    ties=s["ties"], bootstrap=int(s["bootstrap"]), seed=int(s["seed"]),
                                    confidence=result.options.get("confidence"))  # fmt: skip
-        records = [{k: _jsonable(v) for k, v in r.items()} for r in result.records]
+        records = [{k: _json_safe(v) for k, v in r.items()} for r in result.records]
         return str(signature), summarise_metaeval(result, SUBMISSION_METRIC), records
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN/inf → None (the store writes strict JSON), numpy scalars → Python numbers."""
+    if hasattr(value, "item") and not isinstance(value, (str, list, dict)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 class _Heartbeat:
