@@ -62,7 +62,7 @@ setup(
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
-    python_requires=">=3.10",
+    python_requires=">=3.10",  # tomllib from 3.11, tomli (a CORE dependency on 3.10) before
     packages=find_packages(include=["mmjudge", "mmjudge.*"]),
     package_data={"mmjudge": ["prompts/*.toml", "examples/*"]},
     include_package_data=True,

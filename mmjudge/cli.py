@@ -57,8 +57,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show the full traceback when a command fails")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in registry.available("mmjudge.commands"):
-        registry.entry("mmjudge.commands", name, "command")(sub)
+        before = set(sub.choices)
+        module = registry.load_module("mmjudge.commands", name, "command")
+        module.ENTRY(sub)
+        for added in set(sub.choices) - before:
+            _document(sub.choices[added], module.__doc__ or "")
     return parser
+
+
+def _document(command: argparse.ArgumentParser, doc: str) -> None:
+    """A command without its own description and examples gets them from its module docstring (first
+    line; the ``Examples::`` block), so every ``--help`` shows both."""
+    lines = doc.strip().splitlines()
+    if not command.description and lines:
+        command.description = lines[0].replace("``", "")
+    if not command.epilog and "Examples::" in doc:
+        block = doc.split("Examples::", 1)[1].strip("\n").splitlines()
+        examples = []
+        for line in block:
+            if line.strip() and not line.startswith((" ", "\t")):
+                break  # the end of the indented block
+            if line.strip():
+                examples.append("  " + line.strip())
+        command.epilog = "examples:\n" + "\n".join(examples)
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def describe_error(err: BaseException) -> str:

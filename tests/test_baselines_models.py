@@ -96,7 +96,7 @@ def test_bertscore_matches_bert_score_package(minilm, idf, tmp_path):
     np.testing.assert_allclose(out["bertscore_precision"], P.numpy(), atol=2e-6)
     np.testing.assert_allclose(out["bertscore_recall"], R.numpy(), atol=2e-6)
     np.testing.assert_allclose(out["bertscore_f1"], F.numpy(), atol=2e-6)
-    assert f"layer={LAYER}|idf={idf}|rescale=0.54,0.44,0.49" in out["signature"]
+    assert f"layer={LAYER}|idf={str(idf).lower()}|rescale=0.54,0.44,0.49" in out["signature"]
 
 
 def test_bertscore_rescaling_is_the_published_affine_map(minilm):

@@ -67,6 +67,7 @@ def test_bleu_rouge_cider_identical_per_sentence(corpus):
     assert np.std(cider_items) > 0.5 and np.std(bleu_items[3]) > 0.1
 
 
+@pytest.mark.slow
 @needs_java
 def test_meteor_identical_to_pycocoevalcap(corpus):
     from pycocoevalcap.meteor.meteor import Meteor

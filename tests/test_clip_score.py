@@ -57,7 +57,7 @@ def test_matches_independent_recomputation(clip_dir):
     assert out["clip_score"] == pytest.approx(expected_s, abs=1e-5)
     assert out["ref_clip_score"] == pytest.approx(expected_ref, abs=1e-5)
     assert out["mean_clip_score"] == pytest.approx(np.mean(expected_s))
-    assert "metric=ref_clip_score" in out["signature"] and "w=2.5" in out["signature"]
+    assert "metric=clip_score|config=ref_clip_score" in out["signature"] and "w=2.5" in out["signature"]
     assert set(CLIPScore(model=clip_dir).compute(predictions=TEXTS, images=IMAGES, progress=False)) == {
         "clip_score", "mean_clip_score", "signature"}
 
@@ -115,6 +115,7 @@ def test_bad_inputs(clip_dir):
     assert metric.encoder.computed == 0
 
 
+@pytest.mark.slow
 def test_registry_evaluate_and_cli(clip_dir, tmp_path, offline_env):
     assert isinstance(mmjudge.load("clip_score", "ref_clip_score", model=clip_dir), CLIPScore)
     env = offline_env

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import datasets
 import pytest
@@ -12,7 +14,8 @@ import yaml
 import mmjudge.datasets as md
 from mmjudge.datasets._base import DataError
 
-from test_datasets import SMALL_MMHE, mmhe_dir  # noqa: F401  (fixture)
+sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
+from test_datasets import SMALL_MMHE, mmhe_dir  # noqa: E402,F401  (fixture)
 
 
 def _export(mmhe_dir, tmp_path):

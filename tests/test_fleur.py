@@ -136,7 +136,7 @@ def test_reffleur_prompt_explanation_and_signature(models):
     assert fleur.prompt("x").startswith("Your task is to evaluate and rate the candidate caption")
     assert FLEUR_PROMPT.endswith("Caption: {candidate}\n\nScore(Choose a rating from 0.0 to 1.0):")
     assert "Reference Captions: {references}\n\nCandidate Caption: {candidate}" in REFFLEUR_PROMPT
-    assert "metric=reffleur" in out["signature"] and "conversation=llava_v1" in out["signature"]
+    assert "metric=fleur|config=reffleur" in out["signature"] and "conversation=llava_v1" in out["signature"]
 
 
 def test_bad_inputs_fail_before_model_calls():
@@ -154,6 +154,7 @@ def test_bad_inputs_fail_before_model_calls():
     assert fleur.judge.calls == 0
 
 
+@pytest.mark.slow
 def test_registry_and_evaluate_and_cli(models, tmp_path, offline_env):
     assert isinstance(mmjudge.load("fleur", "reffleur", judge="dummy", cache=False), FLEUR)
     env = offline_env

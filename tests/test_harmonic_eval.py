@@ -11,6 +11,7 @@ from mmjudge import HarmonicEval
 from mmjudge.cache import JudgeCache
 from mmjudge.judges import RatingRequest, Turn
 from mmjudge.judges.dummy import DummyJudge
+from mmjudge.signature import parse
 from mmjudge.scoring import aggregate
 
 # Random-weight judges put little mass on the digits: expected here, asserted in its own test below.
@@ -44,7 +45,9 @@ def test_all_tasks_end_to_end(tiny_he, task):
     assert out["overall"] == pytest.approx((weights * scores).sum(axis=1).tolist())
     assert out["mean_overall"] == pytest.approx(np.mean(out["overall"]))
     assert "prompts=harmonic_eval@1" in out["signature"] and "gamma=0.75" in out["signature"]
-    assert f"judge=transformers:{tiny_he.judge.model_id}@local-" in out["signature"]
+    # A local folder is named by its content fingerprint, never by where it lies.
+    assert "judge=transformers:local|revision=local-" in out["signature"] and "/tmp" not in out["signature"]
+    assert parse(out["signature"])["dtype"] == "float32"
 
 
 @pytest.mark.parametrize("family", ["llava", "llava_next", "idefics3"])
@@ -194,7 +197,7 @@ BAD_INPUTS = [
     (dict(predictions=["ok", 3], images=[IMG, IMG]), r"predictions\[1\]: expected a string"),
     (dict(predictions="ok", images=[IMG]), "list of strings"),
     (dict(predictions=[], images=[]), "empty"),
-    (dict(predictions=["ok", "ok"], images=[IMG]), r"`images` to have one entry per text \(2\)"),
+    (dict(predictions=["ok", "ok"], images=[IMG]), r"`images` to have one entry per prediction \(2\)"),
     (dict(predictions=["ok"]), "`images` are required"),
     (dict(predictions=["ok", "ok"], images=[IMG, None]), r"images\[1\]: an image is required"),
     (dict(predictions=["ok"], images=["/no/such/file.png"]), r"images\[0\]: image file not found"),

@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore:HarmonicEval. the judge put under")
 
 
+@pytest.mark.slow
 def test_evaluate_load_by_bare_name_offline_for_all_tasks(tmp_path, tiny_qwen_dir, offline_env):
     env = offline_env
     # First process: importing mmjudge registers the evaluate shells in the (empty) module cache.

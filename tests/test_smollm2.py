@@ -42,4 +42,4 @@ def test_fluency_prefers_well_formed_sentences_over_shuffled_ones(smollm2_gguf, 
     assert wins >= 22, f"fluent text preferred in only {wins}/40 pairs"
     # With the anchored answer ("Score: "), most of the mass lands on the digits.
     assert min(a["fluency_mass"]) > 0.5
-    assert "@local-" in he.signature
+    assert "revision=local-" in he.signature

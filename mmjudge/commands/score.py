@@ -175,7 +175,21 @@ def run(args: argparse.Namespace) -> int:
         else:
             report.to_jsonl(args.output)
         say(f"wrote {len(report.rows)} rows to {args.output}", file=sys.stderr if args.format != "table" else sys.stdout)
+    if not args.quiet:
+        import contextlib
+
+        # stdout holds only the rows when they are JSONL or CSV: notes go to stderr then.
+        with contextlib.redirect_stdout(sys.stderr if args.format != "table" else sys.stdout):
+            print_usage(metric)
     return 0
+
+
+def print_usage(metric: Any) -> None:
+    """The judge's paid usage (API backends: requests, tokens, cost), when it keeps any."""
+    judge = getattr(metric, "judge", None)
+    summary = getattr(getattr(judge, "inner", judge), "usage_summary", None)
+    if callable(summary):
+        print(f"usage: {summary()}")
 
 
 def _print_table(i: int, row: dict, report: Report) -> None:

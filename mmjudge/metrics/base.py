@@ -141,8 +141,10 @@ class MetricSpec:
                 continue
             assert out.name in result, f"{self.name}: declared output {out.name!r} missing"
             assert len(result[out.name]) == n, f"{self.name}: {out.name!r} has {len(result[out.name])} values, not {n}"
-        for key in self.aggregate_keys():
-            assert key in result, f"{self.name}: aggregate {key!r} missing"
+        present = {o.name for o in self.outputs if not (o.optional and o.name not in result)}
+        for o in self.outputs:
+            for agg in o.aggregates if o.name in present and o.kind != "text" else ():
+                assert f"{agg}_{o.name}" in result, f"{self.name}: aggregate {agg}_{o.name!r} missing"
         assert isinstance(result.get("signature"), Signature), f"{self.name}: no structured signature"
         undeclared = set(result) - {o.name for o in self.outputs} - set(self.aggregate_keys()) - set(self.extra_keys)
         assert not undeclared, f"{self.name}: undeclared result keys {sorted(undeclared)}"
@@ -255,6 +257,8 @@ def build_judge(
     else:
         if model is not None:
             judge_kwargs["model"] = model
+        if judge in (None, "transformers") and isinstance(model, str) and model.startswith("openai:"):
+            judge = "openai"  # model="openai:gpt-4o" alone selects the chat-API backend
         check_judge_options(judge or "transformers", judge_kwargs)
         built = load_judge(judge or "transformers", **judge_kwargs)
     if cache is None or cache is False or isinstance(built, CachedJudge):
@@ -308,6 +312,9 @@ def check_metric_options(cls: Any, options: dict) -> None:
     known = list(own)
     if passes_rest:  # the rest goes to the judge backend: its keywords are options too
         judge = options.get("judge")
+        model = options.get("model")
+        if judge in (None, "transformers") and isinstance(model, str) and model.startswith("openai:"):
+            judge = "openai"  # as build_judge routes it
         if "judge" not in own or not (judge is None or isinstance(judge, str)):
             return  # a ready judge instance, or a metric that forwards elsewhere: cannot check here
         from mmjudge import registry
@@ -410,7 +417,7 @@ def compute_kwargs(metric: Any, items: Sequence[dict], task: str, progress: Opti
     columns: dict[str, Any] = {}
     for spec in metric.spec.inputs:
         values = [it.get(spec.item_key) for it in items]
-        if spec.required or any(v is not None for v in values):
+        if any(v is not None for v in values):  # a column nobody has is left to compute() to ask for
             columns[spec.name] = values
     accepted = inspect.signature(metric.compute).parameters
     if "task" in accepted:

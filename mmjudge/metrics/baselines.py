@@ -18,7 +18,7 @@ document frequencies (and BERTScore's idf) come from the references of the whole
 >>> [round(x, 4) for x in out["cider"]], round(out["corpus_cider"], 4), cider.primary
 ([3.3535, 2.9167], 3.1351, 'cider')
 >>> out["signature"]
-'mmjudge=...|metric=cider|tokenizer=ptb-python@1|n=4|sigma=6'
+'mmjudge=...|metric=baselines|config=cider|tokenizer=ptb-python@1|n=4|sigma=6'
 """
 
 from __future__ import annotations

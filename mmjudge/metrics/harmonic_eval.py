@@ -11,7 +11,7 @@ Example (the ``dummy`` judge is a hash-based stand-in; use a real VLM for meanin
 >>> he = HarmonicEval(judge="dummy", cache=False)
 >>> out = he.compute(predictions=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))], task="ic")
 >>> he.primary, [round(out[c][0], 4) for c in ("overall", "correctness", "fluency")]
-('overall', [3.0462, 3.0306, 2.8807])
+('overall', [2.841, 3.428, 3.2931])
 >>> round(sum(out[f"{c}_weight"][0] for c in he.criteria), 6)
 1.0
 """

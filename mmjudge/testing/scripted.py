@@ -7,7 +7,10 @@
 >>> out["fluency"], out["clarity"], out["clarity_sigma"]
 ([4.0], [3.5], [0.5])
 >>> [round(out[f"{c}_weight"][0], 6) for c in ("fluency", "clarity")], round(out["overall"][0], 6)
-[[0.763316], [0.236684]], 3.881658)
+([0.984374, 0.015626], 3.992187)
+
+Fluency's σ is 0 and is floored at 1e-3, so with γ = 0.75 its weight is 1e-3^(-2/3) = 100 against
+clarity's 0.5^(-2/3) ≈ 1.587: the overall score leans on the criterion the judge is sure of.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ from typing import Callable, Mapping, Sequence, Union
 from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingResult
 
 Distribution = Sequence[float]
-Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Distribution]]
+Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Union[Distribution, RatingResult]]]
 
 
 class ScriptedJudge(Judge):
     """Rates each request with ``script[request.group]`` (the criterion for HarmonicEval), or
     ``script(request)`` when ``script`` is a function; the values are the raw probabilities of the
-    choices (their sum is the mass). Generation answers ``explanation``.
+    choices (their sum is the mass). A function may also return a whole :class:`RatingResult` (e.g. to
+    script the greedy token a FLEUR walk follows). Generation answers ``explanation``.
 
     Capabilities can be switched off to test how metrics react (``teacher_forcing=False`` …).
     """
@@ -63,6 +67,11 @@ class ScriptedJudge(Judge):
         self.requests.extend(requests)
         out = []
         for request in requests:
+            if callable(self.script):
+                answer = self.script(request)
+                if isinstance(answer, RatingResult):
+                    out.append(answer)
+                    continue
             raw = self._distribution(request)
             greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
             out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.full_distribution))

@@ -195,7 +195,7 @@ def tiny_answering_llava(directory: PathLike, answer: str = " 0.85", seed: int =
         raise ValueError(f"Expected argument `answer` to have at most {hidden - 1} tokens, but got {len(chain) - 2}.")
     digits = sorted({i for d in "0123456789" for i in tokenizer.encode(d, add_special_tokens=False)[-1:]}
                     | {i for d in "0123456789" for i in tokenizer.encode(" " + d, add_special_tokens=False)[-1:]})
-    generator = torch.Generator().manualseed_all(seed)
+    generator = torch.Generator().manual_seed(seed)
     scale = hidden**0.5  # the final RMSNorm maps an axis vector to sqrt(hidden) along that axis
     with torch.no_grad():
         head.mul_(0.1)

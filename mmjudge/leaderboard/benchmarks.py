@@ -1,0 +1,233 @@
+"""The benchmarks a leaderboard accepts submissions for: data-driven, one registry for both tracks.
+
+A :class:`Benchmark` names its track, its item ids (what an upload must cover exactly) and, lazily,
+what the worker needs: the inputs a model answered (Models track: ``id``, ``task``, ``image``,
+``question``, ``box``) or the human judgments (Metrics track, :class:`~mmjudge.judgments.HumanJudgments`).
+
+Real benchmarks come from the engine's dataset loaders (``mmjudge.load_dataset``): configure them with
+:func:`configure` (name, track, ``data_dir``), e.g. MMHE's inputs for the Models track and MMHE,
+LongCap-Arena or the classic caption sets for the Metrics track. Without data files this machine has
+only the two **demo** benchmarks, made here: ``demo-inputs`` (8 drawn images over IC, VQA, VDU, REG)
+and ``demo-judgments`` (24 captions with synthetic ratings — made up to exercise the plumbing; they
+are not human judgments and the figures they give mean nothing).
+
+>>> demo = get_benchmark("demo-inputs")
+>>> demo.track, demo.tasks, demo.ids[:3]
+('models', ['ic', 'vqa', 'vdu', 'reg'], ['demo-ic-1', 'demo-ic-2', 'demo-vqa-1'])
+>>> hj = get_benchmark("demo-judgments").judgments()
+>>> len(hj.items), len(hj.ratings), hj.criteria[:2]
+(24, 360, ['correctness', 'completeness'])
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Optional
+
+from mmjudge.judgments import HumanJudgments
+
+CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
+MODEL_TASKS = ["ic", "vqa", "vdu", "reg"]
+
+
+@dataclass
+class Benchmark:
+    """One benchmark of one track.
+
+    Attributes:
+        name: registry name (shown on the board).
+        track: ``"models"`` or ``"metrics"``.
+        title / description: for the board.
+        ids: the item ids an upload must cover exactly.
+        tasks: the tasks of the items, in order.
+        demo: True for the project-made demo benchmarks.
+    """
+
+    name: str
+    track: str
+    title: str
+    description: str
+    ids: list[str]
+    tasks: list[str]
+    demo: bool = False
+    _inputs: Optional[Callable[[], list[dict]]] = field(default=None, repr=False)
+    _judgments: Optional[Callable[[], HumanJudgments]] = field(default=None, repr=False)
+
+    def inputs(self) -> list[dict]:
+        """Models track: one dict per item (``id``, ``task``, ``image``, ``question``, ``box``)."""
+        if self._inputs is None:
+            raise ValueError(f"Benchmark {self.name!r} is a {self.track}-track benchmark; it has no model inputs.")
+        return self._inputs()
+
+    def judgments(self) -> HumanJudgments:
+        """Metrics track: the human judgments the submitted scores are compared with."""
+        if self._judgments is None:
+            raise ValueError(f"Benchmark {self.name!r} is a {self.track}-track benchmark; it has no human judgments.")
+        return self._judgments()
+
+
+_FACTORIES: dict[str, Callable[[], Benchmark]] = {}
+
+
+def register(name: str, factory: Callable[[], Benchmark]) -> None:
+    """Add a benchmark (``factory`` builds it on first use)."""
+    _FACTORIES[name] = factory
+    _cached.cache_clear()
+
+
+def available_benchmarks(track: Optional[str] = None) -> list[str]:
+    """Registered names (of one track when given), in registration order."""
+    names = list(_FACTORIES)
+    return names if track is None else [n for n in names if get_benchmark(n).track == track]
+
+
+@lru_cache(maxsize=None)
+def _cached(name: str) -> Benchmark:
+    return _FACTORIES[name]()
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """The benchmark ``name``; ``ValueError`` naming the known ones otherwise."""
+    if name not in _FACTORIES:
+        raise ValueError(f"Unknown benchmark {name!r}; available: {', '.join(_FACTORIES) or 'none'}.")
+    return _cached(name)
+
+
+def configure(entries: list[dict]) -> None:
+    """Register benchmarks read by the engine's dataset loaders, e.g.
+    ``[{"name": "mmhe", "track": "models", "data_dir": "~/data/mmhe"}, {"name": "mmhe", "track": "metrics", …}]``.
+    The registered name is ``<name>`` for the metrics track and ``<name>-inputs`` for the models track."""
+    for entry in entries:
+        name, track = entry["name"], entry.get("track", "metrics")
+        options = {k: v for k, v in entry.items() if k not in ("name", "track")}
+        if track == "models":
+            register(f"{name}-inputs", lambda n=name, o=options: _loader_inputs(n, o))
+        elif track == "metrics":
+            register(name, lambda n=name, o=options: _loader_judgments(n, o))
+        else:
+            raise ValueError(f"benchmark {name!r}: track must be 'models' or 'metrics', not {track!r}.")
+
+
+# ------------------------------------------------------------------------------ from the loaders
+def _loader_judgments(name: str, options: dict) -> Benchmark:
+    from mmjudge.datasets import human_judgments
+
+    hj = human_judgments(name, **options)
+    tasks = list(dict.fromkeys(str(it.get("task") or "all") for it in hj.items))
+    return Benchmark(name, "metrics", name, f"human judgments of {name} (mmjudge.load_dataset)", hj.ids(), tasks,
+                     _judgments=lambda: hj)  # fmt: skip
+
+
+def _loader_inputs(name: str, options: dict) -> Benchmark:
+    """One input per instance of the benchmark (MMHE: the image, question and box the three candidates answered)."""
+    from mmjudge.datasets import load_dataset, rows_of
+
+    inputs: dict[str, dict] = {}
+    for _split, row in rows_of(load_dataset(name, **options)):
+        task = str(row.get("task") or "ic").lower()
+        key = f"{name}-{task}-{row.get('instance_id', row.get('id'))}"
+        if key not in inputs:
+            inputs[key] = {"id": key, "task": task, "image": row.get("image"), "question": row.get("question") or None,
+                           "box": row.get("box") or None}  # fmt: skip
+    items = list(inputs.values())
+    return Benchmark(f"{name}-inputs", "models", f"{name} inputs", f"the inputs of {name}; submit one text per id",
+                     [it["id"] for it in items], list(dict.fromkeys(it["task"] for it in items)), _inputs=lambda: items)  # fmt: skip
+
+
+# --------------------------------------------------------------------------------- demo benchmarks
+_SHAPES = [("red", "circle"), ("blue", "square"), ("green", "triangle"), ("orange", "circle"),
+           ("purple", "square"), ("black", "triangle"), ("yellow", "circle"), ("teal", "square")]  # fmt: skip
+
+
+def demo_image(color: str, shape: str, size: int = 64):
+    """A drawn picture: one coloured shape on white (PIL)."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (size, size), "white")
+    draw = ImageDraw.Draw(img)
+    box = (size // 4, size // 4, 3 * size // 4, 3 * size // 4)
+    if shape == "circle":
+        draw.ellipse(box, fill=color)
+    elif shape == "square":
+        draw.rectangle(box, fill=color)
+    else:
+        draw.polygon([(size // 2, size // 4), (size // 4, 3 * size // 4), (3 * size // 4, 3 * size // 4)], fill=color)
+    return img
+
+
+def _demo_inputs() -> list[dict]:
+    items = []
+    for t, task in enumerate(MODEL_TASKS):
+        for k in (1, 2):
+            color, shape = _SHAPES[2 * t + k - 1]
+            item: dict[str, Any] = {"id": f"demo-{task}-{k}", "task": task, "image": demo_image(color, shape),
+                                    "question": None, "box": None}  # fmt: skip
+            if task == "vqa":
+                item["question"] = "What colour is the shape?"
+            elif task == "vdu":
+                item["question"] = "What shape does the page show?"
+            elif task == "reg":
+                item["box"] = [16.0, 16.0, 32.0, 32.0]
+            items.append(item)
+    return items
+
+
+def demo_outputs(quality: int = 0) -> list[dict]:
+    """A valid Models-track upload for ``demo-inputs`` (``quality`` varies the wording), as ``{id, text}``."""
+    words = ["", " clearly", " on a plain white background", " in the centre of the picture"]
+    out = []
+    for t, task in enumerate(MODEL_TASKS):
+        for k in (1, 2):
+            color, shape = _SHAPES[2 * t + k - 1]
+            out.append({"id": f"demo-{task}-{k}", "text": f"A {color} {shape}{words[quality % len(words)]}."})
+    return out
+
+
+def _demo_inputs_benchmark() -> Benchmark:
+    items = _demo_inputs()
+    return Benchmark("demo-inputs", "models", "Demo inputs (IC, VQA, VDU, REG)",
+                     "8 drawn images, two per MMHE task; made for the demo (stand-in for the MMHE inputs)",
+                     [it["id"] for it in items], list(MODEL_TASKS), demo=True, _inputs=lambda: items)  # fmt: skip
+
+
+def _demo_judgments() -> HumanJudgments:
+    rng = random.Random(0)
+    items, ratings, choices = [], [], []
+    for task in MODEL_TASKS:
+        for instance in range(2):
+            group = []
+            for cand in range(3):
+                item_id = f"demo-{task}-{instance}-{cand}"
+                group.append(item_id)
+                quality = rng.uniform(1.5, 4.5)
+                items.append({"id": item_id, "task": task, "text": f"candidate {cand} of {task} instance {instance}",
+                              "quality": quality})  # fmt: skip
+                for criterion in CRITERIA:
+                    for annotator in range(3):
+                        score = min(5.0, max(1.0, round(quality + rng.uniform(-1, 1))))
+                        ratings.append({"id": item_id, "task": task, "criterion": criterion, "score": float(score),
+                                        "annotator": str(annotator)})  # fmt: skip
+            best = max(group, key=lambda i: next(it["quality"] for it in items if it["id"] == i))
+            choices += [{"group": f"demo-{task}-{instance}", "task": task, "candidates": group, "annotator": str(a),
+                         "best": best} for a in range(3)]  # fmt: skip
+    return HumanJudgments(name="demo-judgments", items=items, ratings=ratings, choices=choices, correlation="tau_b",
+                          criteria=list(CRITERIA), metadata={"synthetic": True})  # fmt: skip
+
+
+def demo_scores(noise: float = 0.0, seed: int = 0) -> list[dict]:
+    """A valid Metrics-track upload for ``demo-judgments``: the synthetic quality plus ``noise``."""
+    rng = random.Random(seed)
+    return [{"id": it["id"], "score": round(it["quality"] + rng.gauss(0, noise), 6)} for it in _demo_judgments().items]
+
+
+def _demo_judgments_benchmark() -> Benchmark:
+    hj = _demo_judgments()
+    return Benchmark("demo-judgments", "metrics", "Demo judgments (synthetic)",
+                     "24 candidate texts with SYNTHETIC 1-5 ratings and best-of-three choices; figures mean nothing",
+                     hj.ids(), list(MODEL_TASKS), demo=True, _judgments=lambda: hj)  # fmt: skip
+
+
+register("demo-inputs", _demo_inputs_benchmark)
+register("demo-judgments", _demo_judgments_benchmark)

@@ -1,0 +1,36 @@
+"""``mmjudge leaderboard --demo``: settings for an offline board and a few example submissions.
+
+>>> import tempfile
+>>> from mmjudge.leaderboard.store import Store
+>>> store = Store(tempfile.mkdtemp())
+>>> seed_demo(store), seed_demo(store)  # only into an empty board
+(5, 0)
+"""
+
+from __future__ import annotations
+
+import json
+
+from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores
+from mmjudge.leaderboard.intake import submit
+from mmjudge.leaderboard.store import Store
+
+DEMO_SETTINGS = {"demo": True, "judge": "dummy", "model": None, "bootstrap": 200, "rate_limit": 50}
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
+
+
+def seed_demo(store: Store) -> int:
+    """Queue three demo model outputs and two demo metric score files into an empty board."""
+    if store.submissions(include_hidden=True):
+        return 0
+    queued = 0
+    for quality, name in enumerate(["demo-vlm-terse", "demo-vlm-plain", "demo-vlm-wordy"]):
+        queued += submit(store, track="models", benchmark="demo-inputs", name=name, submitter="demo",
+                         description="example outputs made for the demo", data=_jsonl(demo_outputs(quality))).accepted  # fmt: skip
+    for noise, name in ((0.3, "demo-metric-close"), (1.5, "demo-metric-noisy")):
+        queued += submit(store, track="metrics", benchmark="demo-judgments", name=name, submitter="demo",
+                         description=f"synthetic quality plus Gaussian noise σ={noise}", data=_jsonl(demo_scores(noise))).accepted  # fmt: skip
+    return queued

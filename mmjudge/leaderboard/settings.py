@@ -1,0 +1,65 @@
+"""The leaderboard's settings: one JSON file in the data dir, shared by the app and every worker.
+
+>>> import tempfile
+>>> d = tempfile.mkdtemp()
+>>> save_settings(d, {"judge": "dummy", "demo": True})
+>>> s = load_settings(d)
+>>> s["judge"], s["demo"], s["bootstrap"]
+('dummy', True, 200)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+SETTINGS_FILE = "settings.json"
+DEFAULTS: dict[str, Any] = {
+    "demo": False,
+    # HarmonicEval, Models track: judge backend and model (None = the metric's default model).
+    "judge": "transformers",
+    "model": None,
+    "gamma": 0.75,
+    "judge_options": {},
+    "batch_size": 16,  # items per scoring batch; the lease is renewed between batches
+    "explain_examples": 2,  # items whose explanations are generated for the submission page
+    # Metrics track: the meta-evaluation protocol (part of every row's signature).
+    "bootstrap": 200,
+    "seed": 0,
+    "protocol": "per_judgment",
+    "best_of": "majority",
+    "ties": "wrong",
+    # Benchmarks read by the dataset loaders (see mmjudge.leaderboard.benchmarks.configure).
+    "benchmarks": [],
+    # Protection.
+    "rate_limit": 5,
+    "rate_window_s": 3600,
+    "max_upload_bytes": 4 * 1024 * 1024,
+    # Optional Hub sync (mmjudge.leaderboard.hub_sync): dataset repo ids, or null for none.
+    "hub_requests_repo": None,
+    "hub_results_repo": None,
+}
+
+
+def load_settings(data_dir: str | os.PathLike) -> dict[str, Any]:
+    """Defaults overridden by ``<data_dir>/settings.json`` when it exists."""
+    path = Path(data_dir) / SETTINGS_FILE
+    out = dict(DEFAULTS)
+    if path.is_file():
+        try:
+            out.update(json.loads(path.read_text(encoding="utf-8")))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not valid JSON ({err}); fix or delete it.") from None
+    return out
+
+
+def save_settings(data_dir: str | os.PathLike, settings: dict[str, Any]) -> None:
+    """Write the settings that differ from the defaults (atomically)."""
+    path = Path(data_dir) / SETTINGS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    changed = {k: v for k, v in settings.items() if DEFAULTS.get(k, object()) != v}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(changed, indent=2), encoding="utf-8")
+    os.replace(tmp, path)

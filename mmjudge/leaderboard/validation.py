@@ -1,0 +1,150 @@
+"""Checks on an uploaded file before it is accepted: one clear message naming the line or id.
+
+Both tracks upload JSONL (one JSON object per line, UTF-8). The Models track sends ``{"id", "text"}``
+for exactly the benchmark's ids; the Metrics track sends ``{"id", "score", …}`` (``score`` or
+``overall`` plus optional per-criterion columns such as ``correctness``), every value a finite number.
+
+>>> validate_outputs(b'{"id": "a", "text": "A dog."}\\n{"id": "b", "text": "A cat."}\\n', ["a", "b"])
+[{'id': 'a', 'text': 'A dog.'}, {'id': 'b', 'text': 'A cat.'}]
+>>> validate_outputs(b'{"id": "a", "text": "A dog."}\\n', ["a", "b"])
+Traceback (most recent call last):
+...
+mmjudge.leaderboard.validation.SubmissionError: missing 1 id(s) of the benchmark: 'b'.
+>>> validate_scores(b'{"id": "a", "score": 0.5}\\n{"id": "b", "score": NaN}\\n', ["a", "b"])
+Traceback (most recent call last):
+...
+mmjudge.leaderboard.validation.SubmissionError: line 2 (id 'b'): 'score' is nan; scores must be finite numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Sequence
+
+MAX_BYTES = 4 * 1024 * 1024
+MAX_TEXT_CHARS = 4000
+MAX_ID_CHARS = 200
+_SHOWN = 5
+
+
+class SubmissionError(ValueError):
+    """An upload that cannot be accepted; the message says what is wrong and where."""
+
+
+def _shown(ids: Sequence[str]) -> str:
+    text = ", ".join(repr(i) for i in ids[:_SHOWN])
+    return text + (f", … ({len(ids) - _SHOWN} more)" if len(ids) > _SHOWN else "")
+
+
+def parse_jsonl(data: bytes, max_bytes: int = MAX_BYTES) -> list[tuple[int, dict]]:
+    """``(line number, object)`` for each non-blank line.
+
+    Raises:
+        SubmissionError: too large, empty, not UTF-8 (naming the line), a line that is not JSON or not
+            a JSON object, or an object without a string ``id``.
+    """
+    if not isinstance(data, (bytes, bytearray)):
+        raise SubmissionError(f"expected the file's bytes, but got {type(data).__name__}.")
+    if len(data) > max_bytes:
+        raise SubmissionError(f"the file has {len(data):,} bytes; the limit is {max_bytes:,}.")
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = bytes(data)[: err.start].count(b"\n") + 1
+        raise SubmissionError(f"line {line}: not UTF-8 (byte {err.start}); save the file as UTF-8.") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise SubmissionError(f"line {n}: not valid JSON ({err.msg} at column {err.colno}).") from None
+        if not isinstance(obj, dict):
+            raise SubmissionError(f"line {n}: expected a JSON object like {{\"id\": …}}, but got {type(obj).__name__}.")
+        item_id = obj.get("id")
+        if not isinstance(item_id, str) or not item_id:
+            raise SubmissionError(f"line {n}: 'id' must be a non-empty string, but got {item_id!r}.")
+        if len(item_id) > MAX_ID_CHARS:
+            raise SubmissionError(f"line {n}: the id has {len(item_id)} characters; the limit is {MAX_ID_CHARS}.")
+        rows.append((n, obj))
+    if not rows:
+        raise SubmissionError("the file holds no JSON lines.")
+    return rows
+
+
+def check_ids(rows: list[tuple[int, dict]], ids: Sequence[str]) -> None:
+    """The file's ids are exactly the benchmark's: no duplicate, extra or missing id."""
+    seen: dict[str, int] = {}
+    for n, obj in rows:
+        if obj["id"] in seen:
+            raise SubmissionError(f"line {n}: duplicate id {obj['id']!r} (first on line {seen[obj['id']]}).")
+        seen[obj["id"]] = n
+    known = set(ids)
+    extra = [i for i in seen if i not in known]
+    if extra:
+        raise SubmissionError(f"line {seen[extra[0]]}: {len(extra)} id(s) are not in the benchmark: {_shown(extra)}.")
+    missing = [i for i in ids if i not in seen]
+    if missing:
+        raise SubmissionError(f"missing {len(missing)} id(s) of the benchmark: {_shown(missing)}.")
+
+
+def validate_outputs(data: bytes, ids: Sequence[str], max_bytes: int = MAX_BYTES,
+                     max_chars: int = MAX_TEXT_CHARS) -> list[dict]:  # fmt: skip
+    """A Models-track upload as ``[{"id", "text"}]`` in the benchmark's order.
+
+    Raises:
+        SubmissionError: any :func:`parse_jsonl` / :func:`check_ids` problem, a ``text`` that is missing,
+            not a string, blank or longer than ``max_chars``.
+    """
+    rows = parse_jsonl(data, max_bytes)
+    for n, obj in rows:
+        text = obj.get("text")
+        if not isinstance(text, str):
+            raise SubmissionError(f"line {n} (id {obj['id']!r}): 'text' must be a string, but got {type(text).__name__}.")
+        if not text.strip():
+            raise SubmissionError(f"line {n} (id {obj['id']!r}): 'text' is empty.")
+        if len(text) > max_chars:
+            raise SubmissionError(f"line {n} (id {obj['id']!r}): 'text' has {len(text)} characters; the limit is {max_chars}.")
+    check_ids(rows, ids)
+    by_id = {obj["id"]: obj["text"] for _, obj in rows}
+    return [{"id": i, "text": by_id[i]} for i in ids]
+
+
+def validate_scores(data: bytes, ids: Sequence[str], max_bytes: int = MAX_BYTES) -> dict[str, dict[str, float]]:
+    """A Metrics-track upload as ``id → {column: value}`` (numeric columns; ``signature``/``text`` kept out).
+
+    Raises:
+        SubmissionError: any :func:`parse_jsonl` / :func:`check_ids` problem, no numeric column, a row
+            lacking a column the others have, a non-number, NaN or infinity.
+    """
+    rows = parse_jsonl(data, max_bytes)
+    columns: list[str] = []
+    for _, obj in rows:
+        for key, value in obj.items():
+            if key != "id" and key not in columns and _is_number(value):
+                columns.append(key)
+    if not columns:
+        raise SubmissionError("no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}.")
+    out: dict[str, dict[str, float]] = {}
+    for n, obj in rows:
+        values = {}
+        for key in columns:
+            if key not in obj:
+                raise SubmissionError(f"line {n} (id {obj['id']!r}): missing score {key!r} (other lines have it).")
+            value = obj[key]
+            if not _is_number(value):
+                raise SubmissionError(f"line {n} (id {obj['id']!r}): {key!r} is {value!r}, not a number.")
+            if not math.isfinite(value):
+                raise SubmissionError(f"line {n} (id {obj['id']!r}): {key!r} is {value}; scores must be finite numbers.")
+            values[key] = float(value)
+        out[obj["id"]] = values
+    check_ids(rows, ids)
+    return {i: out[i] for i in ids}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -1,0 +1,231 @@
+"""The worker: claims queued submissions, scores them, commits the results — and survives being killed.
+
+Each job is claimed atomically under a lease (:meth:`Store.claim`); a heartbeat thread renews it while
+the job runs. Models-track outputs are scored in batches by HarmonicEval through the engine's judge
+and cache (``mmjudge.load("harmonic_eval", judge=…, cache=<data dir>/judge_cache.sqlite)``), rows made by
+:class:`mmjudge.report.Report`; Metrics-track scores go through :func:`mmjudge.metaeval.meta_evaluate`.
+Results are committed together with DONE, only while the lease is still this worker's. A killed
+worker's job is re-queued when its lease expires and scored again from the start; the judge cache
+makes the repeated work cheap. Several workers may run at once on the same data dir.
+
+>>> import json, tempfile
+>>> from mmjudge.leaderboard.store import Store
+>>> from mmjudge.leaderboard.intake import submit
+>>> from mmjudge.leaderboard.benchmarks import demo_outputs
+>>> d = tempfile.mkdtemp()
+>>> store = Store(d)
+>>> data = "".join(json.dumps(r) + "\\n" for r in demo_outputs()).encode()
+>>> sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=data).id
+>>> worker = Worker(store, {"judge": "dummy", "batch_size": 4, "explain_examples": 1}, progress=False)
+>>> worker.run_once() == sid, store.get(sid)["status"]
+(True, 'DONE')
+>>> result = store.result(sid)
+>>> len(result["rows"]), sorted(result["summary"]["tasks"]), "judge=dummy" in result["signature"]
+(8, ['ic', 'reg', 'vdu', 'vqa'], True)
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any, Optional
+
+from mmjudge.leaderboard.benchmarks import configure, get_benchmark
+from mmjudge.leaderboard.hub_sync import HubSync
+from mmjudge.leaderboard.ranking import summarise_metaeval, summarise_models
+from mmjudge.leaderboard.settings import DEFAULTS
+from mmjudge.leaderboard.store import DEFAULT_LEASE_S, Store
+from mmjudge.leaderboard.validation import validate_outputs, validate_scores
+from mmjudge.signature import Signature
+
+logger = logging.getLogger(__name__)
+SUBMISSION_METRIC = "submission"  # the metric's name inside the meta-evaluation (one metric per job)
+
+
+class LeaseLost(RuntimeError):
+    """The job was re-queued while this worker held it (it stalled past its lease)."""
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    """One worker process (or thread): ``run()`` loops, ``run_once()`` does at most one job."""
+
+    def __init__(self, store: Store, settings: Optional[dict] = None, worker_id: Optional[str] = None,
+                 lease_s: float = DEFAULT_LEASE_S, progress: bool = True, hub: Optional[HubSync] = None):  # fmt: skip
+        self.store = store
+        self.settings = {**DEFAULTS, **(settings or {})}
+        if self.settings.get("benchmarks"):
+            configure(self.settings["benchmarks"])
+        self.worker_id = worker_id or new_worker_id()
+        self.lease_s = float(lease_s)
+        self.progress = progress
+        self.hub = hub
+        self._metrics: dict[bool, Any] = {}
+
+    # ---------------------------------------------------------------------------------- the loop
+    def run(self, poll_s: float = 2.0, once: bool = False, stop: Optional[threading.Event] = None,
+            max_idle_s: Optional[float] = None) -> int:  # fmt: skip
+        """Work until ``stop`` is set (or the queue is empty with ``once``, or idle ``max_idle_s``);
+        returns the number of jobs finished."""
+        done, idle_since = 0, time.monotonic()
+        while stop is None or not stop.is_set():
+            sid = self.run_once()
+            if sid is not None:
+                done += 1
+                idle_since = time.monotonic()
+                continue
+            if once or (max_idle_s is not None and time.monotonic() - idle_since >= max_idle_s):
+                break
+            if stop is not None:
+                stop.wait(poll_s)
+            else:
+                time.sleep(poll_s)
+        return done
+
+    def run_once(self) -> Optional[str]:
+        """Claim and finish one job; returns its id, or None when nothing was queued."""
+        job = self.store.claim(self.worker_id, self.lease_s)
+        if job is None:
+            return None
+        self._sync()
+        beat = _Heartbeat(self.store, job["id"], self.worker_id, self.lease_s)
+        beat.start()
+        try:
+            signature, summary, rows = self.score(job, beat)
+            if not self.store.complete(job["id"], self.worker_id, signature=signature, summary=summary, rows=rows):
+                logger.warning("job %s was re-queued while %s scored it; its results were not kept", job["id"], self.worker_id)
+        except LeaseLost:
+            logger.warning("job %s: lease lost by %s", job["id"], self.worker_id)
+        except ValueError as err:  # the engine's one-line errors: what is wrong with this submission
+            self.store.fail(job["id"], self.worker_id, f"scoring failed: {err}")
+        except Exception as err:  # noqa: BLE001 — a worker must survive any one bad job
+            logger.exception("job %s failed", job["id"])
+            self.store.fail(job["id"], self.worker_id, f"internal error ({type(err).__name__}): {err}")
+        finally:
+            beat.stop()
+        self._sync()
+        return job["id"]
+
+    def _sync(self) -> None:
+        if self.hub is not None:
+            self.hub.sync(self.store)
+
+    # ------------------------------------------------------------------------------------ scoring
+    def score(self, job: dict, beat: "_Heartbeat") -> tuple[str, dict, list]:
+        bench = get_benchmark(job["benchmark"])
+        data = self.store.read_file(job["id"])
+        if job["track"] == "models":
+            return self._score_models(bench, validate_outputs(data, bench.ids), beat)
+        return self._score_metrics(bench, validate_scores(data, bench.ids), beat)
+
+    def metric(self, explain: bool = False) -> Any:
+        """HarmonicEval with the configured judge, through the shared judge cache (built once)."""
+        if explain not in self._metrics:
+            import mmjudge
+
+            s = self.settings
+            options = dict(s.get("judge_options") or {})
+            if s.get("model"):
+                options["model"] = s["model"]
+            cache = str(self.store.data_dir / "judge_cache.sqlite")
+            self._metrics[explain] = mmjudge.load("harmonic_eval", judge=s["judge"], gamma=s["gamma"], cache=cache,
+                                                  explain=explain, **options)  # fmt: skip
+        return self._metrics[explain]
+
+    def _score_models(self, bench, outputs: list[dict], beat: "_Heartbeat") -> tuple[str, dict, list]:
+        from mmjudge.report import Report
+
+        inputs = {it["id"]: it for it in bench.inputs()}
+        items = [{**inputs[o["id"]], "text": o["text"]} for o in outputs]
+        metric = self.metric()
+        size = max(1, int(self.settings["batch_size"]))
+        rows: list[dict] = []
+        for start in range(0, len(items), size):
+            beat.check()
+            rows += Report.from_items(metric, items[start : start + size], keep=["text"], progress=False).to_records()
+        self._add_explanations(items, rows, beat)
+        beat.check()
+        signatures = list(dict.fromkeys(r["signature"] for r in rows))
+        if len(signatures) != 1:
+            raise RuntimeError(f"one submission gave {len(signatures)} signatures")
+        return signatures[0], summarise_models(rows, metric.criteria), rows
+
+    def _add_explanations(self, items: list[dict], rows: list[dict], beat: "_Heartbeat") -> None:
+        """The judge's explanations for the first few items (shown on the submission page)."""
+        from mmjudge.report import Report
+
+        k = int(self.settings.get("explain_examples") or 0)
+        if k <= 0:
+            return
+        try:
+            metric = self.metric(explain=True)
+        except ValueError:  # the judge cannot generate text: no explanations, scores unaffected
+            return
+        beat.check()
+        explained = Report.from_items(metric, items[:k], progress=False).to_records()
+        by_id = {r["id"]: r for r in rows}
+        for r in explained:
+            for key, value in r.items():
+                if key.endswith("_explanation"):
+                    by_id[r["id"]][key] = value
+
+    def _score_metrics(self, bench, scores: dict, beat: "_Heartbeat") -> tuple[str, dict, list]:
+        from mmjudge.metaeval import meta_evaluate
+
+        s = self.settings
+        beat.check()
+        result = meta_evaluate(bench.judgments(), {SUBMISSION_METRIC: scores}, bootstrap=int(s["bootstrap"]),
+                               seed=int(s["seed"]), protocol=s["protocol"], best_of=s["best_of"], ties=s["ties"])  # fmt: skip
+        signature = Signature.make("metaeval", benchmark=bench.name, protocol=s["protocol"], best_of=s["best_of"],
+                                   ties=s["ties"], bootstrap=int(s["bootstrap"]), seed=int(s["seed"]),
+                                   confidence=result.options.get("confidence"))  # fmt: skip
+        records = [{k: _json_safe(v) for k, v in r.items()} for r in result.records]
+        return str(signature), summarise_metaeval(result, SUBMISSION_METRIC), records
+
+
+def _json_safe(value: Any) -> Any:
+    """NaN/inf → None (the store writes strict JSON), numpy scalars → Python numbers."""
+    if hasattr(value, "item") and not isinstance(value, (str, list, dict)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class _Heartbeat:
+    """Renews the lease every third of it, in a thread with its own database connection."""
+
+    def __init__(self, store: Store, sid: str, worker: str, lease_s: float):
+        self.store, self.sid, self.worker, self.lease_s = store, sid, worker, lease_s
+        self._stop = threading.Event()
+        self.lost = False
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{sid[:8]}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease_s / 3):
+            try:
+                if not self.store.heartbeat(self.sid, self.worker, self.lease_s):
+                    self.lost = True
+                    return
+            except Exception:  # noqa: BLE001 — a busy database: try again at the next beat
+                logger.warning("heartbeat of %s failed", self.sid, exc_info=True)
+        self.store.close()
+
+    def check(self) -> None:
+        if self.lost:
+            raise LeaseLost(self.sid)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)

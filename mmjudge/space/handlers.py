@@ -1,0 +1,410 @@
+"""Scoring for the Space: which metrics apply, running them, and what the page shows.
+
+Metrics are offered from :func:`mmjudge.available_metrics` and their declarations
+(:meth:`~mmjudge.metrics.base.Metric.spec_for`): a metric that needs images, references or a task the
+item lacks is skipped with the reason; results are read only through :class:`mmjudge.report.Report`.
+
+>>> from mmjudge.space import Settings
+>>> [c.label for c in metric_choices(Settings())]
+['HarmonicEval', 'FLEUR', 'RefFLEUR', 'CLIP-S', 'RefCLIP-S', 'BLEU', 'ROUGE-L', 'CIDEr-D']
+>>> choice = {c.label: c for c in metric_choices(Settings())}["RefCLIP-S"]
+>>> choice.skip_reason({"task": "ic", "text": "a dog", "image": "x"})
+'needs reference texts (one per line under References)'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+from mmjudge import registry
+from mmjudge.metrics import available_metrics
+from mmjudge.metrics.base import MetricSpec
+from mmjudge.report import Report
+from mmjudge.space.inputs import TASKS
+from mmjudge.space.settings import Settings
+
+Progress = Callable[..., Any]
+
+# (label on the page, metric module, configuration); offered when the module exists.
+_KNOWN = (
+    ("HarmonicEval", "harmonic_eval", None),
+    ("FLEUR", "fleur", "fleur"),
+    ("RefFLEUR", "fleur", "reffleur"),
+    ("CLIP-S", "clip_score", "clip_score"),
+    ("RefCLIP-S", "clip_score", "ref_clip_score"),
+    ("BLEU", "baselines", "bleu"),
+    ("ROUGE-L", "baselines", "rouge_l"),
+    ("CIDEr-D", "baselines", "cider"),
+    ("VELA", "vela", None),
+)
+# Metrics that load a learned checkpoint appear only once one is configured (MMJUDGE_SPACE_METRIC_OPTIONS).
+_NEEDS_OPTIONS = ("vela",)
+# Metrics scored by the shared VLM judge.
+_JUDGED = ("harmonic_eval", "fleur")
+PRIMARY = "HarmonicEval"
+_NEEDS = {
+    "image": "needs an image",
+    "references": "needs reference texts (one per line under References)",
+    "question": "needs a question",
+    "box": "needs a box",
+}
+
+
+@dataclass(frozen=True)
+class MetricChoice:
+    """One metric configuration the page offers."""
+
+    label: str
+    name: str
+    config: Optional[str]
+    spec: MetricSpec
+
+    @property
+    def note(self) -> str:
+        """One line on what it measures (the metric's own declaration)."""
+        return self.spec.description
+
+    def skip_reason(self, item: dict) -> Optional[str]:
+        """Why this metric cannot score ``item`` (``None`` when it can)."""
+        task = item.get("task", "ic")
+        if task not in self.spec.tasks:
+            names = ", ".join(TASKS.get(t, t) for t in self.spec.tasks)
+            return f"scores {names} only"
+        for spec in self.spec.inputs:
+            needed = spec.required or task in spec.required_for
+            if needed and spec.item_key != "text" and not item.get(spec.item_key):
+                return _NEEDS.get(spec.kind, f"needs {spec.item_key}")
+        return None
+
+
+def metric_choices(settings: Settings, names: Optional[Sequence[str]] = None) -> list[MetricChoice]:
+    """The metric configurations this install offers, HarmonicEval first."""
+    installed = set(available_metrics() if names is None else names)
+    out = []
+    for label, name, config in _KNOWN:
+        if name not in installed or (name in _NEEDS_OPTIONS and not settings.metric_options.get(name)):
+            continue
+        try:
+            spec = registry.entry("mmjudge.metrics", name, "metric").spec_for(config)
+        except Exception:  # a metric that cannot even declare itself here is not offered
+            continue
+        out.append(MetricChoice(label, name, config, spec))
+    return out
+
+
+@dataclass
+class SpaceResult:
+    """One scored item: a :class:`Report` per metric that ran, and why the others did not."""
+
+    item: dict
+    reports: dict[str, Report] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    demo: bool = False
+
+    def row(self, label: str) -> dict:
+        return self.reports[label].rows[0]
+
+    @property
+    def harmonic(self) -> Optional[dict]:
+        return self.row(PRIMARY) if PRIMARY in self.reports else None
+
+
+class Scorer:
+    """Loads each chosen metric once (one judge shared by HarmonicEval and FLEUR) and scores items.
+
+    Args:
+        settings: the Space's settings.
+        judge: a ready judge to use instead of the one the settings name (tests: ``ScriptedJudge``).
+    """
+
+    def __init__(self, settings: Settings, judge: Any = None):
+        self.settings = settings
+        self.choices = {c.label: c for c in metric_choices(settings)}
+        self._judge = judge
+        self._metrics: dict[tuple[str, bool], Any] = {}
+        self._lock = threading.Lock()  # two requests must not load the same model twice
+
+    def judge(self) -> Any:
+        if self._judge is None:
+            from mmjudge.metrics.base import build_judge
+
+            options = {"device": self.settings.device} if self.settings.device else {}
+            cache = self.settings.cache or False
+            self._judge = build_judge(self.settings.model, self.settings.judge, cache, **options)
+        return self._judge
+
+    def metric(self, label: str, explain: bool = False) -> Any:
+        """The loaded metric of choice ``label`` (HarmonicEval: the instance with or without
+        explanations; both share the judge, so concurrent requests never flip a shared flag)."""
+        key = (label, bool(explain) and self.choices[label].name == "harmonic_eval")
+        with self._lock:
+            if key not in self._metrics:
+                self._metrics[key] = self._load(self.choices[label], explain=key[1])
+            return self._metrics[key]
+
+    def _load(self, choice: MetricChoice, explain: bool = False) -> Any:
+        import mmjudge
+
+        kwargs: dict[str, Any] = dict(self.settings.metric_options.get(choice.name, {}))
+        if explain:
+            kwargs["explain"] = True
+        if choice.name in _JUDGED:
+            kwargs.update(judge=self.judge(), cache=False)  # the shared judge carries the cache
+            if choice.name == "fleur" and self.settings.demo:
+                kwargs.setdefault("max_new_tokens", 16)  # a random model never prints a score: stop early
+        elif choice.name == "clip_score":
+            kwargs.setdefault("model", self.settings.clip_model)
+            if self.settings.device:
+                kwargs.setdefault("device", self.settings.device)
+        return mmjudge.load(choice.name, choice.config, **kwargs)
+
+    def score(
+        self, item: dict, labels: Sequence[str], explain: bool = False, progress: Optional[Progress] = None
+    ) -> SpaceResult:
+        """Score ``item`` with the metrics named in ``labels`` (unknown or inapplicable ones are listed
+        in ``skipped``). ``progress(fraction, desc=...)`` is called before each metric."""
+        if not labels:
+            raise ValueError("Metrics: none chosen. Tick at least one metric.")
+        result = SpaceResult(item=item, demo=self.settings.demo)
+        todo = []
+        for label in labels:
+            choice = self.choices.get(label)
+            reason = "not available in this Space" if choice is None else choice.skip_reason(item)
+            if reason:
+                result.skipped[label] = reason
+            else:
+                todo.append(label)
+        for k, label in enumerate(todo):
+            if progress is not None:
+                progress(k / len(todo), desc=f"{label}: loading and scoring")
+            try:
+                metric = self.metric(label, explain)
+                result.reports[label] = Report.from_items(metric, [item], default_task=item["task"], progress=None)
+            except Exception as err:  # noqa: BLE001 - one metric failing (no weights, no GPU) spares the others
+                if len(todo) == 1:
+                    raise
+                logging.getLogger("mmjudge.space").exception("%s failed", label)
+                result.failed[label] = short_reason(err)
+        if progress is not None:
+            progress(1.0, desc="done")
+        return result
+
+
+def short_reason(err: BaseException, limit: int = 160) -> str:
+    """The first line of an error, shortened, for a table cell (``|`` would break the table)."""
+    first = (str(err).strip().splitlines() or [""])[0].replace("|", "/")
+    text = f"{type(err).__name__}: {first}" if not isinstance(err, ValueError) else first
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------- formatting
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    if isinstance(value, (int, float)):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+DEMO_WARNING = (
+    "DEMO MODE: the judge is a tiny model with RANDOM weights (or a hash-based stand-in). "
+    "It proves the page works; its scores are MEANINGLESS."
+)
+
+
+def criteria(result: SpaceResult) -> list[str]:
+    """HarmonicEval's criteria in this result, in their order."""
+    if PRIMARY not in result.reports:
+        return []
+    spec = result.reports[PRIMARY].spec
+    return [name for name in spec.score_names() if name != spec.primary]
+
+
+def criteria_frame(result: SpaceResult):
+    """A ``pandas.DataFrame`` with ``criterion``, ``score`` (1–5), ``sigma``, ``weight``: the chart's data."""
+    import pandas as pd
+
+    row = result.harmonic
+    names = criteria(result)
+    return pd.DataFrame({
+        "criterion": names,
+        "score": [float(row[c]) for c in names] if row else [],
+        "sigma": [float(row[f"{c}_sigma"]) for c in names] if row else [],
+        "weight": [float(row[f"{c}_weight"]) for c in names] if row else [],
+    })  # fmt: skip
+
+
+def overall_markdown(result: SpaceResult) -> str:
+    """The headline: HarmonicEval's overall score (or a note that it was not run)."""
+    lines = []
+    if result.demo:
+        lines.append(f"**{DEMO_WARNING}**\n")
+    row = result.harmonic
+    if row is None:
+        lines.append("HarmonicEval was not run (tick it under Metrics for the per-criterion view).")
+    else:
+        lines.append(f"## Overall HarmonicEval score: {_num(row['overall'])} / 5")
+        lines.append(f"Task: {TASKS.get(result.item.get('task'), '')}. Criteria are weighted by how sure the judge is "
+                     "(smaller σ, larger weight).")  # fmt: skip
+    return "\n".join(lines)
+
+
+def criteria_markdown(result: SpaceResult) -> str:
+    """A table: each criterion's score, σ and weight (and how much probability the judge put on 1–5)."""
+    row = result.harmonic
+    if row is None:
+        return ""
+    lines = ["| Criterion | Score (1–5) | σ | Weight | Mass on 1–5 |", "|---|---:|---:|---:|---:|"]
+    for c in criteria(result):
+        lines.append(f"| {c} | {_num(row[c])} | {_num(row[f'{c}_sigma'])} | {_num(row[f'{c}_weight'])} | {_num(row.get(f'{c}_mass'))} |")
+    return "\n".join(lines)
+
+
+def explanation_texts(result: SpaceResult) -> dict[str, str]:
+    """Criterion → its explanation (or a line saying how to get one)."""
+    row = result.harmonic or {}
+    out = {}
+    for c in criteria(result):
+        text = row.get(f"{c}_explanation")
+        out[c] = text if text else "No explanation asked for: tick *Explain each criterion* and score again."
+    return out
+
+
+def others_markdown(result: SpaceResult, choices: dict[str, MetricChoice]) -> str:
+    """Every other metric's primary score (and its other scores) side by side, each with what it
+    measures; metrics that could not run, with why."""
+    lines = ["| Metric | Score | What it measures |", "|---|---:|---|"]
+    any_row = False
+    for label, report in result.reports.items():
+        if label == PRIMARY:
+            continue
+        row = report.rows[0]
+        names = [n for n in report.spec.score_names() if n in row]
+        score = _num(row[names[0]])
+        if score == "—":
+            score = "— (no score)"
+        extra = ", ".join(f"{n} {_num(row[n])}" for n in names[1:])
+        primary = report.spec.output(report.spec.primary)
+        note = f"{report.spec.description}; {primary.name}: {primary.description}" + (f" (also {extra})" if extra else "")
+        lines.append(f"| {label} | {score} | {note} |")
+        any_row = True
+    for label, reason in result.skipped.items():
+        note = choices[label].note if label in choices else ""
+        lines.append(f"| {label} | not run: {reason} | {note} |")
+        any_row = True
+    for label, reason in result.failed.items():
+        note = choices[label].note if label in choices else ""
+        lines.append(f"| {label} | failed: {reason} | {note} |")
+        any_row = True
+    return "\n".join(lines) if any_row else "No other metric chosen."
+
+
+def share_payload(result: SpaceResult) -> dict:
+    """The "share this result" JSON: task, text, and per metric its scores and signature."""
+    item = result.item
+    payload: dict[str, Any] = {"task": item.get("task"), "text": item.get("text")}
+    for key in ("question", "box", "references"):
+        if item.get(key):
+            payload[key] = item[key]
+    if result.demo:
+        payload["warning"] = DEMO_WARNING
+    payload["scores"] = {}
+    for label, report in result.reports.items():
+        record = report.to_records()[0]
+        kept = {k: v for k, v in record.items() if k not in ("id", "task", "text")}
+        payload["scores"][label] = kept
+    return payload
+
+
+def share_json(result: SpaceResult) -> str:
+    return json.dumps(share_payload(result), ensure_ascii=False, indent=2)
+
+
+def signatures_text(result: SpaceResult) -> str:
+    """One ``label: signature`` line per metric that ran."""
+    return "\n".join(f"{label}: {sig}" for label, report in result.reports.items() for sig in report.signatures)
+
+
+# ------------------------------------------------------------------------------------- one request
+@dataclass
+class PageValues:
+    """Everything the page shows after Score, as plain values (the Gradio shell only places them)."""
+
+    status: str
+    overall: str = ""
+    frame: Any = None  # pandas.DataFrame for the chart
+    criteria_table: str = ""
+    boxed_image: Any = None  # the REG image with its box drawn
+    explanations: dict[str, str] = field(default_factory=dict)
+    others: str = ""
+    signatures: str = ""
+    share_json: str = ""
+    result: Optional[SpaceResult] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+
+def error_line(err: BaseException) -> str:
+    """The one line the page shows for a failed request."""
+    if isinstance(err, ValueError):
+        return f"**Error:** {err}"
+    # Not a user mistake: say so without a traceback (the server log has it).
+    return (f"**Error:** scoring failed ({type(err).__name__}). This is a problem of the Space, not of your "
+            "input; the details are in its log.")  # fmt: skip
+
+
+def score_page(
+    scorer: Scorer,
+    task: str,
+    image: Any,
+    text: Optional[str],
+    question: Optional[str] = None,
+    references: Optional[str] = None,
+    editor: Any = None,
+    box_text: Optional[str] = None,
+    metrics: Optional[Sequence[str]] = None,
+    explain: bool = False,
+    progress: Optional[Progress] = None,
+) -> PageValues:
+    """Check the page's fields, score them, and format everything the page shows. Never raises:
+    a mistake becomes ``status`` (one readable line)."""
+    import logging
+
+    from mmjudge.images import draw_box
+    from mmjudge.space.inputs import build_item
+
+    s = scorer.settings
+    try:
+        item = build_item(task, image, text, question, references, editor, box_text,
+                          s.max_chars, s.max_references, s.max_pixels)  # fmt: skip
+        result = scorer.score(item, list(metrics or []), explain=explain, progress=progress)
+    except Exception as err:  # noqa: BLE001 - the page must show a line, never a traceback
+        if not isinstance(err, ValueError):
+            logging.getLogger("mmjudge.space").exception("scoring failed")
+        return PageValues(status=error_line(err))
+    if not result.reports:
+        why = "; ".join(f"{k}: {v}" for k, v in {**result.skipped, **result.failed}.items())
+        return PageValues(status=f"**Error:** no chosen metric could score this input ({why}).")
+    ran = ", ".join(result.reports)
+    skipped = f" Not run: {', '.join(result.skipped)}." if result.skipped else ""
+    failed = f" Failed: {', '.join(result.failed)} (see Other metrics)." if result.failed else ""
+    return PageValues(
+        status=f"Scored with {ran}.{skipped}{failed}",
+        overall=overall_markdown(result),
+        frame=criteria_frame(result),
+        criteria_table=criteria_markdown(result),
+        boxed_image=draw_box(item["image"], item["box"], "Box") if item.get("box") else None,
+        explanations=explanation_texts(result),
+        others=others_markdown(result, scorer.choices),
+        signatures=signatures_text(result),
+        share_json=share_json(result),
+        result=result,
+    )

@@ -1,0 +1,146 @@
+"""Settings of the Space: which judge scores, on which device, how many requests run and wait.
+
+Read from environment variables (a Hugging Face Space sets them under *Settings → Variables*) and
+overridden by ``mmjudge space`` flags. Every variable is optional:
+
+==================================  ===========================================================
+``MMJUDGE_SPACE_MODEL``             judge model (Hub id or folder); default Qwen2.5-VL-7B-Instruct
+``MMJUDGE_SPACE_JUDGE``             judge backend (``transformers``, ``dummy``, …)
+``MMJUDGE_SPACE_DEVICE``            ``cuda``, ``cpu``, … (default: the backend's choice)
+``MMJUDGE_SPACE_DEMO``              ``1``: the tiny offline random judge, scores labelled MEANINGLESS
+``MMJUDGE_SPACE_CLIP_MODEL``        CLIP model of CLIP-S / RefCLIP-S
+``MMJUDGE_SPACE_CONCURRENCY``       scoring requests run at once (default 1: one GPU, one judge)
+``MMJUDGE_SPACE_QUEUE_SIZE``        requests allowed to wait; beyond it the page says it is busy
+``MMJUDGE_SPACE_MAX_CHARS``         longest text, question or reference accepted (characters)
+``MMJUDGE_SPACE_METRIC_OPTIONS``    JSON ``{"metric name": {option: value}}`` passed to ``mmjudge.load``
+                                    (e.g. a VELA checkpoint: the VELA choice appears only with one)
+``MMJUDGE_SPACE_CACHE``             judge cache file; ``0`` turns the cache off (default off)
+==================================  ===========================================================
+
+>>> s = Settings.from_env({"MMJUDGE_SPACE_DEMO": "1", "MMJUDGE_SPACE_QUEUE_SIZE": "4"})
+>>> s.demo, s.model, s.judge, s.max_queue, s.concurrency
+(True, 'tiny-random', 'transformers', 4, 1)
+>>> Settings.from_env({"MMJUDGE_SPACE_CONCURRENCY": "0"})
+Traceback (most recent call last):
+...
+ValueError: MMJUDGE_SPACE_CONCURRENCY: expected a whole number >= 1, but got '0'.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Optional
+
+from mmjudge.models import TINY_RANDOM
+
+DEFAULT_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
+DEFAULT_CLIP = "openai/clip-vit-base-patch32"
+# Long enough for any caption, answer or long description the paper's tasks produce; a guard against
+# pasting a book (a 100k-character text would take the judge minutes and fill its context).
+DEFAULT_MAX_CHARS = 5000
+DEFAULT_MAX_REFERENCES = 20
+# Larger images are refused before decoding (PIL's own bomb limit is ~89 Mpx; a Space has less memory).
+DEFAULT_MAX_PIXELS = 40_000_000
+
+_PREFIX = "MMJUDGE_SPACE_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the Space reads from its environment.
+
+    Attributes:
+        model: judge model for HarmonicEval and FLEUR (one judge is loaded and shared).
+        judge: judge backend name.
+        device: device for the judge and CLIP (``None``: the backend decides).
+        demo: the tiny offline random judge; the page labels every score as meaningless.
+        clip_model: CLIP model for CLIP-S / RefCLIP-S.
+        concurrency: scoring requests that run at once (``default_concurrency_limit``).
+        max_queue: requests that may wait (``max_size``); beyond it Gradio answers "busy".
+        max_chars: longest text / question / reference accepted.
+        max_references: most reference texts accepted.
+        max_pixels: largest image accepted.
+        metric_options: per-metric keyword arguments for :func:`mmjudge.load`.
+        cache: judge cache file, or ``False``.
+    """
+
+    model: str = DEFAULT_MODEL
+    judge: str = "transformers"
+    device: Optional[str] = None
+    demo: bool = False
+    clip_model: str = DEFAULT_CLIP
+    concurrency: int = 1
+    max_queue: int = 16
+    max_chars: int = DEFAULT_MAX_CHARS
+    max_references: int = DEFAULT_MAX_REFERENCES
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    metric_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    cache: Any = False
+
+    def __post_init__(self) -> None:
+        for name in ("concurrency", "max_queue", "max_chars", "max_references", "max_pixels"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"Settings.{name}: expected a whole number >= 1, but got {value!r}.")
+
+    @classmethod
+    def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "Settings":
+        """Settings from ``MMJUDGE_SPACE_*`` variables (``os.environ`` by default)."""
+        env = os.environ if environ is None else environ
+        kwargs: dict[str, Any] = {}
+        for name in ("model", "judge", "device", "clip_model"):
+            value = env.get(_PREFIX + name.upper(), "").strip()
+            if value:
+                kwargs[name] = value
+        for name, var in (("concurrency", "CONCURRENCY"), ("max_queue", "QUEUE_SIZE"), ("max_chars", "MAX_CHARS")):
+            if env.get(_PREFIX + var, "").strip():
+                kwargs[name] = _whole(env[_PREFIX + var], _PREFIX + var)
+        if env.get(_PREFIX + "METRIC_OPTIONS", "").strip():
+            kwargs["metric_options"] = _options(env[_PREFIX + "METRIC_OPTIONS"], _PREFIX + "METRIC_OPTIONS")
+        cache = env.get(_PREFIX + "CACHE", "").strip()
+        if cache:
+            kwargs["cache"] = False if cache.lower() in ("0", "false", "no", "off") else cache
+        demo = env.get(_PREFIX + "DEMO", "").strip().lower() in ("1", "true", "yes", "on")
+        settings = cls(**kwargs)
+        return settings.as_demo() if demo else settings
+
+    def as_demo(self) -> "Settings":
+        """The offline demo: the tiny random-weight judge (and tiny CLIP) unless a backend was chosen
+        that needs no weights (``judge="dummy"``)."""
+        if self.judge in ("transformers", None):
+            return replace(self, demo=True, model=TINY_RANDOM, clip_model=TINY_RANDOM)
+        return replace(self, demo=True, clip_model=TINY_RANDOM)
+
+    def override(self, **values: Any) -> "Settings":
+        """A copy with the given (non-``None``) values; used by ``mmjudge space`` flags."""
+        given = {k: v for k, v in values.items() if v is not None}
+        return replace(self, **given) if given else self
+
+    @property
+    def judge_label(self) -> str:
+        """One line naming the judge, for the page."""
+        if self.judge == "transformers":
+            return f"{self.model} (transformers)"
+        return f"{self.judge} backend" + (f", model {self.model}" if self.judge != "dummy" else "")
+
+
+def _whole(raw: str, name: str) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{name}: expected a whole number >= 1, but got {raw!r}.")
+    return value
+
+
+def _options(raw: str, name: str) -> dict:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{name}: not valid JSON ({err}).") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ValueError(f'{name}: expected {{"metric": {{"option": value}}}}, but got {raw!r}.')
+    return value

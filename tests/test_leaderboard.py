@@ -1,0 +1,304 @@
+"""Leaderboard engine: validation, ranking, the store's queue and recovery, protection, Hub sync, worker.
+
+The worker tests use the hash-based ``dummy`` judge: they prove plumbing, never quality."""
+
+import json
+import math
+import threading
+import time
+
+import pytest
+
+from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores, get_benchmark
+from mmjudge.leaderboard.hub_sync import HubSync
+from mmjudge.leaderboard.intake import submit
+from mmjudge.leaderboard.protection import RateLimit, check_admin, safe_link, safe_text
+from mmjudge.leaderboard.ranking import competition_ranks, group_by_signature, rank_metrics, rank_models
+from mmjudge.leaderboard.store import Store
+from mmjudge.leaderboard.validation import SubmissionError, validate_outputs, validate_scores
+from mmjudge.leaderboard.worker import Worker
+from mmjudge.signature import Signature
+
+
+def jsonl(rows) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+IDS = ["a", "b", "c"]
+GOOD = [{"id": "a", "text": "A dog."}, {"id": "b", "text": "A cat."}, {"id": "c", "text": "A cow."}]
+
+
+# ------------------------------------------------------------------------------------- validation
+def test_valid_outputs_come_back_in_benchmark_order():
+    assert validate_outputs(jsonl(GOOD[::-1]), IDS) == GOOD
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"x" * 101, "the file has 101 bytes; the limit is 100."),
+        (b'{"id": "a", "text": "caf\xe9"}\n', "line 1: not UTF-8 (byte 24); save the file as UTF-8."),
+        (b"", "the file holds no JSON lines."),
+        (b'{"id": "a", "text": "x"}\n{"id": "b", "text": \n', "line 2: not valid JSON (Expecting value at column 21)."),
+        (b'["a", "x"]\n', "line 1: expected a JSON object like {\"id\": …}, but got list."),
+        (b'{"text": "x"}\n', "line 1: 'id' must be a non-empty string, but got None."),
+        (b'{"id": 3, "text": "x"}\n', "line 1: 'id' must be a non-empty string, but got 3."),
+    ],
+)
+def test_parse_rejections(data, message):
+    with pytest.raises(SubmissionError) as err:
+        validate_outputs(data, IDS, max_bytes=100)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        (GOOD[:2], "missing 1 id(s) of the benchmark: 'c'."),
+        (GOOD + [{"id": "z", "text": "x"}], "line 4: 1 id(s) are not in the benchmark: 'z'."),
+        (GOOD + [{"id": "a", "text": "again"}], "line 4: duplicate id 'a' (first on line 1)."),
+        ([GOOD[0], {"id": "b", "text": "  "}, GOOD[2]], "line 2 (id 'b'): 'text' is empty."),
+        ([GOOD[0], {"id": "b"}, GOOD[2]], "line 2 (id 'b'): 'text' must be a string, but got NoneType."),
+        ([GOOD[0], GOOD[1], {"id": "c", "text": "y" * 11}], "line 3 (id 'c'): 'text' has 11 characters; the limit is 10."),
+    ],
+)
+def test_output_rejections(rows, message):
+    with pytest.raises(SubmissionError) as err:
+        validate_outputs(jsonl(rows), IDS, max_chars=10)
+    assert str(err.value) == message
+
+
+def test_score_rejections():
+    ok = [{"id": i, "score": 0.5, "fluency": 1} for i in IDS]
+    assert validate_scores(jsonl(ok), IDS) == {i: {"score": 0.5, "fluency": 1.0} for i in IDS}
+    cases = [
+        ([{"id": i, "text": "x"} for i in IDS], "no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}."),
+        (ok[:2] + [{"id": "c", "score": 0.1}], "line 3 (id 'c'): missing score 'fluency' (other lines have it)."),
+        (ok[:2] + [{"id": "c", "score": "high", "fluency": 1}], "line 3 (id 'c'): 'score' is 'high', not a number."),
+        (ok[:2] + [{"id": "c", "score": True, "fluency": 1}], "line 3 (id 'c'): 'score' is True, not a number."),
+    ]
+    for rows, message in cases:
+        with pytest.raises(SubmissionError) as err:
+            validate_scores(jsonl(rows), IDS)
+        assert str(err.value) == message
+    for bad in (b"NaN", b"Infinity", b"-Infinity"):
+        data = jsonl(ok[:2]) + b'{"id": "c", "score": ' + bad + b', "fluency": 1}\n'
+        with pytest.raises(SubmissionError, match=r"line 3 \(id 'c'\): 'score' is (nan|inf|-inf); scores must be finite"):
+            validate_scores(data, IDS)
+
+
+# ---------------------------------------------------------------------------------------- ranking
+def entry(sid, name, overall, sig, created, criteria=None, tasks=None):
+    return {"id": sid, "name": name, "signature": str(sig), "created_at": created,
+            "summary": {"overall": overall, "criteria": criteria or {}, "tasks": tasks or {}}}
+
+
+def test_models_ranked_in_exact_order_within_signature_groups():
+    s1 = Signature.make("harmonic_eval", judge="dummy", gamma=0.75)
+    s1_newer = s1.replace(mmjudge="9.9.9")  # software version only: still comparable
+    s2 = s1.replace(gamma=0.5)  # another γ: never ranked with s1
+    entries = [
+        entry("1", "low", 2.0, s1, 1, {"fluency": 4.9}, {"ic": {"overall": 2.0, "n": 1}}),
+        entry("2", "high", 4.5, s2, 2),
+        entry("3", "mid", 3.0, s1_newer, 3, {"fluency": 1.0}, {"ic": {"overall": 3.5, "n": 1}}),
+        entry("4", "top", 4.0, s1, 4, {"fluency": 3.0}, {"ic": {"overall": 1.0, "n": 1}}),
+        entry("5", "mid-too", 3.0, s1, 5, {"fluency": 2.0}),
+    ]
+    tables = rank_models(entries)
+    assert [t["signature"] for t in tables] == [str(s1), str(s2)]
+    assert [(r["rank"], r["name"]) for r in tables[0]["rows"]] == [(1, "top"), (2, "mid"), (2, "mid-too"), (4, "low")]
+    assert [(r["rank"], r["name"]) for r in tables[1]["rows"]] == [(1, "high")]
+    by_fluency = rank_models(entries, criterion="fluency")[0]["rows"]
+    assert [r["name"] for r in by_fluency] == ["low", "top", "mid-too", "mid"]
+    by_ic = rank_models(entries, task="ic")[0]["rows"]
+    assert [(r["rank"], r["name"]) for r in by_ic] == [(1, "mid"), (2, "low"), (3, "top"), (None, "mid-too")]
+    assert [len(g) for g in group_by_signature(entries)] == [4, 1]
+    assert competition_ranks([1.0, 3.0, 3.0, 2.0]) == [4, 1, 1, 3]
+
+
+# ------------------------------------------------------------------------------------------ store
+def add(store, data=b"x", name="m"):
+    return store.add_submission(track="models", benchmark="demo-inputs", name=name, submitter="s", data=data)
+
+
+def test_submission_is_durable_before_receipt(tmp_path):
+    store = Store(tmp_path)
+    sid = add(store, b"payload")
+    other = Store(tmp_path)  # a fresh connection (another process) sees the committed row and the file
+    row = other.get(sid)
+    assert row["status"] == "PENDING" and row["file_name"] == f"{sid}.jsonl"
+    assert (tmp_path / "uploads" / row["file_name"]).read_bytes() == b"payload"
+    assert other.connect().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_concurrent_claims_take_each_job_once(tmp_path):
+    store = Store(tmp_path)
+    ids = [add(store, str(i).encode()) for i in range(20)]
+    claimed, lock = [], threading.Lock()
+
+    def claimer(n):
+        while True:
+            job = store.claim(f"w{n}", lease_s=60)
+            if job is None:
+                return
+            with lock:
+                claimed.append(job["id"])
+
+    threads = [threading.Thread(target=claimer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(claimed) == sorted(ids)
+    assert store.counts()["RUNNING"] == 20
+
+
+def test_expired_lease_requeues_and_stale_worker_cannot_commit(tmp_path):
+    store = Store(tmp_path)
+    sid = add(store)
+    t0 = time.time()
+    assert store.claim("dead", lease_s=10, now=t0)["worker"] == "dead"
+    assert store.claim("alive", lease_s=10, now=t0 + 5) is None  # lease still valid: nothing to take
+    job = store.claim("alive", lease_s=10, now=t0 + 11)  # the dead worker's lease ran out
+    assert job["id"] == sid and job["attempts"] == 2
+    assert store.complete(sid, "dead", signature="s", summary={}, rows=[]) is False
+    assert store.heartbeat(sid, "dead") is False
+    assert store.complete(sid, "alive", signature="s", summary={"x": 1}, rows=[]) is True
+    assert store.complete(sid, "alive", signature="s", summary={"x": 2}, rows=[]) is False  # DONE once
+    assert store.counts()["results"] == 1 and store.result(sid)["summary"] == {"x": 1}
+
+
+def test_requeue_deletes_old_results(tmp_path):
+    store = Store(tmp_path)
+    sid = add(store)
+    store.claim("w")
+    store.complete(sid, "w", signature="s", summary={}, rows=[])
+    assert store.requeue(sid) and store.get(sid)["status"] == "PENDING" and store.result(sid) is None
+    assert [q["position"] for q in store.queue()] == [1]
+
+
+# ------------------------------------------------------------------------------------- protection
+def test_escaping_and_links():
+    assert safe_text("<script>alert('x')</script>") == "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;"
+    assert safe_link('https://x.org/"onmouseover="a') == ""
+    assert safe_link("data:text/html,<b>") == ""
+
+
+def test_admin_token(monkeypatch):
+    with pytest.raises(PermissionError, match="admin actions are disabled"):
+        check_admin("anything", env={})
+    with pytest.raises(PermissionError, match="wrong admin token"):
+        check_admin("guess", env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
+    check_admin("s3cret", env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
+
+
+def test_intake_refusals_are_logged_with_reason(tmp_path):
+    store = Store(tmp_path)
+    good = jsonl(demo_outputs(0))
+    limit = RateLimit(max_submissions=3, window_s=3600)
+    kw = dict(track="models", benchmark="demo-inputs", submitter="eve", rate_limit=limit)
+    first = submit(store, name="<b>bold</b>", data=good, **kw)
+    assert first.accepted and store.get(first.id)["name"] == "<b>bold</b>"  # stored as data
+    dup = submit(store, name="again", data=good, **kw)
+    assert not dup.accepted and dup.message.startswith("duplicate: the same file was already submitted as '<b>bold</b>'")
+    bad = submit(store, name="bad", data=b"{", **kw)
+    assert bad.message == "invalid file: line 1: not valid JSON (Expecting property name enclosed in double quotes at column 2)."
+    limited = submit(store, name="more", data=jsonl(demo_outputs(1)), **kw)
+    assert limited.message.startswith("rate limit: 'eve' has sent 3 submissions")
+    wrong_track = submit(store, track="metrics", benchmark="demo-inputs", name="x", submitter="z", data=good)
+    assert wrong_track.message == "benchmark 'demo-inputs' belongs to the models track, not metrics."
+    reasons = [r["reason"].split(":")[0] for r in store.rejections()]
+    assert reasons == ["duplicate", "invalid file", "rate limit", "benchmark 'demo-inputs' belongs to the models track, not metrics."]
+
+
+# ---------------------------------------------------------------------------------------- hub sync
+class FakeHfApi:
+    """Stand-in for huggingface_hub.HfApi: records uploads; can fail on demand."""
+
+    def __init__(self):
+        self.files, self.fail = {}, False
+
+    def upload_file(self, *, path_or_fileobj, path_in_repo, repo_id, repo_type, commit_message):
+        assert repo_type == "dataset"
+        if self.fail:
+            raise ConnectionError("hub down")
+        self.files[(repo_id, path_in_repo)] = json.loads(path_or_fileobj)
+
+    def list_repo_files(self, repo_id, repo_type):
+        return [p for r, p in self.files if r == repo_id]
+
+
+def test_hub_sync_pushes_status_changes_and_retries(tmp_path):
+    store = Store(tmp_path)
+    api = FakeHfApi()
+    sync = HubSync.from_settings({"hub_requests_repo": "o/req", "hub_results_repo": "o/res"}, api=api)
+    assert HubSync.from_settings({}) is None
+    sid = add(store)
+    api.fail = True
+    assert sync.sync(store) == 0  # not marked synced: pushed next time
+    api.fail = False
+    assert sync.sync(store) == 1
+    assert api.files[("o/req", f"requests/demo-inputs/{sid}.json")]["status"] == "PENDING"
+    store.claim("w")
+    store.complete(sid, "w", signature="sig", summary={"overall": 3.0}, rows=[])
+    assert sync.sync(store) == 1
+    assert api.files[("o/req", f"requests/demo-inputs/{sid}.json")]["status"] == "FINISHED"
+    assert api.files[("o/res", f"results/demo-inputs/{sid}.json")]["summary"] == {"overall": 3.0}
+    assert sync.remote_requests() == [f"requests/demo-inputs/{sid}.json"]
+
+
+# ------------------------------------------------------------------------------------------ worker
+def test_worker_scores_both_tracks_and_ranks_metrics(tmp_path):
+    from mmjudge.metaeval import meta_evaluate
+
+    store = Store(tmp_path)
+    for q in range(2):
+        assert submit(store, track="models", benchmark="demo-inputs", name=f"m{q}", submitter="s", data=jsonl(demo_outputs(q))).accepted
+    for noise in (0.0, 3.0):
+        assert submit(store, track="metrics", benchmark="demo-judgments", name=f"noise{noise}", submitter="s",
+                      data=jsonl(demo_scores(noise, seed=1))).accepted
+    worker = Worker(store, {"judge": "dummy", "bootstrap": 50, "batch_size": 3, "explain_examples": 1}, progress=False)
+    assert worker.run(once=True) == 4
+    assert store.counts()["DONE"] == 4 and store.counts()["results"] == 4
+    # Models: the stored overall equals the mean of the stored per-item rows.
+    done = store.done("models")
+    rows = store.result(done[0]["id"])["rows"]
+    assert len(rows) == 8 and math.isclose(done[0]["summary"]["overall"], sum(r["overall"] for r in rows) / 8)
+    assert done[0]["summary"]["examples"][0]["explanation"]
+    # Metrics: the headline equals an independent meta-evaluation of the same scores, and ranks follow it.
+    hj = get_benchmark("demo-judgments").judgments()
+    tables = rank_metrics(store.done("metrics"))
+    assert len(tables) == 1
+    expected = {}
+    for noise in (0.0, 3.0):
+        scores = {r["id"]: {"score": r["score"]} for r in demo_scores(noise, seed=1)}
+        expected[f"noise{noise}"] = meta_evaluate(hj, {"m": scores}, bootstrap=0).headline("m")["value"]
+    got = {r["name"]: r["headline"] for r in tables[0]["rows"]}
+    assert got == pytest.approx(expected)
+    order = sorted(expected, key=lambda n: -expected[n])
+    assert [r["name"] for r in tables[0]["rows"]] == order
+
+
+def test_worker_fails_a_job_with_its_reason(tmp_path):
+    store = Store(tmp_path)
+    sid = store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"not json")
+    Worker(store, {"judge": "dummy"}, progress=False).run_once()
+    row = store.get(sid)
+    assert row["status"] == "FAILED" and row["reason"] == "scoring failed: line 1: not valid JSON (Expecting value at column 1)."
+
+
+def test_worker_cli_error_is_one_line(capsys, tmp_path):
+    from mmjudge.cli import main
+
+    assert main(["leaderboard-worker", "--data-dir", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.startswith("mmjudge leaderboard-worker: error: --data-dir ")
+
+
+def test_cli_commands_are_registered():
+    from mmjudge.cli import build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["leaderboard", "--demo", "--port", "7999", "--data-dir", "d", "--host", "0.0.0.0"])
+    assert (args.demo, args.port, args.data_dir, args.host, args.worker) == (True, 7999, "d", "0.0.0.0", None)
+    args = parser.parse_args(["leaderboard-worker", "--data-dir", "d", "--once", "--poll", "0.5", "--lease", "5"])
+    assert (args.data_dir, args.once, args.poll, args.lease) == ("d", True, 0.5, 5.0)
