@@ -75,3 +75,30 @@ def test_score_jsonl_writes_nan_as_null(tmp_path, capsys, offline):
     assert "NaN" not in text
     row = json.loads(text.strip().splitlines()[-1])
     assert row["score"] is None and row["signature"]
+
+
+def test_metaeval_prints_tables_without_out_and_skips_the_heatmap_without_matplotlib(tmp_path, capsys, monkeypatch):
+    import dataclasses
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from test_metaeval_cli import toy_mmhe, write_scores
+
+    hj, quality = toy_mmhe()
+    judgments = tmp_path / "mmhe.json"
+    judgments.write_text(json.dumps(dataclasses.asdict(hj)))
+    scores = write_scores(tmp_path / "a.jsonl", quality, 0.05, 1)
+    monkeypatch.chdir(tmp_path)
+    before = set(tmp_path.iterdir())
+    assert main(["metaeval", "--judgments", str(judgments), "--scores", scores, "--bootstrap", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "|" in out and "a" in out and "wrote" not in out
+    assert set(tmp_path.iterdir()) == before  # nothing written without --out
+    # matplotlib missing: the tables are written, the heatmap is skipped with one note.
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.backends.backend_agg", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    assert main(["metaeval", "--judgments", str(judgments), "--scores", scores, "--bootstrap", "0", "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "matplotlib is not installed, so heatmap.png was skipped" in err
+    assert not (tmp_path / "o" / "heatmap.png").exists() and (tmp_path / "o" / "results.json").is_file()

@@ -269,3 +269,12 @@ def test_count_of_kinds():
     """The report quotes these numbers: every kind here ends in a clear error (CLI and/or API)."""
     assert len(CASES) == 54
     assert sum(1 for c in CASES if c[1]) == 49 and sum(1 for c in CASES if c[2]) == 33
+
+
+def test_meteor_without_java_says_how_to_install_it(d, capsys, monkeypatch):
+    from mmjudge.baselines import meteor
+
+    monkeypatch.setattr(meteor.shutil, "which", lambda name: None)
+    rc, err = _run_cli("score --metric baselines --config meteor --text 'a dog' --references 'a dog runs'", d, capsys)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "apt-get install default-jre-headless" in err
