@@ -247,7 +247,7 @@ def bench_shape(family: str, args) -> dict:
     t0 = time.perf_counter()
     model, processor = build_model(family, args.tiny, device, samples)
     judge = TransformersJudge(model=lambda: (model, processor), device=device, batch_size=args.batch_size,
-                              compile=args.compile)  # fmt: skip
+                              compile=args.compile, share_prefix=not args.no_share)  # fmt: skip
     he = HarmonicEval(judge=judge, cache=False)
     params = sum(p.numel() for p in model.parameters()) / 1e9
     print(f"\n=== {family} ({'tiny' if args.tiny else 'full-size'}, {params:.2f} B params, RANDOM weights, "
@@ -284,8 +284,11 @@ def bench_shape(family: str, args) -> dict:
     print(f"  naive     : {result['naive']:8.2f} samples/s  ({len(naive_samples)} samples, one generate per criterion)")
     print(f"  ratio     : {result['ratio']:8.1f} x naive")
     print(f"  prefill   : {result['tokens_per_s']:8.0f} tokens/s run ({stats.tokens} tokens; "
-          f"{result['unshared_per_s']:.0f} tokens/s unshared-equivalent, {result['tokens_per_request']:.0f} tokens/request)")  # fmt: skip
+          f"{result['unshared_per_s']:.0f} tokens/s unshared-equivalent, {result['tokens_per_request']:.0f} tokens/request, "
+          f"{stats.padded_tokens / max(1, stats.tokens) - 1:.0%} padding)")  # fmt: skip
     print(f"  peak GPU  : {peak:8.2f} GiB (torch.cuda.max_memory_allocated)")
+    print(f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing batches "
+          "(images, tokens; in a background thread)")  # fmt: skip
     del he, judge, model
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -301,6 +304,7 @@ def main() -> None:
     parser.add_argument("--image-size", type=int, default=448)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model's forward")
+    parser.add_argument("--no-share", action="store_true", help="ablation: no shared image prefix")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU (smoke test, not a timing)")
     args = parser.parse_args()
     if args.batch_size != "auto":

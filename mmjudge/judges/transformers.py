@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
@@ -130,8 +131,12 @@ class ThroughputStats:
     requests: int = 0
     tokens: int = 0
     unshared_tokens: int = 0
+    padded_tokens: int = 0  # positions computed, padding included
+    prepare_seconds: float = 0.0  # CPU-side preparation (in the background thread when prefetching)
+    model_seconds: float = 0.0  # forward passes, until the probabilities are back on the CPU
 
-    def add(self, requests: int, tokens: int, unshared: Optional[int] = None) -> None:
+    def add(self, requests: int, tokens: int, unshared: Optional[int] = None, padded: Optional[int] = None) -> None:
+        self.padded_tokens += tokens if padded is None else padded
         self.requests += requests
         self.tokens += tokens
         self.unshared_tokens += tokens if unshared is None else unshared
@@ -346,11 +351,18 @@ class TransformersJudge(Judge):
         may (the answer of each request does not depend on its neighbours)."""
         if self.auto_batch and not self._auto_sized:
             self._size_batches(requests)
+        # The requests about one image stay adjacent; images are ordered by size (same number of image
+        # tokens) and then by the longest prompt about them, so a batch pads little.
+        group_length: dict = {}
+        for r in requests:
+            if r.image is not None:
+                group_length[r.image_digest] = max(group_length.get(r.image_digest, 0), r.length())
         order = sorted(
             range(len(requests)),
             key=lambda i: (
                 requests[i].image is None,
                 requests[i].image.size if requests[i].image is not None else (0, 0),
+                group_length.get(requests[i].image_digest, 0),
                 requests[i].image_digest or "",
                 requests[i].length(),
                 i,
@@ -396,6 +408,12 @@ class TransformersJudge(Judge):
     def _prepare_rating(self, requests: Sequence[RatingRequest]) -> "_PreparedBatch":
         """CPU-side work of one batch: render, tokenise, preprocess each distinct image once, and find the
         shared prefixes. Runs in a background thread while the previous batch is on the model."""
+        started = time.perf_counter()
+        batch = self._prepare_rating_inputs(requests)
+        self.stats.prepare_seconds += time.perf_counter() - started
+        return batch
+
+    def _prepare_rating_inputs(self, requests: Sequence[RatingRequest]) -> "_PreparedBatch":
         texts = [self.render(r) for r in requests]
         offsets = [self.prefix_offsets(t, r.answer_prefix) if r.read_prefix else None for t, r in zip(texts, requests)]
         keep = 1 + max((len(o) for o in offsets if o), default=0)
@@ -482,12 +500,15 @@ class TransformersJudge(Judge):
     def _rate_prepared(self, batch: "_PreparedBatch") -> list[RatingResult]:
         import torch
 
+        started = time.perf_counter()
         try:
             if batch.shared is not None:
                 logits = self._shared_logits(batch.shared, batch.keep)
             else:
                 inputs = {k: v.to(self.model.device) if hasattr(v, "to") else v for k, v in batch.inputs.items()}
-                self.stats.add(len(batch.requests), int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else 0)
+                ids = inputs["input_ids"]
+                real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else ids.numel()
+                self.stats.add(len(batch.requests), real, padded=ids.numel())
                 logits = self._last_logits(inputs, batch.keep)
         except torch.cuda.OutOfMemoryError:
             if len(batch.requests) == 1:
@@ -498,7 +519,9 @@ class TransformersJudge(Judge):
             self.batch_size = max(1, min(self.batch_size, half))
             logger.warning("Out of GPU memory with %d requests per batch; continuing with %d.", len(batch.requests), half)
             return self._rate_batch(batch.requests[:half]) + self._rate_batch(batch.requests[half:])
-        return self._read_ratings(batch.requests, torch.softmax(logits, dim=-1).cpu(), batch.offsets)
+        probs = torch.softmax(logits, dim=-1).cpu()
+        self.stats.model_seconds += time.perf_counter() - started
+        return self._read_ratings(batch.requests, probs, batch.offsets)
 
     def _shared_logits(self, shared: dict, keep: int):
         """Run each distinct prefix once, copy its KV cache to the requests that continue it, then run the
@@ -531,7 +554,8 @@ class TransformersJudge(Judge):
                          past_key_values=cache, use_cache=True, logits_to_keep=keep)  # fmt: skip
         if mrope:
             core.rope_deltas = None
-        self.stats.add(len(suffix_ids), shared["tokens"], shared["unshared_tokens"])
+        self.stats.add(len(suffix_ids), shared["tokens"], shared["unshared_tokens"],
+                       prefix["input_ids"].numel() + suffix_ids.numel())  # fmt: skip
         return out.logits[:, -keep:, :].float()
 
     def _read_ratings(self, requests, probs, offsets) -> list[RatingResult]:
