@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any
 
+from mmjudge import distributed
 from mmjudge.commands._options import add_judge_options, judge_options
 from mmjudge.models import TINY_RANDOM
 from mmjudge.report import Report
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         _print_table(i, row, report)
     for signature in report.signatures:
         print(f"signature: {signature}")
-    if args.output:
+    if args.output and distributed.is_main():  # under a launcher, one process writes
         report.to_jsonl(args.output)
         print(f"wrote {len(report.rows)} rows to {args.output}")
     return 0
