@@ -72,6 +72,28 @@ def test_shared_prefix_reads_prefix_steps_like_the_plain_path(family_dir):
             assert np.abs(np.array(sa.raw) - np.array(sb.raw)).max() < TOL
 
 
+RUBRIC = ("You are given a caption. Rate its fluency on a scale of 1 to 5, where 1 means very low and 5 means "
+          "extremely high; consider grammar, word choice and how naturally it reads. Caption: ")
+
+
+def _text_only_requests():
+    captions = ["a dog", "two people ride bikes down a street", "a cat sits on a mat next to a window", "red"]
+    return [RatingRequest([Turn("user", RUBRIC + c)], answer_prefix="Score: ", group=g)
+            for g in ("fluency", "clarity") for c in captions]  # fmt: skip
+
+
+@pytest.mark.parametrize("which", ["qwen2_vl", "llava", "text_lm"])
+def test_text_only_requests_share_their_rubric(which, tiny_qwen_dir, tiny_llava_dir, tiny_lm_dir):
+    model = {"qwen2_vl": tiny_qwen_dir, "llava": tiny_llava_dir, "text_lm": tiny_lm_dir}[which]
+    requests = _text_only_requests()
+    plain = load_judge("transformers", model=model, batch_size=1, share_prefix=False, prefetch=False)
+    reference = _raw(plain.rate(requests, progress=False))
+    for batch_size in (8, 3):
+        judge = load_judge("transformers", model=model, batch_size=batch_size)
+        assert np.abs(_raw(judge.rate(requests, progress=False)) - reference).max() < TOL, batch_size
+        assert judge.stats.tokens < 0.6 * judge.stats.unshared_tokens  # the rubric ran once per batch and group
+
+
 def test_expanded_token_ids_equal_the_processors(family_dir):
     """The shared path tokenises prompts itself (each image preprocessed once); its ids must be the
     processor's own ids for the full prompt."""

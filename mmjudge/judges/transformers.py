@@ -119,6 +119,8 @@ def _split_processor(processor: Any) -> tuple[Any, Any]:
 
 # batch_size="auto": requests per batch on CPU; at most this many on GPU; share of free GPU memory used.
 CPU_AUTO_BATCH = 8
+# Text-only requests take the shared-prefix path only when it saves at least this share of their tokens.
+MIN_SHARED_FRACTION = 0.2
 MAX_AUTO_BATCH = int(os.environ.get("MMJUDGE_MAX_AUTO_BATCH", "64"))
 AUTO_MEMORY_FRACTION = 0.5
 
@@ -347,7 +349,8 @@ class TransformersJudge(Judge):
     # -------------------------------------------------------------------------------------- planning
     def _plan(self, requests: Sequence[RatingRequest]) -> list[list[int]]:
         """Batches that keep the requests about one image together (so they can share its encoding and
-        prefix), length-sorted otherwise. Text-only and image requests never share a batch; criteria
+        prefix) and text-only requests of one group together (so they can share a rubric), length-sorted
+        otherwise. Text-only and image requests never share a batch; criteria
         may (the answer of each request does not depend on its neighbours)."""
         if self.auto_batch and not self._auto_sized:
             self._size_batches(requests)
@@ -363,7 +366,7 @@ class TransformersJudge(Judge):
                 requests[i].image is None,
                 requests[i].image.size if requests[i].image is not None else (0, 0),
                 group_length.get(requests[i].image_digest, 0),
-                requests[i].image_digest or "",
+                requests[i].image_digest or requests[i].group,  # text-only: one criterion's rubric together
                 requests[i].length(),
                 i,
             ),
@@ -418,64 +421,88 @@ class TransformersJudge(Judge):
         offsets = [self.prefix_offsets(t, r.answer_prefix) if r.read_prefix else None for t, r in zip(texts, requests)]
         keep = 1 + max((len(o) for o in offsets if o), default=0)
         batch = _PreparedBatch(list(requests), offsets, keep)
-        if self.share_prefix and self.processor is not None and all(r.image is not None for r in requests):
+        if self.share_prefix and (self.processor is not None or all(r.image is None for r in requests)):
             batch.shared = self._shared_inputs(requests, texts, keep)
         if batch.shared is None:
             batch.inputs = self._encode(requests, texts, to_device=False)
         return batch
 
     def _shared_inputs(self, requests: Sequence[RatingRequest], texts: Sequence[str], keep: int) -> Optional[dict]:
-        """Inputs for the prefix-sharing path, or ``None`` when this processor or batch does not allow it.
+        """Inputs for the prefix-sharing path, or ``None`` when this processor or batch does not allow it
+        (or it would save little).
 
         Why common-prefix analysis of the token ids, and not a hint from the metric: the judge interface
         stays "requests in, results out", every metric benefits, and sharing is only done where it is
-        provably the same computation: rows whose ids agree up to a point (the same image digest, the same
-        system prompt and chat template) have identical keys/values up to that point, so the prefix is
-        computed once and each request continues from a copy of its cache. Results equal the plain path
-        up to float rounding.
+        provably the same computation: rows whose ids agree up to a point have identical keys/values up to
+        that point, so that prefix is computed once and each request continues from a copy of its cache.
+        Results equal the plain path up to float rounding. Candidates for one prefix are the requests about
+        one image (same digest: system prompt + image, e.g. HarmonicEval's Correctness and Completeness) or,
+        without an image, the requests of one group (e.g. one criterion: its whole rubric comes before the
+        text under evaluation); the shared length is then measured on the token ids.
 
-        The processor is called once per batch on the DISTINCT images (with a bare image placeholder as
-        text), which gives their pixel tensors and how many placeholder tokens each expands to; each prompt
-        is then expanded and tokenised the way the processor does (placeholder repeated). Processors whose
-        expansion is not a plain repetition (e.g. Idefics3's tile markup), prompts with other than one
-        image placeholder, and prefixes that would not cover the whole image fall back to the plain path.
+        Images: the processor is called once per batch on the DISTINCT images (with a bare image
+        placeholder as text), which gives their pixel tensors and how many placeholder tokens each expands
+        to; each prompt is then expanded and tokenised the way the processor does (placeholder repeated).
+        Processors whose expansion is not a plain repetition (e.g. Idefics3's tile markup), prompts with
+        other than one image placeholder, and prefixes that would not cover the whole image fall back to
+        the plain path.
         """
         import torch
 
-        image_token = getattr(self.processor, "image_token", None)
-        image_token_id = self.tokenizer.convert_tokens_to_ids(image_token) if image_token else None
-        if image_token_id is None or any(t.count(image_token) != 1 for t in texts):
+        with_images = requests[0].image is not None
+        if any((r.image is not None) != with_images for r in requests):
             return None
-        digests = list(dict.fromkeys(r.image_digest for r in requests))
-        first = {d: next(r.image for r in requests if r.image_digest == d) for d in digests}
-        vision = self.processor(text=[image_token] * len(digests), images=[first[d] for d in digests],
-                                return_tensors="pt", padding=True)  # fmt: skip
-        counts = {}
-        for d, row, mask in zip(digests, vision["input_ids"], vision["attention_mask"]):
-            n = int((row == image_token_id).sum())
-            if row[mask.bool()].tolist() != self.tokenizer(image_token * n)["input_ids"]:
-                return None  # the placeholder does not expand to a plain repetition
-            counts[d] = n
-        expanded = [t.replace(image_token, image_token * counts[r.image_digest]) for t, r in zip(texts, requests)]
-        ids = self.tokenizer(expanded)["input_ids"]
-        # One prefix per image: the longest common prefix of its requests' ids, leaving `keep` positions
-        # to read in every request, and covering the image placeholder entirely (the pixels go with it).
+        vision: dict = {}
+        image_token_id = None
+        if with_images:
+            image_token = getattr(self.processor, "image_token", None)
+            image_token_id = self.tokenizer.convert_tokens_to_ids(image_token) if image_token else None
+            if image_token_id is None or any(t.count(image_token) != 1 for t in texts):
+                return None
+            keys = [r.image_digest for r in requests]
+            digests = list(dict.fromkeys(keys))
+            first = {d: next(r.image for r in requests if r.image_digest == d) for d in digests}
+            vision = self.processor(text=[image_token] * len(digests), images=[first[d] for d in digests],
+                                    return_tensors="pt", padding=True)  # fmt: skip
+            counts = {}
+            for d, row, mask in zip(digests, vision["input_ids"], vision["attention_mask"]):
+                n = int((row == image_token_id).sum())
+                if row[mask.bool()].tolist() != self.tokenizer(image_token * n)["input_ids"]:
+                    return None  # the placeholder does not expand to a plain repetition
+                counts[d] = n
+            expanded = [t.replace(image_token, image_token * counts[k]) for t, k in zip(texts, keys)]
+            ids = self.tokenizer(expanded)["input_ids"]
+        else:
+            keys = [r.group for r in requests]
+            digests = list(dict.fromkeys(keys))
+            # The plain path's tokenisation: the processor's (special tokens as it adds them) or, for a
+            # text-only model, the bare tokenizer without special tokens (the chat template has them).
+            ids = self.tokenizer(list(texts), add_special_tokens=self.processor is not None)["input_ids"]
+        # One prefix per key: the longest common prefix of its requests' ids, leaving `keep` positions to
+        # read in every request and, with images, covering the image placeholder entirely.
         prefix_len = {}
         for d in digests:
-            rows = [ids[i] for i, r in enumerate(requests) if r.image_digest == d]
+            rows = [ids[i] for i, k in enumerate(keys) if k == d]
             common = min(len(x) for x in rows) - keep
             for pos in range(common):
                 if any(x[pos] != rows[0][pos] for x in rows[1:]):
                     common = pos
                     break
-            last_image = max(p for p, t in enumerate(rows[0]) if t == image_token_id)
-            if common <= last_image:
-                return None
-            prefix_len[d] = common
+            if with_images:
+                last_image = max(p for p, t in enumerate(rows[0]) if t == image_token_id)
+                if common <= last_image:
+                    return None
+            prefix_len[d] = max(common, 0)
+        saved = sum((keys.count(d) - 1) * prefix_len[d] for d in digests)
+        total = sum(len(x) for x in ids)
+        if not with_images and saved < MIN_SHARED_FRACTION * total:
+            return None  # two passes for little: the plain path is as fast
         pad = self.tokenizer.pad_token_id
-        row_of = [digests.index(r.image_digest) for r in requests]
-        prefixes = [ids[next(i for i, r in enumerate(requests) if r.image_digest == d)][: prefix_len[d]] for d in digests]
-        suffixes = [x[prefix_len[r.image_digest]:] for x, r in zip(ids, requests)]
+        row_of = [digests.index(k) for k in keys]
+        prefixes = [ids[keys.index(d)][: prefix_len[d]] for d in digests]
+        if any(not p for p in prefixes):
+            return None
+        suffixes = [x[prefix_len[k]:] for x, k in zip(ids, keys)]
         prefix_ids, prefix_mask = _left_pad(prefixes, pad)
         suffix_ids, suffix_mask = _left_pad(suffixes, pad)
         prefix_inputs = {"input_ids": prefix_ids, "attention_mask": prefix_mask}
@@ -490,11 +517,12 @@ class TransformersJudge(Judge):
                 prefix_inputs[key] = value
         return {
             "prefix": prefix_inputs,
+            "images": with_images,
             "suffix_ids": suffix_ids,
             "suffix_mask": suffix_mask,
             "row_of": torch.tensor(row_of, dtype=torch.long),
             "tokens": int(prefix_mask.sum() + suffix_mask.sum()),
-            "unshared_tokens": sum(len(x) for x in ids),
+            "unshared_tokens": total,
         }
 
     def _rate_prepared(self, batch: "_PreparedBatch") -> list[RatingResult]:
@@ -536,7 +564,7 @@ class TransformersJudge(Judge):
         mrope = core is not None and hasattr(core, "rope_deltas")
         if mrope:
             core.rope_deltas = None  # never reuse M-RoPE offsets from an earlier call
-        else:
+        if not (mrope and shared["images"]):
             # Prefixes of different lengths are left-padded: count positions from each row's first real
             # token (as the suffix positions below do), not from the padded row's start.
             prefix["position_ids"] = (prefix["attention_mask"].long().cumsum(dim=1) - 1).clamp(min=0)
