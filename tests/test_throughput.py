@@ -179,6 +179,7 @@ def test_harmonic_eval_scores_do_not_depend_on_the_batch_plan(tiny_qwen_dir):
         assert out["signature"] == outs[0]["signature"]  # nothing about batching in signatures
 
 
+@pytest.mark.slow
 def test_benchmark_tiny_smoke(tmp_path):
     out = subprocess.run(
         [sys.executable, "benchmarks/judge_throughput.py", "--tiny", "--n", "2"],
