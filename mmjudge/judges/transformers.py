@@ -121,7 +121,7 @@ def _split_processor(processor: Any) -> tuple[Any, Any]:
 CPU_AUTO_BATCH = 8
 # Text-only requests take the shared-prefix path only when it saves at least this share of their tokens.
 MIN_SHARED_FRACTION = 0.2
-MAX_AUTO_BATCH = int(os.environ.get("MMJUDGE_MAX_AUTO_BATCH", "64"))
+MAX_AUTO_BATCH = int(os.environ.get("MMJUDGE_MAX_AUTO_BATCH", "256"))
 AUTO_MEMORY_FRACTION = 0.5
 
 
