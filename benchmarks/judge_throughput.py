@@ -1,61 +1,331 @@
-"""Judge throughput: batched vs one-request-at-a-time, and a warm cache vs the model, in one run.
+"""HarmonicEval throughput of the local transformers judge against a naive loop, measured in one run.
 
-    python benchmarks/judge_throughput.py                       # tiny random Qwen2-VL (CPU, plumbing-scale)
-    python benchmarks/judge_throughput.py --model Qwen/Qwen2.5-VL-7B-Instruct --n 256 --batch-size 32
+    python benchmarks/judge_throughput.py                       # both 7B shapes on the GPU (about 5 min each)
+    python benchmarks/judge_throughput.py --shape qwen2_vl_7b --n 512
+    python benchmarks/judge_throughput.py --tiny --n 2          # tiny shapes on the CPU (smoke test)
 
-Prints requests/second for each setting and the ratios against the unbatched baseline measured in the
-same run. A random-weight tiny model measures the pipeline's overhead, not a real judge's speed.
+What runs: HarmonicEval with all five criteria over N MMHE-like samples (a 448x448 image; half image
+captions of 25-60 words, half VQA question + answer), with full-size architectures built from configs with
+RANDOM weights (Qwen2-VL-7B and LLaVA-1.5-7B shapes; weights do not change speed, and the scores mean
+nothing). The tokenizer is a byte-level BPE trained here on the benchmark's own text (its ids are in range
+of the real vocabulary size the model is built with); the script prints the token counts it produced.
+
+It prints, per shape:
+* samples/s of the optimised judge (shared image prefix, each image encoded once per sample, large
+  length-sorted batches with batch_size="auto", preprocessing in a background thread);
+* samples/s of a naive reference loop measured in the SAME run on the first --naive-n samples: one
+  request at a time, ``generate`` of the rating, one call per criterion, the image re-preprocessed and
+  re-encoded for every call; and the ratio;
+* prefill tokens/s actually run (prefixes once + suffixes) and the unshared-equivalent tokens/s;
+* peak GPU memory (torch.cuda.max_memory_allocated).
+
+Needs only torch, transformers, accelerate, numpy, pillow, tqdm (and torchvision for the Qwen2-VL
+processor: without it that shape is skipped with a message).
 """
 
 from __future__ import annotations
 
 import argparse
-import tempfile
+import importlib.util
+import random
+import sys
 import time
 import warnings
+from pathlib import Path
 
-from mmjudge import HarmonicEval
-from mmjudge.examples import load_examples
-from mmjudge.testing import tiny_vlm
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from mmjudge import HarmonicEval  # noqa: E402
+from mmjudge.judges.transformers import TransformersJudge  # noqa: E402
+from mmjudge.prompts import load_prompt_set  # noqa: E402
+
+QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                "<|image_pad|>", "<|video_pad|>"]  # fmt: skip
+LLAVA_SPECIAL = ["<unk>", "<s>", "</s>", "<image>", "<pad>"]
+CHATML = (
+    "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}<|im_start|>system\n"
+    "You are a helpful assistant.<|im_end|>\n{% endif %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n{% else %}"
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)  # Qwen2-VL's template, reduced to what HarmonicEval sends (default system prompt, image first)
+LLAVA = (
+    "{% for message in messages %}{% if message['role'] == 'user' %}USER: {% else %}ASSISTANT: {% endif %}"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}<image>\n"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "{% if message['role'] == 'user' %} {% else %}</s>{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+# Full-size shapes, written out as dicts (random weights).
+QWEN2_VL_7B = dict(
+    text_config=dict(
+        vocab_size=152064, bos_token_id=None, eos_token_id=None, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
+        num_key_value_heads=4, max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]},
+    ),
+    vision_config=dict(depth=32, embed_dim=1280, hidden_size=3584, num_heads=16, mlp_ratio=4, patch_size=14,
+                       spatial_merge_size=2, temporal_patch_size=2, in_channels=3),
+)  # fmt: skip
+LLAVA_15_7B = dict(
+    text_config=dict(
+        model_type="llama", vocab_size=32064, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+        num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096, rms_norm_eps=1e-5,
+    ),
+    vision_config=dict(
+        model_type="clip_vision_model", hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
+        num_attention_heads=16, image_size=336, patch_size=14, projection_dim=768,
+    ),
+    vision_feature_layer=-2, vision_feature_select_strategy="default",
+)  # fmt: skip
 
 
-def _inputs(n: int):
-    examples = [e for e in load_examples() if e["task"] == "ic"]
-    texts = [f"{examples[i % len(examples)]['text']} (variant {i})" for i in range(n)]
-    images = [examples[i % len(examples)]["image"].rotate(i % 4 * 90, expand=True) for i in range(n)]
-    return texts, images
+def _tiny(family: str, vocab: int) -> dict:
+    """The same architecture with tiny sizes (CPU smoke test)."""
+    if family == "qwen2_vl":
+        return dict(
+            text_config=dict(vocab_size=vocab, bos_token_id=None, eos_token_id=None, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                             rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3]}),
+            vision_config=dict(depth=2, embed_dim=32, hidden_size=64, num_heads=4, mlp_ratio=2, patch_size=14,
+                               spatial_merge_size=2, temporal_patch_size=2, in_channels=3),
+        )  # fmt: skip
+    return dict(
+        text_config=dict(model_type="llama", vocab_size=vocab, hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
+        vision_config=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=4, image_size=56, patch_size=14, projection_dim=32),
+        vision_feature_layer=-2, vision_feature_select_strategy="default",
+    )  # fmt: skip
 
 
-def _timed(he: HarmonicEval, texts, images) -> float:
-    start = time.perf_counter()
-    he.compute(texts=texts, images=images, progress=False)
-    return time.perf_counter() - start
+# ------------------------------------------------------------------------------------------ data
+_WORDS = (
+    "a the man woman child dog cat bus train car bicycle street table kitchen window beach park field tree "
+    "red blue green white black yellow small large old young wooden metal standing sitting walking running "
+    "holding looking next to near in on under behind front of with and while two three several people group "
+    "plate pizza cup phone laptop sign building sky clouds water boat grass road snow mountain ball frisbee "
+    "shirt jacket hat umbrella bag chair bench horse bird flowers light wall door floor background foreground"
+).split()
+
+
+def make_samples(n: int, size: int = 448, seed: int = 0) -> list[dict]:
+    """MMHE-like samples: a distinct 448x448 image each; IC captions or VQA question + answer."""
+    rng = random.Random(seed)
+    samples = []
+    for i in range(n):
+        pixels = np.random.default_rng(seed + i).integers(0, 255, (size // 8, size // 8, 3), dtype=np.uint8)
+        image = Image.fromarray(pixels).resize((size, size), Image.BILINEAR)
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(25, 60))]
+        text = " ".join(words).capitalize() + "."
+        if i % 2:
+            question = "What is " + " ".join(rng.choice(_WORDS) for _ in range(rng.randint(6, 14))) + "?"
+            samples.append(dict(task="vqa", image=image, text=" ".join(words[:20]) + ".", question=question))
+        else:
+            samples.append(dict(task="ic", image=image, text=text, question=None))
+    return samples
+
+
+def build_tokenizer(special: list[str], template: str, bos, eos: str, pad: str, corpus: list[str], vocab: int):
+    """A byte-level BPE trained on the benchmark's own prompts (so token counts per word are realistic)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=special, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    tok.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None,
+                                   padding_side="left")  # fmt: skip
+    fast.chat_template = template
+    return fast
+
+
+def _corpus(samples: list[dict]) -> list[str]:
+    prompts = load_prompt_set("harmonic_eval")
+    corpus = []
+    for s in samples[:64]:
+        for c in prompts.criteria:
+            corpus.append(prompts.render(c, s["task"], text=s["text"], question=s["question"]))
+    return corpus + ["Score: 1 2 3 4 5"] * 4
+
+
+def build_model(family: str, tiny: bool, device: str, samples: list[dict]):
+    """(model, processor) with random weights, built on ``device`` directly."""
+    import torch
+    import transformers
+
+    corpus = _corpus(samples)
+    if family == "qwen2_vl":
+        tok = build_tokenizer(QWEN_SPECIAL, CHATML, None, "<|im_end|>", "<|endoftext|>", corpus, 4000)
+        ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL}
+        cfg = _tiny(family, len(tok)) if tiny else QWEN2_VL_7B
+        config = transformers.Qwen2VLConfig(
+            **cfg, image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+            vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        )  # fmt: skip
+        config.text_config.eos_token_id, config.text_config.pad_token_id = ids["<|im_end|>"], ids["<|endoftext|>"]
+        model_class = transformers.Qwen2VLForConditionalGeneration
+        pixels = dict(min_pixels=56 * 56, max_pixels=(224 * 224 if tiny else 28 * 28 * 1280))
+        image_processor = transformers.Qwen2VLImageProcessor(**pixels)
+        processor = transformers.Qwen2VLProcessor(image_processor=image_processor,
+                                                  video_processor=transformers.Qwen2VLVideoProcessor(**pixels),
+                                                  tokenizer=tok, chat_template=CHATML)  # fmt: skip
+    else:
+        tok = build_tokenizer(LLAVA_SPECIAL, LLAVA, "<s>", "</s>", "<pad>", corpus, 4000)
+        cfg = _tiny(family, len(tok)) if tiny else LLAVA_15_7B
+        config = transformers.LlavaConfig(**cfg, image_token_id=tok.convert_tokens_to_ids("<image>"))
+        config.text_config.pad_token_id = tok.pad_token_id
+        model_class = transformers.LlavaForConditionalGeneration
+        side = config.vision_config.image_size
+        image_processor = transformers.CLIPImageProcessor(size={"shortest_edge": side},
+                                                          crop_size={"height": side, "width": side})  # fmt: skip
+        processor = transformers.LlavaProcessor(image_processor=image_processor, tokenizer=tok, patch_size=14,
+                                                vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                                                chat_template=LLAVA)  # fmt: skip
+    config._attn_implementation = "sdpa"
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = model_class._from_config(config, dtype=dtype)
+    return model.eval(), processor
+
+
+# ------------------------------------------------------------------------------------------ runs
+def run_harmonic_eval(he: HarmonicEval, samples: list[dict]) -> dict:
+    """HarmonicEval over ``samples`` (one compute call per task), all five criteria."""
+    out = {}
+    for task in ("ic", "vqa"):
+        part = [s for s in samples if s["task"] == task]
+        if part:
+            questions = [s["question"] for s in part] if task == "vqa" else None
+            out[task] = he.compute(predictions=[s["text"] for s in part], images=[s["image"] for s in part],
+                                   questions=questions, task=task, progress=False)  # fmt: skip
+    return out
+
+
+def naive_loop(judge: TransformersJudge, he: HarmonicEval, samples: list[dict]) -> None:
+    """The reference: one request at a time, ``generate`` of the rating, one call per criterion, the
+    image preprocessed and encoded again for every call."""
+    import torch
+
+    prompts = he.prompt_set
+    for s in samples:
+        for criterion in he.criteria:
+            from mmjudge.judges import RatingRequest, Turn
+
+            sees = criterion in he.image_criteria
+            request = RatingRequest([Turn("user", prompts.render(criterion, s["task"], text=s["text"], question=s["question"]))],
+                                    image=s["image"] if sees else None, answer_prefix=prompts.answer_prefix)  # fmt: skip
+            kwargs = {"images": [s["image"]]} if sees else {}
+            inputs = judge.processor(text=[judge.render(request)], return_tensors="pt", **kwargs).to(judge.model.device)
+            out = judge.model.generate(**inputs, max_new_tokens=1, do_sample=False, output_logits=True,
+                                       return_dict_in_generate=True, pad_token_id=judge.tokenizer.pad_token_id)  # fmt: skip
+            probs = torch.softmax(out.logits[0][0].float(), dim=-1)
+            [float(probs[ids].sum()) for ids in judge.choice_token_ids(prompts.scale)]
+
+
+def _sync():
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def bench_shape(family: str, args) -> dict:
+    import torch
+
+    device = "cpu" if args.tiny else args.device
+    samples = make_samples(args.n, size=args.image_size)
+    t0 = time.perf_counter()
+    model, processor = build_model(family, args.tiny, device, samples)
+    judge = TransformersJudge(model=lambda: (model, processor), device=device, batch_size=args.batch_size,
+                              compile=args.compile, share_prefix=not args.no_share)  # fmt: skip
+    he = HarmonicEval(judge=judge, cache=False)
+    params = sum(p.numel() for p in model.parameters()) / 1e9
+    print(f"\n=== {family} ({'tiny' if args.tiny else 'full-size'}, {params:.2f} B params, RANDOM weights, "
+          f"{judge.dtype}, {device}) built in {time.perf_counter() - t0:.0f} s")  # fmt: skip
+
+    warm = samples[: min(len(samples), 4)]
+    run_harmonic_eval(he, warm)  # warm-up: kernels, allocator
+    naive_samples = samples[: min(len(samples), args.naive_n)]
+    naive_loop(judge, he, naive_samples[:1])
+    _sync()
+
+    t0 = time.perf_counter()
+    naive_loop(judge, he, naive_samples)
+    _sync()
+    naive_s = time.perf_counter() - t0
+
+    if torch.cuda.is_available() and device != "cpu":
+        torch.cuda.reset_peak_memory_stats()
+    judge.stats.__init__()
+    t0 = time.perf_counter()
+    run_harmonic_eval(he, samples)
+    _sync()
+    fast_s = time.perf_counter() - t0
+    stats = judge.stats
+    peak = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() and device != "cpu" else float("nan")
+    result = dict(
+        family=family, samples=len(samples), fast=len(samples) / fast_s, naive=len(naive_samples) / naive_s,
+        tokens_per_s=stats.tokens / fast_s, unshared_per_s=stats.unshared_tokens / fast_s, peak_gib=peak,
+        batch_size=judge.batch_size, tokens_per_request=stats.unshared_tokens / max(1, stats.requests),
+    )  # fmt: skip
+    result["ratio"] = result["fast"] / result["naive"]
+    print(f"  optimised : {result['fast']:8.2f} samples/s  ({len(samples)} samples x 5 criteria in {fast_s:.1f} s, "
+          f"batch_size auto -> {judge.batch_size})")  # fmt: skip
+    print(f"  naive     : {result['naive']:8.2f} samples/s  ({len(naive_samples)} samples, one generate per criterion)")
+    print(f"  ratio     : {result['ratio']:8.1f} x naive")
+    print(f"  prefill   : {result['tokens_per_s']:8.0f} tokens/s run ({stats.tokens} tokens; "
+          f"{result['unshared_per_s']:.0f} tokens/s unshared-equivalent, {result['tokens_per_request']:.0f} tokens/request, "
+          f"{stats.padded_tokens / max(1, stats.tokens) - 1:.0%} padding)")  # fmt: skip
+    print(f"  peak GPU  : {peak:8.2f} GiB (torch.cuda.max_memory_allocated)")
+    print(f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing batches "
+          "(images, tokens; in a background thread)")  # fmt: skip
+    del he, judge, model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", help="judge model (default: a tiny random Qwen2-VL built here)")
-    parser.add_argument("--n", type=int, default=48, help="texts to score (5 requests each)")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--device")
+    parser.add_argument("--shape", choices=["qwen2_vl_7b", "llava_15_7b", "both"], default="both")
+    parser.add_argument("--n", type=int, default=384, help="samples (x5 criteria) for the optimised judge")
+    parser.add_argument("--naive-n", type=int, default=8, help="samples for the naive reference loop")
+    parser.add_argument("--batch-size", default="auto")
+    parser.add_argument("--image-size", type=int, default=448)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model's forward")
+    parser.add_argument("--no-share", action="store_true", help="ablation: no shared image prefix")
+    parser.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU (smoke test, not a timing)")
     args = parser.parse_args()
+    if args.batch_size != "auto":
+        args.batch_size = int(args.batch_size)
     warnings.simplefilter("ignore")
-    model = args.model or tiny_vlm(tempfile.mkdtemp(), "qwen2_vl")
-    texts, images = _inputs(args.n)
-    options = dict(model=model, device=args.device)
-    he_one = HarmonicEval(batch_size=1, cache=False, **options)
-    he_one.compute(texts=texts[:2], images=images[:2], progress=False)  # warm-up
-    base = _timed(he_one, texts, images)
-    batched = _timed(HarmonicEval(batch_size=args.batch_size, cache=False, **options), texts, images)
-    cache = tempfile.mktemp(suffix=".sqlite")
-    cached_he = HarmonicEval(batch_size=args.batch_size, cache=cache, **options)
-    cold = _timed(cached_he, texts, images)
-    warm = _timed(cached_he, texts, images)
-    requests = args.n * 5
-    print(f"model: {model}\nrequests: {requests} ({args.n} texts x 5 criteria)")
-    for name, seconds in [("batch_size=1", base), (f"batch_size={args.batch_size}", batched),
-                          ("cache cold", cold), ("cache warm", warm)]:  # fmt: skip
-        print(f"{name:>16s}: {requests / seconds:9.1f} req/s  ({base / seconds:6.2f}x vs batch_size=1)")
+    import torch
+
+    if not args.tiny and not torch.cuda.is_available():
+        parser.error("no CUDA device: run on a GPU, or pass --tiny for the CPU smoke test")
+    families = {"qwen2_vl_7b": ["qwen2_vl"], "llava_15_7b": ["llava"], "both": ["qwen2_vl", "llava"]}[args.shape]
+    if "qwen2_vl" in families and importlib.util.find_spec("torchvision") is None:
+        print("SKIP qwen2_vl: the Qwen2-VL processor needs torchvision (pip install torchvision matching torch).")
+        families.remove("qwen2_vl")
+    if torch.cuda.is_available() and not args.tiny:
+        print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    results = [bench_shape(f, args) for f in families]
+    print("\nsummary (random weights: speed only, scores mean nothing)")
+    print(f"  {'shape':10s} {'samples/s':>10s} {'naive':>8s} {'ratio':>7s} {'tokens/s':>10s} {'peak GiB':>9s}")
+    for r in results:
+        print(f"  {r['family']:10s} {r['fast']:10.2f} {r['naive']:8.2f} {r['ratio']:6.1f}x {r['tokens_per_s']:10.0f} "
+              f"{r['peak_gib']:9.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":

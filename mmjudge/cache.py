@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
+from mmjudge import distributed
 from mmjudge.judges.base import CAPABILITIES, GenerationRequest, Judge, RatingRequest, RatingResult, request_key
 
 SCHEMA_VERSION = 1
@@ -173,6 +174,10 @@ class CachedJudge(Judge):
         identity = self.inner.identity()
         keys = [request_key(identity, kind, r) for r in requests]
         found = self.store.get_many(keys)
+        if distributed.is_distributed():
+            # All processes must agree on what is missing (the judge splits exactly that between them),
+            # even while another process is already writing this call's answers: the main one decides.
+            found = distributed.broadcast_from_main(found)
         out = [decode(found[k]) if k in found else None for k in keys]
         self.hits += sum(k in found for k in keys)
         missing = [i for i, k in enumerate(keys) if k not in found]

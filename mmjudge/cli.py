@@ -120,6 +120,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from mmjudge import distributed
+
+    if not distributed.is_main():
+        # Under torchrun / accelerate launch the other processes only answer their share of the judge's
+        # requests (mmjudge.distributed); everything they would print repeats the main process's output.
+        import contextlib
+        import os
+
+        os.environ["TQDM_DISABLE"] = "1"
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            return _run(args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except (*USER_ERRORS, ModuleNotFoundError, sqlite3.Error) as err:

@@ -15,12 +15,22 @@ def add_judge_options(group) -> None:
     group.add_argument("--model", help="judge model (Hub id or folder); 'tiny-random' for an offline random-weight demo")
     group.add_argument("--judge", help="judge backend (default transformers)")
     group.add_argument("--revision", help="model revision")
-    group.add_argument("--batch-size", dest="batch_size", type=int, help="requests per judge forward pass (default 8)")
+    group.add_argument("--batch-size", dest="batch_size", type=_batch_size,
+                       help="requests per forward pass, or 'auto' (the local judge's default: sized from free GPU memory; 8 on the CPU)")
     group.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda when available, else cpu)")
     group.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on a GPU, float32 on the CPU)")
     group.add_argument("--cache", help="judge cache file (default ~/.cache/mmjudge/judge_cache.sqlite)")
     group.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
     group.add_argument("--set", action="append", metavar="KEY=VALUE", help="any other metric option (JSON value)")
+
+
+def _batch_size(text: str) -> Any:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', but got {text!r}") from None
 
 
 def key_values(pairs: list[str] | None, flag: str) -> dict[str, Any]:

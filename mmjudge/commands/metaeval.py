@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
+from mmjudge import distributed
 from mmjudge.commands._options import add_judge_options, judge_options, key_values
 from mmjudge.metaeval.bootstrap import DEFAULT_RESAMPLES
 from mmjudge.metaeval.core import PROTOCOLS
@@ -76,7 +77,7 @@ def collect_scores(args: argparse.Namespace, judgments) -> dict[str, dict]:
         options = judge_options(args)
         for name, metric in zip(names[len(files):], metrics):
             scores[name] = score_items(judgments, metric, args.config, **options)
-            if args.save_scores:
+            if args.save_scores and distributed.is_main():
                 _save_scores(scores[name], Path(args.out) / f"scores_{name.replace(':', '_')}.jsonl")
     return scores
 
@@ -115,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
                 bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence, progress=True,
             )
         ]
+    if not distributed.is_main():  # under a launcher, one process writes (the others computed the same)
+        return 0
     if args.out:
         markdown, written = write_outputs(results, args.out, args.format, measure=args.table_measure, ci=not args.no_ci)
     else:  # no folder asked for: the tables go to stdout only

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+from mmjudge import distributed
 from mmjudge.commands._options import add_judge_options, judge_options
 from mmjudge.models import TINY_RANDOM
 from mmjudge.report import Report
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
                 _print_table(i, row, report)
             for signature in report.signatures:
                 print(f"signature: {signature}")
-    if args.output:
+    if args.output and distributed.is_main():  # under a launcher, one process writes
         if args.output.lower().endswith(".csv"):
             report.to_csv(args.output)
         else:

@@ -336,11 +336,26 @@ class Judge(ABC):
         """Greedy generation for every request, in the order of ``requests``."""
         return self._run(requests, self._generate_batch, progress, on_batch, "generating")
 
-    def _run(self, requests, batch_fn, progress, on_batch, label):
+    def _plan(self, requests: Sequence[RatingRequest]) -> list[list[int]]:
+        """Batches of request indices (a backend may group differently, e.g. to share image prefixes)."""
+        return plan_batches(requests, self.batch_size)
+
+    def _run(self, requests, batch_fn, progress, on_batch, label, prepare=None):
+        """Run ``batch_fn`` over the planned batches. With ``prepare`` (CPU-side work such as image
+        preprocessing and tokenisation), batch k+1 is prepared in a background thread while batch k runs
+        (``batch_fn`` then receives what ``prepare`` returned)."""
+        from mmjudge import distributed
+
+        if distributed.is_distributed():
+            # Under torchrun / accelerate launch: each process answers its share, all get every answer.
+            return distributed.run_split(self, requests, batch_fn, progress, on_batch, label, prepare)
+        return self._run_local(requests, batch_fn, progress, on_batch, label, prepare)
+
+    def _run_local(self, requests, batch_fn, progress, on_batch, label, prepare=None):
         out: list = [None] * len(requests)
-        batches = plan_batches(requests, self.batch_size)
-        for batch in progress_batches(batches, len(requests), progress, f"{self.backend} judge {label}"):
-            answers = batch_fn([requests[i] for i in batch])
+        batches = self._plan(requests) if requests else []
+        for batch, answers in _answer_batches(batches, requests, batch_fn, prepare, progress, len(requests),
+                                              f"{self.backend} judge {label}"):  # fmt: skip
             if len(answers) != len(batch):
                 raise RuntimeError(f"{type(self).__name__} returned {len(answers)} answers for {len(batch)} requests.")
             for i, answer in zip(batch, answers):
@@ -348,6 +363,26 @@ class Judge(ABC):
             if on_batch is not None:
                 on_batch(batch, answers)
         return out
+
+
+def _answer_batches(batches, requests, batch_fn, prepare, progress, total, desc):
+    """Yield ``(batch, answers)``; with ``prepare``, the next batch is prepared while this one runs."""
+    ordered = progress_batches(batches, total, progress, desc)
+    if prepare is None:
+        for batch in ordered:
+            yield batch, batch_fn([requests[i] for i in batch])
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mmjudge-prepare") as pool:
+        pending = None
+        for batch in ordered:
+            future = pool.submit(prepare, [requests[i] for i in batch])
+            if pending is not None:
+                yield pending[0], batch_fn(pending[1].result())
+            pending = (batch, future)
+        if pending is not None:
+            yield pending[0], batch_fn(pending[1].result())
 
 
 def progress_batches(batches: list[list[int]], total: int, enabled: bool, desc: str) -> Iterator[list[int]]:

@@ -7,6 +7,14 @@ Tested on tiny random Qwen2-VL, LLaVA-1.5, LLaVA-NeXT and Idefics3 (SmolVLM) mod
 SmolVLM / Idefics3 checkpoints all load through ``AutoModelForImageTextToText`` + ``AutoProcessor``
 and render prompts with the processor's own chat template.
 
+Throughput (see ``benchmarks/judge_throughput.py``): requests are planned so that the requests about one
+image sit in one batch; each distinct image is preprocessed and encoded once per batch; requests that
+share a token prefix covering the image (HarmonicEval's Correctness and Completeness: system prompt +
+image) run that prefix once and branch from its KV cache; CPU-side preparation of the next batch runs in
+a background thread while the model works; ``batch_size="auto"`` sizes batches from free GPU memory and
+halves them on an out-of-memory error. None of this changes a result beyond float rounding (tested to
+1e-5 against the plain path), and none of it enters cache keys or signatures.
+
 >>> import tempfile
 >>> from mmjudge.testing import tiny_vlm
 >>> from mmjudge.judges import load_judge, RatingRequest, Turn
@@ -21,8 +29,10 @@ and render prompts with the processor's own chat template.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence, Union
 
 from mmjudge.judges.base import GenerationRequest, Judge, PrefixStep, RatingRequest, RatingResult
 from mmjudge.models import ModelSource, load_pretrained, local_fingerprint  # noqa: F401  (re-exported)
@@ -107,6 +117,79 @@ def _split_processor(processor: Any) -> tuple[Any, Any]:
     return processor, tokenizer
 
 
+# batch_size="auto": requests per batch on CPU; at most this many on GPU; share of free GPU memory used.
+CPU_AUTO_BATCH = 8
+# Text-only requests take the shared-prefix path only when it saves at least this share of their tokens.
+MIN_SHARED_FRACTION = 0.2
+MAX_AUTO_BATCH = int(os.environ.get("MMJUDGE_MAX_AUTO_BATCH", "256"))
+AUTO_MEMORY_FRACTION = 0.5
+
+
+@dataclass
+class ThroughputStats:
+    """What the model was fed: requests, tokens actually run (prefix once + suffixes) and the tokens the
+    same requests would have cost unshared (benchmarks report prefill tokens/s from these)."""
+
+    requests: int = 0
+    tokens: int = 0
+    unshared_tokens: int = 0
+    padded_tokens: int = 0  # positions computed, padding included
+    prepare_seconds: float = 0.0  # CPU-side preparation (in the background thread when prefetching)
+    model_seconds: float = 0.0  # forward passes, until the probabilities are back on the CPU
+
+    def add(self, requests: int, tokens: int, unshared: Optional[int] = None, padded: Optional[int] = None) -> None:
+        self.padded_tokens += tokens if padded is None else padded
+        self.requests += requests
+        self.tokens += tokens
+        self.unshared_tokens += tokens if unshared is None else unshared
+
+
+@dataclass
+class _PreparedBatch:
+    requests: list
+    offsets: list
+    keep: int
+    inputs: Optional[dict] = None
+    shared: Optional[dict] = field(default=None)
+
+
+def _left_pad(rows: Sequence[Sequence[int]], pad: int):
+    """(ids, attention_mask) tensors, left-padded (the read position is the last one in every row)."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for k, row in enumerate(rows):
+        if row:
+            ids[k, width - len(row):] = torch.tensor(row, dtype=torch.long)
+            mask[k, width - len(row):] = 1
+    return ids, mask
+
+
+def _text_config(model: Any) -> Any:
+    config = model.config
+    return getattr(config, "text_config", None) or config
+
+
+def _vocab_size(model: Any) -> int:
+    return int(getattr(_text_config(model), "vocab_size", 32000))
+
+
+def _bytes_per_token(model: Any) -> int:
+    """A generous estimate of GPU memory per token in one forward pass: the KV cache of every layer
+    plus the transient activations of one layer (MLP intermediate, attention, residual copies)."""
+    cfg = _text_config(model)
+    hidden = int(getattr(cfg, "hidden_size", 4096))
+    layers = int(getattr(cfg, "num_hidden_layers", 32))
+    heads = int(getattr(cfg, "num_attention_heads", 32))
+    kv_heads = int(getattr(cfg, "num_key_value_heads", None) or heads)
+    head_dim = int(getattr(cfg, "head_dim", None) or hidden // heads)
+    intermediate = int(getattr(cfg, "intermediate_size", 4 * hidden))
+    width = 2 if str(model.dtype) in ("torch.bfloat16", "torch.float16") else 4
+    return width * (layers * 2 * kv_heads * head_dim + 4 * intermediate + 8 * hidden)
+
+
 class TransformersJudge(Judge):
     """A judge backed by a local or Hub ``transformers`` model.
 
@@ -116,7 +199,12 @@ class TransformersJudge(Judge):
         revision: Hub revision (branch, tag or commit); recorded in signatures and cache keys.
         device: ``"cuda"``, ``"cpu"``, … (default: CUDA when available).
         dtype: ``"bfloat16"``, ``"float16"``, ``"float32"`` (default: bf16 on GPU, fp32 on CPU).
-        batch_size: requests per forward pass.
+        batch_size: requests per forward pass, or ``"auto"`` (default): on CUDA, sized from free memory and
+            the batch's token count; on CPU, 8. A batch that runs out of GPU memory is split in halves.
+        share_prefix: run a token prefix shared by several requests of a batch (system prompt + image)
+            once and branch from its KV cache (same results; faster when several criteria see one image).
+        prefetch: prepare the next batch (images, tokenisation) in a background thread.
+        compile: wrap the model's forward in ``torch.compile`` (dynamic shapes); off by default.
         device_map: e.g. ``"auto"`` to spread a judge too large for one GPU over all visible GPUs.
         gguf_file: load a GGUF checkpoint from ``model`` (de-quantised by transformers).
         trust_remote_code: passed to ``from_pretrained``.
@@ -132,18 +220,26 @@ class TransformersJudge(Judge):
         revision: Optional[str] = None,
         device: Optional[str] = None,
         dtype: Optional[str] = None,
-        batch_size: int = 8,
+        batch_size: Union[int, str] = "auto",
         device_map: Any = None,
         gguf_file: Optional[str] = None,
         trust_remote_code: bool = False,
         model_kwargs: Optional[dict] = None,
+        share_prefix: bool = True,
+        prefetch: bool = True,
+        compile: bool = False,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-        if int(batch_size) < 1:
-            raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size!r}.")
-        self.batch_size = int(batch_size)
+        self.auto_batch = batch_size == "auto"
+        if not self.auto_batch and (isinstance(batch_size, bool) or not str(batch_size).isdigit() or int(batch_size) < 1):
+            raise ValueError(
+                f"Expected argument `batch_size` to be a positive integer or 'auto', but got {batch_size!r}."
+            )
+        self.batch_size = CPU_AUTO_BATCH if self.auto_batch else int(batch_size)
+        self.share_prefix = bool(share_prefix)
+        self.prefetch = bool(prefetch)
         self.gguf_file = gguf_file
         def classes(processor):
             vlm = hasattr(processor, "image_processor")
@@ -161,6 +257,11 @@ class TransformersJudge(Judge):
         self.device = loaded.device
         torch.set_grad_enabled(False)
         self._choice_ids: dict[tuple, list[list[int]]] = {}
+        self._auto_sized = False
+        self.stats = ThroughputStats()
+        if compile:
+            # Dynamic shapes: batches differ in length; without it every new shape recompiles.
+            self.model.forward = torch.compile(self.model.forward, dynamic=True)
 
     @property
     def dtype(self):
@@ -207,7 +308,7 @@ class TransformersJudge(Judge):
             text = "".join(f"{t.role.capitalize()}: {t.text}\n" for t in request.turns) + "Assistant:"
         return text + request.answer_prefix
 
-    def _encode(self, requests: Sequence[RatingRequest], texts: Optional[Sequence[str]] = None):
+    def _encode(self, requests: Sequence[RatingRequest], texts: Optional[Sequence[str]] = None, to_device: bool = True):
         """Model inputs for ``requests`` (``texts``: their already rendered prompts)."""
         texts = texts if texts is not None else [self.render(r) for r in requests]
         images = [r.image for r in requests if r.image is not None]
@@ -216,6 +317,8 @@ class TransformersJudge(Judge):
             inputs = self.processor(text=texts, return_tensors="pt", padding=True, **kwargs)
         else:
             inputs = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        if not to_device:
+            return dict(inputs)
         return {k: v.to(self.model.device) if hasattr(v, "to") else v for k, v in inputs.items()}
 
     def _last_logits(self, inputs, keep: int = 1):
@@ -243,14 +346,247 @@ class TransformersJudge(Judge):
                 offsets.append(begin - start)
         return offsets
 
-    # -------------------------------------------------------------------------------------- answering
-    def _rate_batch(self, requests: Sequence[RatingRequest]) -> list[RatingResult]:
+    # -------------------------------------------------------------------------------------- planning
+    def _plan(self, requests: Sequence[RatingRequest]) -> list[list[int]]:
+        """Batches that keep the requests about one image together (so they can share its encoding and
+        prefix) and text-only requests of one group together (so they can share a rubric), length-sorted
+        otherwise. Text-only and image requests never share a batch; criteria
+        may (the answer of each request does not depend on its neighbours)."""
+        if self.auto_batch and not self._auto_sized:
+            self._size_batches(requests)
+        # The requests about one image stay adjacent; images are ordered by size (same number of image
+        # tokens) and then by the longest prompt about them, so a batch pads little.
+        group_length: dict = {}
+        for r in requests:
+            if r.image is not None:
+                group_length[r.image_digest] = max(group_length.get(r.image_digest, 0), r.length())
+        order = sorted(
+            range(len(requests)),
+            key=lambda i: (
+                requests[i].image is None,
+                requests[i].image.size if requests[i].image is not None else (0, 0),
+                group_length.get(requests[i].image_digest, 0),
+                requests[i].image_digest or requests[i].group,  # text-only: one criterion's rubric together
+                requests[i].length(),
+                i,
+            ),
+        )
+        batches: list[list[int]] = []
+        for i in order:
+            if batches and (requests[batches[-1][0]].image is None) == (requests[i].image is None) \
+                    and len(batches[-1]) < self.batch_size:  # fmt: skip
+                batches[-1].append(i)
+            else:
+                batches.append([i])
+        return batches
+
+    def _size_batches(self, requests: Sequence[RatingRequest]) -> None:
+        """``batch_size="auto"``: on CUDA, as many requests as the free memory holds at the token length of
+        the longest request (measured by tokenising it), capped at :data:`MAX_AUTO_BATCH`; on CPU, a fixed
+        :data:`CPU_AUTO_BATCH`. Out-of-memory errors still halve a batch (:meth:`_rate_prepared`)."""
         import torch
 
+        self._auto_sized = True
+        device = torch.device(self.model.device)
+        if device.type != "cuda" or not requests:
+            self.batch_size = CPU_AUTO_BATCH
+            return
+        longest = max(requests, key=lambda r: (r.length(), r.image is not None))
+        tokens = int(self._encode([longest])["input_ids"].shape[1])
+        free, _ = torch.cuda.mem_get_info(device)
+        per_request = tokens * _bytes_per_token(self.model) + 2 * 4 * _vocab_size(self.model)  # + fp32 logits
+        self.batch_size = int(max(1, min(MAX_AUTO_BATCH, (free * AUTO_MEMORY_FRACTION) // per_request)))
+        logger.info("batch_size='auto': %d requests per batch (%d tokens, %.1f GiB free)", self.batch_size,
+                    tokens, free / 2**30)  # fmt: skip
+
+    # -------------------------------------------------------------------------------------- answering
+    def rate(self, requests: Sequence[RatingRequest], progress: bool = True, on_batch=None) -> list[RatingResult]:
+        prepare = self._prepare_rating if self.prefetch else None
+        batch_fn = self._rate_prepared if self.prefetch else self._rate_batch
+        return self._run(requests, batch_fn, progress, on_batch, "rating", prepare)
+
+    def _rate_batch(self, requests: Sequence[RatingRequest]) -> list[RatingResult]:
+        return self._rate_prepared(self._prepare_rating(requests))
+
+    def _prepare_rating(self, requests: Sequence[RatingRequest]) -> "_PreparedBatch":
+        """CPU-side work of one batch: render, tokenise, preprocess each distinct image once, and find the
+        shared prefixes. Runs in a background thread while the previous batch is on the model."""
+        started = time.perf_counter()
+        batch = self._prepare_rating_inputs(requests)
+        self.stats.prepare_seconds += time.perf_counter() - started
+        return batch
+
+    def _prepare_rating_inputs(self, requests: Sequence[RatingRequest]) -> "_PreparedBatch":
         texts = [self.render(r) for r in requests]
         offsets = [self.prefix_offsets(t, r.answer_prefix) if r.read_prefix else None for t, r in zip(texts, requests)]
         keep = 1 + max((len(o) for o in offsets if o), default=0)
-        probs = torch.softmax(self._last_logits(self._encode(requests, texts), keep), dim=-1).cpu()
+        batch = _PreparedBatch(list(requests), offsets, keep)
+        if self.share_prefix and (self.processor is not None or all(r.image is None for r in requests)):
+            batch.shared = self._shared_inputs(requests, texts, keep)
+        if batch.shared is None:
+            batch.inputs = self._encode(requests, texts, to_device=False)
+        return batch
+
+    def _shared_inputs(self, requests: Sequence[RatingRequest], texts: Sequence[str], keep: int) -> Optional[dict]:
+        """Inputs for the prefix-sharing path, or ``None`` when this processor or batch does not allow it
+        (or it would save little).
+
+        Why common-prefix analysis of the token ids, and not a hint from the metric: the judge interface
+        stays "requests in, results out", every metric benefits, and sharing is only done where it is
+        provably the same computation: rows whose ids agree up to a point have identical keys/values up to
+        that point, so that prefix is computed once and each request continues from a copy of its cache.
+        Results equal the plain path up to float rounding. Candidates for one prefix are the requests about
+        one image (same digest: system prompt + image, e.g. HarmonicEval's Correctness and Completeness) or,
+        without an image, the requests of one group (e.g. one criterion: its whole rubric comes before the
+        text under evaluation); the shared length is then measured on the token ids.
+
+        Images: the processor is called once per batch on the DISTINCT images (with a bare image
+        placeholder as text), which gives their pixel tensors and how many placeholder tokens each expands
+        to; each prompt is then expanded and tokenised the way the processor does (placeholder repeated).
+        Processors whose expansion is not a plain repetition (e.g. Idefics3's tile markup), prompts with
+        other than one image placeholder, and prefixes that would not cover the whole image fall back to
+        the plain path.
+        """
+        import torch
+
+        with_images = requests[0].image is not None
+        if any((r.image is not None) != with_images for r in requests):
+            return None
+        vision: dict = {}
+        image_token_id = None
+        if with_images:
+            image_token = getattr(self.processor, "image_token", None)
+            image_token_id = self.tokenizer.convert_tokens_to_ids(image_token) if image_token else None
+            if image_token_id is None or any(t.count(image_token) != 1 for t in texts):
+                return None
+            keys = [r.image_digest for r in requests]
+            digests = list(dict.fromkeys(keys))
+            first = {d: next(r.image for r in requests if r.image_digest == d) for d in digests}
+            vision = self.processor(text=[image_token] * len(digests), images=[first[d] for d in digests],
+                                    return_tensors="pt", padding=True)  # fmt: skip
+            counts = {}
+            for d, row, mask in zip(digests, vision["input_ids"], vision["attention_mask"]):
+                n = int((row == image_token_id).sum())
+                if row[mask.bool()].tolist() != self.tokenizer(image_token * n)["input_ids"]:
+                    return None  # the placeholder does not expand to a plain repetition
+                counts[d] = n
+            expanded = [t.replace(image_token, image_token * counts[k]) for t, k in zip(texts, keys)]
+            ids = self.tokenizer(expanded)["input_ids"]
+        else:
+            keys = [r.group for r in requests]
+            digests = list(dict.fromkeys(keys))
+            # The plain path's tokenisation: the processor's (special tokens as it adds them) or, for a
+            # text-only model, the bare tokenizer without special tokens (the chat template has them).
+            ids = self.tokenizer(list(texts), add_special_tokens=self.processor is not None)["input_ids"]
+        # One prefix per key: the longest common prefix of its requests' ids, leaving `keep` positions to
+        # read in every request and, with images, covering the image placeholder entirely.
+        prefix_len = {}
+        for d in digests:
+            rows = [ids[i] for i, k in enumerate(keys) if k == d]
+            common = min(len(x) for x in rows) - keep
+            for pos in range(common):
+                if any(x[pos] != rows[0][pos] for x in rows[1:]):
+                    common = pos
+                    break
+            if with_images:
+                last_image = max(p for p, t in enumerate(rows[0]) if t == image_token_id)
+                if common <= last_image:
+                    return None
+            prefix_len[d] = max(common, 0)
+        saved = sum((keys.count(d) - 1) * prefix_len[d] for d in digests)
+        total = sum(len(x) for x in ids)
+        if not with_images and saved < MIN_SHARED_FRACTION * total:
+            return None  # two passes for little: the plain path is as fast
+        pad = self.tokenizer.pad_token_id
+        row_of = [digests.index(k) for k in keys]
+        prefixes = [ids[keys.index(d)][: prefix_len[d]] for d in digests]
+        if any(not p for p in prefixes):
+            return None
+        suffixes = [x[prefix_len[k]:] for x, k in zip(ids, keys)]
+        prefix_ids, prefix_mask = _left_pad(prefixes, pad)
+        suffix_ids, suffix_mask = _left_pad(suffixes, pad)
+        prefix_inputs = {"input_ids": prefix_ids, "attention_mask": prefix_mask}
+        for key, value in vision.items():
+            if key in ("input_ids", "attention_mask"):
+                continue
+            if key == "mm_token_type_ids":  # per token: 1 on image placeholders (Qwen2-VL's M-RoPE needs it)
+                prefix_inputs[key] = (prefix_ids == image_token_id).to(value.dtype)
+            elif hasattr(value, "shape") and value.dim() >= 2 and value.shape[:2] == vision["input_ids"].shape:
+                return None  # another per-token input this code does not know how to rebuild
+            else:
+                prefix_inputs[key] = value
+        return {
+            "prefix": prefix_inputs,
+            "images": with_images,
+            "suffix_ids": suffix_ids,
+            "suffix_mask": suffix_mask,
+            "row_of": torch.tensor(row_of, dtype=torch.long),
+            "tokens": int(prefix_mask.sum() + suffix_mask.sum()),
+            "unshared_tokens": total,
+        }
+
+    def _rate_prepared(self, batch: "_PreparedBatch") -> list[RatingResult]:
+        import torch
+
+        started = time.perf_counter()
+        try:
+            if batch.shared is not None:
+                logits = self._shared_logits(batch.shared, batch.keep)
+            else:
+                inputs = {k: v.to(self.model.device) if hasattr(v, "to") else v for k, v in batch.inputs.items()}
+                ids = inputs["input_ids"]
+                real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else ids.numel()
+                self.stats.add(len(batch.requests), real, padded=ids.numel())
+                logits = self._last_logits(inputs, batch.keep)
+        except torch.cuda.OutOfMemoryError:
+            if len(batch.requests) == 1:
+                raise
+            # Halve and retry: results do not depend on how requests are batched.
+            torch.cuda.empty_cache()
+            half = len(batch.requests) // 2
+            self.batch_size = max(1, min(self.batch_size, half))
+            logger.warning("Out of GPU memory with %d requests per batch; continuing with %d.", len(batch.requests), half)
+            return self._rate_batch(batch.requests[:half]) + self._rate_batch(batch.requests[half:])
+        probs = torch.softmax(logits, dim=-1).cpu()
+        self.stats.model_seconds += time.perf_counter() - started
+        return self._read_ratings(batch.requests, probs, batch.offsets)
+
+    def _shared_logits(self, shared: dict, keep: int):
+        """Run each distinct prefix once, copy its KV cache to the requests that continue it, then run the
+        suffixes: (batch, keep, vocab) float32 logits, as :meth:`_last_logits` returns for the full prompts."""
+        import torch
+
+        device = self.model.device
+        prefix = {k: v.to(device) if hasattr(v, "to") else v for k, v in shared["prefix"].items()}
+        row_of = shared["row_of"].to(device)
+        suffix_ids, suffix_mask = shared["suffix_ids"].to(device), shared["suffix_mask"].to(device)
+        core = getattr(self.model, "model", None)
+        mrope = core is not None and hasattr(core, "rope_deltas")
+        if mrope:
+            core.rope_deltas = None  # never reuse M-RoPE offsets from an earlier call
+        if not (mrope and shared["images"]):
+            # Prefixes of different lengths are left-padded: count positions from each row's first real
+            # token (as the suffix positions below do), not from the padded row's start.
+            prefix["position_ids"] = (prefix["attention_mask"].long().cumsum(dim=1) - 1).clamp(min=0)
+        out = self.model(**prefix, use_cache=True, logits_to_keep=1)
+        cache = out.past_key_values
+        deltas = getattr(core, "rope_deltas", None)
+        cache.batch_select_indices(row_of)  # row i of the cache = the prefix of request i
+        mask = torch.cat([prefix["attention_mask"][row_of], suffix_mask], dim=1)
+        # Positions continue from each prefix's real (unpadded) length, as in the unshared prompt.
+        positions = prefix["attention_mask"].sum(dim=1)[row_of, None] + suffix_mask.long().cumsum(dim=1) - 1
+        positions = positions.masked_fill(suffix_mask == 0, 1)
+        if deltas is not None:  # Qwen2-VL M-RoPE: text after the image is offset by rope_deltas, on 3 axes
+            positions = (positions + deltas.to(device)[row_of]).unsqueeze(0).expand(3, -1, -1)
+        out = self.model(input_ids=suffix_ids, attention_mask=mask, position_ids=positions,
+                         past_key_values=cache, use_cache=True, logits_to_keep=keep)  # fmt: skip
+        if mrope:
+            core.rope_deltas = None
+        self.stats.add(len(suffix_ids), shared["tokens"], shared["unshared_tokens"],
+                       prefix["input_ids"].numel() + suffix_ids.numel())  # fmt: skip
+        return out.logits[:, -keep:, :].float()
+
+    def _read_ratings(self, requests, probs, offsets) -> list[RatingResult]:
         results = []
         for request, rows, prefix_offsets in zip(requests, probs, offsets):
             ids = self.choice_token_ids(request.choices)

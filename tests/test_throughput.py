@@ -1,0 +1,189 @@
+"""Throughput paths of the transformers judge on tiny random models: shared image prefixes (KV cache
+branching), one preprocessing per distinct image, background preparation, batch_size="auto" and the
+out-of-memory halving. Every optimised path must equal the plain one-request-at-a-time path.
+
+Tiny random models put ~1/vocab on each rating, so a wrong position or mask moves the ratings by only
+~1e-5 here (checked by breaking the suffix positions on purpose): the comparisons use 1e-7, well inside
+the 1e-5 the contract asks for and still far above float32 rounding (~1e-9 observed).
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from mmjudge.judges import RatingRequest, Turn, load_judge
+
+TOL = 1e-7
+
+
+def _he_like_requests(n_images=3, read_prefix=False):
+    """Two image criteria (same image, different prompts) and one text-only criterion per sample, images
+    of different sizes (different numbers of image tokens) and a repeated image."""
+    images = [Image.new("RGB", (60 + 12 * i, 40 + 4 * i), (200, 30 * i, 30)) for i in range(n_images)]
+    images.append(images[0].copy())  # same pixels, same digest: shares with sample 0
+    requests = []
+    for criterion in ("Correctness", "Completeness", "Fluency"):
+        for i, image in enumerate(images):
+            requests.append(
+                RatingRequest(
+                    [Turn("user", f"Rate the {criterion.lower()} of caption {i}: a red square" + " on grass" * i)],
+                    image=None if criterion == "Fluency" else image,
+                    answer_prefix="Score: ",
+                    group=criterion,
+                    read_prefix=read_prefix,
+                )
+            )
+    return requests
+
+
+def _raw(results):
+    return np.array([r.raw for r in results])
+
+
+@pytest.fixture(scope="module", params=["qwen2_vl", "llava"])
+def family_dir(request, tiny_qwen_dir, tiny_llava_dir):
+    return {"qwen2_vl": tiny_qwen_dir, "llava": tiny_llava_dir}[request.param]
+
+
+def test_shared_prefix_equals_plain_one_at_a_time(family_dir):
+    requests = _he_like_requests()
+    plain = load_judge("transformers", model=family_dir, batch_size=1, share_prefix=False, prefetch=False)
+    reference = _raw(plain.rate(requests, progress=False))
+    for batch_size in (16, 5, 2):
+        judge = load_judge("transformers", model=family_dir, batch_size=batch_size)
+        got = _raw(judge.rate(requests, progress=False))
+        assert np.abs(got - reference).max() < TOL, batch_size
+        # The shared path really ran: fewer tokens than the prompts add up to.
+        assert judge.stats.requests == len(requests)
+        assert judge.stats.tokens < judge.stats.unshared_tokens
+
+
+def test_shared_prefix_reads_prefix_steps_like_the_plain_path(family_dir):
+    requests = _he_like_requests(2, read_prefix=True)
+    plain = load_judge("transformers", model=family_dir, batch_size=1, share_prefix=False, prefetch=False)
+    shared = load_judge("transformers", model=family_dir, batch_size=8)
+    for a, b in zip(plain.rate(requests, progress=False), shared.rate(requests, progress=False)):
+        assert a.steps is not None and len(a.steps) == len(b.steps) > 0
+        for sa, sb in zip(a.steps, b.steps):
+            assert sa.offset == sb.offset and sa.greedy == sb.greedy
+            assert np.abs(np.array(sa.raw) - np.array(sb.raw)).max() < TOL
+
+
+RUBRIC = ("You are given a caption. Rate its fluency on a scale of 1 to 5, where 1 means very low and 5 means "
+          "extremely high; consider grammar, word choice and how naturally it reads. Caption: ")
+
+
+def _text_only_requests():
+    captions = ["a dog", "two people ride bikes down a street", "a cat sits on a mat next to a window", "red"]
+    return [RatingRequest([Turn("user", RUBRIC + c)], answer_prefix="Score: ", group=g)
+            for g in ("fluency", "clarity") for c in captions]  # fmt: skip
+
+
+@pytest.mark.parametrize("which", ["qwen2_vl", "llava", "text_lm"])
+def test_text_only_requests_share_their_rubric(which, tiny_qwen_dir, tiny_llava_dir, tiny_lm_dir):
+    model = {"qwen2_vl": tiny_qwen_dir, "llava": tiny_llava_dir, "text_lm": tiny_lm_dir}[which]
+    requests = _text_only_requests()
+    plain = load_judge("transformers", model=model, batch_size=1, share_prefix=False, prefetch=False)
+    reference = _raw(plain.rate(requests, progress=False))
+    for batch_size in (8, 3):
+        judge = load_judge("transformers", model=model, batch_size=batch_size)
+        assert np.abs(_raw(judge.rate(requests, progress=False)) - reference).max() < TOL, batch_size
+        assert judge.stats.tokens < 0.6 * judge.stats.unshared_tokens  # the rubric ran once per batch and group
+
+
+def test_expanded_token_ids_equal_the_processors(family_dir):
+    """The shared path tokenises prompts itself (each image preprocessed once); its ids must be the
+    processor's own ids for the full prompt."""
+    judge = load_judge("transformers", model=family_dir)
+    requests = [r for r in _he_like_requests() if r.image is not None]
+    texts = [judge.render(r) for r in requests]
+    shared = judge._shared_inputs(requests, texts, keep=1)
+    assert shared is not None
+    for k, (request, text) in enumerate(zip(requests, texts)):
+        expected = judge.processor(text=[text], images=[request.image], return_tensors="pt")["input_ids"][0].tolist()
+        row = int(shared["row_of"][k])
+        prefix = shared["prefix"]["input_ids"][row][shared["prefix"]["attention_mask"][row].bool()].tolist()
+        suffix = shared["suffix_ids"][k][shared["suffix_mask"][k].bool()].tolist()
+        assert prefix + suffix == expected
+
+
+def test_each_distinct_image_is_preprocessed_once_per_batch(tiny_llava_dir):
+    judge = load_judge("transformers", model=tiny_llava_dir, batch_size=64)
+    seen = []
+    original = judge.processor.image_processor.__class__.__call__
+
+    def counting(self, images, *args, **kwargs):
+        seen.append(len(images) if isinstance(images, list) else 1)
+        return original(self, images, *args, **kwargs)
+
+    judge.processor.image_processor.__class__.__call__ = counting
+    try:
+        judge.rate(_he_like_requests(3), progress=False)  # 8 image requests about 3 distinct images
+    finally:
+        judge.processor.image_processor.__class__.__call__ = original
+    assert seen == [3]
+
+
+@pytest.mark.parametrize("family", ["llava_next", "idefics3"])
+def test_other_families_fall_back_or_share_with_equal_results(family, tiny_vlm_dirs):
+    requests = _he_like_requests(2)
+    plain = load_judge("transformers", model=tiny_vlm_dirs[family], batch_size=1, share_prefix=False, prefetch=False)
+    judge = load_judge("transformers", model=tiny_vlm_dirs[family], batch_size=8)
+    assert np.abs(_raw(judge.rate(requests, progress=False)) - _raw(plain.rate(requests, progress=False))).max() < TOL
+
+
+def test_auto_batch_size_on_cpu_and_bad_values(tiny_llava_dir):
+    judge = load_judge("transformers", model=tiny_llava_dir)  # default "auto"
+    judge.rate(_he_like_requests(1), progress=False)
+    assert judge.batch_size == 8
+    with pytest.raises(ValueError, match="positive integer or 'auto'"):
+        load_judge("transformers", model=tiny_llava_dir, batch_size="many")
+
+
+def test_out_of_memory_halves_the_batch_with_equal_results(tiny_llava_dir, monkeypatch):
+    import torch
+
+    requests = _he_like_requests(3)
+    reference = _raw(load_judge("transformers", model=tiny_llava_dir, batch_size=1, share_prefix=False).rate(requests, progress=False))
+    judge = load_judge("transformers", model=tiny_llava_dir, batch_size=16)
+    calls = {"n": 0}
+    original = judge.model.forward
+
+    def flaky(*args, **kwargs):  # the first two forward passes run out of memory
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(judge.model, "forward", flaky)
+    got = _raw(judge.rate(requests, progress=False))
+    assert np.abs(got - reference).max() < TOL
+    assert judge.batch_size < 16
+
+
+def test_harmonic_eval_scores_do_not_depend_on_the_batch_plan(tiny_qwen_dir):
+    from mmjudge import HarmonicEval
+
+    images = [Image.new("RGB", (64 + 8 * i, 48), (20 * i, 120, 200)) for i in range(3)]
+    texts = ["A blue square.", "A blue square on a table with a cup.", "Blue."]
+    outs = [
+        HarmonicEval(model=tiny_qwen_dir, cache=False, **kw).compute(predictions=texts, images=images, progress=False)
+        for kw in (dict(batch_size=1, share_prefix=False, prefetch=False), dict(batch_size=32), dict(batch_size=3))
+    ]
+    for out in outs[1:]:
+        for key in ("overall", "correctness", "completeness", "fluency"):
+            assert np.abs(np.array(out[key]) - np.array(outs[0][key])).max() < 1e-5, key
+        assert out["signature"] == outs[0]["signature"]  # nothing about batching in signatures
+
+
+@pytest.mark.slow
+def test_benchmark_tiny_smoke(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "benchmarks/judge_throughput.py", "--tiny", "--n", "2"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "samples/s" in out.stdout and "naive" in out.stdout and "x naive" in out.stdout
