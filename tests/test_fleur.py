@@ -98,12 +98,10 @@ def test_fast_path_forward_passes_per_sample(models, answer, passes):
     which the first guess "0." cannot follow past the leading digit: " 1.0" then needs one pass over
     " 1." (dot and the "0"), " 0.85" one over " 0." and one for the second decimal."""
     fleur = FLEUR(model=models[answer], cache=False, max_new_tokens=8)
-    seen = []
-    rate_batch = fleur.judge._rate_batch
-    fleur.judge._rate_batch = lambda requests: seen.extend(requests) or rate_batch(requests)
+    before = fleur.judge.stats.requests  # rating requests the model actually ran (a forward pass each)
     out = fleur.compute(predictions=TEXTS, images=IMAGES, progress=False)
     assert out["method"] == ["fast"] * len(TEXTS)
-    assert len(seen) == passes * len(TEXTS)
+    assert fleur.judge.stats.requests - before == passes * len(TEXTS)
 
 
 def test_deviating_judge_falls_back_to_generation(models):

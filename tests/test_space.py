@@ -192,7 +192,7 @@ def test_scores_and_formatting_are_exact(picture):
     bleu = Baselines("bleu").compute(predictions=["A brown square on a blue sky."], references=[["a brown square"]])
     assert f"| BLEU | {bleu['bleu_4'][0]:.3f} |" in page.others
     # No CLIP weights offline: that metric fails on its own line; the others are still shown.
-    assert "| RefCLIP-S | failed: OSError: " in page.others and "RefCLIP-S" in page.status
+    assert "| RefCLIP-S | failed: FileNotFoundError: " in page.others and "RefCLIP-S" in page.status
     assert "| FLEUR |" in page.others
     shared = json.loads(page.share_json)
     assert shared["scores"]["HarmonicEval"]["overall"] == pytest.approx(want["overall"], abs=1e-12)
