@@ -1,0 +1,152 @@
+"""VELA (Matsuda et al., 2025): Descriptiveness, Relevance and Fluency of long captions, fast.
+
+An LLM reads the references and the candidate in one forward pass (no generation), Long-CLIP compares the
+image with the candidate, and a trained head maps both to three scores in [0, 1] (see
+:mod:`mmjudge.vela.model`). The primary output ``vela`` is their mean.
+
+Scores need a checkpoint trained with ``mmjudge train-vela`` and the Long-CLIP it was trained with
+(converted by ``mmjudge convert-longclip``). ``allow_untrained=True`` scores with a fresh random head —
+plumbing and speed only, the numbers mean nothing.
+
+>>> VELA.spec_for().primary, [o.name for o in VELA.spec_for().outputs]
+('vela', ['vela', 'desc', 'rel', 'flu'])
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Optional, Sequence
+
+from mmjudge.images import DEFAULT_MAX_PIXELS, load_images
+from mmjudge.metrics.base import (
+    IMAGES,
+    PREDICTIONS,
+    REFERENCES,
+    Metric,
+    MetricSpec,
+    OutputSpec,
+    add_means,
+    check_length,
+    check_texts,
+    take_predictions,
+)
+from mmjudge.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM
+
+
+class VELA(Metric):
+    """VELA scores for long captions.
+
+    Args:
+        checkpoint: a folder written by ``mmjudge train-vela`` (``config.json`` + ``vela.safetensors``).
+            The authors' ``Ka2ukiMatsuda/vela`` release is refused with a clear message (its layout could
+            not be verified).
+        clip_model: the Long-CLIP folder (transformers format) the checkpoint was trained with; required.
+        llm: the LLM (default: the one stored in the checkpoint, e.g. ``Qwen/Qwen2.5-3B-Instruct``).
+        device, dtype: see :mod:`mmjudge.models` (bf16 on GPU, fp32 on CPU by default).
+        batch_size: prompts per LLM forward pass.
+        allow_untrained: without a checkpoint, score with a random head (plumbing and speed tests only).
+        vela: a ready :class:`mmjudge.vela.VelaModel` (tests, training loops).
+    """
+
+    name = "vela"
+    configs = ("vela",)
+
+    def __init__(
+        self,
+        checkpoint: Optional[str] = None,
+        clip_model: Any = None,
+        llm: Any = None,
+        device: Optional[str] = None,
+        dtype: Any = None,
+        batch_size: int = 8,
+        max_pixels: int = DEFAULT_MAX_PIXELS,
+        allow_untrained: bool = False,
+        vela: Any = None,
+        config_name: Optional[str] = None,
+    ):
+        self.config_name = self.check_config(config_name)
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size!r}.")
+        self.batch_size, self.max_pixels = batch_size, int(max_pixels)
+        from mmjudge.models import local_fingerprint
+
+        if vela is not None:
+            self.vela, self.checkpoint_id = vela, "in-memory"
+        elif checkpoint is not None:
+            from pathlib import Path
+
+            from mmjudge.vela import load_vela
+
+            self.vela = load_vela(checkpoint, clip_model=clip_model, llm=llm, device=device, dtype=dtype)
+            self.checkpoint_id = local_fingerprint(Path(str(checkpoint)).expanduser())
+        elif allow_untrained:
+            from mmjudge.vela import new_vela
+
+            warnings.warn("VELA without a checkpoint: a random head, scores mean nothing (plumbing/speed only).", stacklevel=2)
+            self.vela = new_vela(llm or DEFAULT_LLM, clip_model, device=device, dtype=dtype, seed=42)
+            self.checkpoint_id = "untrained-seed42"
+        else:
+            raise ValueError(
+                "VELA needs `checkpoint=DIR`, a folder trained with `mmjudge train-vela` (and `clip_model=` the "
+                "Long-CLIP folder it was trained with); pass allow_untrained=True only for plumbing tests."
+            )
+
+    @classmethod
+    def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
+        cls.check_config(config_name)
+        outputs = (OutputSpec("vela", "score", "mean of the three criterion scores", True, (0.0, 1.0)),) + tuple(
+            OutputSpec(c, "score", f"{CRITERION_NAMES[c].capitalize()} (0-1)", True, (0.0, 1.0)) for c in CRITERIA
+        )
+        return MetricSpec("vela", "vela", (PREDICTIONS, IMAGES, REFERENCES), outputs, "vela",
+                          "LLM-hybrid long-caption metric: Descriptiveness, Relevance, Fluency")  # fmt: skip
+
+    def signature_fields(self) -> dict[str, Any]:
+        cfg = self.vela.config
+        return {"llm": self.vela.identities["llm"], "clip": self.vela.identities["clip"], "dtype": self.vela.identities["dtype"],
+                "checkpoint": self.checkpoint_id, "prompt": f"vela@{cfg.prompt_version}", "criteria": "/".join(cfg.criteria),
+                "max_length": cfg.max_length}  # fmt: skip
+
+    def compute(
+        self,
+        predictions: Optional[Sequence[str]] = None,
+        images: Optional[Sequence[Any]] = None,
+        references: Optional[Sequence[Sequence[str]]] = None,
+        progress: bool = True,
+        texts: Optional[Sequence[str]] = None,
+    ) -> dict[str, Any]:
+        """Score long captions ``predictions`` of ``images`` against ``references`` (a list per caption).
+
+        Returns:
+            ``vela``, ``desc``, ``rel``, ``flu`` per caption (0-1), their means and ``signature``.
+
+        Raises:
+            ValueError: naming the offending item (empty caption, no references, unreadable image …),
+                before any model call.
+        """
+        texts = check_texts(take_predictions(predictions, texts), "predictions")
+        n = len(texts)
+        if images is None:
+            raise ValueError("VELA needs `images` (one per prediction).")
+        if references is None:
+            raise ValueError("VELA needs `references` (a list of reference captions per prediction).")
+        check_length(images, n, "images")
+        check_length(references, n, "references")
+        refs = []
+        for i, group in enumerate(references):
+            if isinstance(group, str):
+                group = [group]
+            if group is None or len(group) == 0:
+                raise ValueError(f"references[{i}]: VELA needs at least one reference caption per prediction.")
+            refs.append(check_texts(group, f"references[{i}]"))
+        pictures = load_images(images, self.max_pixels)
+        values = self.vela.score(texts, pictures, refs, batch_size=self.batch_size, progress=progress)
+        order = list(self.vela.config.criteria)
+        out: dict[str, Any] = {"vela": [float(v) for v in values.mean(axis=1)]}
+        for c in CRITERIA:
+            out[c] = [float(v) for v in values[:, order.index(c)]]
+        add_means(out, self.spec)
+        out["signature"] = self.signature
+        return out
+
+
+ENTRY = VELA

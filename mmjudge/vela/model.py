@@ -1,0 +1,467 @@
+"""VELA's model: an R2C-LLM branch, an I2C-Align branch and a criterion-selected regression head.
+
+* **R2C-LLM**: an instruction LLM reads one prompt holding the references and the candidate
+  (:data:`mmjudge/prompts/vela.toml`) in ONE forward pass, no generation;
+  ``g_r2c = [mean over tokens of the last hidden states ; last hidden state of the final (end-of-turn) token]``.
+* **I2C-Align**: Long-CLIP embeds the image and the candidate (unit vectors, frozen);
+  ``g_i2c = [|h_img − h_cand| ; h_img ⊙ h_cand]``.
+* **Head**: ``z = projection([g_r2c ; g_i2c])`` (the "projection" parameters, lr 1e-4), a learned mode
+  embedding ``e_m`` (size 8) per criterion (desc / rel / flu) and
+  ``ŷ_m = clamp(sigmoid(z · (U e_m) + c · e_m + b), 0, 1)``: the mode embedding selects each criterion's
+  weight vector ``W_m = U e_m`` (and bias). Concatenating ``e_m`` to the features under one linear layer
+  would only shift a bias per criterion, so the three criteria would rank captions identically.
+
+The LLM pass and the CLIP embeddings are computed once per sample and shared by the three criteria.
+
+>>> import torch
+>>> head = VelaHead(feature_dim=6, projection_dim=4, seed=0)
+>>> head(torch.zeros(2, 6)).shape  # (samples, criteria desc / rel / flu)
+torch.Size([2, 3])
+>>> i2c_features(torch.tensor([[1.0, 0.0]]), torch.tensor([[0.6, 0.8]]))
+tensor([[0.4000, 0.8000, 0.6000, 0.0000]])
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+CRITERIA = ("desc", "rel", "flu")
+CRITERION_NAMES = {"desc": "descriptiveness", "rel": "relevance", "flu": "fluency"}
+DEFAULT_LLM = "Qwen/Qwen2.5-3B-Instruct"
+FORMAT = "mmjudge-vela/1"
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "vela.safetensors"
+FOREIGN_HINT = (
+    "Only checkpoints written by `mmjudge train-vela` load. The authors' release (Hub Ka2ukiMatsuda/vela, "
+    "vela_regressor.safetensors) uses a key layout that could not be read or verified here, so it is refused "
+    "rather than loaded into the wrong places."
+)
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+@dataclass
+class VelaConfig:
+    """Everything that fixes a VELA model's shape and inputs; saved as ``config.json`` beside the weights.
+
+    Attributes:
+        llm: the LLM the head was trained on (Hub id, or ``"local"`` when it was a folder).
+        llm_revision: its revision or content fingerprint.
+        llm_hidden_size, clip_dim: feature sizes (checked at load time).
+        clip: the CLIP model's identity (``name@revision``; a converted Long-CLIP folder is ``local@…``).
+        projection_dim: width of the projection ``z``.
+        mode_dim: size of the criterion (mode) embedding (8, as the authors' release).
+        criteria: criterion order of the head's outputs.
+        lora_r, lora_alpha, lora_dropout, lora_targets: the LoRA adapter on the LLM (r = 0: none).
+        max_length: LLM prompt length limit in tokens.
+        prompt_version: the version of ``prompts/vela.toml`` the model was trained with.
+        score_range: (low, high) of the human scores the targets were scaled from; outputs are on [0, 1].
+    """
+
+    llm: str = DEFAULT_LLM
+    llm_revision: str = "main"
+    llm_hidden_size: int = 0
+    clip: str = ""
+    clip_dim: int = 0
+    projection_dim: int = 256
+    mode_dim: int = 8
+    criteria: tuple = CRITERIA
+    lora_r: int = 4
+    lora_alpha: int = 16
+    lora_dropout: float = 0.1
+    lora_targets: tuple = ("q_proj", "v_proj")
+    max_length: int = 2048
+    prompt_version: str = ""
+    score_range: tuple = (0.0, 1.0)
+    format: str = FORMAT
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def feature_dim(self) -> int:
+        return 2 * self.llm_hidden_size + 2 * self.clip_dim
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "VelaConfig":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for key in ("criteria", "lora_targets", "score_range"):
+            if key in known:
+                known[key] = tuple(known[key])
+        return cls(**known)
+
+
+def _head_class():
+    torch = _torch()
+
+    class _VelaHead(torch.nn.Module):
+        def __init__(self, feature_dim: int, projection_dim: int = 256, mode_dim: int = 8, criteria: Sequence[str] = CRITERIA,
+                     seed: Optional[int] = None):  # fmt: skip
+            super().__init__()
+            generator = torch.Generator().manual_seed(seed) if seed is not None else None
+            self.criteria = tuple(criteria)
+            self.projection = torch.nn.Linear(feature_dim, projection_dim)
+            self.mode_embedding = torch.nn.Embedding(len(self.criteria), mode_dim)
+            self.criterion_weights = torch.nn.Parameter(torch.empty(projection_dim, mode_dim))  # U
+            self.mode_bias = torch.nn.Linear(mode_dim, 1)  # c · e_m + b
+            with torch.no_grad():
+                bound = 1 / math.sqrt(feature_dim)
+                self.projection.weight.uniform_(-bound, bound, generator=generator)
+                self.projection.bias.uniform_(-bound, bound, generator=generator)
+                self.mode_embedding.weight.normal_(0, 1, generator=generator)
+                self.criterion_weights.normal_(0, 1 / math.sqrt(projection_dim * mode_dim), generator=generator)
+                self.mode_bias.weight.zero_()
+                self.mode_bias.bias.zero_()
+
+        def logits(self, features):
+            z = self.projection(features.float())
+            modes = self.mode_embedding.weight  # (criteria, mode_dim)
+            weights = self.criterion_weights @ modes.t()  # (projection_dim, criteria): W_m = U e_m
+            return z @ weights + self.mode_bias(modes).squeeze(-1)
+
+        def forward(self, features):
+            return torch.sigmoid(self.logits(features)).clamp(0.0, 1.0)
+
+    return _VelaHead
+
+
+def VelaHead(feature_dim: int, projection_dim: int = 256, mode_dim: int = 8, criteria: Sequence[str] = CRITERIA,
+             seed: Optional[int] = None):  # fmt: skip
+    """The regression head (a ``torch.nn.Module``): ``features (n, feature_dim)`` → scores ``(n, criteria)``
+    in [0, 1]. Parameters: ``projection.*`` (projection group), ``mode_embedding``, ``criterion_weights``,
+    ``mode_bias.*`` (head group)."""
+    return _head_class()(feature_dim, projection_dim, mode_dim, criteria, seed)
+
+
+def i2c_features(image_vectors, text_vectors):
+    """``[|h_img − h_cand| ; h_img ⊙ h_cand]`` (both unit vectors, as Long-CLIP embeds them)."""
+    torch = _torch()
+    return torch.cat([(image_vectors - text_vectors).abs(), image_vectors * text_vectors], dim=-1)
+
+
+def load_prompt(version: Optional[str] = None) -> dict:
+    """The bundled VELA prompt; a different stored ``version`` is refused (the head was trained on it)."""
+    from mmjudge.prompts import load_prompt_file
+
+    prompt = load_prompt_file("vela")
+    if version and str(prompt["version"]) != str(version):
+        raise ValueError(f"This checkpoint was trained with VELA prompt version {version!r}, but this mmjudge ships "
+                         f"version {prompt['version']!r}: install the mmjudge version that trained it, or retrain.")  # fmt: skip
+    return prompt
+
+
+def render_prompt(tokenizer: Any, references: Sequence[str], candidate: str, prompt: dict) -> str:
+    """The one prompt the LLM reads, ending with the end-of-turn token whose hidden state is pooled."""
+    refs = "\n".join(f"- {r.strip()}" for r in references)
+    user = prompt["user"].strip("\n").format(references=refs, candidate=candidate.strip())
+    messages = [{"role": "system", "content": prompt["system"]}, {"role": "user", "content": user}]
+    if getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
+    else:
+        text = f"{prompt['system']}\n\n{user}"
+    text = text.rstrip()
+    eos = tokenizer.eos_token
+    if eos and not text.endswith(eos):
+        text += eos
+    return text
+
+
+class VelaModel:
+    """A loaded VELA model: LLM (+ LoRA), CLIP encoder, head. Use :func:`load_vela` / :func:`new_vela`.
+
+    Attributes:
+        llm: the causal LM (a ``peft`` model while training).
+        tokenizer: its tokenizer (left padding).
+        clip: a :class:`mmjudge.clip.ClipEncoder`.
+        head: the regression head (float32, on the LLM's device).
+        config: the :class:`VelaConfig`.
+    """
+
+    def __init__(self, llm: Any, tokenizer: Any, clip: Any, head: Any, config: VelaConfig, identities: dict):
+        self.llm, self.tokenizer, self.clip, self.head, self.config = llm, tokenizer, clip, head, config
+        self.identities = identities
+        self.prompt = load_prompt(config.prompt_version or None)
+        self.config.prompt_version = str(self.prompt["version"])
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.device = next(iter(llm.parameters())).device
+        self.head.to(self.device)
+
+    # ------------------------------------------------------------------------------------ features
+    def prompt_ids(self, references: Sequence[Sequence[str]], candidates: Sequence[str]) -> list[list[int]]:
+        """Token ids of each sample's prompt (the last ``max_length`` tokens if longer, with a warning)."""
+        texts = [render_prompt(self.tokenizer, r, c, self.prompt) for r, c in zip(references, candidates)]
+        ids = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        long = [i for i, row in enumerate(ids) if len(row) > self.config.max_length]
+        if long:
+            warnings.warn(f"{len(long)} VELA prompt(s) exceed max_length={self.config.max_length} tokens and lose "
+                          f"their beginning (first: #{long[0]}, {len(ids[long[0]])} tokens).", stacklevel=2)  # fmt: skip
+        return [row[-self.config.max_length :] for row in ids]
+
+    def llm_features(self, ids: Sequence[Sequence[int]]):
+        """``g_r2c`` for one batch of prompts, float32 ``(n, 2·hidden)``: one forward pass, left padding,
+        position ids counted over the real tokens (so padding never changes a sample's features)."""
+        torch = _torch()
+        width = max(len(r) for r in ids)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(r)) + list(r) for r in ids], device=self.device)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids], device=self.device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        decoder = self.llm.get_decoder()
+        hidden = decoder(input_ids=input_ids, attention_mask=mask, position_ids=positions).last_hidden_state.float()
+        weights = mask.unsqueeze(-1).float()
+        mean = (hidden * weights).sum(1) / weights.sum(1)
+        return torch.cat([mean, hidden[:, -1]], dim=-1)
+
+    def clip_features(self, images: Sequence[Any], candidates: Sequence[str]):
+        """``g_i2c`` float32 ``(n, 2·clip_dim)`` from the (frozen, cached) CLIP encoder."""
+        torch = _torch()
+        image_vectors = torch.from_numpy(self.clip.encode_images(images)).to(self.device)
+        text_vectors = torch.from_numpy(self.clip.encode_texts(list(candidates))).to(self.device)
+        return i2c_features(image_vectors, text_vectors)
+
+    def scores_from_features(self, r2c, i2c):
+        """Head output ``(n, criteria)`` in [0, 1]."""
+        torch = _torch()
+        return self.head(torch.cat([r2c, i2c], dim=-1))
+
+    # ------------------------------------------------------------------------------------- scoring
+    def score(
+        self,
+        candidates: Sequence[str],
+        images: Sequence[Any],
+        references: Sequence[Sequence[str]],
+        batch_size: int = 8,
+        progress: bool = False,
+        timings: Optional[dict] = None,
+    ) -> np.ndarray:
+        """Scores ``(n, criteria)`` in [0, 1] for decoded RGB ``images``. Prompts are batched by length.
+        ``timings`` (a dict) receives seconds spent in ``llm``, ``clip`` and ``head``."""
+        import time
+
+        from mmjudge.judges.base import progress_batches
+
+        torch = _torch()
+        n = len(candidates)
+        clock = {"llm": 0.0, "clip": 0.0, "head": 0.0}
+        sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            i2c = self.clip_features(images, candidates)
+            sync()
+            clock["clip"] += time.perf_counter() - start
+            ids = self.prompt_ids(references, candidates)
+            order = sorted(range(n), key=lambda i: len(ids[i]))
+            batches = [order[s : s + batch_size] for s in range(0, n, batch_size)]
+            out = torch.empty(n, len(self.config.criteria), device=self.device)
+            for batch in progress_batches(batches, n, progress, "VELA"):
+                t0 = time.perf_counter()
+                r2c = self.llm_features([ids[i] for i in batch])
+                sync()
+                t1 = time.perf_counter()
+                out[batch] = self.scores_from_features(r2c, i2c[batch])
+                sync()
+                clock["llm"] += t1 - t0
+                clock["head"] += time.perf_counter() - t1
+        if timings is not None:
+            for key, value in clock.items():
+                timings[key] = timings.get(key, 0.0) + value
+        return out.float().cpu().numpy()
+
+    # ------------------------------------------------------------------------------------ saving
+    def trainable_state(self) -> dict:
+        """The weights a checkpoint holds: the LoRA adapter (``llm.*``) and the head (``head.*``)."""
+        state = {f"head.{k}": v.detach().float().cpu().contiguous() for k, v in self.head.state_dict().items()}
+        if self.config.lora_r:
+            from peft import get_peft_model_state_dict
+
+            state.update({f"llm.{k}": v.detach().float().cpu().contiguous() for k, v in get_peft_model_state_dict(self.llm).items()})
+        return state
+
+    def save(self, directory: Union[str, os.PathLike]) -> str:
+        """Write ``config.json`` + ``vela.safetensors`` (LoRA + head) to ``directory``."""
+        from safetensors.torch import save_file
+
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        save_file(self.trainable_state(), str(out / WEIGHTS_FILE), metadata={"format": FORMAT})
+        (out / CONFIG_FILE).write_text(self.config.to_json() + "\n", encoding="utf-8")
+        return str(out)
+
+    def load_state(self, state: dict, where: str) -> None:
+        """Load a checkpoint's tensors; any key or shape that does not fit is one clear ``ValueError``."""
+        expected = self.trainable_state()
+        missing = sorted(set(expected) - set(state))
+        unexpected = sorted(set(state) - set(expected))
+        if missing or unexpected:
+            raise ValueError(f"{where}: its weights do not fit this VELA model (missing {missing[:3]}, unexpected "
+                             f"{unexpected[:3]}{' …' if len(unexpected) > 3 else ''}). {FOREIGN_HINT}")  # fmt: skip
+        wrong = [k for k in expected if tuple(expected[k].shape) != tuple(state[k].shape)]
+        if wrong:
+            k = wrong[0]
+            raise ValueError(f"{where}: weight {k} has shape {tuple(state[k].shape)}, but this model needs "
+                             f"{tuple(expected[k].shape)}: load it with the LLM and CLIP it was trained with.")  # fmt: skip
+        self.head.load_state_dict({k[len("head."):]: v for k, v in state.items() if k.startswith("head.")})
+        if self.config.lora_r:
+            from peft import set_peft_model_state_dict
+
+            set_peft_model_state_dict(self.llm, {k[len("llm."):]: v for k, v in state.items() if k.startswith("llm.")})
+
+
+# ---------------------------------------------------------------------------------------- building
+
+
+def _load_llm(llm: Any, device: Optional[str], dtype: Any):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mmjudge.models import load_pretrained
+
+    return load_pretrained(
+        llm, [AutoModelForCausalLM], processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, revision=kw["revision"]),
+        device=device, dtype=dtype, family="text_lm",
+    )  # fmt: skip
+
+
+def _load_clip(clip_model: Any, device: Optional[str], clip_dtype: Any, clip_encoder: Any = None):
+    if clip_encoder is not None:
+        return clip_encoder
+    if clip_model is None:
+        raise ValueError(
+            "VELA needs `clip_model=`: a Long-CLIP-L checkpoint in transformers format (no such checkpoint is on "
+            "the Hub: convert BeichenZhang/LongCLIP-L's longclip-L.pt with `mmjudge convert-longclip longclip-L.pt "
+            "DIR` and pass DIR), or 'tiny-random' for a plumbing test."
+        )
+    from mmjudge.clip import ClipEncoder
+
+    return ClipEncoder(clip_model, device=device, dtype=clip_dtype)
+
+
+def _add_lora(llm: Any, config: VelaConfig, trainable: bool):
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
+                      target_modules=list(config.lora_targets), bias="none", inference_mode=not trainable)  # fmt: skip
+    return get_peft_model(llm, lora)
+
+
+def new_vela(
+    llm: Any = DEFAULT_LLM,
+    clip_model: Any = None,
+    device: Optional[str] = None,
+    dtype: Any = None,
+    clip_dtype: Any = None,
+    seed: int = 42,
+    clip_encoder: Any = None,
+    **config: Any,
+) -> VelaModel:
+    """A fresh VELA model to train: the LLM with a new LoRA adapter, a new head (seeded), CLIP frozen.
+    ``config`` sets :class:`VelaConfig` fields (``projection_dim``, ``lora_r``, ``max_length`` …)."""
+    torch = _torch()
+    loaded = _load_llm(llm, device, dtype)
+    encoder = _load_clip(clip_model, device, clip_dtype, clip_encoder)
+    clip_dim = int(encoder.model.config.projection_dim)
+    cfg = VelaConfig(llm=loaded.identity.name, llm_revision=loaded.identity.revision, llm_hidden_size=int(loaded.model.config.hidden_size),
+                     clip=encoder.model_identity.label(), clip_dim=clip_dim, **config)  # fmt: skip
+    torch.manual_seed(seed)  # LoRA's own initialisation draws from the global generator
+    model = _add_lora(loaded.model, cfg, trainable=True) if cfg.lora_r else loaded.model
+    head = VelaHead(cfg.feature_dim, cfg.projection_dim, cfg.mode_dim, cfg.criteria, seed=seed)
+    identities = {"llm": loaded.identity.label(), "clip": encoder.model_identity.label(), "dtype": loaded.identity.dtype}
+    return VelaModel(model, loaded.processor, encoder, head, cfg, identities)
+
+
+def read_checkpoint(checkpoint: Union[str, os.PathLike]) -> tuple[VelaConfig, dict, Path]:
+    """(config, tensors, folder) of an mmjudge VELA checkpoint folder.
+
+    Raises:
+        FileNotFoundError: no such folder.
+        ValueError: not an mmjudge VELA checkpoint (e.g. the authors' ``vela_regressor.safetensors``).
+    """
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(checkpoint).expanduser()
+    if path.is_file() and path.suffix == ".safetensors":
+        raise ValueError(f"{str(path)!r} is a bare safetensors file, not an mmjudge VELA checkpoint folder. {FOREIGN_HINT}")
+    if not path.is_dir():
+        raise FileNotFoundError(f"VELA checkpoint folder {str(path)!r} does not exist (train one with `mmjudge train-vela`).")
+    config_path, weights = path / CONFIG_FILE, path / WEIGHTS_FILE
+    try:
+        data = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        data = {}
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not weights.is_file():
+        raise ValueError(f"{str(path)!r} is not an mmjudge VELA checkpoint (expected {CONFIG_FILE} with format "
+                         f"{FORMAT!r} and {WEIGHTS_FILE}). {FOREIGN_HINT}")  # fmt: skip
+    try:
+        tensors = load_file(str(weights))
+    except (SafetensorError, OSError) as err:
+        raise ValueError(f"{str(weights)!r} cannot be read ({err}); the checkpoint is damaged.") from None
+    return VelaConfig.from_dict(data), tensors, path
+
+
+def load_vela(
+    checkpoint: Union[str, os.PathLike],
+    clip_model: Any = None,
+    llm: Any = None,
+    device: Optional[str] = None,
+    dtype: Any = None,
+    clip_dtype: Any = None,
+    merge_lora: bool = True,
+    clip_encoder: Any = None,
+    trainable: bool = False,
+) -> VelaModel:
+    """Load a checkpoint written by :meth:`VelaModel.save` (``mmjudge train-vela``).
+
+    Args:
+        checkpoint: the folder.
+        clip_model: the Long-CLIP folder it was trained with (required; see :func:`new_vela`).
+        llm: the LLM (default: the Hub id stored in the checkpoint; a folder-trained checkpoint needs it).
+        merge_lora: fold the LoRA adapter into the LLM's weights (faster inference).
+        trainable: keep the adapter trainable (resuming training).
+    """
+    cfg, tensors, path = read_checkpoint(checkpoint)
+    source = llm if llm is not None else cfg.llm
+    if source in ("local", "") or str(source).startswith("injected"):
+        raise ValueError(f"The checkpoint {str(path)!r} was trained on a local or injected LLM; pass it as `llm=`.")
+    loaded = _load_llm(source, device, dtype)
+    hidden = int(loaded.model.config.hidden_size)
+    if hidden != cfg.llm_hidden_size:
+        raise ValueError(f"{str(path)!r} was trained on an LLM of hidden size {cfg.llm_hidden_size} ({cfg.llm}), but "
+                         f"llm={source!r} has {hidden}: pass the LLM it was trained with.")  # fmt: skip
+    encoder = _load_clip(clip_model, device, clip_dtype, clip_encoder)
+    clip_dim = int(encoder.model.config.projection_dim)
+    if clip_dim != cfg.clip_dim:
+        raise ValueError(f"{str(path)!r} was trained with CLIP embeddings of size {cfg.clip_dim} ({cfg.clip}), but "
+                         f"the given CLIP model has {clip_dim}: pass the Long-CLIP it was trained with.")  # fmt: skip
+    if encoder.model_identity.label() != cfg.clip:
+        warnings.warn(f"VELA checkpoint trained with CLIP {cfg.clip}, scoring with {encoder.model_identity.label()}.", stacklevel=2)
+    if loaded.identity.revision != cfg.llm_revision and loaded.identity.name != "local":
+        logger.info("VELA: LLM revision %s differs from the trained one (%s)", loaded.identity.revision, cfg.llm_revision)
+    model = _add_lora(loaded.model, cfg, trainable=trainable) if cfg.lora_r else loaded.model
+    head = VelaHead(cfg.feature_dim, cfg.projection_dim, cfg.mode_dim, cfg.criteria, seed=0)
+    identities = {"llm": loaded.identity.label(), "clip": encoder.model_identity.label(), "dtype": loaded.identity.dtype}
+    vela = VelaModel(model, loaded.processor, encoder, head, cfg, identities)
+    vela.load_state(tensors, repr(str(path)))
+    if cfg.lora_r and merge_lora and not trainable:
+        vela.llm = vela.llm.merge_and_unload()
+    if not trainable:
+        vela.llm.eval()
+        vela.head.eval()
+    return vela
