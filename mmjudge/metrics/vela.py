@@ -9,7 +9,7 @@ Scores need a checkpoint trained with ``mmjudge train-vela`` and the Long-CLIP i
 plumbing and speed only, the numbers mean nothing.
 
 >>> VELA.spec_for().primary, [o.name for o in VELA.spec_for().outputs]
-('vela', ['vela', 'desc', 'rel', 'flu'])
+('vela', ['vela', 'descriptiveness', 'relevance', 'fluency'])
 """
 
 from __future__ import annotations
@@ -95,7 +95,8 @@ class VELA(Metric):
     def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
         cls.check_config(config_name)
         outputs = (OutputSpec("vela", "score", "mean of the three criterion scores", True, (0.0, 1.0)),) + tuple(
-            OutputSpec(c, "score", f"{CRITERION_NAMES[c].capitalize()} (0-1)", True, (0.0, 1.0)) for c in CRITERIA
+            OutputSpec(CRITERION_NAMES[c], "score", f"{CRITERION_NAMES[c].capitalize()} (0-1)", True, (0.0, 1.0))
+            for c in CRITERIA
         )
         return MetricSpec("vela", "vela", (PREDICTIONS, IMAGES, REFERENCES), outputs, "vela",
                           "LLM-hybrid long-caption metric: Descriptiveness, Relevance, Fluency")  # fmt: skip
@@ -117,7 +118,9 @@ class VELA(Metric):
         """Score long captions ``predictions`` of ``images`` against ``references`` (a list per caption).
 
         Returns:
-            ``vela``, ``desc``, ``rel``, ``flu`` per caption (0-1), their means and ``signature``.
+            ``vela``, ``descriptiveness``, ``relevance``, ``fluency`` per caption (0-1), their means and
+            ``signature``. The criterion outputs carry LongCap-Arena's criterion names, so the
+            meta-evaluation correlates each human criterion with its own column.
 
         Raises:
             ValueError: naming the offending item (empty caption, no references, unreadable image …),
@@ -143,7 +146,7 @@ class VELA(Metric):
         order = list(self.vela.config.criteria)
         out: dict[str, Any] = {"vela": [float(v) for v in values.mean(axis=1)]}
         for c in CRITERIA:
-            out[c] = [float(v) for v in values[:, order.index(c)]]
+            out[CRITERION_NAMES[c]] = [float(v) for v in values[:, order.index(c)]]
         add_means(out, self.spec)
         out["signature"] = self.signature
         return out

@@ -1,0 +1,217 @@
+"""VELA on a tiny random LLM + tiny Long-CLIP-shaped CLIP (248 positions): feature construction against a
+direct re-computation, training lowers the loss, save/load round trip, resumed = uninterrupted (exact),
+bad inputs, the metric contract, the evaluate shell. Random weights: plumbing only, never quality."""
+
+import io
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+pytest.importorskip("peft")
+
+import mmjudge  # noqa: E402
+from mmjudge.metrics.vela import VELA  # noqa: E402
+from mmjudge.testing import tiny_clip  # noqa: E402
+from mmjudge.vela import load_vela, new_vela  # noqa: E402
+from mmjudge.vela.model import render_prompt  # noqa: E402
+from mmjudge.vela.training import TrainConfig, train_vela  # noqa: E402
+
+COLORS = ("red", "blue", "green", "yellow", "white", "black")
+TEXTS = [
+    "a dog runs on the beach near the water",
+    "two people ride bikes in a park",
+    "a cat sits on a mat by the window",
+    "a red car parked on a quiet street",
+    "children play football on a green field",
+    "a bowl of fruit on a wooden table",
+]
+REFS = [["a dog on a beach", "a puppy runs"], ["people on bikes"], ["a cat on a mat"], ["a car on a street"],
+        ["kids playing football"], ["fruit in a bowl", "a table"]]  # fmt: skip
+
+
+def items(n=6, offset=0):
+    out = []
+    for i in range(n):
+        k = (i + offset) % len(TEXTS)
+        out.append({"id": f"s{i + offset}", "text": TEXTS[k], "image": Image.new("RGB", (40, 30), COLORS[k]),
+                    "references": REFS[k], "descriptiveness": 1.0 + k % 5, "relevance": 5.0 - k % 4,
+                    "fluency": 1.0 + (k * 2) % 5})  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory):
+    return tiny_clip(tmp_path_factory.mktemp("longclip"), max_position_embeddings=248)
+
+
+@pytest.fixture(scope="module")
+def vela(tiny_lm_dir, clip_dir):
+    return new_vela(tiny_lm_dir, clip_dir, device="cpu", projection_dim=16, seed=42)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(vela, tmp_path_factory):
+    return vela.save(tmp_path_factory.mktemp("ckpt") / "vela")
+
+
+def test_features_match_direct_recomputation(vela, tiny_lm_dir, clip_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, CLIPModel
+
+    from mmjudge.clip import OPENAI_MEAN, OPENAI_STD, preprocess_images
+
+    cands, refs = TEXTS[:2], REFS[:2]
+    imgs = [Image.new("RGB", (40, 30), c) for c in COLORS[:2]]
+    with torch.no_grad():
+        got_r2c = vela.llm_features(vela.prompt_ids(refs, cands))  # one padded batch
+        got_i2c = vela.clip_features(imgs, cands)
+        got = vela.scores_from_features(got_r2c, got_i2c)
+    lm, tok = AutoModelForCausalLM.from_pretrained(tiny_lm_dir).eval(), AutoTokenizer.from_pretrained(tiny_lm_dir)
+    clip, ctok = CLIPModel.from_pretrained(clip_dir).eval(), AutoTokenizer.from_pretrained(clip_dir)
+    for i in range(2):
+        text = render_prompt(tok, refs[i], cands[i], vela.prompt)
+        assert cands[i] in text and all(r in text for r in refs[i]) and text.endswith(tok.eos_token)
+        ids = tok(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        with torch.no_grad():  # LoRA B starts at zero, so the adapter adds nothing yet
+            hidden = lm.model(input_ids=ids).last_hidden_state[0]
+            image = clip.get_image_features(pixel_values=preprocess_images([imgs[i]], 32, OPENAI_MEAN, OPENAI_STD)).pooler_output[0]
+            cand = clip.get_text_features(**ctok([cands[i]], return_tensors="pt")).pooler_output[0]
+        want_r2c = torch.cat([hidden.mean(0), hidden[-1]])
+        torch.testing.assert_close(got_r2c[i], want_r2c, atol=1e-5, rtol=1e-5)
+        image, cand = image / image.norm(), cand / cand.norm()
+        torch.testing.assert_close(got_i2c[i], torch.cat([(image - cand).abs(), image * cand]), atol=1e-5, rtol=1e-5)
+        head = vela.head
+        g = torch.cat([want_r2c, torch.cat([(image - cand).abs(), image * cand])])
+        z = head.projection.weight @ g + head.projection.bias
+        e = head.mode_embedding.weight
+        logits = z @ (head.criterion_weights @ e.t()) + e @ head.mode_bias.weight[0] + head.mode_bias.bias
+        torch.testing.assert_close(got[i], torch.sigmoid(logits).detach(), atol=1e-5, rtol=1e-5)
+
+
+def test_scores_do_not_depend_on_batching(vela):
+    imgs = [it["image"] for it in items(4)]
+    one = vela.score(TEXTS[:4], imgs, REFS[:4], batch_size=1)
+    four = vela.score(TEXTS[:4], imgs, REFS[:4], batch_size=4)
+    np.testing.assert_allclose(one, four, atol=1e-5)
+    assert one.shape == (4, 3) and (one >= 0).all() and (one <= 1).all()
+
+
+def test_metric_contract_and_round_trip(vela, checkpoint, tiny_lm_dir, clip_dir):
+    data = items(3)
+    kwargs = dict(predictions=[d["text"] for d in data], images=[d["image"] for d in data],
+                  references=[d["references"] for d in data], progress=False)  # fmt: skip
+    a = mmjudge.load("vela", checkpoint=checkpoint, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
+    b = VELA(checkpoint=checkpoint, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
+    out_a, out_b = a.compute(**kwargs), b.compute(**kwargs)
+    a.spec.check_result(out_a, 3)
+    assert out_a["vela"] == out_b["vela"] and out_a["fluency"] == out_b["fluency"]  # loading twice: identical
+    in_memory = VELA(vela=vela).compute(**kwargs)
+    np.testing.assert_allclose(out_a["descriptiveness"], in_memory["descriptiveness"], atol=1e-6)
+    three = np.array([out_a["descriptiveness"], out_a["relevance"], out_a["fluency"]])
+    np.testing.assert_allclose(out_a["vela"], three.mean(axis=0), atol=1e-7)
+    fields = out_a["signature"].fields
+    assert fields["metric"] == "vela" and fields["checkpoint"].startswith("local-") and fields["prompt"] == "vela@1"
+    assert str(checkpoint) not in out_a["signature"]
+
+
+def test_training_lowers_the_loss(tiny_lm_dir, clip_dir, tmp_path):
+    losses = []
+    config = TrainConfig(epochs=3, lr_llm=1e-3, lr_projection=3e-3, lr_head=3e-2, save_every=0)
+    result = train_vela(items(6), items(4), tmp_path / "run", llm=tiny_lm_dir, clip_model=clip_dir, config=config,
+                        device="cpu", progress=False, projection_dim=16, on_step=lambda s, l: losses.append(l))  # fmt: skip
+    assert len(losses) == 18 and result["finished"]
+    assert np.mean(losses[-6:]) < np.mean(losses[:6])
+    assert [h["epoch"] for h in result["history"]] == [1, 2, 3]
+    assert set(result["history"][0]["tau_c"]) == {"descriptiveness", "relevance", "fluency"}
+    assert (tmp_path / "run" / "best" / "config.json").is_file()
+    cfg = json.loads((tmp_path / "run" / "best" / "config.json").read_text())
+    assert cfg["score_range"] == [1.0, 5.0] and cfg["lora_r"] == 4 and cfg["mode_dim"] == 8
+
+
+@pytest.mark.slow
+def test_resumed_training_equals_uninterrupted(tiny_lm_dir, clip_dir, tmp_path):
+    config = TrainConfig(epochs=2, grad_accum=2, save_every=1, lr_llm=1e-3, lr_projection=3e-3, lr_head=3e-2)
+    common = dict(llm=tiny_lm_dir, clip_model=clip_dir, device="cpu", progress=False, projection_dim=16)
+    full = train_vela(items(5), items(3, 1), tmp_path / "a", config=config, **common)
+    part = train_vela(items(5), items(3, 1), tmp_path / "b", config=config, stop_after_steps=4, **common)
+    assert not part["finished"] and part["step"] == 4  # interrupted mid second epoch (3 steps per epoch)
+    steps = []
+    resumed = train_vela(items(5), items(3, 1), tmp_path / "b", config=config, on_step=lambda s, _: steps.append(s), **common)
+    assert steps == [5, 6]  # it went on from step 4, not from scratch
+    assert resumed["finished"] and resumed["step"] == full["step"] == 6
+    a, b = full["model"].trainable_state(), resumed["model"].trainable_state()
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+    assert resumed["history"] == full["history"]
+
+
+def test_bad_inputs_fail_clearly(vela, checkpoint, tiny_lm_dir, clip_dir, tmp_path):
+    metric = VELA(vela=vela)
+    img = Image.new("RGB", (40, 30), "red")
+    with pytest.raises(ValueError, match=r"references\[0\]: VELA needs at least one reference"):
+        metric.compute(predictions=["a dog"], images=[img], references=[[]])
+    with pytest.raises(ValueError, match="needs `references`"):
+        metric.compute(predictions=["a dog"], images=[img])
+    with pytest.raises(ValueError, match=r"predictions\[1\]: the text is empty"):
+        metric.compute(predictions=["a dog", "  "], images=[img, img], references=[["a"], ["b"]])
+    with pytest.raises(ValueError, match=r"images\[0\]"):
+        metric.compute(predictions=["a dog"], images=[b"\x89PNG not really"], references=[["a dog"]])
+    with pytest.raises(ValueError, match="needs `checkpoint=DIR`"):
+        VELA(clip_model=clip_dir, llm=tiny_lm_dir)
+    with pytest.raises(ValueError, match="needs `clip_model=`"):
+        VELA(checkpoint=checkpoint, llm=tiny_lm_dir, device="cpu")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_vela(tmp_path / "nowhere", clip_model=clip_dir, llm=tiny_lm_dir)
+
+
+def test_foreign_and_wrong_shape_checkpoints_are_refused(checkpoint, tiny_lm_dir, clip_dir, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    foreign = tmp_path / "authors"
+    foreign.mkdir()
+    save_file({"regressor.weight": torch.zeros(1, 8)}, str(foreign / "vela_regressor.safetensors"))
+    with pytest.raises(ValueError, match="only checkpoints written by `mmjudge train-vela` load|Only checkpoints written"):
+        load_vela(foreign, clip_model=clip_dir, llm=tiny_lm_dir)
+    with pytest.raises(ValueError, match="bare safetensors file"):
+        load_vela(foreign / "vela_regressor.safetensors", clip_model=clip_dir, llm=tiny_lm_dir)
+    renamed = tmp_path / "renamed"
+    renamed.mkdir()
+    (renamed / "config.json").write_text((tmp_path / ".." / checkpoint / "config.json").resolve().read_text())
+    save_file({"regressor.weight": torch.zeros(1, 8)}, str(renamed / "vela.safetensors"))
+    with pytest.raises(ValueError, match="do not fit this VELA model.*Only checkpoints written"):
+        load_vela(renamed, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    (wrong / "config.json").write_text((renamed / "config.json").read_text())
+    tensors = load_file(f"{checkpoint}/vela.safetensors")
+    tensors["head.projection.weight"] = torch.zeros(8, tensors["head.projection.weight"].shape[1])
+    save_file(tensors, str(wrong / "vela.safetensors"))
+    with pytest.raises(ValueError, match=r"head.projection.weight has shape \(8, .*needs \(16,"):
+        load_vela(wrong, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
+    other_clip = tiny_clip(tmp_path / "clip77")  # 16-dim as well; a 32-dim one must be refused
+    cfg = json.loads((renamed / "config.json").read_text())
+    cfg["clip_dim"] = 32
+    (wrong / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="CLIP embeddings of size 32"):
+        load_vela(wrong, clip_model=other_clip, llm=tiny_lm_dir, device="cpu")
+
+
+def test_evaluate_shell_and_cli(checkpoint, tiny_lm_dir, clip_dir, tmp_path, offline_env):
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 30), "red").save(buf, format="PNG")
+    (tmp_path / "img.png").write_bytes(buf.getvalue())
+    code = (
+        "import evaluate, sys\nfrom PIL import Image\n"
+        "m = evaluate.load('metrics/vela', checkpoint=sys.argv[1], clip_model=sys.argv[2], llm=sys.argv[3], device='cpu')\n"
+        "out = m.compute(predictions=['a dog runs'], images=[Image.open(sys.argv[4])], references=[['a dog']])\n"
+        "print(sorted(k for k in out if not k.startswith('mean_')), 0 <= out['vela'][0] <= 1)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code, checkpoint, clip_dir, tiny_lm_dir, str(tmp_path / "img.png")],
+                         capture_output=True, text=True, env=offline_env, cwd=str(__import__("pathlib").Path(__file__).parents[1]))  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "['descriptiveness', 'fluency', 'relevance', 'signature', 'vela'] True" in run.stdout
