@@ -215,3 +215,28 @@ def test_evaluate_shell_and_cli(checkpoint, tiny_lm_dir, clip_dir, tmp_path, off
                          capture_output=True, text=True, env=offline_env, cwd=str(__import__("pathlib").Path(__file__).parents[1]))  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     assert "['descriptiveness', 'fluency', 'relevance', 'signature', 'vela'] True" in run.stdout
+
+
+def test_metaeval_cli_gives_tau_per_criterion(checkpoint, tiny_lm_dir, clip_dir, tmp_path, offline_env):
+    """`mmjudge metaeval --metric vela --set checkpoint=…` correlates each human criterion with VELA's own column."""
+    data = items(6)
+    for it in data:
+        path = tmp_path / f"{it['id']}.png"
+        it["image"].save(path)
+        it["image"] = str(path)
+    judgments = {
+        "name": "toy_longcap", "correlation": "tau_c", "criteria": ["descriptiveness", "relevance", "fluency"],
+        "items": [{"id": it["id"], "task": "ic", "text": it["text"], "image": it["image"], "references": it["references"]} for it in data],
+        "ratings": [{"id": it["id"], "task": "ic", "criterion": c, "score": it[c], "annotator": None}
+                    for it in data for c in ("descriptiveness", "relevance", "fluency")],
+    }  # fmt: skip
+    (tmp_path / "j.json").write_text(json.dumps(judgments))
+    cmd = [sys.executable, "-m", "mmjudge.cli", "metaeval", "--judgments", str(tmp_path / "j.json"), "--metric", "vela",
+           "--set", f"checkpoint={checkpoint}", "--set", f"clip_model={clip_dir}", "--set", f"llm={tiny_lm_dir}",
+           "--device", "cpu", "--bootstrap", "20", "--measures", "tau_c", "--out", str(tmp_path / "out")]  # fmt: skip
+    run = subprocess.run(cmd, capture_output=True, text=True, env=offline_env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    records = results[0]["records"] if isinstance(results, list) else results["records"]
+    keys = {r["criterion"]: r.get("score_key") for r in records if r.get("measure") == "tau_c"}
+    assert keys == {"descriptiveness": "descriptiveness", "relevance": "relevance", "fluency": "fluency"}

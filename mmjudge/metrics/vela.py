@@ -46,6 +46,8 @@ class VELA(Metric):
         batch_size: prompts per LLM forward pass.
         allow_untrained: without a checkpoint, score with a random head (plumbing and speed tests only).
         vela: a ready :class:`mmjudge.vela.VelaModel` (tests, training loops).
+        model: another name for ``llm`` (the CLI's ``--model``).
+        cache: accepted for the CLI's ``--cache/--no-cache``; VELA caches nothing on disk.
     """
 
     name = "vela"
@@ -63,8 +65,16 @@ class VELA(Metric):
         allow_untrained: bool = False,
         vela: Any = None,
         config_name: Optional[str] = None,
+        model: Any = None,
+        cache: Any = None,
     ):
         self.config_name = self.check_config(config_name)
+        if model is not None:  # the CLI's --model (the judge model) is VELA's LLM
+            if llm is not None and llm != model:
+                raise ValueError(f"Give the LLM once: model={model!r} and llm={llm!r} differ.")
+            llm = model
+        if cache not in (None, False):
+            warnings.warn("VELA keeps no judge cache (one forward pass per caption); `cache` is ignored.", stacklevel=2)
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size!r}.")
         self.batch_size, self.max_pixels = batch_size, int(max_pixels)
