@@ -240,3 +240,31 @@ def test_metaeval_cli_gives_tau_per_criterion(checkpoint, tiny_lm_dir, clip_dir,
     records = results[0]["records"] if isinstance(results, list) else results["records"]
     keys = {r["criterion"]: r.get("score_key") for r in records if r.get("measure") == "tau_c"}
     assert keys == {"descriptiveness": "descriptiveness", "relevance": "relevance", "fluency": "fluency"}
+
+
+CHECK_IMPORTS = """
+import runpy, sys
+sys.argv = ["vela_throughput.py", "--tiny", "--n", "4", "--batch-sizes", "1,4", "--device", "cpu"]
+try:
+    runpy.run_path(SCRIPT, run_name="__main__")
+except SystemExit as stop:
+    assert stop.code in (0, None), stop.code
+# transformers probes optional packages without importing them; what matters is that none was imported.
+imported = sorted({m.split(".")[0] for m in sys.modules} & {"evaluate", "datasets", "scipy", "pandas", "sklearn", "open_clip"})
+print("imported:", imported)
+"""
+
+
+@pytest.mark.slow
+def test_benchmark_smoke_runs_with_only_the_gpu_machines_packages(offline_env):
+    """The benchmark's --tiny mode runs end to end (VELA, HarmonicEval, FLEUR) without importing evaluate,
+    datasets, scipy, pandas or open_clip: the GPU machine has only torch, transformers, peft and friends.
+    No timing is asserted."""
+    from pathlib import Path
+
+    script = Path(__file__).parents[1] / "benchmarks" / "vela_throughput.py"
+    code = CHECK_IMPORTS.replace("SCRIPT", repr(str(script)))
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=offline_env, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "VELA batch   4:" in run.stdout and "HarmonicEval (5 criteria):" in run.stdout and "FLEUR (fast path):" in run.stdout
+    assert "imported: []" in run.stdout
