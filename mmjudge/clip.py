@@ -47,8 +47,7 @@ def preprocess_images(images: Sequence[Image.Image], size: int, mean: Sequence[f
     """
     import torch
 
-    arrays = []
-    for image in images:
+    def one(image: Image.Image) -> np.ndarray:
         width, height = image.size
         short, long = min(width, height), max(width, height)
         new_long = int(size * long / short)  # the short side becomes `size`, the long side is truncated
@@ -57,7 +56,17 @@ def preprocess_images(images: Sequence[Image.Image], size: int, mean: Sequence[f
         left = int(round((resized.width - size) / 2.0))
         top = int(round((resized.height - size) / 2.0))
         cropped = resized.crop((left, top, left + size, top + size))
-        arrays.append(np.asarray(cropped, dtype=np.float32) / 255.0)
+        return np.asarray(cropped, dtype=np.float32) / 255.0
+
+    # PIL releases the GIL while resizing: a batch of large images is resized on all cores (same output).
+    workers = min(len(images), os.cpu_count() or 1, 16)
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as pool:
+            arrays = list(pool.map(one, images))
+    else:
+        arrays = [one(image) for image in images]
     pixels = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
     mean_t = torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1)
     std_t = torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1)

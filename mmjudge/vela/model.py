@@ -253,8 +253,12 @@ class VelaModel:
         timings: Optional[dict] = None,
     ) -> np.ndarray:
         """Scores ``(n, criteria)`` in [0, 1] for decoded RGB ``images``. Prompts are batched by length.
-        ``timings`` (a dict) receives seconds spent in ``llm``, ``clip`` and ``head``."""
+
+        On a GPU the CLIP branch (mostly CPU work: image resizing, tokenising) runs in a background thread
+        while the LLM batches run. ``timings`` (a dict) receives seconds spent in ``llm``, ``clip`` and
+        ``head``, measured one after the other (no overlap) so the parts add up."""
         import time
+        from concurrent.futures import ThreadPoolExecutor
 
         from mmjudge.judges.base import progress_batches
 
@@ -262,24 +266,43 @@ class VelaModel:
         n = len(candidates)
         clock = {"llm": 0.0, "clip": 0.0, "head": 0.0}
         sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
-        start = time.perf_counter()
-        with torch.inference_mode():
-            i2c = self.clip_features(images, candidates)
-            sync()
-            clock["clip"] += time.perf_counter() - start
-            ids = self.prompt_ids(references, candidates)
-            order = sorted(range(n), key=lambda i: len(ids[i]))
-            batches = [order[s : s + batch_size] for s in range(0, n, batch_size)]
-            out = torch.empty(n, len(self.config.criteria), device=self.device)
-            for batch in progress_batches(batches, n, progress, "VELA"):
-                t0 = time.perf_counter()
-                r2c = self.llm_features([ids[i] for i in batch])
+
+        def clip_branch():
+            with torch.inference_mode():
+                return self.clip_features(images, candidates)
+
+        overlap = timings is None and self.device.type == "cuda"
+        pool = ThreadPoolExecutor(1) if overlap else None
+        try:
+            if overlap:
+                pending = pool.submit(clip_branch)
+            else:
+                start = time.perf_counter()
+                i2c = clip_branch()
                 sync()
+                clock["clip"] += time.perf_counter() - start
+            with torch.inference_mode():
+                ids = self.prompt_ids(references, candidates)
+                order = sorted(range(n), key=lambda i: len(ids[i]))
+                batches = [order[s : s + batch_size] for s in range(0, n, batch_size)]
+                r2c = None
+                for batch in progress_batches(batches, n, progress, "VELA"):
+                    t0 = time.perf_counter()
+                    features = self.llm_features([ids[i] for i in batch])
+                    if r2c is None:
+                        r2c = torch.empty(n, features.shape[1], device=self.device)
+                    r2c[batch] = features
+                    sync()
+                    clock["llm"] += time.perf_counter() - t0
+                if overlap:
+                    i2c = pending.result()
                 t1 = time.perf_counter()
-                out[batch] = self.scores_from_features(r2c, i2c[batch])
+                out = self.scores_from_features(r2c, i2c)
                 sync()
-                clock["llm"] += t1 - t0
                 clock["head"] += time.perf_counter() - t1
+        finally:
+            if pool is not None:
+                pool.shutdown()
         if timings is not None:
             for key, value in clock.items():
                 timings[key] = timings.get(key, 0.0) + value
