@@ -240,6 +240,8 @@ def test_metaeval_cli_gives_tau_per_criterion(checkpoint, tiny_lm_dir, clip_dir,
     records = results[0]["records"] if isinstance(results, list) else results["records"]
     keys = {r["criterion"]: r.get("score_key") for r in records if r.get("measure") == "tau_c"}
     assert keys == {"descriptiveness": "descriptiveness", "relevance": "relevance", "fluency": "fluency"}
+    table = (tmp_path / "out" / "criterion_correlation.md").read_text()
+    assert "| Metric | Desc | Rel | Flu |" in table and "| vela |" in table  # Table 1 layout
 
 
 CHECK_IMPORTS = """
