@@ -248,7 +248,7 @@ def main(argv=None) -> int:
     for bs in batch_sizes:
         metric.batch_size = bs
         vela.clip._memory.clear()  # no embedding cache hits between runs
-        seconds = _timed(lambda: metric.compute(predictions=candidates, images=images, references=references, progress=False))
+        seconds = _timed(lambda m=metric: m.compute(predictions=candidates, images=images, references=references, progress=False))
         vela.clip._memory.clear()
         timings: dict = {}
         vela.score(candidates, images, references, batch_size=bs, timings=timings)

@@ -122,7 +122,7 @@ def test_training_lowers_the_loss(tiny_lm_dir, clip_dir, tmp_path):
     losses = []
     config = TrainConfig(epochs=3, lr_llm=1e-3, lr_projection=3e-3, lr_head=3e-2, save_every=0)
     result = train_vela(items(6), items(4), tmp_path / "run", llm=tiny_lm_dir, clip_model=clip_dir, config=config,
-                        device="cpu", progress=False, projection_dim=16, on_step=lambda s, l: losses.append(l))  # fmt: skip
+                        device="cpu", progress=False, projection_dim=16, on_step=lambda _step, loss: losses.append(loss))  # fmt: skip
     assert len(losses) == 18 and result["finished"]
     assert np.mean(losses[-6:]) < np.mean(losses[:6])
     assert [h["epoch"] for h in result["history"]] == [1, 2, 3]

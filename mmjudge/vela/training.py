@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from mmjudge.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM, VelaModel, load_vela, new_vela
+from mmjudge.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM, VelaModel, new_vela
 
 logger = logging.getLogger(__name__)
 
