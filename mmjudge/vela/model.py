@@ -312,6 +312,8 @@ class VelaModel:
     def trainable_state(self) -> dict:
         """The weights a checkpoint holds: the LoRA adapter (``llm.*``) and the head (``head.*``)."""
         state = {f"head.{k}": v.detach().float().cpu().contiguous() for k, v in self.head.state_dict().items()}
+        if self.config.lora_r and not hasattr(self.llm, "peft_config"):
+            raise ValueError("This VELA model's LoRA adapter was merged into the LLM; load it with merge_lora=False to save it.")
         if self.config.lora_r:
             from peft import get_peft_model_state_dict
 

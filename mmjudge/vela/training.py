@@ -163,16 +163,19 @@ def _key(item: dict) -> str:
     return str(item.get("id") or item["text"])
 
 
-def clip_features(vela: VelaModel, items: Sequence[dict]) -> dict:
-    """``g_i2c`` per item (CLIP is frozen: computed once, before training)."""
+def clip_features(vela: VelaModel, items: Sequence[dict], batch_size: int = 64, progress: bool = False) -> dict:
+    """``g_i2c`` per item (CLIP is frozen: computed once, before training), in batches."""
+    from tqdm.auto import tqdm
+
     from mmjudge.images import load_image
 
+    todo = list({_key(it): it for it in items}.values())
     out = {}
-    for it in items:
-        key = _key(it)
-        if key not in out:
-            image = load_image(it["image"], where=f"item {key!r} image")
-            out[key] = vela.clip_features([image], [it["text"]])[0]
+    for s in tqdm(range(0, len(todo), batch_size), desc="CLIP features", disable=not progress):
+        chunk = todo[s : s + batch_size]
+        images = [load_image(it["image"], where=f"item {_key(it)!r} image") for it in chunk]
+        vectors = vela.clip_features(images, [it["text"] for it in chunk])
+        out.update({_key(it): v for it, v in zip(chunk, vectors)})
     return out
 
 
@@ -241,7 +244,7 @@ def train_vela(
         scheduler.load_state_dict(saved["scheduler"])
         state.update({k: saved[k] for k in ("epoch", "position", "step", "history", "best")})
         logger.info("VELA: resuming at epoch %d, sample %d, step %d", state["epoch"], state["position"], state["step"])
-    features = clip_features(vela, list(train_items) + list(val_items))
+    features = clip_features(vela, list(train_items) + list(val_items), progress=progress)
     criteria = vela.config.criteria
     targets = {_key(it): torch.tensor(scaled([it[CRITERION_NAMES[c]] for c in criteria], (lo, hi)), device=vela.device)
                for it in train_items}  # fmt: skip
