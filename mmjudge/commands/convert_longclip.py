@@ -25,7 +25,16 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub) -> None:
     from mmjudge.longclip import DEFAULT_TOKENIZER
 
-    p = sub.add_parser("convert-longclip", help="convert a Long-CLIP / OpenAI CLIP .pt checkpoint to a transformers CLIPModel folder")
+    p = sub.add_parser(
+        "convert-longclip",
+        help="convert a Long-CLIP / OpenAI CLIP .pt checkpoint to a transformers CLIPModel folder",
+        description="Convert a Long-CLIP (248 text positions; its two positional tables become one) or OpenAI CLIP "
+        ".pt state dict into a stock transformers CLIPModel folder with a tokenizer and image processor, loadable by "
+        "CLIPScore, ClipEncoder and VELA.",
+        epilog="examples:\n  mmjudge convert-longclip longclip-L.pt models/longclip-L\n"
+        "  mmjudge convert-longclip longclip-L.pt models/longclip-L --tokenizer ~/clip-vit-large-patch14\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("checkpoint", help="the .pt file, e.g. longclip-L.pt from BeichenZhang/LongCLIP-L")
     p.add_argument("out_dir", help="folder to write (config.json, model.safetensors, tokenizer, image processor)")
     p.add_argument("--tokenizer", default=DEFAULT_TOKENIZER,
