@@ -26,15 +26,19 @@ CONFIGS = {
     "fleur": ["fleur", "reffleur"],
     "clip_score": ["clip_score", "ref_clip_score"],
     "baselines": ["bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco"],
+    "vela": ["vela"],
 }
 PRIMARY = {"harmonic_eval": "overall", "fleur": "score", "reffleur": "score", "clip_score": "clip_score",
            "ref_clip_score": "ref_clip_score", "bleu": "bleu_4", "rouge_l": "rouge_l", "meteor": "meteor",
-           "cider": "cider", "bertscore": "bertscore_f1", "bartscore": "bartscore", "coco": "cider"}  # fmt: skip
+           "cider": "cider", "bertscore": "bertscore_f1", "bartscore": "bartscore", "coco": "cider", "vela": "vela"}  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------ declarations
 @pytest.mark.parametrize("name,config", [(n, c) for n, cs in CONFIGS.items() for c in cs])
 def test_every_config_declares_inputs_outputs_and_primary(name, config):
+    from mmjudge.metrics import available_metrics
+
+    assert sorted(CONFIGS) == available_metrics()  # a new metric must be added here
     from mmjudge.metrics import registry
 
     cls = registry.entry("mmjudge.metrics", name, "metric")
