@@ -255,7 +255,6 @@ class TransformersJudge(Judge):
         self.model_identity = loaded.identity
         self.model_type = getattr(self.model.config, "model_type", None)
         self.device = loaded.device
-        torch.set_grad_enabled(False)
         self._choice_ids: dict[tuple, list[list[int]]] = {}
         self._auto_sized = False
         self.stats = ThroughputStats()
@@ -401,9 +400,14 @@ class TransformersJudge(Judge):
 
     # -------------------------------------------------------------------------------------- answering
     def rate(self, requests: Sequence[RatingRequest], progress: bool = True, on_batch=None) -> list[RatingResult]:
+        import torch
+
         prepare = self._prepare_rating if self.prefetch else None
         batch_fn = self._rate_prepared if self.prefetch else self._rate_batch
-        return self._run(requests, batch_fn, progress, on_batch, "rating", prepare)
+        # Gradients off for the judge's own passes only: switching them off process-wide (as loading once
+        # did) silently broke any training that ran later in the same process (VELA's, a user's).
+        with torch.no_grad():
+            return self._run(requests, batch_fn, progress, on_batch, "rating", prepare)
 
     def _rate_batch(self, requests: Sequence[RatingRequest]) -> list[RatingResult]:
         return self._rate_prepared(self._prepare_rating(requests))
