@@ -287,6 +287,58 @@ def test_worker_fails_a_job_with_its_reason(tmp_path):
     assert row["status"] == "FAILED" and row["reason"] == "scoring failed: line 1: not valid JSON (Expecting value at column 1)."
 
 
+def test_worker_scores_an_upload_the_board_accepted_above_the_default_limit(tmp_path):
+    from mmjudge.leaderboard.validation import MAX_BYTES
+
+    store = Store(tmp_path)
+    data = jsonl(demo_outputs(0)) + b"\n" * MAX_BYTES  # blank lines: valid, but over validation's default size
+    limit = len(data) + 1
+    receipt = submit(store, track="models", benchmark="demo-inputs", name="big", submitter="s", data=data, max_bytes=limit)
+    assert receipt.accepted
+    Worker(store, {"judge": "dummy", "max_upload_bytes": limit, "explain_examples": 0}, progress=False).run_once()
+    assert store.get(receipt.id)["status"] == "DONE", store.get(receipt.id)["reason"]
+
+
+def test_worker_holds_its_lease_during_a_slow_hub_sync(tmp_path):
+    store = Store(tmp_path)
+    sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
+    requeued = []
+
+    class SlowHub:
+        def sync(self, store):
+            if not requeued:  # the first sync (right after the claim) outlives the lease several times
+                time.sleep(1.2)
+                requeued.append(store.recover_expired())  # what another worker's claim would do
+            return 0
+
+    Worker(store, {"judge": "dummy", "explain_examples": 0}, lease_s=0.3, progress=False, hub=SlowHub()).run_once()
+    assert requeued == [0] and store.get(sid)["status"] == "DONE"
+
+
+def test_worker_loads_the_judge_once_for_scores_and_explanations(tmp_path, monkeypatch):
+    import mmjudge.metrics.base as base
+
+    loads = []
+    real = base.load_judge
+    monkeypatch.setattr(base, "load_judge", lambda *a, **k: loads.append(a) or real(*a, **k))
+    store = Store(tmp_path)
+    sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
+    Worker(store, {"judge": "dummy", "explain_examples": 2}, progress=False).run_once()
+    assert store.get(sid)["status"] == "DONE" and len(store.result(sid)["summary"]["examples"]) > 0
+    assert len(loads) == 1
+
+
+def test_worker_stores_metaeval_records_as_strict_json(tmp_path):
+    from mmjudge.metaeval import meta_evaluate
+
+    store = Store(tmp_path)
+    sid = submit(store, track="metrics", benchmark="demo-judgments", name="x", submitter="s", data=jsonl(demo_scores(0.5))).id
+    Worker(store, {"judge": "dummy", "bootstrap": 0}, progress=False).run_once()
+    scores = {r["id"]: {"score": r["score"]} for r in demo_scores(0.5)}
+    expected = meta_evaluate(get_benchmark("demo-judgments").judgments(), {"submission": scores}, bootstrap=0)
+    assert store.result(sid)["rows"] == json.loads(json.dumps(expected.to_dict()["records"], allow_nan=False))
+
+
 def test_worker_cli_error_is_one_line(capsys, tmp_path):
     from mmjudge.cli import main
 
