@@ -211,6 +211,72 @@ def test_intake_refusals_are_logged_with_reason(tmp_path):
     assert reasons == ["duplicate", "invalid file", "rate limit", "benchmark 'demo-inputs' belongs to the models track, not metrics."]
 
 
+def test_rate_limit_counts_the_client_not_the_typed_name(tmp_path):
+    store = Store(tmp_path)
+    limit = RateLimit(max_submissions=2, window_s=3600)
+    kw = dict(track="models", benchmark="demo-inputs", rate_limit=limit, client="ip:10.0.0.7")
+    assert submit(store, name="a", submitter="ana", data=jsonl(demo_outputs(0)), **kw).accepted
+    assert submit(store, name="b", submitter="bo", data=jsonl(demo_outputs(1)), **kw).accepted
+    third = submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **kw)
+    assert third.message.startswith("rate limit: 'ip:10.0.0.7' has sent 2 submissions")
+    assert submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **{**kw, "client": "ip:10.0.0.8"}).accepted
+    assert [r["submitter"] for r in store.submissions()] == ["ana", "bo", "cy"]  # the name stays display data
+
+
+def test_rate_limit_is_decided_inside_the_inserting_transaction(tmp_path):
+    from mmjudge.leaderboard.store import RateLimitedError
+
+    store = Store(tmp_path)
+    store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"1", client="c", rate=(1, 60))
+    with pytest.raises(RateLimitedError) as err:  # an upload that passed the early check while the first one committed
+        store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"2", client="c", rate=(1, 60))
+    assert err.value.used == 1 and len(store.submissions()) == 1
+    assert sorted(p.name for p in store.uploads.iterdir()) == [store.submissions()[0]["file_name"]]
+
+
+def test_store_made_before_the_client_column_is_migrated(tmp_path):
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "leaderboard.sqlite")
+    db.executescript("CREATE TABLE submissions (id TEXT PRIMARY KEY, track TEXT NOT NULL, benchmark TEXT NOT NULL,"
+                     " name TEXT NOT NULL, link TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '',"
+                     " submitter TEXT NOT NULL, content_hash TEXT NOT NULL, file_name TEXT NOT NULL, status TEXT NOT NULL,"
+                     " reason TEXT NOT NULL DEFAULT '', signature TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL,"
+                     " updated_at REAL NOT NULL, started_at REAL, finished_at REAL, worker TEXT, lease_until REAL,"
+                     " attempts INTEGER NOT NULL DEFAULT 0, hidden INTEGER NOT NULL DEFAULT 0, synced_at REAL);")  # fmt: skip
+    db.close()
+    store = Store(tmp_path)
+    sid = store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"x", client="ip:1")
+    assert store.get(sid)["client"] == "ip:1" and store.count_recent("ip:1", 0) == 1
+
+
+def test_queue_position_of_one_submission(tmp_path):
+    store = Store(tmp_path)
+    sids = [store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=bytes([k]), now=100.0 + k)
+            for k in range(4)]  # fmt: skip
+    store.claim("w")
+    store.set_hidden(sids[2], True)
+    assert [store.position(s) for s in sids] == [0, 1, None, 2]
+    assert [q["position"] for q in store.queue()] == [0, 1, 2]  # the full listing agrees
+    assert store.position("nope") is None
+
+
+def test_listing_benchmarks_builds_none_and_configure_is_idempotent(monkeypatch):
+    from mmjudge.leaderboard import benchmarks
+
+    monkeypatch.setattr(benchmarks, "_REGISTRY", dict(benchmarks._REGISTRY))
+    monkeypatch.setattr(benchmarks, "_BUILT", dict(benchmarks._BUILT))
+    built = []
+    benchmarks.register("lazy", "metrics", lambda: built.append(1) or get_benchmark("demo-judgments"))
+    assert benchmarks.available_benchmarks("metrics") == ["demo-judgments", "lazy"] and built == []
+    demo = get_benchmark("demo-judgments")
+    entry = [{"name": "nowhere", "track": "metrics", "data_dir": "/does/not/exist"}]
+    benchmarks.configure(entry)
+    benchmarks.configure(entry)
+    assert get_benchmark("demo-judgments") is demo  # configuring again dropped nothing already built
+    assert benchmarks.available_benchmarks("metrics") == ["demo-judgments", "lazy", "nowhere"]
+
+
 # ---------------------------------------------------------------------------------------- hub sync
 class FakeHfApi:
     """Stand-in for huggingface_hub.HfApi: records uploads; can fail on demand."""
