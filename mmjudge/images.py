@@ -1,7 +1,8 @@
-"""Image loading and validation shared by every metric.
+"""Image loading and validation shared by every metric and front door.
 
-Accepts PIL images, file paths, raw bytes and ``datasets``-style dicts (``{"bytes": ..., "path": ...}``);
-fails with the offending item named on unreadable, corrupt or oversized (decompression-bomb) images.
+Accepts PIL images, file paths, raw bytes, arrays, ``datasets``-style dicts (``{"bytes": ..., "path": ...}``)
+and objects with a ``path`` (Gradio file payloads); fails with the offending item named on unreadable,
+corrupt or oversized (decompression-bomb) images. :func:`parse_box` reads a typed bounding box.
 
 >>> from PIL import Image
 >>> from mmjudge.images import load_image, draw_box
@@ -14,67 +15,86 @@ fails with the offending item named on unreadable, corrupt or oversized (decompr
 from __future__ import annotations
 
 import io
+import math
 import os
+import re
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from PIL import Image, ImageDraw
 
 # PIL's own default (about 89 megapixels): larger images are refused as possible decompression bombs.
 DEFAULT_MAX_PIXELS = 89_478_485
-# Qwen2-VL's processor refuses images whose long side is more than 200 times the short side; no
-# judge or encoder reads such a strip usefully, so every metric refuses it up front, naming the item.
+# Qwen2-VL's processor refuses images whose long side is more than 200 times the short side: the
+# metrics judged by such a model (HarmonicEval, FLEUR) pass this as `max_aspect_ratio`; the encoders
+# (CLIPScore, VELA) centre-crop and read any shape, so by default there is no limit.
 MAX_ASPECT_RATIO = 200
 
-ImageInput = Any  # PIL.Image.Image | str | os.PathLike | bytes | dict
+ImageInput = Any  # PIL.Image.Image | str | os.PathLike | bytes | dict | array | object with .path
 
 
-def load_image(image: ImageInput, where: str = "image", max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
-    """Decode ``image`` fully into an RGB PIL image.
+class ImageReadError(ValueError):
+    """The file or bytes are not an image Pillow can decode (corrupt, truncated, another format)."""
+
+
+def load_image(image: ImageInput, where: str = "image", max_pixels: int = DEFAULT_MAX_PIXELS,
+               max_aspect_ratio: Optional[float] = None, mode: Optional[str] = "RGB") -> Image.Image:  # fmt: skip
+    """Decode ``image`` fully into a PIL image: 8-bit RGB (:func:`to_rgb`) by default, ``mode`` (e.g.
+    ``"RGBA"``) when given, as decoded when ``mode`` is None.
 
     Raises:
-        ValueError: naming ``where`` when the image is missing, unreadable, corrupt, empty or larger
-            than ``max_pixels``.
+        ImageReadError: naming ``where`` when the data is not a readable image.
+        ValueError: naming ``where`` when the image is missing, empty, larger than ``max_pixels`` or
+            (with ``max_aspect_ratio``) longer than that many times its width.
     """
     if image is None:
         raise ValueError(f"{where}: an image is required but got None.")
+    limits = (where, max_pixels, max_aspect_ratio, mode)
     if isinstance(image, Image.Image):
-        return _checked(image, where, max_pixels)
+        return _checked(image, *limits)
     if isinstance(image, dict):
         data, path = image.get("bytes"), image.get("path")
         if data is None and path is None:
             raise ValueError(f"{where}: image dict has neither 'bytes' nor 'path'.")
-        return load_image(data if data is not None else path, where, max_pixels)
+        return load_image(data if data is not None else path, *limits)
     if isinstance(image, (bytes, bytearray, memoryview)):
-        return _open(io.BytesIO(bytes(image)), where, max_pixels)
+        return _open(io.BytesIO(bytes(image)), *limits)
     if isinstance(image, (str, os.PathLike)):
         path = Path(image).expanduser()
         if not path.is_file():
             raise ValueError(f"{where}: image file not found: {str(path)!r}.")
-        return _open(path, where, max_pixels)
-    raise ValueError(f"{where}: expected a PIL image, a path, bytes or a dict, but got {type(image).__name__}.")
+        return _open(path, *limits)
+    if hasattr(image, "__array_interface__"):  # numpy arrays (Gradio's image components)
+        try:
+            return _checked(Image.fromarray(image), *limits)
+        except (TypeError, KeyError) as err:
+            raise ImageReadError(f"{where}: cannot read the array as an image ({err}).") from None
+    if isinstance(getattr(image, "path", None), (str, os.PathLike)):  # Gradio file payloads (FileData)
+        return load_image(image.path, *limits)
+    raise ValueError(f"{where}: expected a PIL image, a path, bytes, an array or a dict, but got {type(image).__name__}.")
 
 
-def load_images(images: Sequence[ImageInput], max_pixels: int = DEFAULT_MAX_PIXELS) -> list[Image.Image]:
+def load_images(images: Sequence[ImageInput], max_pixels: int = DEFAULT_MAX_PIXELS,
+                max_aspect_ratio: Optional[float] = None) -> list[Image.Image]:  # fmt: skip
     """:func:`load_image` for each item, errors naming it as ``images[i]``."""
-    return [load_image(image, where=f"images[{i}]", max_pixels=max_pixels) for i, image in enumerate(images)]
+    return [load_image(image, f"images[{i}]", max_pixels, max_aspect_ratio) for i, image in enumerate(images)]
 
 
-def _open(source, where: str, max_pixels: int) -> Image.Image:
+def _open(source, where: str, max_pixels: int, max_aspect_ratio: Optional[float], mode: Optional[str]) -> Image.Image:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(source) as img:
                 _check_size(img.size, where, max_pixels)
                 img.load()
-                return _checked(img.copy(), where, max_pixels)
+                return _checked(img.copy(), where, max_pixels, max_aspect_ratio, mode)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise ValueError(f"{where}: image is too large (possible decompression bomb).") from None
     except ValueError:
         raise
     except Exception as err:  # PIL raises UnidentifiedImageError, OSError, SyntaxError… on bad files
-        raise ValueError(f"{where}: cannot read image ({type(err).__name__}: {err}).") from None
+        raise ImageReadError(f"{where}: cannot read image ({type(err).__name__}: {err}).") from None
 
 
 def _check_size(size: tuple[int, int], where: str, max_pixels: int) -> None:
@@ -88,15 +108,18 @@ def _check_size(size: tuple[int, int], where: str, max_pixels: int) -> None:
         )
 
 
-def _checked(img: Image.Image, where: str, max_pixels: int) -> Image.Image:
+def _checked(img: Image.Image, where: str, max_pixels: int, max_aspect_ratio: Optional[float] = None,
+             mode: Optional[str] = "RGB") -> Image.Image:  # fmt: skip
     _check_size(img.size, where, max_pixels)
     width, height = img.size
-    if max(width, height) > MAX_ASPECT_RATIO * min(width, height):
+    if max_aspect_ratio is not None and max(width, height) > max_aspect_ratio * min(width, height):
         raise ValueError(
-            f"{where}: aspect ratio {width}x{height} is more extreme than {MAX_ASPECT_RATIO}:1, which the judges' "
+            f"{where}: aspect ratio {width}x{height} is more extreme than {max_aspect_ratio:g}:1, which the judges' "
             "processors refuse; crop or pad the image."
         )
-    return to_rgb(img)
+    if mode is None:
+        return img
+    return to_rgb(img) if mode == "RGB" else img.convert(mode)
 
 
 def to_rgb(img: Image.Image) -> Image.Image:
@@ -126,6 +149,30 @@ def to_rgb(img: Image.Image) -> Image.Image:
         scaled = np.nan_to_num((values - low) / ((high - low) or 1.0), nan=0.0).clip(0, 1)
         return Image.fromarray(np.round(scaled * 255).astype(np.uint8), "L").convert("RGB")
     return img.convert("RGB")
+
+
+def parse_box(text: str, where: str = "box", example: str = "10, 20, 100, 50") -> list[float]:
+    """A typed bounding box ``x, y, w, h``: four finite, non-negative numbers separated by commas,
+    spaces or ``;``, optionally in brackets (the CLI's ``--box``, the widget's and the Space's field).
+
+    >>> parse_box("10,20,30,40"), parse_box("[1 2; 3 4]")
+    ([10.0, 20.0, 30.0, 40.0], [1.0, 2.0, 3.0, 4.0])
+    >>> parse_box("a,b,c,d", "--box", "10,20,100,50")
+    Traceback (most recent call last):
+    ValueError: --box: expected four numbers x, y, w, h in pixels (e.g. 10,20,100,50), but got 'a,b,c,d'.
+    """
+    raw = str(text).strip()
+    fix = f"{where}: expected four numbers x, y, w, h in pixels (e.g. {example}), but got {raw[:60]!r}"
+    parts = [p for p in re.split(r"[,;\s]+", raw.strip("[]() ")) if p]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"{fix}.") from None
+    if len(values) != 4 or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{fix}.")
+    if any(v < 0 for v in values):
+        raise ValueError(f"{fix}: coordinates cannot be negative.")
+    return values
 
 
 def check_box(box: Sequence[float], size: tuple[int, int], where: str, box_format: str = "xywh") -> tuple:

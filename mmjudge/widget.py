@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from mmjudge.images import parse_box
+
 __all__ = ["build_widget", "launch_widget", "load_module", "widget_options"]
 
 
@@ -47,12 +49,6 @@ def load_module(app_file: Union[str, os.PathLike], config_name: Optional[str] = 
 
 def _engine(metric: Any) -> Any:
     return getattr(metric, "engine", metric)  # an evaluate shell, or the engine metric itself
-
-
-def _parse_box(text: str) -> list[float]:
-    from mmjudge.commands.score import parse_box
-
-    return parse_box(text.replace(" ", ""))
 
 
 def build_widget(metric: Any, title: Optional[str] = None):
@@ -90,7 +86,7 @@ def build_widget(metric: Any, title: Optional[str] = None):
             if inp.kind == "references":
                 value = [line.strip() for line in value.splitlines() if line.strip()]
             elif inp.kind == "box":
-                value = _parse_box(value)
+                value = parse_box(value, inp.name)
             kwargs[inp.name] = [value]
         if takes_task:
             kwargs["task"] = values[len(names)]

@@ -211,6 +211,72 @@ def test_intake_refusals_are_logged_with_reason(tmp_path):
     assert reasons == ["duplicate", "invalid file", "rate limit", "benchmark 'demo-inputs' belongs to the models track, not metrics."]
 
 
+def test_rate_limit_counts_the_client_not_the_typed_name(tmp_path):
+    store = Store(tmp_path)
+    limit = RateLimit(max_submissions=2, window_s=3600)
+    kw = dict(track="models", benchmark="demo-inputs", rate_limit=limit, client="ip:10.0.0.7")
+    assert submit(store, name="a", submitter="ana", data=jsonl(demo_outputs(0)), **kw).accepted
+    assert submit(store, name="b", submitter="bo", data=jsonl(demo_outputs(1)), **kw).accepted
+    third = submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **kw)
+    assert third.message.startswith("rate limit: 'ip:10.0.0.7' has sent 2 submissions")
+    assert submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **{**kw, "client": "ip:10.0.0.8"}).accepted
+    assert [r["submitter"] for r in store.submissions()] == ["ana", "bo", "cy"]  # the name stays display data
+
+
+def test_rate_limit_is_decided_inside_the_inserting_transaction(tmp_path):
+    from mmjudge.leaderboard.store import RateLimitedError
+
+    store = Store(tmp_path)
+    store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"1", client="c", rate=(1, 60))
+    with pytest.raises(RateLimitedError) as err:  # an upload that passed the early check while the first one committed
+        store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"2", client="c", rate=(1, 60))
+    assert err.value.used == 1 and len(store.submissions()) == 1
+    assert sorted(p.name for p in store.uploads.iterdir()) == [store.submissions()[0]["file_name"]]
+
+
+def test_store_made_before_the_client_column_is_migrated(tmp_path):
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "leaderboard.sqlite")
+    db.executescript("CREATE TABLE submissions (id TEXT PRIMARY KEY, track TEXT NOT NULL, benchmark TEXT NOT NULL,"
+                     " name TEXT NOT NULL, link TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '',"
+                     " submitter TEXT NOT NULL, content_hash TEXT NOT NULL, file_name TEXT NOT NULL, status TEXT NOT NULL,"
+                     " reason TEXT NOT NULL DEFAULT '', signature TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL,"
+                     " updated_at REAL NOT NULL, started_at REAL, finished_at REAL, worker TEXT, lease_until REAL,"
+                     " attempts INTEGER NOT NULL DEFAULT 0, hidden INTEGER NOT NULL DEFAULT 0, synced_at REAL);")  # fmt: skip
+    db.close()
+    store = Store(tmp_path)
+    sid = store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"x", client="ip:1")
+    assert store.get(sid)["client"] == "ip:1" and store.count_recent("ip:1", 0) == 1
+
+
+def test_queue_position_of_one_submission(tmp_path):
+    store = Store(tmp_path)
+    sids = [store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=bytes([k]), now=100.0 + k)
+            for k in range(4)]  # fmt: skip
+    store.claim("w")
+    store.set_hidden(sids[2], True)
+    assert [store.position(s) for s in sids] == [0, 1, None, 2]
+    assert [q["position"] for q in store.queue()] == [0, 1, 2]  # the full listing agrees
+    assert store.position("nope") is None
+
+
+def test_listing_benchmarks_builds_none_and_configure_is_idempotent(monkeypatch):
+    from mmjudge.leaderboard import benchmarks
+
+    monkeypatch.setattr(benchmarks, "_REGISTRY", dict(benchmarks._REGISTRY))
+    monkeypatch.setattr(benchmarks, "_BUILT", dict(benchmarks._BUILT))
+    built = []
+    benchmarks.register("lazy", "metrics", lambda: built.append(1) or get_benchmark("demo-judgments"))
+    assert benchmarks.available_benchmarks("metrics") == ["demo-judgments", "lazy"] and built == []
+    demo = get_benchmark("demo-judgments")
+    entry = [{"name": "nowhere", "track": "metrics", "data_dir": "/does/not/exist"}]
+    benchmarks.configure(entry)
+    benchmarks.configure(entry)
+    assert get_benchmark("demo-judgments") is demo  # configuring again dropped nothing already built
+    assert benchmarks.available_benchmarks("metrics") == ["demo-judgments", "lazy", "nowhere"]
+
+
 # ---------------------------------------------------------------------------------------- hub sync
 class FakeHfApi:
     """Stand-in for huggingface_hub.HfApi: records uploads; can fail on demand."""
@@ -285,6 +351,58 @@ def test_worker_fails_a_job_with_its_reason(tmp_path):
     Worker(store, {"judge": "dummy"}, progress=False).run_once()
     row = store.get(sid)
     assert row["status"] == "FAILED" and row["reason"] == "scoring failed: line 1: not valid JSON (Expecting value at column 1)."
+
+
+def test_worker_scores_an_upload_the_board_accepted_above_the_default_limit(tmp_path):
+    from mmjudge.leaderboard.validation import MAX_BYTES
+
+    store = Store(tmp_path)
+    data = jsonl(demo_outputs(0)) + b"\n" * MAX_BYTES  # blank lines: valid, but over validation's default size
+    limit = len(data) + 1
+    receipt = submit(store, track="models", benchmark="demo-inputs", name="big", submitter="s", data=data, max_bytes=limit)
+    assert receipt.accepted
+    Worker(store, {"judge": "dummy", "max_upload_bytes": limit, "explain_examples": 0}, progress=False).run_once()
+    assert store.get(receipt.id)["status"] == "DONE", store.get(receipt.id)["reason"]
+
+
+def test_worker_holds_its_lease_during_a_slow_hub_sync(tmp_path):
+    store = Store(tmp_path)
+    sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
+    requeued = []
+
+    class SlowHub:
+        def sync(self, store):
+            if not requeued:  # the first sync (right after the claim) outlives the lease several times
+                time.sleep(1.2)
+                requeued.append(store.recover_expired())  # what another worker's claim would do
+            return 0
+
+    Worker(store, {"judge": "dummy", "explain_examples": 0}, lease_s=0.3, progress=False, hub=SlowHub()).run_once()
+    assert requeued == [0] and store.get(sid)["status"] == "DONE"
+
+
+def test_worker_loads_the_judge_once_for_scores_and_explanations(tmp_path, monkeypatch):
+    import mmjudge.metrics.base as base
+
+    loads = []
+    real = base.load_judge
+    monkeypatch.setattr(base, "load_judge", lambda *a, **k: loads.append(a) or real(*a, **k))
+    store = Store(tmp_path)
+    sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
+    Worker(store, {"judge": "dummy", "explain_examples": 2}, progress=False).run_once()
+    assert store.get(sid)["status"] == "DONE" and len(store.result(sid)["summary"]["examples"]) > 0
+    assert len(loads) == 1
+
+
+def test_worker_stores_metaeval_records_as_strict_json(tmp_path):
+    from mmjudge.metaeval import meta_evaluate
+
+    store = Store(tmp_path)
+    sid = submit(store, track="metrics", benchmark="demo-judgments", name="x", submitter="s", data=jsonl(demo_scores(0.5))).id
+    Worker(store, {"judge": "dummy", "bootstrap": 0}, progress=False).run_once()
+    scores = {r["id"]: {"score": r["score"]} for r in demo_scores(0.5)}
+    expected = meta_evaluate(get_benchmark("demo-judgments").judgments(), {"submission": scores}, bootstrap=0)
+    assert store.result(sid)["rows"] == json.loads(json.dumps(expected.to_dict()["records"], allow_nan=False))
 
 
 def test_worker_cli_error_is_one_line(capsys, tmp_path):

@@ -67,3 +67,23 @@ def test_submit_score_and_read_back(board, tmp_path, monkeypatch):
     assert Store(data_dir).get(sid)["status"] == "PENDING"
     assert client.predict("t0ken", sid, "hide", api_name="/admin") == f"✅ hide {sid}"
     assert client.predict("", "overall", api_name="/models_table") == []
+
+
+def test_metrics_signature_groups_follow_the_selected_benchmark(tmp_path, monkeypatch):
+    from mmjudge.leaderboard import benchmarks
+    from mmjudge.leaderboard.app import build_app
+    from mmjudge.leaderboard.intake import submit
+
+    monkeypatch.setattr(benchmarks, "_REGISTRY", dict(benchmarks._REGISTRY))
+    benchmarks.register("other-judgments", "metrics", lambda: benchmarks.get_benchmark("demo-judgments"))
+    store = Store(tmp_path)
+    data = "".join(json.dumps(r) + "\n" for r in demo_scores(0.5)).encode()
+    assert submit(store, track="metrics", benchmark="demo-judgments", name="x", submitter="s", data=data).accepted
+    Worker(store, {**DEFAULTS, "judge": "dummy", "bootstrap": 0}, progress=False).run(once=True)
+    demo = build_app(str(tmp_path), {**DEFAULTS, "judge": "dummy"})
+    ids = {b.elem_id: b._id for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    on_bench = [f for f in demo.fns.values() if (ids["metrics-bench"], "change") in [tuple(t) for t in f.targets]
+                and [o._id for o in f.outputs] == [ids["metrics-group"]]]  # fmt: skip
+    assert len(on_bench) == 1  # picking a benchmark refreshes its signature groups
+    assert on_bench[0].fn("demo-judgments").choices == [(f"1: {store.done('metrics')[0]['signature']}", 0)]
+    assert on_bench[0].fn("other-judgments").choices == []

@@ -84,6 +84,21 @@ def test_box_from_editor_is_the_bounding_box_of_all_strokes(tmp_path):
     assert box_from_editor(None) is None
 
 
+def test_unreadable_editor_layer_gives_one_clear_line(not_an_image):
+    payload = {"background": None, "layers": [{"path": not_an_image, "meta": {}}], "composite": None}
+    with pytest.raises(SpaceInputError) as info:
+        box_from_editor(payload)
+    assert str(info.value).startswith("Box: drawn layer 1: the file is not an image that can be read")
+    assert not_an_image not in str(info.value)
+
+
+def test_explanation_panel_label_uses_the_shared_number_format():
+    from mmjudge.space.handlers import criterion_label
+
+    assert criterion_label("fluency", {"fluency": 3.25, "fluency_sigma": 0.5}) == "fluency: 3.250 (σ 0.500) — why?"
+    assert criterion_label("fluency", {"fluency": 3.25, "fluency_sigma": None}) == "fluency: 3.250 (σ —) — why?"
+
+
 def test_typed_box():
     assert parse_box("1,2,3,4") == [1.0, 2.0, 3.0, 4.0]
     assert parse_box("[1 2 3 4]") == [1.0, 2.0, 3.0, 4.0]

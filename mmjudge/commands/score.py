@@ -55,24 +55,17 @@ def read_items(args: argparse.Namespace) -> list[dict]:
 
 
 def parse_box(text: str) -> list[float]:
-    """``--box x,y,w,h``: four non-negative numbers.
+    """``--box x,y,w,h``: four non-negative numbers (:func:`mmjudge.images.parse_box`).
 
     >>> parse_box("10,20,30,40")
     [10.0, 20.0, 30.0, 40.0]
     >>> parse_box("a,b,c,d")
     Traceback (most recent call last):
-    ValueError: --box expects four numbers x,y,w,h in pixels (e.g. --box 10,20,100,50), but got 'a,b,c,d'.
+    ValueError: --box: expected four numbers x, y, w, h in pixels (e.g. --box 10,20,100,50), but got 'a,b,c,d'.
     """
-    fix = f"--box expects four numbers x,y,w,h in pixels (e.g. --box 10,20,100,50), but got {text!r}"
-    try:
-        values = [float(v) for v in text.split(",")]
-    except ValueError:
-        raise ValueError(f"{fix}.") from None
-    if len(values) != 4 or not all(math.isfinite(v) for v in values):
-        raise ValueError(f"{fix}.")
-    if any(v < 0 for v in values):
-        raise ValueError(f"{fix}: coordinates cannot be negative.")
-    return values
+    from mmjudge.images import parse_box as parse
+
+    return parse(text, "--box", "--box 10,20,100,50")
 
 
 def read_input_file(path: str) -> list[dict]:

@@ -8,6 +8,7 @@ HTTP API (``gradio_client``): ``/submit``, ``/models_table``, ``/metrics_table``
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS, available_benchmarks, configure
@@ -42,29 +43,21 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
     model_benchmarks = available_benchmarks("models")
     metric_benchmarks = available_benchmarks("metrics")
 
-    def group_index(label: Optional[str]) -> int:
-        try:
-            return int(str(label).split(":", 1)[0]) - 1
-        except (TypeError, ValueError):
-            return 0
+    models_table = functools.partial(views.models_view, store)  # (task, rank_by, columns, group index)
+    metrics_table = functools.partial(views.metrics_view, store)  # (benchmark, task, criterion, group index)
 
-    def models_table(task: str, rank_by: str, columns: str, group: Optional[str]):
-        frame, caption, plot = views.models_view(store, task, rank_by, columns, group_index(group))
-        return frame, caption, plot
-
-    def metrics_table(benchmark: str, task: str, criterion: str, group: Optional[str]):
-        return views.metrics_view(store, benchmark, task, criterion, group_index(group))
-
-    def groups(track: str):
-        choices = views.signature_choices(store, track)
-        return gr.Dropdown(choices=choices, value=choices[0] if choices else None)
+    def groups(track: str, benchmark: Optional[str] = None):
+        choices = views.signature_choices(store, track, benchmark or None)
+        return gr.Dropdown(choices=choices, value=choices[0][1] if choices else None)
 
     def submit(track, benchmark, name, submitter, link, description, upload, request: gr.Request = None):
-        if not submitter and request is not None and getattr(request, "client", None):
-            submitter = f"ip:{request.client.host}"
+        client = client_key(request)
+        if not submitter and client.startswith("ip:"):
+            submitter = client
         path = upload if isinstance(upload, str) or upload is None else getattr(upload, "name", None)
         receipt = submit_path(store, path, max_bytes=max_bytes, track=track, benchmark=benchmark, name=name,
-                              submitter=submitter, link=link, description=description, rate_limit=rate)  # fmt: skip
+                              submitter=submitter, link=link, description=description, rate_limit=rate,
+                              client=client)  # fmt: skip
         if receipt.accepted:
             return f"✅ {safe_text(receipt.message)}"
         return f"❌ Not accepted — {safe_text(receipt.message)}"
@@ -95,7 +88,7 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
                     m_task = gr.Dropdown([ALL, *MODEL_TASKS], value=ALL, label="Task")
                     m_rank = gr.Dropdown(["overall", *CRITERIA], value="overall", label="Rank by")
                     m_cols = gr.Radio(["criteria", "tasks"], value="criteria", label="Columns")
-                    m_group = gr.Dropdown(views.signature_choices(store, "models"), label="Signature group", allow_custom_value=True)
+                    m_group = gr.Dropdown(views.signature_choices(store, "models"), label="Signature group")
                 m_refresh = gr.Button("Refresh", size="sm")
                 m_table = gr.Dataframe(label="Models", interactive=False, show_search="search", pinned_columns=2,
                                        max_height=420, elem_id="models-table")  # fmt: skip
@@ -106,10 +99,12 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
                                      tooltip=["place", "name", "criterion", "score"])  # fmt: skip
             with gr.Tab("Metrics", id="metrics"):
                 with gr.Row():
-                    x_bench = gr.Dropdown(metric_benchmarks, value=metric_benchmarks[0] if metric_benchmarks else None, label="Benchmark")
+                    x_bench = gr.Dropdown(metric_benchmarks, value=metric_benchmarks[0] if metric_benchmarks else None, label="Benchmark",
+                                          elem_id="metrics-bench")  # fmt: skip
                     x_task = gr.Dropdown([ALL, *MODEL_TASKS], value=ALL, label="Task")
                     x_crit = gr.Dropdown(["", "overall", *CRITERIA], value="", label="Criterion (blank = all)")
-                    x_group = gr.Dropdown(views.signature_choices(store, "metrics"), label="Signature group", allow_custom_value=True)
+                    x_group = gr.Dropdown(views.signature_choices(store, "metrics", x_bench.value), label="Signature group",
+                                          elem_id="metrics-group")  # fmt: skip
                 x_refresh = gr.Button("Refresh", size="sm")
                 x_table = gr.Dataframe(label="Metrics", interactive=False, show_search="search", pinned_columns=3,
                                        max_height=420, elem_id="metrics-table")  # fmt: skip
@@ -150,7 +145,8 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
         for trigger in (x_refresh.click, x_bench.change, x_task.change, x_crit.change, x_group.change):
             trigger(metrics_table, x_inputs, [x_table, x_caption], api_name=False)
         m_refresh.click(lambda: groups("models"), None, m_group, api_name=False)
-        x_refresh.click(lambda: groups("metrics"), None, x_group, api_name=False)
+        x_refresh.click(lambda b: groups("metrics", b), x_bench, x_group, api_name=False)
+        x_bench.change(lambda b: groups("metrics", b), x_bench, x_group, api_name=False)  # groups are per benchmark
         s_track.change(benchmarks_for, s_track, s_bench, api_name=False)
         s_button.click(submit, [s_track, s_bench, s_name, s_who, s_link, s_desc, s_file], s_result, api_name="submit",
                        concurrency_limit=8)  # fmt: skip
@@ -168,7 +164,7 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
             lambda b, t: views.metrics_view(store, b or None, t or ALL)[0].to_dict(orient="records"),
             [api_task, api_rank], api_out, api_name="metrics_table")  # fmt: skip
         demo.load(lambda: groups("models"), None, m_group, api_name=False)
-        demo.load(lambda: groups("metrics"), None, x_group, api_name=False)
+        demo.load(lambda b: groups("metrics", b), x_bench, x_group, api_name=False)
         demo.load(models_table, m_inputs, m_outputs, api_name=False)
         demo.load(metrics_table, x_inputs, [x_table, x_caption], api_name=False)
         demo.load(lambda: views.queue_view(store), None, q_table, api_name=False)
@@ -176,6 +172,15 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
     demo.lb_store = store  # for the CLI and tests
     demo.lb_max_bytes = max_bytes
     return demo
+
+
+def client_key(request: Any) -> str:
+    """Who sends a request, the rate limit's key: the signed-in Hub user, else the IP address."""
+    user = getattr(request, "username", None)
+    if user:
+        return f"user:{user}"
+    host = getattr(getattr(request, "client", None), "host", None)
+    return f"ip:{host}" if host else ""
 
 
 def launch(demo: Any, host: str = "127.0.0.1", port: Optional[int] = None, **kwargs: Any):

@@ -21,9 +21,10 @@ are not human judgments and the figures they give mean nothing).
 
 from __future__ import annotations
 
+import json
 import random
+import threading
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Callable, Optional
 
 from mmjudge.judgments import HumanJudgments
@@ -68,44 +69,61 @@ class Benchmark:
         return self._judgments()
 
 
-_FACTORIES: dict[str, Callable[[], Benchmark]] = {}
+@dataclass(frozen=True)
+class _Registered:
+    track: str
+    factory: Callable[[], Benchmark]
+    key: Any = None  # what the factory was made from (configure's entry): re-registering it is a no-op
 
 
-def register(name: str, factory: Callable[[], Benchmark]) -> None:
-    """Add a benchmark (``factory`` builds it on first use)."""
-    _FACTORIES[name] = factory
-    _cached.cache_clear()
+_REGISTRY: dict[str, _Registered] = {}
+_BUILT: dict[str, Benchmark] = {}
+_LOCK = threading.RLock()  # a factory may look up another benchmark
+
+
+def register(name: str, track: str, factory: Callable[[], Benchmark], key: Any = None) -> None:
+    """Add a benchmark of ``track`` (``factory`` builds it on first use, so listing the benchmarks of
+    a track loads no data). Registering ``name`` again with the same non-None ``key`` keeps the built
+    benchmark; anything else replaces it (and only its own built copy is dropped)."""
+    if track not in ("models", "metrics"):
+        raise ValueError(f"benchmark {name!r}: track must be 'models' or 'metrics', not {track!r}.")
+    with _LOCK:
+        previous = _REGISTRY.get(name)
+        if previous is not None and key is not None and (previous.track, previous.key) == (track, key):
+            return
+        _REGISTRY[name] = _Registered(track, factory, key)
+        _BUILT.pop(name, None)
 
 
 def available_benchmarks(track: Optional[str] = None) -> list[str]:
     """Registered names (of one track when given), in registration order."""
-    names = list(_FACTORIES)
-    return names if track is None else [n for n in names if get_benchmark(n).track == track]
-
-
-@lru_cache(maxsize=None)
-def _cached(name: str) -> Benchmark:
-    return _FACTORIES[name]()
+    return [n for n, r in _REGISTRY.items() if track in (None, r.track)]
 
 
 def get_benchmark(name: str) -> Benchmark:
-    """The benchmark ``name``; ``ValueError`` naming the known ones otherwise."""
-    if name not in _FACTORIES:
-        raise ValueError(f"Unknown benchmark {name!r}; available: {', '.join(_FACTORIES) or 'none'}.")
-    return _cached(name)
+    """The benchmark ``name`` (built once); ``ValueError`` naming the known ones otherwise."""
+    with _LOCK:
+        registered = _REGISTRY.get(name)
+        if registered is None:
+            raise ValueError(f"Unknown benchmark {name!r}; available: {', '.join(_REGISTRY) or 'none'}.")
+        if name not in _BUILT:
+            _BUILT[name] = registered.factory()
+        return _BUILT[name]
 
 
 def configure(entries: list[dict]) -> None:
     """Register benchmarks read by the engine's dataset loaders, e.g.
     ``[{"name": "mmhe", "track": "models", "data_dir": "~/data/mmhe"}, {"name": "mmhe", "track": "metrics", …}]``.
-    The registered name is ``<name>`` for the metrics track and ``<name>-inputs`` for the models track."""
+    The registered name is ``<name>`` for the metrics track and ``<name>-inputs`` for the models track.
+    Idempotent: configuring the same entries again (every app and worker start) keeps what was loaded."""
     for entry in entries:
         name, track = entry["name"], entry.get("track", "metrics")
         options = {k: v for k, v in entry.items() if k not in ("name", "track")}
+        key = json.dumps(options, sort_keys=True, default=str)
         if track == "models":
-            register(f"{name}-inputs", lambda n=name, o=options: _loader_inputs(n, o))
+            register(f"{name}-inputs", "models", lambda n=name, o=options: _loader_inputs(n, o), key=key)
         elif track == "metrics":
-            register(name, lambda n=name, o=options: _loader_judgments(n, o))
+            register(name, "metrics", lambda n=name, o=options: _loader_judgments(n, o), key=key)
         else:
             raise ValueError(f"benchmark {name!r}: track must be 'models' or 'metrics', not {track!r}.")
 
@@ -229,5 +247,5 @@ def _demo_judgments_benchmark() -> Benchmark:
                      hj.ids(), list(MODEL_TASKS), demo=True, _judgments=lambda: hj)  # fmt: skip
 
 
-register("demo-inputs", _demo_inputs_benchmark)
-register("demo-judgments", _demo_judgments_benchmark)
+register("demo-inputs", "models", _demo_inputs_benchmark)
+register("demo-judgments", "metrics", _demo_judgments_benchmark)

@@ -24,8 +24,8 @@ from typing import Optional
 
 from mmjudge.leaderboard import TRACKS
 from mmjudge.leaderboard.benchmarks import get_benchmark
-from mmjudge.leaderboard.protection import RateLimit, RefusedError, check_duplicate, check_fields, duplicate_reason
-from mmjudge.leaderboard.store import DuplicateError, Store, content_hash
+from mmjudge.leaderboard.protection import RateLimit, RefusedError, check_fields, duplicate_reason
+from mmjudge.leaderboard.store import DuplicateError, RateLimitedError, Store
 from mmjudge.leaderboard.validation import MAX_BYTES, SubmissionError, validate_outputs, validate_scores
 
 
@@ -41,9 +41,14 @@ class Receipt:
 def submit(
     store: Store, *, track: str, benchmark: str, name: str, submitter: str, data: bytes,
     link: str = "", description: str = "", rate_limit: Optional[RateLimit] = None, max_bytes: int = MAX_BYTES,
+    client: Optional[str] = None,
 ) -> Receipt:  # fmt: skip
-    """Check, then store durably. Never raises for a user mistake: the receipt carries the reason."""
+    """Check, then store durably. Never raises for a user mistake: the receipt carries the reason.
+
+    ``client`` is who sends the upload, the rate limit's key (the app passes the Hub user or the IP
+    address); without it the submitter name stands in (library callers, tests)."""
     data = bytes(data or b"")
+    client = str(client or submitter or "")[:200]
     try:
         if track not in TRACKS:
             raise RefusedError(f"track must be one of {', '.join(TRACKS)}, not {track!r}.")
@@ -52,25 +57,29 @@ def submit(
             raise RefusedError(f"benchmark {benchmark!r} belongs to the {bench.track} track, not {track}.")
         name, link, description, submitter = check_fields(name, link, description, submitter)
         if rate_limit is not None:
-            rate_limit.check(store, submitter)
+            rate_limit.check(store, client)
         if track == "models":
             validate_outputs(data, bench.ids, max_bytes=max_bytes)
         else:
             validate_scores(data, bench.ids, max_bytes=max_bytes)
-        check_duplicate(store, content_hash(data), track, benchmark)
     except (SubmissionError, RefusedError, ValueError) as err:
         reason = str(err) if isinstance(err, RefusedError) else f"invalid file: {err}"
         store.add_rejection(submitter=str(submitter or "")[:100], track=str(track)[:20], benchmark=str(benchmark)[:100],
-                            name=str(name or "")[:100], data=data, reason=reason)  # fmt: skip
+                            name=str(name or "")[:100], data=data, reason=reason, client=client)  # fmt: skip
         return Receipt(False, reason)
-    try:
+    try:  # duplicates and the rate limit are decided inside the inserting transaction (no race)
         sid = store.add_submission(track=track, benchmark=benchmark, name=name, submitter=submitter, data=data,
-                                   link=link, description=description)  # fmt: skip
-    except DuplicateError as err:  # a twin upload committed between the check above and this write
-        reason = duplicate_reason(err.previous)
-        store.add_rejection(submitter=submitter, track=track, benchmark=benchmark, name=name, data=data, reason=reason)
+                                   link=link, description=description, client=client,
+                                   rate=rate_limit.rate if rate_limit is not None else None)  # fmt: skip
+    except (DuplicateError, RateLimitedError) as err:
+        if isinstance(err, DuplicateError):
+            reason = duplicate_reason(err.previous)
+        else:
+            reason = rate_limit.reason(client, err.used)  # type: ignore[union-attr]
+        store.add_rejection(submitter=submitter, track=track, benchmark=benchmark, name=name, data=data, reason=reason,
+                            client=client)  # fmt: skip
         return Receipt(False, reason)
-    position = next((q["position"] for q in store.queue() if q["id"] == sid), None)
+    position = store.position(sid)
     where = f"; position {position} in the queue" if position else ""
     return Receipt(True, f"received: submission {sid} is PENDING{where}.", sid)
 
@@ -88,7 +97,8 @@ def submit_path(store: Store, path: Optional[str], max_bytes: int = MAX_BYTES, *
     if reason is not None:
         store.add_rejection(submitter=str(fields.get("submitter") or "")[:100], track=str(fields.get("track"))[:20],
                             benchmark=str(fields.get("benchmark"))[:100], name=str(fields.get("name") or "")[:100],
-                            data=b"", reason=reason)  # fmt: skip
+                            data=b"", reason=reason,
+                            client=str(fields.get("client") or fields.get("submitter") or "")[:200])  # fmt: skip
         return Receipt(False, reason)
     with open(path, "rb") as f:
         data = f.read()

@@ -1,4 +1,4 @@
-"""What keeps a public board safe: rate limits, duplicate detection, escaping, admin tokens.
+"""What keeps a public board safe: rate limits, duplicate messages, escaping, admin tokens.
 
 Names, links and descriptions are stored as the submitter typed them (data) and escaped every time
 they are rendered (:func:`safe_text`, :func:`safe_link`), so no HTML or script reaches a visitor.
@@ -35,19 +35,29 @@ class RefusedError(ValueError):
 
 @dataclass
 class RateLimit:
-    """At most ``max_submissions`` per submitter within ``window_s`` seconds (refused uploads count too)."""
+    """At most ``max_submissions`` per client within ``window_s`` seconds (refused uploads count too).
+
+    The client is who sends the upload (the app passes the signed-in Hub user, else the IP address),
+    never the free-text submitter name, which anyone can change between uploads."""
 
     max_submissions: int = 5
     window_s: float = 3600.0
 
-    def check(self, store, submitter: str, now: Optional[float] = None) -> None:
+    def check(self, store, client: str, now: Optional[float] = None) -> None:
+        """Refuse early (before validation) a client that already used its allowance; the store counts
+        again inside the inserting transaction (:meth:`Store.add_submission` with :attr:`rate`)."""
         now = time.time() if now is None else now
-        used = store.count_recent(submitter, now - self.window_s)
+        used = store.count_recent(client, now - self.window_s)
         if used >= self.max_submissions:
-            raise RefusedError(
-                f"rate limit: {submitter!r} has sent {used} submissions in the last {self.window_s / 60:g} minutes "
-                f"(limit {self.max_submissions}); try again later."
-            )
+            raise RefusedError(self.reason(client, used))
+
+    @property
+    def rate(self) -> tuple[int, float]:
+        return self.max_submissions, self.window_s
+
+    def reason(self, client: str, used: int) -> str:
+        return (f"rate limit: {client!r} has sent {used} submissions in the last {self.window_s / 60:g} minutes "
+                f"(limit {self.max_submissions}); try again later.")  # fmt: skip
 
 
 def check_fields(name: str, link: str, description: str, submitter: str) -> tuple[str, str, str, str]:
@@ -64,13 +74,6 @@ def check_fields(name: str, link: str, description: str, submitter: str) -> tupl
     if link and not _LINK.match(link):
         raise RefusedError(f"the link must start with http:// or https:// and hold no spaces or quotes, not {link[:60]!r}.")
     return name, link, description, submitter
-
-
-def check_duplicate(store, digest: str, track: str, benchmark: str) -> None:
-    """Refuse a file already submitted to the same benchmark (same content hash)."""
-    previous = store.find_by_hash(digest, track, benchmark)
-    if previous is not None:
-        raise RefusedError(duplicate_reason(previous))
 
 
 def duplicate_reason(previous: dict) -> str:

@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS submissions (
     link TEXT NOT NULL DEFAULT '',
     description TEXT NOT NULL DEFAULT '',
     submitter TEXT NOT NULL,
+    client TEXT NOT NULL DEFAULT '',
     content_hash TEXT NOT NULL,
     file_name TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('PENDING', 'RUNNING', 'DONE', 'FAILED')),
@@ -66,7 +67,6 @@ CREATE TABLE IF NOT EXISTS submissions (
     synced_at REAL
 );
 CREATE INDEX IF NOT EXISTS submissions_queue ON submissions (status, created_at);
-CREATE INDEX IF NOT EXISTS submissions_submitter ON submissions (submitter, created_at);
 CREATE INDEX IF NOT EXISTS submissions_hash ON submissions (content_hash);
 CREATE TABLE IF NOT EXISTS results (
     submission_id TEXT PRIMARY KEY REFERENCES submissions (id) ON DELETE CASCADE,
@@ -79,6 +79,7 @@ CREATE TABLE IF NOT EXISTS results (
 CREATE TABLE IF NOT EXISTS rejections (
     n INTEGER PRIMARY KEY AUTOINCREMENT,
     submitter TEXT NOT NULL,
+    client TEXT NOT NULL DEFAULT '',
     track TEXT NOT NULL,
     benchmark TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -87,6 +88,20 @@ CREATE TABLE IF NOT EXISTS rejections (
     created_at REAL NOT NULL
 );
 """
+# Columns added after the first release: (table, column, declaration), added to older databases.
+_ADDED_COLUMNS = [("submissions", "client", "TEXT NOT NULL DEFAULT ''"), ("rejections", "client", "TEXT NOT NULL DEFAULT ''")]
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS submissions_client ON submissions (client, created_at);
+CREATE INDEX IF NOT EXISTS rejections_client ON rejections (client, created_at);
+"""
+
+
+class RateLimitedError(ValueError):
+    """The client already sent ``used`` submissions within the rate-limit window."""
+
+    def __init__(self, client: str, used: int):
+        super().__init__(f"{client!r} has sent {used} submissions")
+        self.client, self.used = client, used
 
 
 class DuplicateError(ValueError):
@@ -121,6 +136,15 @@ class Store:
         self.timeout_s = timeout_s
         self._local = threading.local()
         self.connect().executescript(_SCHEMA)  # IF NOT EXISTS: safe when several processes start at once
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add the columns a database made by an older version lacks (then their indexes)."""
+        with self.transaction() as db:
+            for table, column, declaration in _ADDED_COLUMNS:
+                if column not in {r["name"] for r in db.execute(f"PRAGMA table_info({table})")}:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        self.connect().executescript(_INDEXES)
 
     # ------------------------------------------------------------------------------------- plumbing
     def connect(self) -> sqlite3.Connection:
@@ -158,13 +182,17 @@ class Store:
     def add_submission(
         self, *, track: str, benchmark: str, name: str, submitter: str, data: bytes,
         link: str = "", description: str = "", signature: str = "", now: Optional[float] = None,
-        unique: bool = True,
+        unique: bool = True, client: str = "", rate: Optional[tuple[int, float]] = None,
     ) -> str:  # fmt: skip
         """Store the file under a generated name (fsync'ed), then commit the PENDING row. Returns the id.
 
+        ``client`` identifies who sent the upload (the rate limit's key; ``submitter`` is only shown).
+        ``rate`` = (max submissions, window in seconds) per client.
+
         Raises:
-            DuplicateError: ``unique`` and the same content was already submitted to this benchmark
-                (checked inside the inserting transaction, so two simultaneous uploads cannot both pass).
+            DuplicateError: ``unique`` and the same content was already submitted to this benchmark.
+            RateLimitedError: ``rate`` and the client used it up.
+            Both are checked inside the inserting transaction, so simultaneous uploads cannot both pass.
         """
         sid = uuid.uuid4().hex
         file_name = f"{sid}.jsonl"  # never the uploader's name: no path traversal, no clashes
@@ -178,30 +206,38 @@ class Store:
         _fsync_dir(self.uploads)
         now = time.time() if now is None else now
         digest = content_hash(data)
-        with self.transaction() as db:
-            if unique:
-                previous = db.execute(
-                    "SELECT * FROM submissions WHERE content_hash=? AND track=? AND benchmark=? ORDER BY created_at LIMIT 1",
-                    (digest, track, benchmark),
-                ).fetchone()
-                if previous is not None:
-                    path.unlink(missing_ok=True)
-                    raise DuplicateError(dict(previous))
-            db.execute(
-                "INSERT INTO submissions (id, track, benchmark, name, link, description, submitter, content_hash,"
-                " file_name, status, signature, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,'PENDING',?,?,?)",
-                (sid, track, benchmark, name, link, description, submitter, digest, file_name,
-                 signature, now, now),
-            )  # fmt: skip
+        try:
+            with self.transaction() as db:
+                if rate is not None:
+                    used = _count_recent(db, client, now - rate[1])
+                    if used >= rate[0]:
+                        raise RateLimitedError(client, used)
+                if unique:
+                    previous = db.execute(
+                        "SELECT * FROM submissions WHERE content_hash=? AND track=? AND benchmark=? ORDER BY created_at LIMIT 1",
+                        (digest, track, benchmark),
+                    ).fetchone()
+                    if previous is not None:
+                        raise DuplicateError(dict(previous))
+                db.execute(
+                    "INSERT INTO submissions (id, track, benchmark, name, link, description, submitter, client, content_hash,"
+                    " file_name, status, signature, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,'PENDING',?,?,?)",
+                    (sid, track, benchmark, name, link, description, submitter, client, digest, file_name,
+                     signature, now, now),
+                )  # fmt: skip
+        except (DuplicateError, RateLimitedError):
+            path.unlink(missing_ok=True)
+            raise
         return sid
 
-    def add_rejection(self, *, submitter: str, track: str, benchmark: str, name: str, data: bytes, reason: str) -> None:
+    def add_rejection(self, *, submitter: str, track: str, benchmark: str, name: str, data: bytes, reason: str,
+                      client: str = "") -> None:  # fmt: skip
         """Log a refused upload (what was wrong, for the submitter's history and the admin)."""
         with self.transaction() as db:
             db.execute(
-                "INSERT INTO rejections (submitter, track, benchmark, name, content_hash, reason, created_at)"
-                " VALUES (?,?,?,?,?,?,?)",
-                (submitter, track, benchmark, name, content_hash(data), reason, time.time()),
+                "INSERT INTO rejections (submitter, client, track, benchmark, name, content_hash, reason, created_at)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                (submitter, client, track, benchmark, name, content_hash(data), reason, time.time()),
             )
 
     def read_file(self, sid: str) -> bytes:
@@ -226,19 +262,21 @@ class Store:
     def rejections(self) -> list[dict]:
         return [dict(r) for r in self.connect().execute("SELECT * FROM rejections ORDER BY n")]
 
-    def find_by_hash(self, digest: str, track: str, benchmark: str) -> Optional[dict]:
-        row = self.connect().execute(
-            "SELECT * FROM submissions WHERE content_hash = ? AND track = ? AND benchmark = ? ORDER BY created_at LIMIT 1",
-            (digest, track, benchmark),
-        ).fetchone()
-        return dict(row) if row else None
+    def count_recent(self, client: str, since: float) -> int:
+        """Submissions (accepted or refused) from ``client`` since ``since`` — the rate limit's count."""
+        return _count_recent(self.connect(), client, since)
 
-    def count_recent(self, submitter: str, since: float) -> int:
-        """Submissions (accepted or refused) by ``submitter`` since ``since`` — the rate limit's count."""
-        db = self.connect()
-        accepted = db.execute("SELECT COUNT(*) FROM submissions WHERE submitter = ? AND created_at >= ?", (submitter, since)).fetchone()[0]
-        refused = db.execute("SELECT COUNT(*) FROM rejections WHERE submitter = ? AND created_at >= ?", (submitter, since)).fetchone()[0]
-        return int(accepted) + int(refused)
+    def position(self, sid: str) -> Optional[int]:
+        """The job's place in the queue (1 = next; 0 = running), None when it is not queued; one query."""
+        row = self.connect().execute(
+            "SELECT s.status, (SELECT COUNT(*) FROM submissions q WHERE q.status='PENDING' AND q.hidden=0"
+            " AND (q.created_at < s.created_at OR (q.created_at = s.created_at AND q.id <= s.id))) AS ahead"
+            " FROM submissions s WHERE s.id=? AND s.hidden=0 AND s.status IN ('PENDING', 'RUNNING')",
+            (sid,),
+        ).fetchone()
+        if row is None:
+            return None
+        return int(row["ahead"]) if row["status"] == "PENDING" else 0
 
     def queue(self, now: Optional[float] = None) -> list[dict]:
         """PENDING and RUNNING jobs, oldest first, with ``position`` (1 = next; 0 = running) and ``age_s``."""
@@ -401,6 +439,12 @@ class Store:
     def mark_synced(self, sid: str, when: float) -> None:
         with self.transaction() as db:
             db.execute("UPDATE submissions SET synced_at=? WHERE id=?", (when, sid))
+
+
+def _count_recent(db: sqlite3.Connection, client: str, since: float) -> int:
+    accepted = db.execute("SELECT COUNT(*) FROM submissions WHERE client = ? AND created_at >= ?", (client, since)).fetchone()[0]
+    refused = db.execute("SELECT COUNT(*) FROM rejections WHERE client = ? AND created_at >= ?", (client, since)).fetchone()[0]
+    return int(accepted) + int(refused)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_TEXT_CHARS = 4000
@@ -37,8 +37,8 @@ def _shown(ids: Sequence[str]) -> str:
     return text + (f", … ({len(ids) - _SHOWN} more)" if len(ids) > _SHOWN else "")
 
 
-def parse_jsonl(data: bytes, max_bytes: int = MAX_BYTES) -> list[tuple[int, dict]]:
-    """``(line number, object)`` for each non-blank line.
+def parse_jsonl(data: bytes, max_bytes: Optional[int] = MAX_BYTES) -> list[tuple[int, dict]]:
+    """``(line number, object)`` for each non-blank line (``max_bytes=None``: no size limit).
 
     Raises:
         SubmissionError: too large, empty, not UTF-8 (naming the line), a line that is not JSON or not
@@ -46,7 +46,7 @@ def parse_jsonl(data: bytes, max_bytes: int = MAX_BYTES) -> list[tuple[int, dict
     """
     if not isinstance(data, (bytes, bytearray)):
         raise SubmissionError(f"expected the file's bytes, but got {type(data).__name__}.")
-    if len(data) > max_bytes:
+    if max_bytes is not None and len(data) > max_bytes:
         raise SubmissionError(f"the file has {len(data):,} bytes; the limit is {max_bytes:,}.")
     try:
         text = bytes(data).decode("utf-8")
@@ -92,7 +92,7 @@ def check_ids(rows: list[tuple[int, dict]], ids: Sequence[str]) -> None:
         raise SubmissionError(f"missing {len(missing)} id(s) of the benchmark: {_shown(missing)}.")
 
 
-def validate_outputs(data: bytes, ids: Sequence[str], max_bytes: int = MAX_BYTES,
+def validate_outputs(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = MAX_BYTES,
                      max_chars: int = MAX_TEXT_CHARS) -> list[dict]:  # fmt: skip
     """A Models-track upload as ``[{"id", "text"}]`` in the benchmark's order.
 
@@ -114,7 +114,7 @@ def validate_outputs(data: bytes, ids: Sequence[str], max_bytes: int = MAX_BYTES
     return [{"id": i, "text": by_id[i]} for i in ids]
 
 
-def validate_scores(data: bytes, ids: Sequence[str], max_bytes: int = MAX_BYTES) -> dict[str, dict[str, float]]:
+def validate_scores(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = MAX_BYTES) -> dict[str, dict[str, float]]:
     """A Metrics-track upload as ``id → {column: value}`` (numeric columns; ``signature``/``text`` kept out).
 
     Raises:

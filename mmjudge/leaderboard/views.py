@@ -10,7 +10,7 @@ import math
 import time
 from typing import Any, Optional
 
-from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS, available_benchmarks, get_benchmark
+from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS
 from mmjudge.leaderboard.protection import safe_code, safe_link, safe_text
 from mmjudge.leaderboard.ranking import ALL, public_rows, rank_metrics, rank_models
 from mmjudge.leaderboard.store import Store
@@ -37,11 +37,13 @@ def _frame(rows: list[dict], columns: Optional[list[str]] = None):
     return frame
 
 
-def signature_choices(store: Store, track: str, benchmark: Optional[str] = None) -> list[str]:
-    """The signature groups of a track (largest first), as the labels of the group selector."""
+def signature_choices(store: Store, track: str, benchmark: Optional[str] = None) -> list[tuple[str, int]]:
+    """The signature groups of a track (of one benchmark when given; largest first) as the group
+    selector's ``(label, index)`` choices; the index is the ``group`` of :func:`models_view` /
+    :func:`metrics_view` (given the same benchmark)."""
     entries = [e for e in store.done(track) if benchmark in (None, e["benchmark"])]
     tables = rank_models(entries) if track == "models" else rank_metrics(entries)
-    return [f"{i + 1}: {t['signature']}" for i, t in enumerate(tables)]
+    return [(f"{i + 1}: {t['signature']}", i) for i, t in enumerate(tables)]
 
 
 def models_view(store: Store, task: str = ALL, rank_by: str = "overall", columns: str = "criteria",
@@ -123,7 +125,7 @@ def submission_view(store: Store, sid: str) -> tuple[str, Any]:
         lines.append(f"> {safe_text(row['description'])}")
     result = store.result(sid) if row["status"] == "DONE" else None
     if row["status"] in ("PENDING", "RUNNING"):
-        position = next((q["position"] for q in store.queue() if q["id"] == sid), None)
+        position = store.position(sid)
         lines.append(f"Queue position: {position or 'running now'} · waiting {_age(time.time() - row['created_at'])}.")
     if result is None:
         return "\n\n".join(lines), _frame([])
@@ -146,6 +148,3 @@ def submission_view(store: Store, sid: str) -> tuple[str, Any]:
     table += [{"figure": f"accuracy {k}", **v} for k, v in summary["accuracy"].items()]
     return "\n\n".join(lines), _frame(table, ["figure", "value", "ci_low", "ci_high"])
 
-
-def benchmark_choices(track: str) -> list[tuple[str, str]]:
-    return [(get_benchmark(n).title, n) for n in available_benchmarks(track)]

@@ -27,7 +27,6 @@ makes the repeated work cheap. Several workers may run at once on the same data 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import socket
 import threading
@@ -95,10 +94,11 @@ class Worker:
         job = self.store.claim(self.worker_id, self.lease_s)
         if job is None:
             return None
-        self._sync()
+        # The heartbeat starts before the Hub sync: a slow sync must not outlive the lease just claimed.
         beat = _Heartbeat(self.store, job["id"], self.worker_id, self.lease_s)
         beat.start()
         try:
+            self._sync()
             signature, summary, rows = self.score(job, beat)
             if not self.store.complete(job["id"], self.worker_id, signature=signature, summary=summary, rows=rows):
                 logger.warning("job %s was re-queued while %s scored it; its results were not kept", job["id"], self.worker_id)
@@ -122,22 +122,31 @@ class Worker:
     def score(self, job: dict, beat: "_Heartbeat") -> tuple[str, dict, list]:
         bench = get_benchmark(job["benchmark"])
         data = self.store.read_file(job["id"])
+        # No size check on re-reading: intake accepted the file under the board's own limit
+        # (settings["max_upload_bytes"]), which may exceed validation's default.
         if job["track"] == "models":
-            return self._score_models(bench, validate_outputs(data, bench.ids), beat)
-        return self._score_metrics(bench, validate_scores(data, bench.ids), beat)
+            return self._score_models(bench, validate_outputs(data, bench.ids, max_bytes=None), beat)
+        return self._score_metrics(bench, validate_scores(data, bench.ids, max_bytes=None), beat)
 
     def metric(self, explain: bool = False) -> Any:
-        """HarmonicEval with the configured judge, through the shared judge cache (built once)."""
+        """HarmonicEval with the configured judge, through the shared judge cache (built once).
+
+        The instance with explanations reuses the plain instance's judge (``cache=False``: that judge
+        already carries the cache), so the judge model is loaded once, not once per instance."""
         if explain not in self._metrics:
             import mmjudge
 
             s = self.settings
-            options = dict(s.get("judge_options") or {})
-            if s.get("model"):
-                options["model"] = s["model"]
-            cache = str(self.store.data_dir / "judge_cache.sqlite")
-            self._metrics[explain] = mmjudge.load("harmonic_eval", judge=s["judge"], gamma=s["gamma"], cache=cache,
-                                                  explain=explain, **options)  # fmt: skip
+            if explain:
+                self._metrics[explain] = mmjudge.load("harmonic_eval", judge=self.metric().judge, gamma=s["gamma"],
+                                                      cache=False, explain=True)  # fmt: skip
+            else:
+                options = dict(s.get("judge_options") or {})
+                if s.get("model"):
+                    options["model"] = s["model"]
+                cache = str(self.store.data_dir / "judge_cache.sqlite")
+                self._metrics[explain] = mmjudge.load("harmonic_eval", judge=s["judge"], gamma=s["gamma"], cache=cache,
+                                                      **options)  # fmt: skip
         return self._metrics[explain]
 
     def _score_models(self, bench, outputs: list[dict], beat: "_Heartbeat") -> tuple[str, dict, list]:
@@ -187,17 +196,8 @@ class Worker:
         signature = Signature.make("metaeval", benchmark=bench.name, protocol=s["protocol"], best_of=s["best_of"],
                                    ties=s["ties"], bootstrap=int(s["bootstrap"]), seed=int(s["seed"]),
                                    confidence=result.options.get("confidence"))  # fmt: skip
-        records = [{k: _json_safe(v) for k, v in r.items()} for r in result.records]
+        records = result.to_dict()["records"]  # JSON-safe: NaN/inf → None, numpy scalars → numbers
         return str(signature), summarise_metaeval(result, SUBMISSION_METRIC), records
-
-
-def _json_safe(value: Any) -> Any:
-    """NaN/inf → None (the store writes strict JSON), numpy scalars → Python numbers."""
-    if hasattr(value, "item") and not isinstance(value, (str, list, dict)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 class _Heartbeat:

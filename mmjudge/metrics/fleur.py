@@ -36,7 +36,7 @@ import warnings
 from typing import Any, Optional, Sequence, Union
 
 from mmjudge.fleur import DIGITS, EXPECTED_NEXT, Walk, parse_score, smooth_decimals, smooth_one
-from mmjudge.images import DEFAULT_MAX_PIXELS, load_images
+from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, load_images
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, RatingResult, Turn
 from mmjudge.judges.base import image_digest
 from mmjudge.metrics.base import (
@@ -178,7 +178,7 @@ class FLEUR(Metric):
                 raise ValueError("RefFLEUR needs `references` (a list of reference captions per prediction).")
             check_length(references, n, "references")
             refs = [check_texts(r, f"references[{i}]") for i, r in enumerate(references)]
-        pictures = load_images(images, self.max_pixels)
+        pictures = load_images(images, self.max_pixels, max_aspect_ratio=MAX_ASPECT_RATIO)
         return texts, pictures, refs
 
     def _request(

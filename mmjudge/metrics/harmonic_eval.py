@@ -22,7 +22,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from mmjudge.images import DEFAULT_MAX_PIXELS, draw_box, load_images
+from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box, load_images
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, Turn
 from mmjudge.judges.base import image_digest, warn_low_mass
 from mmjudge.metrics.base import (
@@ -196,7 +196,7 @@ class HarmonicEval(Metric):
             raise ValueError(f"`images` are required: criteria {needing} look at the image.")
         loaded: list = [None] * n
         if images is not None and (needs_image or task == "reg"):
-            loaded = load_images(images, self.max_pixels)
+            loaded = load_images(images, self.max_pixels, max_aspect_ratio=MAX_ASPECT_RATIO)
             if task == "reg":
                 loaded = [
                     draw_box(img, box, where=f"boxes[{i}]", box_format=self.box_format)

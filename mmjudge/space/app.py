@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from mmjudge.space.handlers import DEMO_WARNING, PRIMARY, Scorer, score_page
+from mmjudge.space.handlers import DEMO_WARNING, PRIMARY, Scorer, criterion_label, score_page, spec_criteria
 from mmjudge.space.inputs import QUESTION_TASKS, TASKS, TEXT_NAMES
 from mmjudge.space.settings import Settings
 
@@ -55,7 +55,7 @@ def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = N
     settings = settings or Settings.from_env()
     scorer = scorer or Scorer(settings)
     choices = scorer.choices
-    criteria = [n for n in choices[PRIMARY].spec.score_names()[1:]] if PRIMARY in choices else []
+    criteria = spec_criteria(choices[PRIMARY].spec) if PRIMARY in choices else []
 
     with gr.Blocks(title="mmjudge Space") as demo:
         gr.Markdown(
@@ -142,7 +142,7 @@ def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = N
                 return (page.status, "", _empty_frame(), "", gr.update(value=None, visible=False), *blank_acc,
                         *["" for _ in criteria], "", "", "")  # fmt: skip
             row = page.result.harmonic or {}
-            acc = [gr.update(label=f"{c}: {row[c]:.3f} (σ {row[c + '_sigma']:.3f}) — why?" if c in row else c) for c in criteria]
+            acc = [gr.update(label=criterion_label(c, row)) for c in criteria]
             texts = [page.explanations.get(c, "") for c in criteria]
             frame = page.frame if page.frame is not None and len(page.frame) else _empty_frame()
             boxed_update = gr.update(value=page.boxed_image, visible=page.boxed_image is not None)

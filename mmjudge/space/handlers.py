@@ -222,8 +222,25 @@ def criteria(result: SpaceResult) -> list[str]:
     """HarmonicEval's criteria in this result, in their order."""
     if PRIMARY not in result.reports:
         return []
-    spec = result.reports[PRIMARY].spec
+    return spec_criteria(result.reports[PRIMARY].spec)
+
+
+def spec_criteria(spec: Any) -> list[str]:
+    """The criteria a metric's spec scores (every score but the primary), in their order."""
     return [name for name in spec.score_names() if name != spec.primary]
+
+
+def criterion_label(criterion: str, row: dict) -> str:
+    """The label of a criterion's explanation panel: its score and σ when this result has them.
+
+    >>> criterion_label("fluency", {"fluency": 3.25, "fluency_sigma": float("nan")})
+    'fluency: 3.250 (σ —) — why?'
+    >>> criterion_label("fluency", {})
+    'fluency'
+    """
+    if criterion not in row:
+        return criterion
+    return f"{criterion}: {_num(row[criterion])} (σ {_num(row.get(criterion + '_sigma'))}) — why?"
 
 
 def criteria_frame(result: SpaceResult):
@@ -376,8 +393,6 @@ def score_page(
 ) -> PageValues:
     """Check the page's fields, score them, and format everything the page shows. Never raises:
     a mistake becomes ``status`` (one readable line)."""
-    import logging
-
     from mmjudge.images import draw_box
     from mmjudge.space.inputs import build_item
 

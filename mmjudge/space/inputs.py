@@ -19,13 +19,12 @@ mmjudge.space.inputs.SpaceInputError: Text: empty. Type the text to score.
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any, Optional, Sequence
 
 from PIL import Image
 
-from mmjudge.images import check_box, load_image
+from mmjudge.images import ImageReadError, check_box, load_image
+from mmjudge.images import parse_box as parse_image_box
 
 # The paper's four tasks, as the page names them (keys are HarmonicEval's task names).
 TASKS = {
@@ -36,6 +35,10 @@ TASKS = {
 }
 QUESTION_TASKS = ("vqa", "vdu")
 TEXT_NAMES = {"ic": "caption", "vqa": "answer", "vdu": "answer", "reg": "referring expression"}
+
+
+UNREADABLE = ("the file is not an image that can be read (PNG, JPEG, WebP, GIF, BMP, TIFF). "
+              "Upload a real image file; renaming another file to .png does not make it one.")
 
 
 class SpaceInputError(ValueError):
@@ -62,12 +65,11 @@ def check_text(value: Optional[str], field: str, max_chars: int, what: str = "th
     return text
 
 
-def _payload_path(value: Any) -> Any:
-    """The local file of a Gradio file payload (dict or object with ``path``), else ``value``."""
-    if isinstance(value, dict) and ("path" in value or "url" in value) and "bytes" not in value:
-        return value.get("path")
-    path = getattr(value, "path", None)
-    return path if isinstance(path, str) else value
+def _is_empty(value: Any) -> bool:
+    """An image field left empty (Gradio sends None, "" or a payload without a file)."""
+    if isinstance(value, dict):
+        return value.get("path") in (None, "") and value.get("bytes") is None
+    return value is None or (isinstance(value, str) and not value) or getattr(value, "path", False) is None
 
 
 def read_image(value: Any, field: str = "Image", max_pixels: int = 40_000_000) -> Optional[Image.Image]:
@@ -77,38 +79,35 @@ def read_image(value: Any, field: str = "Image", max_pixels: int = 40_000_000) -
         SpaceInputError: the file is not an image Pillow can read (e.g. a text file renamed ``.png``),
             or is too large.
     """
-    value = _payload_path(value)
-    if value is None or (isinstance(value, str) and not value):
+    if _is_empty(value):
         return None
-    if hasattr(value, "__array_interface__") and not isinstance(value, Image.Image):
-        value = Image.fromarray(value)
     try:
         return load_image(value, where=field, max_pixels=max_pixels)
+    except ImageReadError:  # PIL's own message names a temporary path: leave it out
+        raise SpaceInputError(f"{field}: {UNREADABLE}") from None
     except ValueError as err:
-        message = str(err)
-        if "cannot read image" in message:  # PIL's own message names a temporary path: leave it out
-            message = (
-                f"{field}: the file is not an image that can be read (PNG, JPEG, WebP, GIF, BMP, TIFF). "
-                "Upload a real image file; renaming another file to .png does not make it one."
-            )
-        raise SpaceInputError(message) from None
+        raise SpaceInputError(str(err)) from None
 
 
-def box_from_editor(value: Any) -> Optional[list[int]]:
+def box_from_editor(value: Any, max_pixels: int = 40_000_000) -> Optional[list[int]]:
     """The box drawn in a ``gr.ImageEditor``: the bounding box ``[x, y, w, h]`` (pixels of the
-    background) of everything painted on its layers (alpha > 0); ``None`` when nothing is drawn."""
+    background) of everything painted on its layers (alpha > 0); ``None`` when nothing is drawn.
+
+    Raises:
+        SpaceInputError: a layer is not a readable image, or is too large.
+    """
     if not isinstance(value, dict):
         return None
     boxes = []
-    for layer in value.get("layers") or []:
-        layer = _payload_path(layer)
-        if layer is None:
+    for k, layer in enumerate(value.get("layers") or []):
+        if _is_empty(layer):
             continue
-        if isinstance(layer, str):
-            with Image.open(layer) as opened:
-                layer = opened.copy()
-        elif not isinstance(layer, Image.Image):
-            layer = Image.fromarray(layer)
+        try:
+            layer = load_image(layer, where=f"Box: drawn layer {k + 1}", max_pixels=max_pixels, mode=None)
+        except ImageReadError:
+            raise SpaceInputError(f"Box: drawn layer {k + 1}: {UNREADABLE} Or type the box as x, y, w, h.") from None
+        except ValueError as err:
+            raise SpaceInputError(str(err)) from None
         if layer.mode != "RGBA":
             # Without alpha a layer is opaque: painted pixels are those that are not black.
             alpha = layer.convert("L")
@@ -125,18 +124,14 @@ def box_from_editor(value: Any) -> Optional[list[int]]:
 
 
 def parse_box(text: Optional[str]) -> Optional[list[float]]:
-    """Typed box numbers ``x, y, w, h`` (commas and/or spaces); ``None`` when the field is empty."""
+    """Typed box numbers ``x, y, w, h`` (:func:`mmjudge.images.parse_box`); ``None`` when the field is empty."""
     raw = (text or "").strip()
     if not raw:
         return None
-    parts = [p for p in re.split(r"[,\s;]+", raw.strip("[]() ")) if p]
     try:
-        values = [float(p) for p in parts]
-    except ValueError:
-        values = []
-    if len(values) != 4 or not all(math.isfinite(v) for v in values):
-        raise SpaceInputError(f"Box: expected four numbers x, y, w, h (e.g. 140, 80, 80, 80), but got {raw[:60]!r}.")
-    return values
+        return parse_image_box(raw, "Box", "140, 80, 80, 80")
+    except ValueError as err:
+        raise SpaceInputError(str(err)) from None
 
 
 def read_references(text: Optional[str], max_chars: int, max_references: int) -> list[str]:
@@ -180,7 +175,7 @@ def build_item(
     if task == "reg":
         box: Optional[Sequence[float]] = parse_box(box_text)
         if box is None:
-            box = box_from_editor(editor)
+            box = box_from_editor(editor, max_pixels)
         if box is None:
             raise SpaceInputError("Box: missing. Draw the box on the image (Referring expression) or type x, y, w, h.")
         try:

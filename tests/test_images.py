@@ -1,0 +1,72 @@
+"""Shared image and box reading (mmjudge.images): what the metrics, the CLI, the widget and the Space
+all go through. The CLIPScore case uses a tiny random CLIP: it proves plumbing, not quality."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from mmjudge.images import MAX_ASPECT_RATIO, ImageReadError, load_image, load_images, parse_box
+
+
+@pytest.mark.parametrize("text", ["10,20,30,40", "10 20 30 40", "10; 20; 30; 40", "[10, 20, 30, 40]", "(10 20,30;40)"])
+def test_parse_box_accepts_the_separators_of_every_front_door(text):
+    assert parse_box(text, "Box") == [10.0, 20.0, 30.0, 40.0]
+
+
+@pytest.mark.parametrize("text, tail", [("1,2,3", "but got '1,2,3'."), ("a,b,c,d", "but got 'a,b,c,d'."),
+                                        ("1,2,3,nan", "but got '1,2,3,nan'."), ("1,-2,3,4", "coordinates cannot be negative.")])  # fmt: skip
+def test_parse_box_errors_name_the_field(text, tail):
+    with pytest.raises(ValueError) as err:
+        parse_box(text, "Box", "1, 2, 3, 4")
+    assert str(err.value).startswith("Box: expected four numbers x, y, w, h in pixels (e.g. 1, 2, 3, 4)")
+    assert str(err.value).endswith(tail)
+
+
+def test_cli_and_widget_share_the_parser_and_the_widget_needs_no_cli_module():
+    from mmjudge.commands.score import parse_box as cli_parse_box
+
+    assert cli_parse_box("1 2 3 4") == [1.0, 2.0, 3.0, 4.0]  # the CLI used to refuse spaces
+    with pytest.raises(ValueError, match=r"^--box: expected four numbers .*\(e\.g\. --box 10,20,100,50\)"):
+        cli_parse_box("1,2,3")
+    code = "import sys, mmjudge.widget; print('mmjudge.commands.score' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_load_image_reads_arrays_payload_objects_and_keeps_a_mode(tmp_path):
+    rgba = np.zeros((6, 8, 4), dtype=np.uint8)
+    rgba[1:3, 2:5] = (255, 0, 0, 200)
+    Image.fromarray(rgba).save(tmp_path / "layer.png")
+
+    class FileData:  # what Gradio hands over for a file: an object with a `path`
+        path = str(tmp_path / "layer.png")
+
+    assert load_image(FileData(), mode="RGBA").getpixel((2, 1)) == (255, 0, 0, 200)
+    assert load_image(FileData()).mode == "RGB"
+    assert load_image(rgba, mode=None).mode == "RGBA" and load_image(rgba).getpixel((2, 1)) == (255, 0, 0)
+
+
+def test_unreadable_file_is_an_image_read_error(tmp_path):
+    (tmp_path / "notes.png").write_text("not an image")
+    with pytest.raises(ImageReadError, match=r"^layer: cannot read image \(UnidentifiedImageError"):
+        load_image(str(tmp_path / "notes.png"), where="layer")
+    assert issubclass(ImageReadError, ValueError)  # callers that catch ValueError still do
+
+
+def test_aspect_ratio_limit_is_opt_in():
+    strip = Image.new("RGB", (300, 1), "gray")
+    assert load_images([strip])[0].size == (300, 1)
+    with pytest.raises(ValueError, match=r"images\[0\]: aspect ratio 300x1 is more extreme than 200:1"):
+        load_images([strip], max_aspect_ratio=MAX_ASPECT_RATIO)
+
+
+def test_clip_score_reads_a_300x1_strip(tmp_path):
+    from mmjudge.metrics.clip_score import CLIPScore
+    from mmjudge.testing import tiny_clip
+
+    metric = CLIPScore(model=tiny_clip(tmp_path / "clip"))
+    out = metric.compute(predictions=["a grey line"], images=[Image.new("RGB", (300, 1), "gray")], progress=False)
+    assert len(out["clip_score"]) == 1 and np.isfinite(out["clip_score"][0])
