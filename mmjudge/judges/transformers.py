@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
@@ -257,6 +258,11 @@ class TransformersJudge(Judge):
         self.device = loaded.device
         torch.set_grad_enabled(False)
         self._choice_ids: dict[tuple, list[list[int]]] = {}
+        # Fast (Rust) tokenizers are not thread-safe ("Already borrowed"): with prefetch the next batch is
+        # tokenised in a background thread while this one is answered, so every tokenisation that can
+        # overlap (preparing a batch, a rating scale's token ids, the out-of-memory re-preparation) holds
+        # this lock. Re-entrant: preparing a batch also looks up its rating scales.
+        self._tokenizer_lock = threading.RLock()
         self._auto_sized = False
         self.stats = ThroughputStats()
         if compile:
@@ -412,11 +418,14 @@ class TransformersJudge(Judge):
         """CPU-side work of one batch: render, tokenise, preprocess each distinct image once, and find the
         shared prefixes. Runs in a background thread while the previous batch is on the model."""
         started = time.perf_counter()
-        batch = self._prepare_rating_inputs(requests)
+        with self._tokenizer_lock:
+            batch = self._prepare_rating_inputs(requests)
         self.stats.prepare_seconds += time.perf_counter() - started
         return batch
 
     def _prepare_rating_inputs(self, requests: Sequence[RatingRequest]) -> "_PreparedBatch":
+        for choices in dict.fromkeys(tuple(r.choices) for r in requests):
+            self.choice_token_ids(choices)  # here, so reading the answers never tokenises on the main thread
         texts = [self.render(r) for r in requests]
         offsets = [self.prefix_offsets(t, r.answer_prefix) if r.read_prefix else None for t, r in zip(texts, requests)]
         keep = 1 + max((len(o) for o in offsets if o), default=0)
@@ -536,8 +545,10 @@ class TransformersJudge(Judge):
                 inputs = {k: v.to(self.model.device) if hasattr(v, "to") else v for k, v in batch.inputs.items()}
                 ids = inputs["input_ids"]
                 real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else ids.numel()
-                self.stats.add(len(batch.requests), real, padded=ids.numel())
                 logits = self._last_logits(inputs, batch.keep)
+                # Counted after the forward pass (as _shared_logits does): a batch that runs out of memory
+                # is counted once, by the halves that succeed.
+                self.stats.add(len(batch.requests), real, padded=ids.numel())
         except torch.cuda.OutOfMemoryError:
             if len(batch.requests) == 1:
                 raise
@@ -622,11 +633,14 @@ class TransformersJudge(Judge):
         """Token ids of each choice (all their variants), as rating reads them."""
         key = tuple(choices)
         if key not in self._choice_ids:
-            self._choice_ids[key] = rating_token_ids(self.tokenizer, key)
+            with self._tokenizer_lock:
+                if key not in self._choice_ids:
+                    self._choice_ids[key] = rating_token_ids(self.tokenizer, key)
         return self._choice_ids[key]
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
-        inputs = self._encode(requests)
+        with self._tokenizer_lock:
+            inputs = self._encode(requests)
         output = self.model.generate(
             **inputs,
             max_new_tokens=max(r.max_new_tokens for r in requests),
