@@ -211,3 +211,21 @@ def test_rating_scales_are_tokenised_in_the_prepare_step(tiny_llava_dir, monkeyp
     assert threads, "the rating scales were never tokenised"
     assert threading.main_thread() not in threads
     assert set(judge._choice_ids) == {("1", "2", "3", "4", "5"), ("1", "2", "3"), ("0", "1")}
+
+
+def test_a_batch_split_after_out_of_memory_is_counted_once(tiny_llava_dir, monkeypatch):
+    import torch
+
+    requests = _he_like_requests(2)
+    judge = load_judge("transformers", model=tiny_llava_dir, batch_size=16, share_prefix=False)
+    original, calls = judge.model.forward, {"n": 0}
+
+    def flaky(*args, **kwargs):  # the first forward pass runs out of memory
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(judge.model, "forward", flaky)
+    judge.rate(requests, progress=False)
+    assert calls["n"] > 2 and judge.stats.requests == len(requests)
