@@ -553,3 +553,36 @@ def test_cli_score_prints_usage_and_model_prefix_selects_the_backend(stub_factor
     assert "judge=openai:stub-model" in out and "prefill=none" in out
     # the expected rating of GOOD's distribution (0.2 on 3, 0.7 on 4, renormalised)
     assert f"fluency          {(3 * 0.2 + 4 * 0.7) / 0.9:.3f}" in out  # 3.778
+
+
+def test_cli_with_no_server_is_one_line_not_a_traceback(capsys):
+    """A server that is not running (connection refused) is the user's to fix: one line, exit 2."""
+    from mmjudge.cli import main
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = main(["score", "--judge", "openai", "--set", f"base_url=http://127.0.0.1:{port}/v1",
+                 "--set", "max_retries=1", "--set", "retry_sleep_scale=0", "--set", "model=m",
+                 "--text", "A dog runs.", "--criteria", "fluency", "--no-cache"])  # fmt: skip
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("mmjudge score: error: openai:m at 127.0.0.1:"), err
+    assert "giving up after 2 attempts" in lines[0] and "refused" in lines[0].lower(), lines[0]
+
+
+def test_a_reply_cut_short_is_retried_then_reported():
+    """http.client.IncompleteRead is not an OSError: it is retried and ends as an APIError too."""
+    import http.client
+
+    judge = _judge("http://127.0.0.1:9/v1", model="m", max_retries=2)
+
+    def cut(*args, **kwargs):
+        raise http.client.IncompleteRead(b"{", 10)
+
+    import unittest.mock
+
+    with unittest.mock.patch("urllib.request.urlopen", cut), pytest.raises(APIError, match="IncompleteRead"):
+        judge.chat([{"role": "user", "content": "hi"}])
+    assert judge.usage.retries == 2

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import http.client
 import io
 import json
 import logging
@@ -49,6 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from mmjudge.errors import ServiceError
 from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingResult
 
 logger = logging.getLogger(__name__)
@@ -73,9 +75,10 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
 }
 
 
-class APIError(RuntimeError):
+class APIError(ServiceError):
     """The server answered with an error that retrying does not fix (``status``: its HTTP status), or
-    retries ran out (``status`` None)."""
+    retries ran out (``status`` None). A :class:`~mmjudge.errors.ServiceError` (still a ``RuntimeError``),
+    so the CLI answers it in one line: the fix is on the user's side (start the server, fix the URL)."""
 
     def __init__(self, message: str, status: Optional[int] = None):
         super().__init__(message)
@@ -347,7 +350,9 @@ class OpenAIJudge(Judge):
                 if status not in RETRY_STATUSES and status < 500:
                     raise self._client_error(status, text) from None
                 problem = f"HTTP {status}: {text}"
-            except (TimeoutError, OSError) as err:  # socket timeouts, refused/reset connections
+            # OSError: socket timeouts, refused/reset connections (URLError too); HTTPException: a reply
+            # cut short (IncompleteRead) or malformed (BadStatusLine), which is not an OSError.
+            except (OSError, http.client.HTTPException) as err:
                 problem = self._scrub(f"{type(err).__name__}: {getattr(err, 'reason', err)}")
             if attempt == self.max_retries:
                 raise APIError(f"{self.describe()} at {self.endpoint}: giving up after {attempt + 1} attempts; last error: {problem}")
