@@ -287,10 +287,6 @@ class Judge(ABC):
                 f"{metric} needs a judge with {capability} ({why}), but the {self.backend!r} backend has none."
             )
 
-    def capabilities(self) -> dict[str, bool]:
-        """The capability flags, e.g. for a Space or a log line."""
-        return {name: bool(getattr(self, name)) for name in CAPABILITIES}
-
     def signature_fields(self) -> dict[str, Any]:
         """The judge's part of a result signature: ``judge`` (backend:model), ``revision`` and
         ``dtype`` where they apply. Never a local path (local folders appear as a fingerprint)."""

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
 from mmjudge.judges.base import GenerationRequest, Judge, PrefixStep, RatingRequest, RatingResult
-from mmjudge.models import ModelSource, load_pretrained, local_fingerprint  # noqa: F401  (re-exported)
+from mmjudge.models import ModelSource, load_pretrained
 
 logger = logging.getLogger(__name__)
 
