@@ -119,12 +119,6 @@ class MetricSpec:
                 return out
         raise KeyError(f"{self.name} has no output {name!r}; it has {[o.name for o in self.outputs]}.")
 
-    def input(self, name: str) -> InputSpec:
-        for spec in self.inputs:
-            if spec.name == name:
-                return spec
-        raise KeyError(f"{self.name} has no input {name!r}; it takes {[i.name for i in self.inputs]}.")
-
     def score_names(self) -> list[str]:
         """Per-sample score outputs, primary first."""
         scores = [o.name for o in self.outputs if o.kind == "score"]
