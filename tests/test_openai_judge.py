@@ -185,6 +185,27 @@ def test_messages_carry_the_image_as_png_data_url_and_the_prefix_to_continue():
     assert messages[-1] == {"role": "assistant", "content": "Score: "}
 
 
+def test_one_image_is_png_encoded_once_for_all_its_requests(monkeypatch):
+    import base64
+    import io
+
+    from mmjudge.judges import openai as backend
+
+    encoded = []
+    original = backend.image_data_url
+    monkeypatch.setattr(backend, "image_data_url", lambda image: encoded.append(image.size) or original(image))
+    first, other = Image.new("RGB", (9, 7), (4, 5, 6)), Image.new("RGB", (9, 7), (6, 5, 4))
+    urls = [chat_messages(_request(i, image), prefix=False)[0]["content"][0]["image_url"]["url"]
+            for i, image in enumerate([first, first.copy(), other, first])]  # fmt: skip
+    assert len(encoded) == 2  # one per distinct image (same pixels = same image)
+    assert urls[0] == urls[1] == urls[3] != urls[2]
+    decoded = Image.open(io.BytesIO(base64.b64decode(urls[2].split(",", 1)[1])))
+    assert decoded.tobytes() == other.tobytes()
+    for k in range(backend.DATA_URL_CACHE_SIZE + 5):  # bounded
+        backend.request_image_url(_request(k, Image.new("RGB", (3, 3), (k, 0, 0))))
+    assert len(backend._data_urls) == backend.DATA_URL_CACHE_SIZE
+
+
 # ---------------------------------------------------------------------------------- HTTP behaviour
 def test_request_body_and_first_rating_distribution(stub_factory):
     stub = stub_factory()

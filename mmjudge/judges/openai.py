@@ -46,6 +46,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -157,6 +158,31 @@ def image_data_url(image: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+# Data URLs of recent images, by pixel digest: a metric sends one image in several requests (one per
+# criterion), and PNG encoding + base64 of a large image costs more than the rest of the request.
+# Small and bounded (a data URL can be megabytes); shared by the request threads, hence the lock.
+DATA_URL_CACHE_SIZE = 32
+_data_urls: "OrderedDict[str, str]" = OrderedDict()
+_data_urls_lock = threading.Lock()
+
+
+def request_image_url(request: RatingRequest) -> str:
+    """:func:`image_data_url` of the request's image, encoded once per distinct ``image_digest``."""
+    digest = request.image_digest
+    with _data_urls_lock:
+        url = _data_urls.get(digest) if digest else None
+        if url is not None:
+            _data_urls.move_to_end(digest)
+            return url
+    url = image_data_url(request.image)
+    if digest:
+        with _data_urls_lock:
+            _data_urls[digest] = url
+            while len(_data_urls) > DATA_URL_CACHE_SIZE:
+                _data_urls.popitem(last=False)
+    return url
+
+
 def chat_messages(request: RatingRequest, prefix: bool) -> list[dict]:
     """OpenAI chat messages for ``request``: the image (if any) before the first user turn's text,
     and with ``prefix`` the answer prefix as a final assistant message to be continued."""
@@ -164,7 +190,7 @@ def chat_messages(request: RatingRequest, prefix: bool) -> list[dict]:
     for k, turn in enumerate(request.turns):
         if k == 0 and request.image is not None:
             content: Any = [
-                {"type": "image_url", "image_url": {"url": image_data_url(request.image)}},
+                {"type": "image_url", "image_url": {"url": request_image_url(request)}},
                 {"type": "text", "text": turn.text},
             ]
         else:
