@@ -275,3 +275,15 @@ def test_progress_counts_a_batch_only_once_it_is_answered(prefetch, monkeypatch)
     judge._run(reqs, rate_batch, True, on_batch, "rating", prepare)
     assert while_running == [0, 3, 6, 9]
     assert after == [3, 6, 9, 10]
+
+
+def test_build_judge_uses_a_ready_cached_judge_as_is(tmp_path):
+    """A judge that already has its cache is not wrapped again, and the cache option is not checked for it."""
+    from mmjudge.metrics.base import build_judge
+
+    ready = CachedJudge(DummyJudge(), tmp_path / "c.sqlite")
+    assert build_judge(None, judge=ready, cache=tmp_path) is ready  # a folder: would be refused as a cache
+    with pytest.raises(ValueError, match="is a folder"):
+        build_judge(None, judge=DummyJudge(), cache=tmp_path)
+    wrapped = build_judge(None, judge="dummy", cache=tmp_path / "d.sqlite")
+    assert isinstance(wrapped, CachedJudge) and wrapped.store.path == tmp_path / "d.sqlite"
