@@ -607,3 +607,21 @@ def test_a_reply_cut_short_is_retried_then_reported():
     with unittest.mock.patch("urllib.request.urlopen", cut), pytest.raises(APIError, match="IncompleteRead"):
         judge.chat([{"role": "user", "content": "hi"}])
     assert judge.usage.retries == 2
+
+
+def test_serve_usage_counts_the_image_tokens_of_the_prompt(tiny_vlm_server):
+    """usage.prompt_tokens is what the model was given: the processor's image placeholder expansion too."""
+    from mmjudge.judges.base import GenerationRequest
+    from mmjudge.judges.openai import image_data_url
+    from mmjudge.serve import ChatEngine
+
+    local, _ = tiny_vlm_server
+    image = Image.new("RGB", (40, 30), (10, 200, 30))
+    body = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": image_data_url(image)}},
+                                                      {"type": "text", "text": "Describe it."}]}], "max_tokens": 2}  # fmt: skip
+    usage = ChatEngine(local, "tiny").complete(body)["usage"]
+    request = GenerationRequest([Turn("user", "Describe it.")], image=image, max_new_tokens=2)
+    expected = int(local._encode([request])["input_ids"].shape[1])
+    text_only = len(local.tokenizer(local.render(request), add_special_tokens=False)["input_ids"])
+    assert usage["prompt_tokens"] == expected > text_only
+    assert usage["total_tokens"] == expected + usage["completion_tokens"]

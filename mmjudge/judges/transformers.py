@@ -84,12 +84,14 @@ def rating_token_ids(tokenizer: Any, choices: Sequence[str]) -> list[list[int]]:
 
 @dataclass
 class GenerationTrace:
-    """One greedy generation: the new token ids, the decoded text after each of them, and the
-    full-vocabulary softmax at each step (CPU float32 tensors)."""
+    """One greedy generation: the new token ids, the decoded text after each of them, the
+    full-vocabulary softmax at each step (CPU float32 tensors), and how many tokens the prompt had
+    (image tokens included, as the model saw it)."""
 
     token_ids: list
     texts: list
     probs: list
+    prompt_tokens: int = 0
 
 
 def _load_processor(source: str, load_kwargs: dict) -> Any:
@@ -619,7 +621,8 @@ class TransformersJudge(Judge):
         (for reference procedures that read probabilities at generated positions; uncached)."""
         import torch
 
-        inputs = self._encode([request])
+        with self._tokenizer_lock:
+            inputs = self._encode([request])
         generated = self.model.generate(
             **inputs, max_new_tokens=request.max_new_tokens, do_sample=False, output_logits=True,
             return_dict_in_generate=True, pad_token_id=self.tokenizer.pad_token_id,
@@ -627,7 +630,7 @@ class TransformersJudge(Judge):
         new_ids = generated.sequences[0, inputs["input_ids"].shape[1] :].tolist()
         texts = [self.tokenizer.decode(new_ids[: k + 1], skip_special_tokens=True) for k in range(len(new_ids))]
         probs = [torch.softmax(step[0].float(), dim=-1).cpu() for step in generated.logits[: len(new_ids)]]
-        return GenerationTrace(token_ids=new_ids, texts=texts, probs=probs)
+        return GenerationTrace(token_ids=new_ids, texts=texts, probs=probs, prompt_tokens=int(inputs["input_ids"].shape[1]))
 
     def choice_token_ids(self, choices: Sequence[str]) -> list[list[int]]:
         """Token ids of each choice (all their variants), as rating reads them."""
