@@ -173,11 +173,13 @@ class CachedJudge(Judge):
     def _cached(self, requests, kind, decode, encode, compute, progress):
         identity = self.inner.identity()
         keys = [request_key(identity, kind, r) for r in requests]
-        found = self.store.get_many(keys)
         if distributed.is_distributed():
             # All processes must agree on what is missing (the judge splits exactly that between them),
-            # even while another process is already writing this call's answers: the main one decides.
-            found = distributed.broadcast_from_main(found)
+            # even while another process is already writing this call's answers: the main one reads and
+            # decides, the others receive its answer (reading the cache there too would be wasted work).
+            found = distributed.broadcast_from_main(self.store.get_many(keys) if distributed.is_main() else None)
+        else:
+            found = self.store.get_many(keys)
         out = [decode(found[k]) if k in found else None for k in keys]
         self.hits += sum(k in found for k in keys)
         missing = [i for i, k in enumerate(keys) if k not in found]

@@ -14,7 +14,7 @@ import sys
 from typing import Optional, Sequence
 
 from mmjudge import __version__, registry
-from mmjudge.errors import MissingDependencyError
+from mmjudge.errors import MissingDependencyError, ServiceError
 
 # Exceptions that mean "the user gave something wrong": their message names the item and the fix.
 USER_ERRORS: tuple[type[BaseException], ...] = (
@@ -25,6 +25,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     NotADirectoryError,
     FileExistsError,
     MissingDependencyError,  # Java for METEOR and the like: the message says how to install it
+    ServiceError,  # a judge server that is down, unreachable or refuses the request (names the endpoint)
 )
 
 EPILOG = """\

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -135,7 +135,6 @@ class LoadedModel:
     processor: Any
     identity: ModelIdentity
     device: str
-    extra: dict = field(default_factory=dict)
 
 
 def tiny_random_folder(family: str) -> str:

@@ -28,7 +28,7 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence, TextIO, Union
+from typing import Any, Optional, Sequence, TextIO, Union
 
 from mmjudge.metrics.base import MetricSpec, compute_by_task
 from mmjudge.signature import Signature
@@ -209,14 +209,3 @@ def _write(path: Optional[PathOrFile], text: str) -> None:
         return
     with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(text)
-
-
-def read_jsonl(path: Union[str, os.PathLike]) -> list[dict]:
-    """Rows written by :meth:`Report.to_jsonl` (for the leaderboard and tests)."""
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def iter_scores(rows: Iterable[dict], column: str) -> list[float]:
-    """One column of rows as floats (None → NaN)."""
-    return [math.nan if r.get(column) is None else float(r[column]) for r in rows]

@@ -16,8 +16,8 @@ Endpoints:
   model's raw ones (before any temperature), as vLLM's default.
 
 Token strings in ``logprobs`` are the tokenizer's decoding of each single token (so ``" 4"`` and
-``"4"`` stay distinct, as in OpenAI's answers); ``usage.prompt_tokens`` counts the text tokens of the
-rendered prompt (image tokens that a processor inserts are not counted).
+``"4"`` stay distinct, as in OpenAI's answers); ``usage.prompt_tokens`` counts the tokens the model
+was given, image tokens that the processor inserts included.
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ class ChatEngine:
             raise RequestError("top_logprobs needs logprobs=true.")
         request = GenerationRequest(turns=turns, image=image, answer_prefix=prefix, max_new_tokens=max_tokens)
         with self.lock:
-            prompt_tokens = len(self.judge.tokenizer(self.judge.render(request), add_special_tokens=False)["input_ids"])
             trace = self.judge.generate_trace(request)
+        prompt_tokens = trace.prompt_tokens
         tokenizer = self.judge.tokenizer
         eos = set(getattr(tokenizer, "all_special_ids", []) or [])
         ids = list(trace.token_ids)
@@ -203,9 +203,9 @@ def _handler(engine: ChatEngine) -> type:
             try:
                 body = json.loads(self.rfile.read(length).decode("utf-8"))
                 self._send(200, engine.complete(body))
-            except (RequestError, json.JSONDecodeError, UnicodeDecodeError) as err:
-                self._error(400, str(err), "invalid_request_error")
-            except ValueError as err:  # the judge refused the request (e.g. an image for a text-only model)
+            # RequestError, JSONDecodeError and UnicodeDecodeError are ValueErrors, as is the judge refusing
+            # the request (e.g. an image for a text-only model): all the client's to fix.
+            except ValueError as err:
                 self._error(400, str(err), "invalid_request_error")
             except Exception as err:  # a server answers, it does not die
                 logger.exception("chat completion failed")

@@ -15,7 +15,7 @@ percent-escaped inside values, so :func:`parse` always reads back exactly what w
 ['metric=harmonic_eval', 'judge=transformers:Qwen/Qwen2.5-VL-7B-Instruct', 'revision=abc', 'dtype=bfloat16', 'gamma=0.75']
 >>> parse(str(sig))["gamma"], parse("mmjudge=0.1.0|metric=x|prefix='a%7Cb'")["prefix"]
 ('0.75', "'a|b'")
->>> comparable(sig, sig.replace(gamma=0.5))
+>>> comparable(sig, sig.with_fields(gamma=0.5))
 False
 """
 
@@ -131,8 +131,9 @@ class Signature(str):
     def items(self) -> Iterator[tuple[str, str]]:
         return iter(self.fields.items())
 
-    def replace(self, **fields: Any) -> "Signature":
-        """A copy with some fields changed (``None`` removes a field)."""
+    def with_fields(self, **fields: Any) -> "Signature":
+        """A copy with some fields changed (``None`` removes a field). Not named ``replace``: a
+        :class:`Signature` is a ``str``, whose ``replace(old, new)`` must keep working."""
         merged: dict[str, Any] = dict(self.fields)
         for key, value in fields.items():
             if value is None:

@@ -129,7 +129,7 @@ def test_signature_is_fields_and_round_trips():
     assert parse(str(sig)) == sig.fields
     assert parse(str(sig))["gamma"] == "0.75" and sig["flag"] == "true" and sig["names"] == "a,b"
     assert Signature.from_string(str(sig)) == sig
-    assert comparable(sig, sig.replace(mmjudge="9.9")) and not comparable(sig, sig.replace(gamma=0.5))
+    assert comparable(sig, sig.with_fields(mmjudge="9.9")) and not comparable(sig, sig.with_fields(gamma=0.5))
     with pytest.raises(ValueError, match="Not a signature field"):
         parse("mmjudge=0.1.0|metric=harmonic_eval|judge=transformers:m@r|float32")
 
@@ -299,3 +299,10 @@ def test_fleur_through_evaluate_gives_the_hand_computed_smoothed_score():
     expected = sum(p * d / 10 for d, p in enumerate(d1)) + sum(p * d / 100 for d, p in enumerate(d2))
     assert out["score"][0] == pytest.approx(expected, abs=1e-12) and expected == pytest.approx(0.793)  # 0.14+0.56+0.045 + 0.03+0.018
     assert out["raw_score"] == [0.85] and out["method"] == ["fast"] and out["mean_score"] == out["score"][0]
+
+
+def test_signature_is_still_a_str_with_str_replace():
+    """Signature is a str: str.replace(old, new) keeps its meaning; changing fields is with_fields()."""
+    sig = Signature.make("x", gamma=0.75)
+    assert sig.replace("0.75", "0.5") == str(sig).replace("0.75", "0.5")
+    assert sig.with_fields(gamma=0.5).fields["gamma"] == "0.5" and "gamma" not in sig.with_fields(gamma=None).fields

@@ -125,3 +125,39 @@ def test_not_distributed_outside_a_launcher(monkeypatch):
     assert distributed.broadcast_from_main({"a": 1}) == {"a": 1}
     monkeypatch.setenv("WORLD_SIZE", "1")
     assert not distributed.is_distributed()
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_only_the_main_process_reads_the_cache(rank, tmp_path, monkeypatch):
+    """Under a launcher the main process reads which answers are cached and broadcasts them; the others
+    must not read the whole cache only to throw it away."""
+    from mmjudge.cache import CachedJudge
+    from mmjudge.judges import RatingRequest, Turn, load_judge
+
+    requests = [RatingRequest([Turn("user", f"Rate {i}.")]) for i in range(4)]
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    cached = CachedJudge(load_judge("dummy"), tmp_path / "c.sqlite")
+    expected = cached.rate(requests, progress=False)  # fills the cache in one process
+    reads, sent = [], []
+    get_many = cached.store.get_many
+
+    def counted_get_many(keys):
+        reads.append(len(keys))
+        return get_many(keys)
+
+    from mmjudge.judges.base import request_key
+
+    main_found = get_many([request_key(cached.inner.identity(), "rate", r) for r in requests])
+
+    def broadcast(value):  # rank 0 sends what it read; another rank receives rank 0's answer
+        sent.append(value)
+        return value if rank == 0 else main_found
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", str(rank))
+    monkeypatch.setattr(cached.store, "get_many", counted_get_many)
+    monkeypatch.setattr(distributed, "broadcast_from_main", broadcast)
+    got = cached.rate(requests, progress=False)
+    assert [r.raw for r in got] == [r.raw for r in expected]
+    assert reads == ([4] if rank == 0 else [])
+    assert len(sent) == 1 and (sent[0] is None) == (rank == 1)

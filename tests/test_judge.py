@@ -234,3 +234,56 @@ def test_prefix_steps_survive_the_cache(tmp_path, tiny_llava_dir):
     first = judge.rate(req, progress=False)
     again = CachedJudge(load_judge("transformers", model=tiny_llava_dir), tmp_path / "c.sqlite").rate(req, progress=False)
     assert first[0].steps and again[0].steps == first[0].steps
+
+
+# ------------------------------------------------------------------------------------ progress
+class _RecordingBar:
+    """Stands in for the tqdm bar: counts what was reported done."""
+
+    def __init__(self, total, **kwargs):
+        self.n = 0
+
+    def update(self, k):
+        self.n += k
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_progress_counts_a_batch_only_once_it_is_answered(prefetch, monkeypatch):
+    """With prefetch the next batch is prepared while this one runs; the bar must not count it yet."""
+    import mmjudge.progress
+
+    bars = []
+    monkeypatch.setattr(mmjudge.progress, "progress_bar", lambda **kw: bars.append(_RecordingBar(**kw)) or bars[-1])
+    judge = DummyJudge(batch_size=3)
+    reqs = _requests(10)
+    while_running, after = [], []  # what the bar showed while each batch ran, and once it was handed over
+
+    def rate_batch(batch):
+        while_running.append(bars[0].n)
+        return judge._rate_batch(batch)
+
+    def on_batch(batch, answers):
+        after.append(bars[0].n)
+
+    prepare = (lambda batch: batch) if prefetch else None
+    judge._run(reqs, rate_batch, True, on_batch, "rating", prepare)
+    assert while_running == [0, 3, 6, 9]
+    assert after == [3, 6, 9, 10]
+
+
+def test_build_judge_uses_a_ready_cached_judge_as_is(tmp_path):
+    """A judge that already has its cache is not wrapped again, and the cache option is not checked for it."""
+    from mmjudge.metrics.base import build_judge
+
+    ready = CachedJudge(DummyJudge(), tmp_path / "c.sqlite")
+    assert build_judge(None, judge=ready, cache=tmp_path) is ready  # a folder: would be refused as a cache
+    with pytest.raises(ValueError, match="is a folder"):
+        build_judge(None, judge=DummyJudge(), cache=tmp_path)
+    wrapped = build_judge(None, judge="dummy", cache=tmp_path / "d.sqlite")
+    assert isinstance(wrapped, CachedJudge) and wrapped.store.path == tmp_path / "d.sqlite"

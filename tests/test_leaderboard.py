@@ -95,8 +95,8 @@ def entry(sid, name, overall, sig, created, criteria=None, tasks=None):
 
 def test_models_ranked_in_exact_order_within_signature_groups():
     s1 = Signature.make("harmonic_eval", judge="dummy", gamma=0.75)
-    s1_newer = s1.replace(mmjudge="9.9.9")  # software version only: still comparable
-    s2 = s1.replace(gamma=0.5)  # another γ: never ranked with s1
+    s1_newer = s1.with_fields(mmjudge="9.9.9")  # software version only: still comparable
+    s2 = s1.with_fields(gamma=0.5)  # another γ: never ranked with s1
     entries = [
         entry("1", "low", 2.0, s1, 1, {"fluency": 4.9}, {"ic": {"overall": 2.0, "n": 1}}),
         entry("2", "high", 4.5, s2, 2),

@@ -185,6 +185,27 @@ def test_messages_carry_the_image_as_png_data_url_and_the_prefix_to_continue():
     assert messages[-1] == {"role": "assistant", "content": "Score: "}
 
 
+def test_one_image_is_png_encoded_once_for_all_its_requests(monkeypatch):
+    import base64
+    import io
+
+    from mmjudge.judges import openai as backend
+
+    encoded = []
+    original = backend.image_data_url
+    monkeypatch.setattr(backend, "image_data_url", lambda image: encoded.append(image.size) or original(image))
+    first, other = Image.new("RGB", (9, 7), (4, 5, 6)), Image.new("RGB", (9, 7), (6, 5, 4))
+    urls = [chat_messages(_request(i, image), prefix=False)[0]["content"][0]["image_url"]["url"]
+            for i, image in enumerate([first, first.copy(), other, first])]  # fmt: skip
+    assert len(encoded) == 2  # one per distinct image (same pixels = same image)
+    assert urls[0] == urls[1] == urls[3] != urls[2]
+    decoded = Image.open(io.BytesIO(base64.b64decode(urls[2].split(",", 1)[1])))
+    assert decoded.tobytes() == other.tobytes()
+    for k in range(backend.DATA_URL_CACHE_SIZE + 5):  # bounded
+        backend.request_image_url(_request(k, Image.new("RGB", (3, 3), (k, 0, 0))))
+    assert len(backend._data_urls) == backend.DATA_URL_CACHE_SIZE
+
+
 # ---------------------------------------------------------------------------------- HTTP behaviour
 def test_request_body_and_first_rating_distribution(stub_factory):
     stub = stub_factory()
@@ -553,3 +574,54 @@ def test_cli_score_prints_usage_and_model_prefix_selects_the_backend(stub_factor
     assert "judge=openai:stub-model" in out and "prefill=none" in out
     # the expected rating of GOOD's distribution (0.2 on 3, 0.7 on 4, renormalised)
     assert f"fluency          {(3 * 0.2 + 4 * 0.7) / 0.9:.3f}" in out  # 3.778
+
+
+def test_cli_with_no_server_is_one_line_not_a_traceback(capsys):
+    """A server that is not running (connection refused) is the user's to fix: one line, exit 2."""
+    from mmjudge.cli import main
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = main(["score", "--judge", "openai", "--set", f"base_url=http://127.0.0.1:{port}/v1",
+                 "--set", "max_retries=1", "--set", "retry_sleep_scale=0", "--set", "model=m",
+                 "--text", "A dog runs.", "--criteria", "fluency", "--no-cache"])  # fmt: skip
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and "Traceback" not in err, err
+    assert len(lines) == 1 and lines[0].startswith("mmjudge score: error: openai:m at 127.0.0.1:"), err
+    assert "giving up after 2 attempts" in lines[0] and "refused" in lines[0].lower(), lines[0]
+
+
+def test_a_reply_cut_short_is_retried_then_reported():
+    """http.client.IncompleteRead is not an OSError: it is retried and ends as an APIError too."""
+    import http.client
+
+    judge = _judge("http://127.0.0.1:9/v1", model="m", max_retries=2)
+
+    def cut(*args, **kwargs):
+        raise http.client.IncompleteRead(b"{", 10)
+
+    import unittest.mock
+
+    with unittest.mock.patch("urllib.request.urlopen", cut), pytest.raises(APIError, match="IncompleteRead"):
+        judge.chat([{"role": "user", "content": "hi"}])
+    assert judge.usage.retries == 2
+
+
+def test_serve_usage_counts_the_image_tokens_of_the_prompt(tiny_vlm_server):
+    """usage.prompt_tokens is what the model was given: the processor's image placeholder expansion too."""
+    from mmjudge.judges.base import GenerationRequest
+    from mmjudge.judges.openai import image_data_url
+    from mmjudge.serve import ChatEngine
+
+    local, _ = tiny_vlm_server
+    image = Image.new("RGB", (40, 30), (10, 200, 30))
+    body = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": image_data_url(image)}},
+                                                      {"type": "text", "text": "Describe it."}]}], "max_tokens": 2}  # fmt: skip
+    usage = ChatEngine(local, "tiny").complete(body)["usage"]
+    request = GenerationRequest([Turn("user", "Describe it.")], image=image, max_new_tokens=2)
+    expected = int(local._encode([request])["input_ids"].shape[1])
+    text_only = len(local.tokenizer(local.render(request), add_special_tokens=False)["input_ids"])
+    assert usage["prompt_tokens"] == expected > text_only
+    assert usage["total_tokens"] == expected + usage["completion_tokens"]

@@ -187,3 +187,45 @@ def test_benchmark_tiny_smoke(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert "samples/s" in out.stdout and "naive" in out.stdout and "x naive" in out.stdout
+
+
+def test_rating_scales_are_tokenised_in_the_prepare_step(tiny_llava_dir, monkeypatch):
+    """Fast tokenizers are not thread-safe: with prefetch, the main thread (which answers batch k while
+    batch k+1 is tokenised in the background) must never tokenise, not even to look up a rating scale."""
+    import threading
+
+    judge = load_judge("transformers", model=tiny_llava_dir, batch_size=2)
+    assert judge.prefetch
+    threads = []
+    original = judge.tokenizer.encode
+
+    def encode(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(judge.tokenizer, "encode", encode)
+    requests = _he_like_requests(2)
+    for k, r in enumerate(requests):  # three scales: each first met in a different batch
+        r.choices = [("1", "2", "3", "4", "5"), ("1", "2", "3"), ("0", "1")][k % 3]
+    judge.rate(requests, progress=False)
+    assert threads, "the rating scales were never tokenised"
+    assert threading.main_thread() not in threads
+    assert set(judge._choice_ids) == {("1", "2", "3", "4", "5"), ("1", "2", "3"), ("0", "1")}
+
+
+def test_a_batch_split_after_out_of_memory_is_counted_once(tiny_llava_dir, monkeypatch):
+    import torch
+
+    requests = _he_like_requests(2)
+    judge = load_judge("transformers", model=tiny_llava_dir, batch_size=16, share_prefix=False)
+    original, calls = judge.model.forward, {"n": 0}
+
+    def flaky(*args, **kwargs):  # the first forward pass runs out of memory
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(judge.model, "forward", flaky)
+    judge.rate(requests, progress=False)
+    assert calls["n"] > 2 and judge.stats.requests == len(requests)

@@ -278,3 +278,33 @@ def test_meteor_without_java_says_how_to_install_it(d, capsys, monkeypatch):
     rc, err = _run_cli("score --metric baselines --config meteor --text 'a dog' --references 'a dog runs'", d, capsys)
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "apt-get install default-jre-headless" in err
+
+
+def test_read_only_output_file_is_refused_before_scoring(d, monkeypatch, capsys, tmp_path):
+    """An existing --output file that cannot be written fails at once, not after all the scoring.
+    (os.access is stubbed: these tests may run as root, for whom a 0o444 file is still writable.)"""
+    import os
+
+    from mmjudge.commands import score
+
+    locked = tmp_path / "locked.jsonl"
+    locked.write_text("old results\n")
+    real_access = os.access
+    monkeypatch.setattr(score.os, "access", lambda p, mode: False if str(p) == str(locked) else real_access(p, mode))
+    monkeypatch.setattr(mmjudge, "load", lambda *a, **k: (_ for _ in ()).throw(AssertionError("scored first")))
+    rc, err = _run_cli(f"score --text x {D} --output {locked}", d, capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1, err
+    assert lines[0] == f"mmjudge score: error: --output {locked}: the file exists and is not writable; give another name or make it writable."
+    assert locked.read_text() == "old results\n"
+
+
+@pytest.mark.parametrize("main_process", [True, False])
+def test_notes_are_printed_by_the_main_process_only(main_process, d, monkeypatch, capsys):
+    """Under a launcher every process runs the command; the notes (on stderr, which is not silenced) once."""
+    from mmjudge import distributed
+
+    monkeypatch.setattr(distributed, "is_main", lambda: main_process)
+    rc, err = _run_cli(f"score --text x {D} --model tiny-random --criteria fluency --format jsonl", d, capsys)
+    assert rc == 0
+    assert ("NOTE: 'tiny-random' is a model with RANDOM weights" in err) == main_process, err

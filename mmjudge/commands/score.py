@@ -24,7 +24,6 @@ from mmjudge.commands._options import add_judge_options, judge_options
 from mmjudge.models import TINY_RANDOM
 from mmjudge.report import Report
 
-TINY = TINY_RANDOM
 
 EXAMPLES = """\
 examples:
@@ -113,18 +112,20 @@ def read_input_file(path: str) -> list[dict]:
     return [item for _, item in located]
 
 
-def check_output(path: Optional[str], flag: str = "--output") -> None:
-    """An output file can be written: checked BEFORE scoring, so no work is lost to a typo."""
+def check_output(path: Optional[str]) -> None:
+    """An --output file can be written: checked BEFORE scoring, so no work is lost to a typo."""
     if not path:
         return
     target = Path(path)
     if target.is_dir():
-        raise ValueError(f"{flag} {path}: is a folder; give a file name such as {str(target / 'scores.jsonl')!r}.")
+        raise ValueError(f"--output {path}: is a folder; give a file name such as {str(target / 'scores.jsonl')!r}.")
     folder = target.parent
     if not folder.is_dir():
-        raise FileNotFoundError(f"{flag} {path}: folder {str(folder)!r} does not exist; create it first (mkdir -p {folder}).")
+        raise FileNotFoundError(f"--output {path}: folder {str(folder)!r} does not exist; create it first (mkdir -p {folder}).")
     if not os.access(folder, os.W_OK):
-        raise PermissionError(f"{flag} {path}: folder {str(folder)!r} is not writable.")
+        raise PermissionError(f"--output {path}: folder {str(folder)!r} is not writable.")
+    if target.exists() and not os.access(target, os.W_OK):  # would fail only after all the scoring
+        raise PermissionError(f"--output {path}: the file exists and is not writable; give another name or make it writable.")
 
 
 def metric_kwargs(args: argparse.Namespace) -> dict:
@@ -148,10 +149,12 @@ def run(args: argparse.Namespace) -> int:
     items = read_items(args)
     if not items:
         raise ValueError("no items to score.")
-    say = (lambda *a, **k: None) if args.quiet else print
+    # Notes go to stderr too, which a launcher does not silence: under torchrun only the main process speaks.
+    notes = not args.quiet and distributed.is_main()
+    say = print if notes else (lambda *a, **k: None)
     metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
-    if args.model == TINY:  # after loading, so a bad option's error stays the only line
-        say(f"NOTE: '{TINY}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.", file=sys.stderr)
+    if args.model == TINY_RANDOM:  # after loading, so a bad option's error stays the only line
+        say(f"NOTE: '{TINY_RANDOM}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.", file=sys.stderr)
     report = Report.from_items(metric, items, default_task=args.task, progress=False if args.quiet else None, keep=["text"])
     if not args.quiet:
         if args.format == "jsonl":
@@ -169,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             report.to_jsonl(args.output)
         say(f"wrote {len(report.rows)} rows to {args.output}", file=sys.stderr if args.format != "table" else sys.stdout)
-    if not args.quiet:
+    if notes:
         import contextlib
 
         # stdout holds only the rows when they are JSONL or CSV: notes go to stderr then.

@@ -287,10 +287,6 @@ class Judge(ABC):
                 f"{metric} needs a judge with {capability} ({why}), but the {self.backend!r} backend has none."
             )
 
-    def capabilities(self) -> dict[str, bool]:
-        """The capability flags, e.g. for a Space or a log line."""
-        return {name: bool(getattr(self, name)) for name in CAPABILITIES}
-
     def signature_fields(self) -> dict[str, Any]:
         """The judge's part of a result signature: ``judge`` (backend:model), ``revision`` and
         ``dtype`` where they apply. Never a local path (local folders appear as a fingerprint)."""
@@ -366,17 +362,33 @@ class Judge(ABC):
 
 
 def _answer_batches(batches, requests, batch_fn, prepare, progress, total, desc):
-    """Yield ``(batch, answers)``; with ``prepare``, the next batch is prepared while this one runs."""
-    ordered = progress_batches(batches, total, progress, desc)
+    """Yield ``(batch, answers)``; with ``prepare``, the next batch is prepared while this one runs. The
+    progress bar counts a batch once it is answered (not when its preparation starts, which with
+    ``prepare`` is one batch ahead)."""
+    import contextlib
+
+    with contextlib.ExitStack() as stack:
+        bar = None
+        if progress and len(batches) > 1:
+            from mmjudge.progress import progress_bar
+
+            bar = stack.enter_context(progress_bar(total=total, desc=desc, unit="req"))
+        for batch, answers in _answered(batches, requests, batch_fn, prepare):
+            if bar is not None:
+                bar.update(len(batch))
+            yield batch, answers
+
+
+def _answered(batches, requests, batch_fn, prepare):
     if prepare is None:
-        for batch in ordered:
+        for batch in batches:
             yield batch, batch_fn([requests[i] for i in batch])
         return
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mmjudge-prepare") as pool:
         pending = None
-        for batch in ordered:
+        for batch in batches:
             future = pool.submit(prepare, [requests[i] for i in batch])
             if pending is not None:
                 yield pending[0], batch_fn(pending[1].result())

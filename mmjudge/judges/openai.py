@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import http.client
 import io
 import json
 import logging
@@ -45,10 +46,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from mmjudge.errors import ServiceError
 from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingResult
 
 logger = logging.getLogger(__name__)
@@ -73,9 +76,10 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
 }
 
 
-class APIError(RuntimeError):
+class APIError(ServiceError):
     """The server answered with an error that retrying does not fix (``status``: its HTTP status), or
-    retries ran out (``status`` None)."""
+    retries ran out (``status`` None). A :class:`~mmjudge.errors.ServiceError` (still a ``RuntimeError``),
+    so the CLI answers it in one line: the fix is on the user's side (start the server, fix the URL)."""
 
     def __init__(self, message: str, status: Optional[int] = None):
         super().__init__(message)
@@ -154,6 +158,31 @@ def image_data_url(image: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+# Data URLs of recent images, by pixel digest: a metric sends one image in several requests (one per
+# criterion), and PNG encoding + base64 of a large image costs more than the rest of the request.
+# Small and bounded (a data URL can be megabytes); shared by the request threads, hence the lock.
+DATA_URL_CACHE_SIZE = 32
+_data_urls: "OrderedDict[str, str]" = OrderedDict()
+_data_urls_lock = threading.Lock()
+
+
+def request_image_url(request: RatingRequest) -> str:
+    """:func:`image_data_url` of the request's image, encoded once per distinct ``image_digest``."""
+    digest = request.image_digest
+    with _data_urls_lock:
+        url = _data_urls.get(digest) if digest else None
+        if url is not None:
+            _data_urls.move_to_end(digest)
+            return url
+    url = image_data_url(request.image)
+    if digest:
+        with _data_urls_lock:
+            _data_urls[digest] = url
+            while len(_data_urls) > DATA_URL_CACHE_SIZE:
+                _data_urls.popitem(last=False)
+    return url
+
+
 def chat_messages(request: RatingRequest, prefix: bool) -> list[dict]:
     """OpenAI chat messages for ``request``: the image (if any) before the first user turn's text,
     and with ``prefix`` the answer prefix as a final assistant message to be continued."""
@@ -161,7 +190,7 @@ def chat_messages(request: RatingRequest, prefix: bool) -> list[dict]:
     for k, turn in enumerate(request.turns):
         if k == 0 and request.image is not None:
             content: Any = [
-                {"type": "image_url", "image_url": {"url": image_data_url(request.image)}},
+                {"type": "image_url", "image_url": {"url": request_image_url(request)}},
                 {"type": "text", "text": turn.text},
             ]
         else:
@@ -347,7 +376,9 @@ class OpenAIJudge(Judge):
                 if status not in RETRY_STATUSES and status < 500:
                     raise self._client_error(status, text) from None
                 problem = f"HTTP {status}: {text}"
-            except (TimeoutError, OSError) as err:  # socket timeouts, refused/reset connections
+            # OSError: socket timeouts, refused/reset connections (URLError too); HTTPException: a reply
+            # cut short (IncompleteRead) or malformed (BadStatusLine), which is not an OSError.
+            except (OSError, http.client.HTTPException) as err:
                 problem = self._scrub(f"{type(err).__name__}: {getattr(err, 'reason', err)}")
             if attempt == self.max_retries:
                 raise APIError(f"{self.describe()} at {self.endpoint}: giving up after {attempt + 1} attempts; last error: {problem}")

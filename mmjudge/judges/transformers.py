@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
 from mmjudge.judges.base import GenerationRequest, Judge, PrefixStep, RatingRequest, RatingResult
-from mmjudge.models import ModelSource, load_pretrained, local_fingerprint  # noqa: F401  (re-exported)
+from mmjudge.models import ModelSource, load_pretrained
 
 logger = logging.getLogger(__name__)
 
@@ -83,12 +84,14 @@ def rating_token_ids(tokenizer: Any, choices: Sequence[str]) -> list[list[int]]:
 
 @dataclass
 class GenerationTrace:
-    """One greedy generation: the new token ids, the decoded text after each of them, and the
-    full-vocabulary softmax at each step (CPU float32 tensors)."""
+    """One greedy generation: the new token ids, the decoded text after each of them, the
+    full-vocabulary softmax at each step (CPU float32 tensors), and how many tokens the prompt had
+    (image tokens included, as the model saw it)."""
 
     token_ids: list
     texts: list
     probs: list
+    prompt_tokens: int = 0
 
 
 def _load_processor(source: str, load_kwargs: dict) -> Any:
@@ -256,6 +259,11 @@ class TransformersJudge(Judge):
         self.model_type = getattr(self.model.config, "model_type", None)
         self.device = loaded.device
         self._choice_ids: dict[tuple, list[list[int]]] = {}
+        # Fast (Rust) tokenizers are not thread-safe ("Already borrowed"): with prefetch the next batch is
+        # tokenised in a background thread while this one is answered, so every tokenisation that can
+        # overlap (preparing a batch, a rating scale's token ids, the out-of-memory re-preparation) holds
+        # this lock. Re-entrant: preparing a batch also looks up its rating scales.
+        self._tokenizer_lock = threading.RLock()
         self._auto_sized = False
         self.stats = ThroughputStats()
         if compile:
@@ -416,11 +424,14 @@ class TransformersJudge(Judge):
         """CPU-side work of one batch: render, tokenise, preprocess each distinct image once, and find the
         shared prefixes. Runs in a background thread while the previous batch is on the model."""
         started = time.perf_counter()
-        batch = self._prepare_rating_inputs(requests)
+        with self._tokenizer_lock:
+            batch = self._prepare_rating_inputs(requests)
         self.stats.prepare_seconds += time.perf_counter() - started
         return batch
 
     def _prepare_rating_inputs(self, requests: Sequence[RatingRequest]) -> "_PreparedBatch":
+        for choices in dict.fromkeys(tuple(r.choices) for r in requests):
+            self.choice_token_ids(choices)  # here, so reading the answers never tokenises on the main thread
         texts = [self.render(r) for r in requests]
         offsets = [self.prefix_offsets(t, r.answer_prefix) if r.read_prefix else None for t, r in zip(texts, requests)]
         keep = 1 + max((len(o) for o in offsets if o), default=0)
@@ -540,8 +551,10 @@ class TransformersJudge(Judge):
                 inputs = {k: v.to(self.model.device) if hasattr(v, "to") else v for k, v in batch.inputs.items()}
                 ids = inputs["input_ids"]
                 real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else ids.numel()
-                self.stats.add(len(batch.requests), real, padded=ids.numel())
                 logits = self._last_logits(inputs, batch.keep)
+                # Counted after the forward pass (as _shared_logits does): a batch that runs out of memory
+                # is counted once, by the halves that succeed.
+                self.stats.add(len(batch.requests), real, padded=ids.numel())
         except torch.cuda.OutOfMemoryError:
             if len(batch.requests) == 1:
                 raise
@@ -612,7 +625,8 @@ class TransformersJudge(Judge):
         (for reference procedures that read probabilities at generated positions; uncached)."""
         import torch
 
-        inputs = self._encode([request])
+        with self._tokenizer_lock:
+            inputs = self._encode([request])
         generated = self.model.generate(
             **inputs, max_new_tokens=request.max_new_tokens, do_sample=False, output_logits=True,
             return_dict_in_generate=True, pad_token_id=self.tokenizer.pad_token_id,
@@ -620,17 +634,20 @@ class TransformersJudge(Judge):
         new_ids = generated.sequences[0, inputs["input_ids"].shape[1] :].tolist()
         texts = [self.tokenizer.decode(new_ids[: k + 1], skip_special_tokens=True) for k in range(len(new_ids))]
         probs = [torch.softmax(step[0].float(), dim=-1).cpu() for step in generated.logits[: len(new_ids)]]
-        return GenerationTrace(token_ids=new_ids, texts=texts, probs=probs)
+        return GenerationTrace(token_ids=new_ids, texts=texts, probs=probs, prompt_tokens=int(inputs["input_ids"].shape[1]))
 
     def choice_token_ids(self, choices: Sequence[str]) -> list[list[int]]:
         """Token ids of each choice (all their variants), as rating reads them."""
         key = tuple(choices)
         if key not in self._choice_ids:
-            self._choice_ids[key] = rating_token_ids(self.tokenizer, key)
+            with self._tokenizer_lock:
+                if key not in self._choice_ids:
+                    self._choice_ids[key] = rating_token_ids(self.tokenizer, key)
         return self._choice_ids[key]
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
-        inputs = self._encode(requests)
+        with self._tokenizer_lock:
+            inputs = self._encode(requests)
         output = self.model.generate(
             **inputs,
             max_new_tokens=max(r.max_new_tokens for r in requests),

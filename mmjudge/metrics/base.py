@@ -119,12 +119,6 @@ class MetricSpec:
                 return out
         raise KeyError(f"{self.name} has no output {name!r}; it has {[o.name for o in self.outputs]}.")
 
-    def input(self, name: str) -> InputSpec:
-        for spec in self.inputs:
-            if spec.name == name:
-                return spec
-        raise KeyError(f"{self.name} has no input {name!r}; it takes {[i.name for i in self.inputs]}.")
-
     def score_names(self) -> list[str]:
         """Per-sample score outputs, primary first."""
         scores = [o.name for o in self.outputs if o.kind == "score"]
@@ -242,14 +236,11 @@ def build_judge(
     """A judge for ``model`` (``judge`` names the backend, default ``"transformers"``, or is a ready
     :class:`Judge`), wrapped in the persistent cache unless ``cache`` is ``False``/``None``.
     ``cache=True`` uses the default cache file; a path uses that file."""
-    if cache is not None and cache is not False and cache is not True:
-        from mmjudge.cache import check_cache_path
+    from mmjudge.cache import check_cache_path, default_cache_path
 
-        check_cache_path(cache)  # before the model loads: a bad path must not cost a model load
-    elif cache is True:
-        from mmjudge.cache import check_cache_path, default_cache_path
-
-        check_cache_path(default_cache_path())
+    wrap = cache is not None and cache is not False and not isinstance(judge, CachedJudge)
+    # Checked before the model loads (a bad path must not cost a model load); a ready CachedJudge is used as is.
+    path = check_cache_path(default_cache_path() if cache is True else cache) if wrap else None
     if isinstance(judge, Judge):
         if judge_kwargs:
             raise ValueError(f"Judge options {sorted(judge_kwargs)} cannot be applied to a ready judge instance.")
@@ -257,21 +248,44 @@ def build_judge(
     else:
         if model is not None:
             judge_kwargs["model"] = model
-        if judge in (None, "transformers") and isinstance(model, str) and model.startswith("openai:"):
-            judge = "openai"  # model="openai:gpt-4o" alone selects the chat-API backend
-        check_judge_options(judge or "transformers", judge_kwargs)
-        built = load_judge(judge or "transformers", **judge_kwargs)
-    if cache is None or cache is False or isinstance(built, CachedJudge):
+        backend = _backend_name(judge, model)
+        check_judge_options(backend, judge_kwargs)
+        built = load_judge(backend, **judge_kwargs)
+    if path is None or isinstance(built, CachedJudge):
         return built
-    return CachedJudge(built, None if cache is True else cache)
+    return CachedJudge(built, path)
+
+
+def _backend_name(judge: Optional[str], model: Any) -> str:
+    """The judge backend that ``judge=`` / ``model=`` select: ``judge``, default ``"transformers"``, except
+    that ``model="openai:gpt-4o"`` alone selects the chat-API backend.
+
+    >>> _backend_name(None, "openai:gpt-4o"), _backend_name("dummy", None), _backend_name(None, "org/vlm")
+    ('openai', 'dummy', 'transformers')
+    """
+    if judge in (None, "transformers") and isinstance(model, str) and model.startswith("openai:"):
+        return "openai"
+    return judge or "transformers"
+
+
+def _keywords(func: Any) -> tuple[list[str], bool]:
+    """The keyword names ``func`` accepts, and whether it also takes ``**kwargs``."""
+    params = inspect.signature(func).parameters.values()
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
+    return names, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def accepted_keywords(func: Any) -> Optional[list[str]]:
     """The keyword names ``func`` accepts, or ``None`` when it takes ``**kwargs`` (anything goes)."""
-    params = inspect.signature(func).parameters.values()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return None
-    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
+    names, takes_rest = _keywords(func)
+    return None if takes_rest else names
+
+
+def _judge_keywords(backend: str) -> Optional[list[str]]:
+    """The options of the judge backend ``backend`` (``None``: anything goes); ``ValueError`` if unknown."""
+    from mmjudge import registry
+
+    return accepted_keywords(registry.entry("mmjudge.judges", backend, "judge backend").__init__)
 
 
 def unknown_option_error(key: str, owner: str, known: Sequence[str]) -> ValueError:
@@ -286,10 +300,7 @@ def unknown_option_error(key: str, owner: str, known: Sequence[str]) -> ValueErr
 def check_judge_options(backend: str, options: dict) -> None:
     """``ValueError`` for an option the judge backend ``backend`` does not take (instead of a ``TypeError``
     from its constructor), with a "did you mean" hint."""
-    from mmjudge import registry
-
-    cls = registry.entry("mmjudge.judges", backend, "judge backend")
-    known = accepted_keywords(cls.__init__)
+    known = _judge_keywords(backend)
     if known is None:
         return
     for key in options:
@@ -306,24 +317,16 @@ def check_metric_options(cls: Any, options: dict) -> None:
     Traceback (most recent call last):
     ValueError: unknown option 'gama' for harmonic_eval; did you mean 'gamma'? Options: ...
     """
-    params = inspect.signature(cls.__init__).parameters.values()
-    own = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
-    passes_rest = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    own, passes_rest = _keywords(cls.__init__)
     known = list(own)
     if passes_rest:  # the rest goes to the judge backend: its keywords are options too
         judge = options.get("judge")
-        model = options.get("model")
-        if judge in (None, "transformers") and isinstance(model, str) and model.startswith("openai:"):
-            judge = "openai"  # as build_judge routes it
         if "judge" not in own or not (judge is None or isinstance(judge, str)):
             return  # a ready judge instance, or a metric that forwards elsewhere: cannot check here
-        from mmjudge import registry
-
         try:
-            backend = registry.entry("mmjudge.judges", judge or "transformers", "judge backend")
+            backend_known = _judge_keywords(_backend_name(judge, options.get("model")))  # as build_judge routes it
         except (ValueError, ImportError):
             return  # the metric reports the unknown backend itself
-        backend_known = accepted_keywords(backend.__init__)
         if backend_known is None:
             return
         known += backend_known
