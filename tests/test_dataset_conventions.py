@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode
 from test_datasets import SMALL_MMHE, mmhe_dir  # noqa: E402,F401  (fixture)
 
 
-def _export(mmhe_dir, tmp_path):
-    ds = md.load_dataset("mmhe", data_dir=str(mmhe_dir), cache_dir=str(tmp_path / "c"), expected_counts=SMALL_MMHE)
+def _export(data_dir, tmp_path):
+    ds = md.load_dataset("mmhe", data_dir=str(data_dir), cache_dir=str(tmp_path / "c"), expected_counts=SMALL_MMHE)
     return ds, md.export_to_parquet("mmhe", tmp_path / "out", dataset=ds)
 
 

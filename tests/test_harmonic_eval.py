@@ -123,7 +123,7 @@ def test_explanations_one_per_criterion(tiny_llava_dir):
     for c in CRITERIA:
         assert len(out[f"{c}_explanation"]) == 2 and all(isinstance(t, str) for t in out[f"{c}_explanation"])
     again = he.compute(progress=False, **TASK_INPUTS["ic"])
-    assert again[f"correctness_explanation"] == out["correctness_explanation"]  # greedy: reproducible
+    assert again["correctness_explanation"] == out["correctness_explanation"]  # greedy: reproducible
 
 
 def test_explanation_turn_follows_the_rated_answer():
