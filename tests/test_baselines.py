@@ -144,6 +144,15 @@ def test_metric_checks_input_before_any_work(config):
     assert metric._scorer is None  # nothing loaded, no process started
 
 
+@pytest.mark.parametrize("bad", [5, float("nan"), None])
+def test_non_list_references_name_the_item(bad):
+    message = r"^references\[0\]: expected a list of reference strings" if bad is not None else r"^references\[0\]: the reference list is empty"
+    with pytest.raises(ValueError, match=message):
+        Baselines("bleu").compute(predictions=["a dog"], references=[bad])
+    with pytest.raises(ValueError, match=r"^Expected one reference list per entry of `predictions`, but got 2 predictions"):
+        Baselines("bleu").compute(predictions=["a dog", "a cat"], references=[["a dog"]])
+
+
 def test_metric_configs_and_options_are_checked():
     with pytest.raises(ValueError, match="Expected argument `config_name` to be one of"):
         Baselines("bleu4")

@@ -169,6 +169,14 @@ def test_bad_inputs_fail_clearly(vela, checkpoint, tiny_lm_dir, clip_dir, tmp_pa
         load_vela(tmp_path / "nowhere", clip_model=clip_dir, llm=tiny_lm_dir)
 
 
+@pytest.mark.parametrize("bad", [5, float("nan")])
+def test_non_list_references_name_the_item(vela, bad):
+    # used to reach len(group) and raise a raw TypeError
+    img = Image.new("RGB", (40, 30), "red")
+    with pytest.raises(ValueError, match=r"^references\[0\]: expected a list of reference strings"):
+        VELA(vela=vela).compute(predictions=["a dog"], images=[img], references=[bad], progress=False)
+
+
 def test_foreign_and_wrong_shape_checkpoints_are_refused(checkpoint, tiny_lm_dir, clip_dir, tmp_path):
     from safetensors.torch import load_file, save_file
 

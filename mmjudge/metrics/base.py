@@ -385,25 +385,66 @@ def check_text_lengths(texts: list[str], max_chars: Optional[int], policy: str =
     return out
 
 
-def check_texts(texts: Any, name: str = "predictions") -> list[str]:
-    """A list of non-empty strings, or ``ValueError`` naming the first bad item."""
+def check_texts(texts: Any, name: str = "predictions", noun: str = "text", allow_empty_text: bool = False) -> list[str]:
+    """A list of non-empty strings, or ``ValueError`` naming the first bad item (``noun`` names what an
+    item is in the message; ``allow_empty_text`` lets blank strings through)."""
     if isinstance(texts, str) or not isinstance(texts, Sequence):
         raise ValueError(f"Expected `{name}` to be a list of strings, but got {type(texts).__name__}.")
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise ValueError(f"{name}[{i}]: expected a string, but got {type(text).__name__}.")
-        if not text.strip():
-            raise ValueError(f"{name}[{i}]: the text is empty.")
+        if not allow_empty_text and not text.strip():
+            raise ValueError(f"{name}[{i}]: the {noun} is empty.")
     if not texts:
         raise ValueError(f"`{name}` is empty: nothing to score.")
     return list(texts)
 
 
 def check_length(values: Optional[Sequence], n: int, name: str) -> None:
+    """``values`` (when given) is a list with one entry per prediction, or ``ValueError``."""
     if values is not None and (isinstance(values, (str, bytes)) or not hasattr(values, "__len__")):
         raise ValueError(f"Expected `{name}` to be a list with one entry per prediction, but got {type(values).__name__}.")
     if values is not None and len(values) != n:
         raise ValueError(f"Expected `{name}` to have one entry per prediction ({n}), but got {len(values)}.")
+
+
+def check_references(
+    references: Any,
+    n: int,
+    name: str = "references",
+    *,
+    owner: Optional[str] = None,
+    noun: str = "text",
+    allow_empty_text: bool = False,
+) -> list[list[str]]:
+    """One non-empty list of reference strings per prediction (``n`` of them), or ``ValueError`` naming
+    the first bad item. A lone string as an item's references is a one-reference list; ``None`` or ``[]``
+    is refused (``owner``, e.g. ``"VELA"``, names who needs them in that message).
+
+    >>> check_references([["a dog", "a puppy"], "a cat"], 2)
+    [['a dog', 'a puppy'], ['a cat']]
+    >>> check_references([5], 1)
+    Traceback (most recent call last):
+    ValueError: references[0]: expected a list of reference strings (or one string), but got int.
+    >>> check_references([[]], 1, owner="VELA")
+    Traceback (most recent call last):
+    ValueError: references[0]: VELA needs at least one reference caption per prediction.
+    """
+    check_length(references, n, name)
+    out: list[list[str]] = []
+    for i, group in enumerate(references):
+        if isinstance(group, str):
+            group = [group]
+        elif group is None:
+            group = []
+        elif isinstance(group, bytes) or not isinstance(group, Sequence):
+            raise ValueError(f"{name}[{i}]: expected a list of reference strings (or one string), but got {type(group).__name__}.")
+        if len(group) == 0:
+            if owner:
+                raise ValueError(f"{name}[{i}]: {owner} needs at least one reference caption per prediction.")
+            raise ValueError(f"{name}[{i}]: the reference list is empty; every prediction needs at least one reference.")
+        out.append(check_texts(group, f"{name}[{i}]", noun, allow_empty_text))
+    return out
 
 
 def compute_kwargs(metric: Any, items: Sequence[dict], task: str, progress: Optional[bool] = None) -> dict[str, Any]:

@@ -160,14 +160,9 @@ class Baselines(Metric):
                 mismatch, naming the offending item, before any work.
         """
         texts = take_predictions(predictions, texts)
-        if isinstance(texts, str) or not isinstance(texts, Sequence):
-            raise ValueError(f"Expected argument `predictions` to be a list of strings, but got {type(texts).__name__}.")
         if references is None:
             raise ValueError("The baselines metrics need `references` (a list of reference captions per prediction).")
-        try:
-            texts, references = base.check_pairs(texts, references)
-        except ValueError as err:
-            raise ValueError(str(err).replace("candidates", "predictions")) from None
+        texts, references = base.check_pairs(texts, references, name="predictions")
         out: dict[str, Any] = {}
         config = self.config_name
         if config in TOKENIZED:

@@ -52,6 +52,7 @@ from mmjudge.metrics.base import (
     build_judge,
     check_bool,
     check_length,
+    check_references,
     check_text_lengths,
     check_texts,
     take_predictions,
@@ -176,8 +177,7 @@ class FLEUR(Metric):
         if self.uses_references:
             if references is None:
                 raise ValueError("RefFLEUR needs `references` (a list of reference captions per prediction).")
-            check_length(references, n, "references")
-            refs = [check_texts(r, f"references[{i}]") for i, r in enumerate(references)]
+            refs = check_references(references, n)
         pictures = load_images(images, self.max_pixels)
         return texts, pictures, refs
 
