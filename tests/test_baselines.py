@@ -205,3 +205,18 @@ def test_coco_config_equals_the_single_configs_exactly():
     assert "meteor" not in coco and coco["signature"].endswith("metrics=bleu4,rouge_l,cider_d")
     with pytest.raises(ValueError, match="do not apply to the 'cider'"):
         Baselines("cider", meteor=True)
+
+
+def test_baselines_means_leave_out_nan_like_every_metric():
+    # _put used np.mean, so one NaN sample made mean_<name> NaN where add_means (all other metrics) left it out
+    class Stub:
+        signature_fields = {"model": "stub"}
+
+        def compute_score(self, texts, references, progress=True):
+            return {part: np.array([0.5, np.nan, 0.7]) for part in ("precision", "recall", "f1")}
+
+    metric = Baselines("bertscore", model="never-loaded", num_layers=1)
+    metric._scorer = Stub()
+    out = metric.compute(predictions=["a", "b", "c"], references=[["a"], ["b"], ["c"]], progress=False)
+    assert out["bertscore_f1"][0] == 0.5 and math.isnan(out["bertscore_f1"][1])
+    assert out["mean_bertscore_f1"] == pytest.approx(0.6, abs=1e-12)

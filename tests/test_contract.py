@@ -299,3 +299,17 @@ def test_fleur_through_evaluate_gives_the_hand_computed_smoothed_score():
     expected = sum(p * d / 10 for d, p in enumerate(d1)) + sum(p * d / 100 for d, p in enumerate(d2))
     assert out["score"][0] == pytest.approx(expected, abs=1e-12) and expected == pytest.approx(0.793)  # 0.14+0.56+0.045 + 0.03+0.018
     assert out["raw_score"] == [0.85] and out["method"] == ["fast"] and out["mean_score"] == out["score"][0]
+
+
+def test_means_follow_one_rule_nan_and_inf_left_out():
+    import inspect
+
+    from mmjudge.metrics.base import add_means, finite_mean
+
+    assert finite_mean([1.0, float("nan"), 2, None, float("inf"), -float("inf"), np.float32(3.0)]) == 2.0
+    assert math.isnan(finite_mean([float("nan"), float("inf")]))
+    assert "nan_policy" not in inspect.signature(add_means).parameters  # it was accepted and ignored
+    from mmjudge.metrics.clip_score import CLIPScore
+
+    out = add_means({"clip_score": [0.5, float("inf"), float("nan"), 1.5]}, CLIPScore.spec_for("clip_score"))
+    assert out["mean_clip_score"] == 1.0

@@ -219,14 +219,32 @@ def take_predictions(predictions: Any, texts: Any) -> Any:
     return predictions
 
 
-def add_means(out: dict, spec: MetricSpec, nan_policy: str = "omit") -> dict:
-    """Add ``mean_<name>`` for every score output that declares a ``mean`` aggregate (NaNs left out)."""
-    import math
+def finite_mean(values: Sequence[Any]) -> float:
+    """The mean of the finite numbers in ``values``; ``None``, NaN and ±inf are left out, and ``NaN`` is
+    the mean of nothing.
 
+    This is THE rule for every ``mean_<name>`` (:func:`add_means`, and what report summaries should use):
+    NaN marks a sample without a score (FLEUR's judge printed none); ±inf is left out too, because a
+    single infinite sample would make the mean infinite (and not JSON-safe) while saying nothing about
+    the other samples.
+
+    >>> finite_mean([1.0, float("nan"), 2, None, float("inf")])
+    1.5
+    >>> finite_mean([float("nan")])
+    nan
+    """
+    import math
+    from numbers import Real
+
+    kept = [float(v) for v in values if isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def add_means(out: dict, spec: MetricSpec) -> dict:
+    """Add ``mean_<name>`` (:func:`finite_mean`) for every output in ``out`` that declares a ``mean`` aggregate."""
     for o in spec.outputs:
         if "mean" in o.aggregates and o.name in out:
-            values = [v for v in out[o.name] if v is not None and not (isinstance(v, float) and math.isnan(v))]
-            out[f"mean_{o.name}"] = float(sum(values) / len(values)) if values else math.nan
+            out[f"mean_{o.name}"] = finite_mean(out[o.name])
     return out
 
 
