@@ -230,6 +230,25 @@ class VelaModel:
         mean = (hidden * weights).sum(1) / weights.sum(1)
         return torch.cat([mean, hidden[:, -1]], dim=-1)
 
+    def r2c_features(self, ids: Sequence[Sequence[int]], batch_size: int = 8, progress: bool = False):
+        """``g_r2c`` float32 ``(n, 2·hidden)`` for many prompts (:meth:`prompt_ids`), in the given order,
+        without gradients: batches of ``batch_size`` prompts of similar length (less padding), with a
+        progress bar. Scoring and training's validation pass both read features through here."""
+        from mmjudge.judges.base import progress_batches
+
+        torch = _torch()
+        n = len(ids)
+        order = sorted(range(n), key=lambda i: len(ids[i]))
+        batches = [order[s : s + batch_size] for s in range(0, n, batch_size)]
+        out = None
+        with torch.inference_mode():
+            for batch in progress_batches(batches, n, progress, "VELA"):
+                features = self.llm_features([ids[i] for i in batch])
+                if out is None:
+                    out = torch.empty(n, features.shape[1], device=self.device)
+                out[batch] = features
+        return out
+
     def clip_features(self, images: Sequence[Any], candidates: Sequence[str]):
         """``g_i2c`` float32 ``(n, 2·clip_dim)`` from the (frozen, cached) CLIP encoder."""
         torch = _torch()
@@ -260,10 +279,7 @@ class VelaModel:
         import time
         from concurrent.futures import ThreadPoolExecutor
 
-        from mmjudge.judges.base import progress_batches
-
         torch = _torch()
-        n = len(candidates)
         clock = {"llm": 0.0, "clip": 0.0, "head": 0.0}
         sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
 
@@ -283,17 +299,10 @@ class VelaModel:
                 clock["clip"] += time.perf_counter() - start
             with torch.inference_mode():
                 ids = self.prompt_ids(references, candidates)
-                order = sorted(range(n), key=lambda i: len(ids[i]))
-                batches = [order[s : s + batch_size] for s in range(0, n, batch_size)]
-                r2c = None
-                for batch in progress_batches(batches, n, progress, "VELA"):
-                    t0 = time.perf_counter()
-                    features = self.llm_features([ids[i] for i in batch])
-                    if r2c is None:
-                        r2c = torch.empty(n, features.shape[1], device=self.device)
-                    r2c[batch] = features
-                    sync()
-                    clock["llm"] += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                r2c = self.r2c_features(ids, batch_size, progress)
+                sync()
+                clock["llm"] += time.perf_counter() - t0
                 if overlap:
                     i2c = pending.result()
                 t1 = time.perf_counter()
