@@ -100,6 +100,25 @@ def test_scores_do_not_depend_on_batching(vela):
     assert one.shape == (4, 3) and (one >= 0).all() and (one <= 1).all()
 
 
+def test_training_features_follow_list_positions_not_captions(vela, monkeypatch, capsys):
+    from mmjudge.vela.training import _predict, clip_features
+
+    # two id-less items, same caption, different images: they used to share one feature row (keyed by text)
+    same = [{k: v for k, v in it.items() if k != "id"} for it in items(2)]
+    same[1]["text"] = same[0]["text"]
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    feats = clip_features(vela, same, batch_size=1, progress=True)
+    assert "CLIP features" not in capsys.readouterr().err  # the environment switch is honoured
+    assert feats.shape[0] == 2 and not torch.equal(feats[0], feats[1])
+    for k, it in enumerate(same):
+        torch.testing.assert_close(feats[k], vela.clip_features([it["image"]], [it["text"]])[0])
+    # the validation pass reads the same batched LLM features as scoring does
+    predicted = _predict(vela, same, feats, batch_size=1)
+    scored = vela.score([it["text"] for it in same], [it["image"] for it in same], [it["references"] for it in same], batch_size=2)
+    np.testing.assert_allclose(predicted, scored, atol=1e-5)
+    assert not np.allclose(predicted[0], predicted[1])
+
+
 def test_metric_contract_and_round_trip(vela, checkpoint, tiny_lm_dir, clip_dir):
     data = items(3)
     kwargs = dict(predictions=[d["text"] for d in data], images=[d["image"] for d in data],
