@@ -333,3 +333,39 @@ def test_train_vela_cli_on_a_longcap_arena_folder(tiny_lm_dir, clip_dir, tmp_pat
     assert vela.config.score_range == (1.0, 5.0)
     again = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert again.returncode == 0 and "best epoch 1" in again.stdout, again.stderr[-2000:]
+
+
+def test_head_class_is_defined_once_and_loading_compares_shapes_only(vela, monkeypatch):
+    from mmjudge.vela.model import VelaHead
+
+    assert type(VelaHead(6, 4, seed=0)) is type(VelaHead(6, 4, seed=1))  # was a new class per call
+    state = vela.trainable_state()
+    before = {k: v.clone() for k, v in state.items()}
+
+    def no_copy():
+        raise AssertionError("load_state must not build a float32 copy of the weights to compare shapes")
+
+    monkeypatch.setattr(vela, "trainable_state", no_copy)
+    vela.load_state(state, "test")
+    monkeypatch.undo()
+    after = vela.trainable_state()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_tokenizers_load_with_every_loader_keyword(tiny_lm_dir, clip_dir, monkeypatch):
+    # the tokenizer loaders kept only `revision`, dropping trust_remote_code (and gguf_file)
+    import transformers
+
+    from mmjudge.clip import ClipEncoder
+
+    seen = []
+    original = transformers.AutoTokenizer.from_pretrained.__func__
+
+    def recording(cls, src, *args, **kwargs):
+        seen.append(sorted(kwargs))
+        return original(cls, src, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", classmethod(recording))
+    ClipEncoder(clip_dir, device="cpu")
+    new_vela(tiny_lm_dir, clip_dir, device="cpu", projection_dim=16, seed=0)
+    assert seen and all("trust_remote_code" in kw and "revision" in kw for kw in seen), seen

@@ -23,6 +23,7 @@ tensor([[0.4000, 0.8000, 0.6000, 0.0000]])
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -107,7 +108,9 @@ class VelaConfig:
         return cls(**known)
 
 
+@functools.cache
 def _head_class():
+    """The head's ``torch.nn.Module`` class, defined once (torch is imported lazily, so not at module level)."""
     torch = _torch()
 
     class _VelaHead(torch.nn.Module):
@@ -318,16 +321,20 @@ class VelaModel:
         return out.float().cpu().numpy()
 
     # ------------------------------------------------------------------------------------ saving
-    def trainable_state(self) -> dict:
-        """The weights a checkpoint holds: the LoRA adapter (``llm.*``) and the head (``head.*``)."""
-        state = {f"head.{k}": v.detach().float().cpu().contiguous() for k, v in self.head.state_dict().items()}
+    def _trainable_tensors(self) -> dict:
+        """The checkpoint's tensors as they live in the model (no copies): ``llm.*`` LoRA, ``head.*``."""
+        state = {f"head.{k}": v for k, v in self.head.state_dict().items()}
         if self.config.lora_r and not hasattr(self.llm, "peft_config"):
             raise ValueError("This VELA model's LoRA adapter was merged into the LLM; load it with merge_lora=False to save it.")
         if self.config.lora_r:
             from peft import get_peft_model_state_dict
 
-            state.update({f"llm.{k}": v.detach().float().cpu().contiguous() for k, v in get_peft_model_state_dict(self.llm).items()})
+            state.update({f"llm.{k}": v for k, v in get_peft_model_state_dict(self.llm).items()})
         return state
+
+    def trainable_state(self) -> dict:
+        """The weights a checkpoint holds: the LoRA adapter (``llm.*``) and the head (``head.*``), float32 on CPU."""
+        return {k: v.detach().float().cpu().contiguous() for k, v in self._trainable_tensors().items()}
 
     def save(self, directory: Union[str, os.PathLike]) -> str:
         """Write ``config.json`` + ``vela.safetensors`` (LoRA + head) to ``directory``."""
@@ -341,17 +348,17 @@ class VelaModel:
 
     def load_state(self, state: dict, where: str) -> None:
         """Load a checkpoint's tensors; any key or shape that does not fit is one clear ``ValueError``."""
-        expected = self.trainable_state()
+        expected = {k: tuple(v.shape) for k, v in self._trainable_tensors().items()}  # shapes only, no fp32 copy
         missing = sorted(set(expected) - set(state))
         unexpected = sorted(set(state) - set(expected))
         if missing or unexpected:
             raise ValueError(f"{where}: its weights do not fit this VELA model (missing {missing[:3]}, unexpected "
                              f"{unexpected[:3]}{' …' if len(unexpected) > 3 else ''}). {FOREIGN_HINT}")  # fmt: skip
-        wrong = [k for k in expected if tuple(expected[k].shape) != tuple(state[k].shape)]
+        wrong = [k for k in expected if expected[k] != tuple(state[k].shape)]
         if wrong:
             k = wrong[0]
             raise ValueError(f"{where}: weight {k} has shape {tuple(state[k].shape)}, but this model needs "
-                             f"{tuple(expected[k].shape)}: load it with the LLM and CLIP it was trained with.")  # fmt: skip
+                             f"{expected[k]}: load it with the LLM and CLIP it was trained with.")  # fmt: skip
         self.head.load_state_dict({k[len("head."):]: v for k, v in state.items() if k.startswith("head.")})
         if self.config.lora_r:
             from peft import set_peft_model_state_dict
@@ -368,7 +375,7 @@ def _load_llm(llm: Any, device: Optional[str], dtype: Any):
     from mmjudge.models import load_pretrained
 
     return load_pretrained(
-        llm, [AutoModelForCausalLM], processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, revision=kw["revision"]),
+        llm, [AutoModelForCausalLM], processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, **kw),
         device=device, dtype=dtype, family="text_lm",
     )  # fmt: skip
 
