@@ -378,6 +378,47 @@ DEFAULT_MAX_TEXT_CHARS = 20_000
 LONG_TEXT_POLICIES = ("error", "truncate")
 
 
+def build_text_judge(
+    model: Optional[str],
+    judge: Union[Judge, str, None],
+    cache: CacheOption,
+    judge_kwargs: dict,
+    *,
+    default_model: str,
+    max_text_chars: Optional[int],
+    long_texts: str,
+) -> tuple[Judge, Optional[int]]:
+    """The set-up every judge-reading metric repeats: check the ``long_texts`` policy and
+    ``max_text_chars`` (cheap, before any model loads), build the judge (``default_model`` when the
+    backend is ``transformers``) and return it with the text limit to apply — the judge's own
+    ``max_text_chars`` when the caller kept the default (the judge knows its context best).
+
+    >>> judge, limit = build_text_judge(None, "dummy", False, {}, default_model="x", max_text_chars=500, long_texts="truncate")
+    >>> limit
+    500
+    >>> build_text_judge(None, "dummy", False, {}, default_model="x", max_text_chars=20, long_texts="cut")
+    Traceback (most recent call last):
+    ValueError: Expected argument `long_texts` to be one of ('error', 'truncate'), but got 'cut'.
+    """
+    check_text_lengths([], None, long_texts)  # the policy name
+    limit: Optional[int] = None
+    if max_text_chars is not None:
+        try:
+            limit = int(max_text_chars)
+        except (TypeError, ValueError):
+            limit = 0
+        if limit < 1 or isinstance(max_text_chars, bool):
+            raise ValueError(
+                f"Expected argument `max_text_chars` to be a positive integer or None (no limit), but got {max_text_chars!r}."
+            )
+    if judge is None or judge == "transformers":
+        model = model or default_model
+    built = build_judge(model, judge, cache, **judge_kwargs)
+    if max_text_chars == DEFAULT_MAX_TEXT_CHARS and getattr(built, "max_text_chars", None):
+        limit = int(built.max_text_chars)
+    return built, limit
+
+
 def check_text_lengths(texts: list[str], max_chars: Optional[int], policy: str = "error", name: str = "predictions") -> list[str]:
     """Refuse (``policy="error"``) or cut with a warning naming each item (``"truncate"``) the texts longer
     than ``max_chars`` characters; ``max_chars=None`` means no limit.
