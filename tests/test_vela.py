@@ -369,3 +369,20 @@ def test_tokenizers_load_with_every_loader_keyword(tiny_lm_dir, clip_dir, monkey
     ClipEncoder(clip_dir, device="cpu")
     new_vela(tiny_lm_dir, clip_dir, device="cpu", projection_dim=16, seed=0)
     assert seen and all("trust_remote_code" in kw and "revision" in kw for kw in seen), seen
+
+
+def test_benchmark_uses_the_engines_device_check_and_tokenizer():
+    import runpy
+    from pathlib import Path
+
+    from mmjudge.tiny_models._tokenizers import _CORPUS, tokenizer
+
+    bench = runpy.run_path(str(Path(__file__).parents[1] / "benchmarks" / "vela_throughput.py"), run_name="bench")
+    if not torch.cuda.is_available():  # used to start building models on a device that is not there
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            bench["main"](["--tiny", "--device", "cuda"])
+    tok = bench["_bpe"](["<s>", "</s>"], "", "<s>", "</s>", "</s>", ["a sentence of the benchmark"], 300)
+    words = " ".join(bench["WORDS"])
+    corpus = _CORPUS * 4 + [words, words.capitalize() + "."] * 4 + ["a sentence of the benchmark"]
+    same = tokenizer(["<s>", "</s>"], "", "<s>", "</s>", "</s>", vocab_size=300, corpus=corpus)
+    assert tok.get_vocab() == same.get_vocab() and tok.padding_side == "left"
