@@ -41,6 +41,7 @@ from PIL import Image  # noqa: E402
 from mmjudge import HarmonicEval  # noqa: E402
 from mmjudge.judges.transformers import TransformersJudge  # noqa: E402
 from mmjudge.prompts import load_prompt_set  # noqa: E402
+from mmjudge.tiny_models._tokenizers import _LLAVA_TEMPLATE, tokenizer  # noqa: E402
 
 QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                 "<|image_pad|>", "<|video_pad|>"]  # fmt: skip
@@ -53,14 +54,7 @@ CHATML = (
     "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )  # Qwen2-VL's template, reduced to what HarmonicEval sends (default system prompt, image first)
-LLAVA = (
-    "{% for message in messages %}{% if message['role'] == 'user' %}USER: {% else %}ASSISTANT: {% endif %}"
-    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
-    "{% for part in message['content'] %}{% if part['type'] == 'image' %}<image>\n"
-    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
-    "{% if message['role'] == 'user' %} {% else %}</s>{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
-)
+LLAVA = _LLAVA_TEMPLATE  # LLaVA-1.5's conversation format, as the tiny models and llava-hf processors render it
 
 # Full-size shapes, written out as dicts (random weights).
 QWEN2_VL_7B = dict(
@@ -132,20 +126,9 @@ def make_samples(n: int, size: int = 448, seed: int = 0) -> list[dict]:
 
 
 def build_tokenizer(special: list[str], template: str, bos, eos: str, pad: str, corpus: list[str], vocab: int):
-    """A byte-level BPE trained on the benchmark's own prompts (so token counts per word are realistic)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=special, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
-    tok.train_from_iterator(corpus, trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None,
-                                   padding_side="left")  # fmt: skip
-    fast.chat_template = template
-    return fast
+    """mmjudge's tiny-model byte-level BPE trained on the benchmark's own prompts only (so token counts
+    per word are realistic)."""
+    return tokenizer(special, template, bos, eos, pad, vocab_size=vocab, corpus=corpus)
 
 
 def _corpus(samples: list[dict]) -> list[str]:

@@ -12,7 +12,8 @@ LLaVA-1.5-7B-shaped VLM (Llama-7B + CLIP ViT-L/14-336, 576 image tokens).
 Texts: candidates of ~100 words and one reference of ~130 words, as LongCap-Arena's averages. The tokenizers
 are byte-level BPEs trained here on the benchmark's own words, so a word is about one token; real
 Qwen2.5 / Llama tokenizers give ~1.3 tokens per English word (the token counts are printed). Images are
-random 640x480 RGB (decoding and resizing run on the CPU, single-threaded, as in the metrics).
+random 640x480 RGB (resizing and cropping run on the CPU in a thread pool of up to 16 workers, one per core, as
+in the metrics).
 
 With random weights FLEUR's fast path falls back to generation for every sample (the judge never prints
 a number), so its figure is an upper bound unless ``--fleur-max-new-tokens 8`` is given.
@@ -33,6 +34,8 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
+
+from mmjudge.models import resolve_device, resolve_dtype
 
 # ------------------------------------------------------------------------------------- shapes
 QWEN25_3B = dict(
@@ -101,23 +104,11 @@ def _images(n: int, size: tuple[int, int], seed: int = 0) -> list[Image.Image]:
 
 
 def _bpe(special: list[str], template: str, bos: Any, eos: str, pad: str, extra_corpus: list[str], vocab_size: int):
-    """A byte-level BPE (as mmjudge's tiny models) trained on the benchmark's words and the metrics' prompts."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    """mmjudge's tiny-model byte-level BPE, trained on the benchmark's words and the metrics' prompts too."""
+    from mmjudge.tiny_models._tokenizers import _CORPUS, tokenizer
 
-    from mmjudge.tiny_models._tokenizers import _CORPUS
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)  # fmt: skip
     corpus = _CORPUS * 4 + [" ".join(WORDS), " ".join(WORDS).capitalize() + "."] * 4 + extra_corpus
-    tok.train_from_iterator(corpus, trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None,
-                                   padding_side="left")  # fmt: skip
-    fast.chat_template = template
-    return fast
+    return tokenizer(special, template, bos, eos, pad, vocab_size=vocab_size, corpus=corpus)
 
 
 def _prompt_corpus() -> list[str]:
@@ -145,7 +136,7 @@ def build_vela(tiny: bool, device: str):
     from mmjudge.tiny_models._tokenizers import _CHATML
     from mmjudge.vela import new_vela
 
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    dtype = getattr(torch, resolve_dtype(None, device))
     special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tok = _bpe(special, _CHATML, None, "<|im_end|>", "<|endoftext|>", _prompt_corpus(), 2000)
     shape = TINY_QWEN if tiny else QWEN25_3B
@@ -164,7 +155,7 @@ def build_vela(tiny: bool, device: str):
     cconfig = CLIPConfig(**{**cshape, "text_config": dict(cshape["text_config"], eos_token_id=ctok.eos_token_id,
                                                           bos_token_id=ctok.bos_token_id, pad_token_id=ctok.eos_token_id)})  # fmt: skip
     with torch.device(device):
-        clip = CLIPModel(cconfig).to(torch.float16 if device.startswith("cuda") else torch.float32).eval()
+        clip = CLIPModel(cconfig).to(getattr(torch, resolve_dtype(None, device, "float16"))).eval()
     encoder = ClipEncoder(lambda: (clip, ctok), device=device)
     vela = new_vela(lambda: (llm, tok), clip_encoder=encoder, device=device, lora_r=0, projection_dim=256, seed=42)
     return vela
@@ -182,7 +173,7 @@ def build_llava(tiny: bool, device: str):
     text = dict(shape["text_config"], bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
     config = transformers.LlavaConfig(**{**shape, "text_config": text}, image_token_id=tok.convert_tokens_to_ids("<image>"))
     with torch.device(device):
-        model = transformers.LlavaForConditionalGeneration(config).to(torch.bfloat16 if device.startswith("cuda") else torch.float32).eval()
+        model = transformers.LlavaForConditionalGeneration(config).to(getattr(torch, resolve_dtype(None, device))).eval()
     size, patch = shape["vision_config"]["image_size"], shape["vision_config"]["patch_size"]
     processor = transformers.LlavaProcessor(
         image_processor=transformers.CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size}),
@@ -228,7 +219,7 @@ def main(argv=None) -> int:
     from mmjudge.metrics.harmonic_eval import HarmonicEval
     from mmjudge.metrics.vela import VELA
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = resolve_device(args.device)
     n = args.n or (4 if args.tiny else 512)
     judge_n = min(n, args.judge_n or (n if args.tiny else 64))
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]

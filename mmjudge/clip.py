@@ -108,7 +108,7 @@ class ClipEncoder:
         self.batch_size = int(batch_size)
         source = resolve_source(model, family="clip")
         loaded = load_pretrained(
-            source, [CLIPModel], processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, revision=kw["revision"]),
+            source, [CLIPModel], processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, **kw),
             device=device, dtype=dtype, gpu_dtype="float16", revision=revision,
         )  # fmt: skip
         self.model, self.tokenizer, self.model_identity = loaded.model, loaded.processor, loaded.identity

@@ -25,7 +25,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,21 @@ _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp3
 
 ModelFactory = Callable[[], tuple[Any, Any]]
 ModelSource = Union[str, os.PathLike, ModelFactory]
+
+
+def hub_offline(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether the user switched the Hugging Face Hub off (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` /
+    ``HF_DATASETS_OFFLINE`` set to 1, true, yes or on — ``0`` means online, as in huggingface_hub).
+    ``environ`` defaults to ``os.environ``.
+
+    >>> hub_offline({"HF_HUB_OFFLINE": "0"}), hub_offline({"HF_DATASETS_OFFLINE": "1"}), hub_offline({})
+    (False, True, False)
+    """
+    env = os.environ if environ is None else environ
+    return any(
+        env.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def resolve_device(device: Optional[str] = None) -> str:
@@ -276,7 +291,7 @@ def load_pretrained(
 
 
 def _load_error(source: str, err: OSError) -> Exception:
-    offline = any(os.environ.get(v) for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    offline = hub_offline()
     if not Path(source).expanduser().exists():
         hint = (
             "offline mode is on (HF_HUB_OFFLINE) and it is not in the local Hugging Face cache: download it "

@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, TextIO, Union
 
-from mmjudge.metrics.base import MetricSpec, compute_by_task
+from mmjudge.metrics.base import MetricSpec, compute_by_task, finite_mean
 from mmjudge.signature import Signature
 
 PathOrFile = Union[str, os.PathLike, TextIO]
@@ -134,12 +134,13 @@ class Report:
         return [row.get(name) for row in self.rows]
 
     def summary(self) -> dict[str, Any]:
-        """Mean of every score column over the rows (NaN left out), and the signature(s)."""
+        """Mean of every score column over the rows (the metrics' own rule, :func:`finite_mean`: NaN and
+        ±inf left out; a column with no finite value is left out here), and the signature(s)."""
         out: dict[str, Any] = {}
         for name in self.spec.score_names():
-            values = [v for v in self.column(name) if isinstance(v, (int, float)) and math.isfinite(v)]
-            if values:
-                out[f"mean_{name}"] = sum(values) / len(values)
+            mean = finite_mean(self.column(name))
+            if not math.isnan(mean):
+                out[f"mean_{name}"] = mean
         out["signatures"] = self.signatures
         return out
 

@@ -144,6 +144,15 @@ def test_metric_checks_input_before_any_work(config):
     assert metric._scorer is None  # nothing loaded, no process started
 
 
+@pytest.mark.parametrize("bad", [5, float("nan"), None])
+def test_non_list_references_name_the_item(bad):
+    message = r"^references\[0\]: expected a list of reference strings" if bad is not None else r"^references\[0\]: the reference list is empty"
+    with pytest.raises(ValueError, match=message):
+        Baselines("bleu").compute(predictions=["a dog"], references=[bad])
+    with pytest.raises(ValueError, match=r"^Expected one reference list per entry of `predictions`, but got 2 predictions"):
+        Baselines("bleu").compute(predictions=["a dog", "a cat"], references=[["a dog"]])
+
+
 def test_metric_configs_and_options_are_checked():
     with pytest.raises(ValueError, match="Expected argument `config_name` to be one of"):
         Baselines("bleu4")
@@ -196,3 +205,18 @@ def test_coco_config_equals_the_single_configs_exactly():
     assert "meteor" not in coco and coco["signature"].endswith("metrics=bleu4,rouge_l,cider_d")
     with pytest.raises(ValueError, match="do not apply to the 'cider'"):
         Baselines("cider", meteor=True)
+
+
+def test_baselines_means_leave_out_nan_like_every_metric():
+    # _put used np.mean, so one NaN sample made mean_<name> NaN where add_means (all other metrics) left it out
+    class Stub:
+        signature_fields = {"model": "stub"}
+
+        def compute_score(self, texts, references, progress=True):
+            return {part: np.array([0.5, np.nan, 0.7]) for part in ("precision", "recall", "f1")}
+
+    metric = Baselines("bertscore", model="never-loaded", num_layers=1)
+    metric._scorer = Stub()
+    out = metric.compute(predictions=["a", "b", "c"], references=[["a"], ["b"], ["c"]], progress=False)
+    assert out["bertscore_f1"][0] == 0.5 and math.isnan(out["bertscore_f1"][1])
+    assert out["mean_bertscore_f1"] == pytest.approx(0.6, abs=1e-12)

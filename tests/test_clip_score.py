@@ -115,6 +115,17 @@ def test_bad_inputs(clip_dir):
     assert metric.encoder.computed == 0
 
 
+@pytest.mark.parametrize("bad", [5, float("nan")])
+def test_non_list_references_name_the_item_and_a_lone_string_is_one_reference(clip_dir, bad):
+    metric = CLIPScore(model=clip_dir, config_name="ref_clip_score")
+    with pytest.raises(ValueError, match=r"^references\[0\]: expected a list of reference strings"):
+        metric.compute(predictions=["a"], images=IMAGES[:1], references=[bad], progress=False)
+    # the rule every metric shares: a lone string is a one-reference list (it used to be refused here)
+    lone = metric.compute(predictions=["a dog"], images=IMAGES[:1], references=["a red square"], progress=False)
+    listed = metric.compute(predictions=["a dog"], images=IMAGES[:1], references=[["a red square"]], progress=False)
+    assert lone["ref_clip_score"] == listed["ref_clip_score"]
+
+
 @pytest.mark.slow
 def test_registry_evaluate_and_cli(clip_dir, tmp_path, offline_env):
     assert isinstance(mmjudge.load("clip_score", "ref_clip_score", model=clip_dir), CLIPScore)

@@ -306,3 +306,41 @@ def test_signature_is_still_a_str_with_str_replace():
     sig = Signature.make("x", gamma=0.75)
     assert sig.replace("0.75", "0.5") == str(sig).replace("0.75", "0.5")
     assert sig.with_fields(gamma=0.5).fields["gamma"] == "0.5" and "gamma" not in sig.with_fields(gamma=None).fields
+
+
+def test_means_follow_one_rule_nan_and_inf_left_out():
+    import inspect
+
+    from mmjudge.metrics.base import add_means, finite_mean
+
+    assert finite_mean([1.0, float("nan"), 2, None, float("inf"), -float("inf"), np.float32(3.0)]) == 2.0
+    assert math.isnan(finite_mean([float("nan"), float("inf")]))
+    assert "nan_policy" not in inspect.signature(add_means).parameters  # it was accepted and ignored
+    from mmjudge.metrics.clip_score import CLIPScore
+
+    out = add_means({"clip_score": [0.5, float("inf"), float("nan"), 1.5]}, CLIPScore.spec_for("clip_score"))
+    assert out["mean_clip_score"] == 1.0
+
+
+def test_generation_is_required_where_the_effective_explain_is_known():
+    # explain=True at construction used to refuse a non-generating judge outright, although
+    # compute(explain=False) never generates; the check now happens where `explain` is final
+    silent = load_judge("dummy")
+    silent.can_generate = False
+    he = HarmonicEval(judge=silent, cache=False, criteria=["fluency"], explain=True)
+    assert "fluency" in he.compute(predictions=["A dog runs."], explain=False, progress=False)
+    with pytest.raises(JudgeCapabilityError, match="can_generate"):
+        he.compute(predictions=["A dog runs."], progress=False)
+    fleur = mmjudge.load("fleur", judge=silent, cache=False, explain=True)
+    assert "explanation" not in fleur.compute(predictions=["A dog."], images=[IMG], explain=False, progress=False)
+    with pytest.raises(JudgeCapabilityError, match="can_generate"):
+        fleur.compute(predictions=["A dog."], images=[IMG], progress=False)
+    with pytest.raises(JudgeCapabilityError, match="can_generate"):
+        mmjudge.load("fleur", judge=silent, cache=False, method="generate")
+
+
+@pytest.mark.parametrize("bad", [0, -5, "many", True])
+def test_max_text_chars_is_checked_before_the_judge_is_built(bad):
+    for name in ("harmonic_eval", "fleur"):
+        with pytest.raises(ValueError, match="`max_text_chars` to be a positive integer or None"):
+            mmjudge.load(name, judge="no-such-backend", cache=False, max_text_chars=bad)

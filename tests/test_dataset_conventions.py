@@ -63,3 +63,22 @@ def test_verification_mode_no_checks_skips_count_checks(mmhe_dir, tmp_path):  # 
                          verification_mode="no_checks")
     assert ds["test"].num_rows == 24
     assert json.dumps(SMALL_MMHE)  # the fixture's counts stay the source of truth for the checked path
+
+
+def test_export_keeps_the_row_groups_datasets_writes(mmhe_dir, tmp_path, monkeypatch):  # noqa: F811
+    # adding the info metadata used to rewrite each file with pq.write_table: one row group of everything
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(datasets.config, "PARQUET_ROW_GROUP_SIZE_FOR_IMAGE_DATASETS", 2)
+    monkeypatch.setattr(datasets.config, "MAX_ROW_GROUP_SIZE", "1KB")  # small groups whatever the features
+    original, out = _export(mmhe_dir, tmp_path)
+    for split, ds in original.items():
+        exported = pq.ParquetFile(out / "data" / f"{split}-00000-of-00001.parquet")
+        plain_path = tmp_path / f"plain-{split}.parquet"
+        ds.to_parquet(str(plain_path))  # what datasets itself writes under the same config
+        plain = pq.ParquetFile(plain_path)
+        sizes = [exported.metadata.row_group(i).num_rows for i in range(exported.num_row_groups)]
+        assert ds.num_rows > 2 and len(sizes) > 1 and sum(sizes) == ds.num_rows
+        assert sizes == [plain.metadata.row_group(i).num_rows for i in range(plain.num_row_groups)]
+        assert exported.metadata.row_group(0).column(0).compression == plain.metadata.row_group(0).column(0).compression
+    assert md.export_info(out / "data" / f"{next(iter(original))}-00000-of-00001.parquet").license

@@ -152,6 +152,16 @@ def test_bad_inputs_fail_before_model_calls():
     assert fleur.judge.calls == 0
 
 
+@pytest.mark.parametrize("bad", [5, float("nan")])
+def test_non_list_references_name_the_item(bad):
+    fleur = FLEUR(judge="dummy", config_name="reffleur", cache=False)
+    with pytest.raises(ValueError, match=r"^references\[0\]: expected a list of reference strings"):
+        fleur.compute(predictions=["a"], images=IMAGES[:1], references=[bad], progress=False)
+    assert fleur.judge.calls == 0
+    # a lone string is a one-reference list, as for VELA and the baselines (it used to be refused here)
+    assert fleur._prepare(["a"], IMAGES[:1], ["a red square"])[2] == [["a red square"]]
+
+
 @pytest.mark.slow
 def test_registry_and_evaluate_and_cli(models, tmp_path, offline_env):
     assert isinstance(mmjudge.load("fleur", "reffleur", judge="dummy", cache=False), FLEUR)

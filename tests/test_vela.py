@@ -100,6 +100,25 @@ def test_scores_do_not_depend_on_batching(vela):
     assert one.shape == (4, 3) and (one >= 0).all() and (one <= 1).all()
 
 
+def test_training_features_follow_list_positions_not_captions(vela, monkeypatch, capsys):
+    from mmjudge.vela.training import _predict, clip_features
+
+    # two id-less items, same caption, different images: they used to share one feature row (keyed by text)
+    same = [{k: v for k, v in it.items() if k != "id"} for it in items(2)]
+    same[1]["text"] = same[0]["text"]
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    feats = clip_features(vela, same, batch_size=1, progress=True)
+    assert "CLIP features" not in capsys.readouterr().err  # the environment switch is honoured
+    assert feats.shape[0] == 2 and not torch.equal(feats[0], feats[1])
+    for k, it in enumerate(same):
+        torch.testing.assert_close(feats[k], vela.clip_features([it["image"]], [it["text"]])[0])
+    # the validation pass reads the same batched LLM features as scoring does
+    predicted = _predict(vela, same, feats, batch_size=1)
+    scored = vela.score([it["text"] for it in same], [it["image"] for it in same], [it["references"] for it in same], batch_size=2)
+    np.testing.assert_allclose(predicted, scored, atol=1e-5)
+    assert not np.allclose(predicted[0], predicted[1])
+
+
 def test_metric_contract_and_round_trip(vela, checkpoint, tiny_lm_dir, clip_dir):
     data = items(3)
     kwargs = dict(predictions=[d["text"] for d in data], images=[d["image"] for d in data],
@@ -167,6 +186,14 @@ def test_bad_inputs_fail_clearly(vela, checkpoint, tiny_lm_dir, clip_dir, tmp_pa
         VELA(checkpoint=checkpoint, llm=tiny_lm_dir, device="cpu")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_vela(tmp_path / "nowhere", clip_model=clip_dir, llm=tiny_lm_dir)
+
+
+@pytest.mark.parametrize("bad", [5, float("nan")])
+def test_non_list_references_name_the_item(vela, bad):
+    # used to reach len(group) and raise a raw TypeError
+    img = Image.new("RGB", (40, 30), "red")
+    with pytest.raises(ValueError, match=r"^references\[0\]: expected a list of reference strings"):
+        VELA(vela=vela).compute(predictions=["a dog"], images=[img], references=[bad], progress=False)
 
 
 def test_foreign_and_wrong_shape_checkpoints_are_refused(checkpoint, tiny_lm_dir, clip_dir, tmp_path):
@@ -306,3 +333,56 @@ def test_train_vela_cli_on_a_longcap_arena_folder(tiny_lm_dir, clip_dir, tmp_pat
     assert vela.config.score_range == (1.0, 5.0)
     again = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert again.returncode == 0 and "best epoch 1" in again.stdout, again.stderr[-2000:]
+
+
+def test_head_class_is_defined_once_and_loading_compares_shapes_only(vela, monkeypatch):
+    from mmjudge.vela.model import VelaHead
+
+    assert type(VelaHead(6, 4, seed=0)) is type(VelaHead(6, 4, seed=1))  # was a new class per call
+    state = vela.trainable_state()
+    before = {k: v.clone() for k, v in state.items()}
+
+    def no_copy():
+        raise AssertionError("load_state must not build a float32 copy of the weights to compare shapes")
+
+    monkeypatch.setattr(vela, "trainable_state", no_copy)
+    vela.load_state(state, "test")
+    monkeypatch.undo()
+    after = vela.trainable_state()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_tokenizers_load_with_every_loader_keyword(tiny_lm_dir, clip_dir, monkeypatch):
+    # the tokenizer loaders kept only `revision`, dropping trust_remote_code (and gguf_file)
+    import transformers
+
+    from mmjudge.clip import ClipEncoder
+
+    seen = []
+    original = transformers.AutoTokenizer.from_pretrained.__func__
+
+    def recording(cls, src, *args, **kwargs):
+        seen.append(sorted(kwargs))
+        return original(cls, src, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", classmethod(recording))
+    ClipEncoder(clip_dir, device="cpu")
+    new_vela(tiny_lm_dir, clip_dir, device="cpu", projection_dim=16, seed=0)
+    assert seen and all("trust_remote_code" in kw and "revision" in kw for kw in seen), seen
+
+
+def test_benchmark_uses_the_engines_device_check_and_tokenizer():
+    import runpy
+    from pathlib import Path
+
+    from mmjudge.tiny_models._tokenizers import _CORPUS, tokenizer
+
+    bench = runpy.run_path(str(Path(__file__).parents[1] / "benchmarks" / "vela_throughput.py"), run_name="bench")
+    if not torch.cuda.is_available():  # used to start building models on a device that is not there
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            bench["main"](["--tiny", "--device", "cuda"])
+    tok = bench["_bpe"](["<s>", "</s>"], "", "<s>", "</s>", "</s>", ["a sentence of the benchmark"], 300)
+    words = " ".join(bench["WORDS"])
+    corpus = _CORPUS * 4 + [words, words.capitalize() + "."] * 4 + ["a sentence of the benchmark"]
+    same = tokenizer(["<s>", "</s>"], "", "<s>", "</s>", "</s>", vocab_size=300, corpus=corpus)
+    assert tok.get_vocab() == same.get_vocab() and tok.padding_side == "left"

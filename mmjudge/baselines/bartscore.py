@@ -38,7 +38,7 @@ class BARTScorer:
         from mmjudge.models import load_pretrained
 
         loaded = load_pretrained(
-            model, [AutoModelForSeq2SeqLM], lambda src, kw: AutoTokenizer.from_pretrained(src, revision=kw["revision"]),
+            model, [AutoModelForSeq2SeqLM], lambda src, kw: AutoTokenizer.from_pretrained(src, **kw),
             device=device, dtype="float32", revision=revision,
         )  # fmt: skip
         self.model, self.tokenizer, self.model_identity = loaded.model, loaded.processor, loaded.identity

@@ -51,7 +51,9 @@ def load_dataset(name: str, split: Optional[str] = None, data_dir: Optional[str]
 
         ours = ", ".join(available_datasets())
         local = os.path.exists(os.path.expanduser(name))
-        offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
+        from mmjudge.models import hub_offline
+
+        offline = hub_offline()
         from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
 
         if offline and not local and "/" not in name and name not in _PACKAGED_DATASETS_MODULES:
@@ -149,25 +151,51 @@ def export_to_parquet(name: str, out_dir: Union[str, Path], dataset: Any = None,
     for split, ds in dataset.items():
         path = out / "data" / f"{split}-00000-of-00001.parquet"
         ds.to_parquet(str(path))
-        _add_info_metadata(path, texts)
+        _add_info_metadata(path, texts, ds.features)
         sizes[split], nbytes[split] = ds.num_rows, ds.data.nbytes
     features = next(iter(dataset.values())).features
     (out / "README.md").write_text(card(name, splits=sizes, features=features, split_bytes=nbytes), encoding="utf-8")
     return out
 
 
-def _add_info_metadata(path: Path, texts: dict[str, str]) -> None:
-    """Put the DatasetInfo texts beside the features in the file's ``huggingface`` schema metadata."""
+def _add_info_metadata(path: Path, texts: dict[str, str], features: Any = None) -> None:
+    """Put the DatasetInfo texts beside the features in the file's ``huggingface`` schema metadata.
+
+    Parquet metadata cannot be edited in place, and ``Dataset.to_parquet`` takes no extra schema metadata,
+    so the file is copied once more — row group by row group, keeping the row-group layout ``datasets``
+    chose (its writer batch size: ``datasets.config.DEFAULT_MAX_BATCH_SIZE`` / ``MAX_ROW_GROUP_SIZE`` or
+    the per-modality ``PARQUET_ROW_GROUP_SIZE_FOR_*``), its per-column options and the page index, so the
+    Hub viewer and random access see the same file ``to_parquet`` wrote. The copy replaces the original
+    only when complete."""
     import json
 
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
-    metadata = dict(table.schema.metadata or {})
+    source = pq.ParquetFile(path)
+    schema = source.schema_arrow
+    metadata = dict(schema.metadata or {})
     hf = json.loads(metadata.get(b"huggingface", b"{}"))
     hf.setdefault("info", {}).update(texts)
     metadata[b"huggingface"] = json.dumps(hf).encode()
-    pq.write_table(table.replace_schema_metadata(metadata), path)
+    schema = schema.with_metadata(metadata)
+    options: dict[str, Any] = {"write_page_index": True}
+    if features is not None:
+        try:  # the per-column compression / dictionary choices to_parquet made (datasets >= 4)
+            from datasets.arrow_writer import get_parquet_column_options
+
+            options.update(get_parquet_column_options(features, schema))
+        except ImportError:
+            pass
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with pq.ParquetWriter(tmp, schema, **options) as writer:
+            for i in range(source.num_row_groups):
+                group = source.read_row_group(i)
+                writer.write_table(group.replace_schema_metadata(metadata), row_group_size=max(1, group.num_rows))
+        tmp.replace(path)
+    finally:
+        source.close()
+        tmp.unlink(missing_ok=True)
 
 
 def export_info(path: Union[str, Path]) -> Any:

@@ -213,14 +213,32 @@ def take_predictions(predictions: Any, texts: Any) -> Any:
     return predictions
 
 
-def add_means(out: dict, spec: MetricSpec, nan_policy: str = "omit") -> dict:
-    """Add ``mean_<name>`` for every score output that declares a ``mean`` aggregate (NaNs left out)."""
-    import math
+def finite_mean(values: Sequence[Any]) -> float:
+    """The mean of the finite numbers in ``values``; ``None``, NaN and ±inf are left out, and ``NaN`` is
+    the mean of nothing.
 
+    This is THE rule for every ``mean_<name>`` (:func:`add_means`, and what report summaries should use):
+    NaN marks a sample without a score (FLEUR's judge printed none); ±inf is left out too, because a
+    single infinite sample would make the mean infinite (and not JSON-safe) while saying nothing about
+    the other samples.
+
+    >>> finite_mean([1.0, float("nan"), 2, None, float("inf")])
+    1.5
+    >>> finite_mean([float("nan")])
+    nan
+    """
+    import math
+    from numbers import Real
+
+    kept = [float(v) for v in values if isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def add_means(out: dict, spec: MetricSpec) -> dict:
+    """Add ``mean_<name>`` (:func:`finite_mean`) for every output in ``out`` that declares a ``mean`` aggregate."""
     for o in spec.outputs:
         if "mean" in o.aggregates and o.name in out:
-            values = [v for v in out[o.name] if v is not None and not (isinstance(v, float) and math.isnan(v))]
-            out[f"mean_{o.name}"] = float(sum(values) / len(values)) if values else math.nan
+            out[f"mean_{o.name}"] = finite_mean(out[o.name])
     return out
 
 
@@ -363,6 +381,47 @@ DEFAULT_MAX_TEXT_CHARS = 20_000
 LONG_TEXT_POLICIES = ("error", "truncate")
 
 
+def build_text_judge(
+    model: Optional[str],
+    judge: Union[Judge, str, None],
+    cache: CacheOption,
+    judge_kwargs: dict,
+    *,
+    default_model: str,
+    max_text_chars: Optional[int],
+    long_texts: str,
+) -> tuple[Judge, Optional[int]]:
+    """The set-up every judge-reading metric repeats: check the ``long_texts`` policy and
+    ``max_text_chars`` (cheap, before any model loads), build the judge (``default_model`` when the
+    backend is ``transformers``) and return it with the text limit to apply — the judge's own
+    ``max_text_chars`` when the caller kept the default (the judge knows its context best).
+
+    >>> judge, limit = build_text_judge(None, "dummy", False, {}, default_model="x", max_text_chars=500, long_texts="truncate")
+    >>> limit
+    500
+    >>> build_text_judge(None, "dummy", False, {}, default_model="x", max_text_chars=20, long_texts="cut")
+    Traceback (most recent call last):
+    ValueError: Expected argument `long_texts` to be one of ('error', 'truncate'), but got 'cut'.
+    """
+    check_text_lengths([], None, long_texts)  # the policy name
+    limit: Optional[int] = None
+    if max_text_chars is not None:
+        try:
+            limit = int(max_text_chars)
+        except (TypeError, ValueError):
+            limit = 0
+        if limit < 1 or isinstance(max_text_chars, bool):
+            raise ValueError(
+                f"Expected argument `max_text_chars` to be a positive integer or None (no limit), but got {max_text_chars!r}."
+            )
+    if judge is None or judge == "transformers":
+        model = model or default_model
+    built = build_judge(model, judge, cache, **judge_kwargs)
+    if max_text_chars == DEFAULT_MAX_TEXT_CHARS and getattr(built, "max_text_chars", None):
+        limit = int(built.max_text_chars)
+    return built, limit
+
+
 def check_text_lengths(texts: list[str], max_chars: Optional[int], policy: str = "error", name: str = "predictions") -> list[str]:
     """Refuse (``policy="error"``) or cut with a warning naming each item (``"truncate"``) the texts longer
     than ``max_chars`` characters; ``max_chars=None`` means no limit.
@@ -388,25 +447,66 @@ def check_text_lengths(texts: list[str], max_chars: Optional[int], policy: str =
     return out
 
 
-def check_texts(texts: Any, name: str = "predictions") -> list[str]:
-    """A list of non-empty strings, or ``ValueError`` naming the first bad item."""
+def check_texts(texts: Any, name: str = "predictions", noun: str = "text", allow_empty_text: bool = False) -> list[str]:
+    """A list of non-empty strings, or ``ValueError`` naming the first bad item (``noun`` names what an
+    item is in the message; ``allow_empty_text`` lets blank strings through)."""
     if isinstance(texts, str) or not isinstance(texts, Sequence):
         raise ValueError(f"Expected `{name}` to be a list of strings, but got {type(texts).__name__}.")
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise ValueError(f"{name}[{i}]: expected a string, but got {type(text).__name__}.")
-        if not text.strip():
-            raise ValueError(f"{name}[{i}]: the text is empty.")
+        if not allow_empty_text and not text.strip():
+            raise ValueError(f"{name}[{i}]: the {noun} is empty.")
     if not texts:
         raise ValueError(f"`{name}` is empty: nothing to score.")
     return list(texts)
 
 
 def check_length(values: Optional[Sequence], n: int, name: str) -> None:
+    """``values`` (when given) is a list with one entry per prediction, or ``ValueError``."""
     if values is not None and (isinstance(values, (str, bytes)) or not hasattr(values, "__len__")):
         raise ValueError(f"Expected `{name}` to be a list with one entry per prediction, but got {type(values).__name__}.")
     if values is not None and len(values) != n:
         raise ValueError(f"Expected `{name}` to have one entry per prediction ({n}), but got {len(values)}.")
+
+
+def check_references(
+    references: Any,
+    n: int,
+    name: str = "references",
+    *,
+    owner: Optional[str] = None,
+    noun: str = "text",
+    allow_empty_text: bool = False,
+) -> list[list[str]]:
+    """One non-empty list of reference strings per prediction (``n`` of them), or ``ValueError`` naming
+    the first bad item. A lone string as an item's references is a one-reference list; ``None`` or ``[]``
+    is refused (``owner``, e.g. ``"VELA"``, names who needs them in that message).
+
+    >>> check_references([["a dog", "a puppy"], "a cat"], 2)
+    [['a dog', 'a puppy'], ['a cat']]
+    >>> check_references([5], 1)
+    Traceback (most recent call last):
+    ValueError: references[0]: expected a list of reference strings (or one string), but got int.
+    >>> check_references([[]], 1, owner="VELA")
+    Traceback (most recent call last):
+    ValueError: references[0]: VELA needs at least one reference caption per prediction.
+    """
+    check_length(references, n, name)
+    out: list[list[str]] = []
+    for i, group in enumerate(references):
+        if isinstance(group, str):
+            group = [group]
+        elif group is None:
+            group = []
+        elif isinstance(group, bytes) or not isinstance(group, Sequence):
+            raise ValueError(f"{name}[{i}]: expected a list of reference strings (or one string), but got {type(group).__name__}.")
+        if len(group) == 0:
+            if owner:
+                raise ValueError(f"{name}[{i}]: {owner} needs at least one reference caption per prediction.")
+            raise ValueError(f"{name}[{i}]: the reference list is empty; every prediction needs at least one reference.")
+        out.append(check_texts(group, f"{name}[{i}]", noun, allow_empty_text))
+    return out
 
 
 def compute_kwargs(metric: Any, items: Sequence[dict], task: str, progress: Optional[bool] = None) -> dict[str, Any]:

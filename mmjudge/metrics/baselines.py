@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from mmjudge import baselines as base
-from mmjudge.metrics.base import PREDICTIONS, REFERENCES, Metric, MetricSpec, OutputSpec, take_predictions
+from mmjudge.metrics.base import PREDICTIONS, REFERENCES, Metric, MetricSpec, OutputSpec, add_means, take_predictions
 
 CONFIGS = ("bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco")
 TOKENIZED = ("bleu", "rouge_l", "cider", "meteor", "coco")  # PTB-tokenised first, as in pycocoevalcap
@@ -160,14 +160,9 @@ class Baselines(Metric):
                 mismatch, naming the offending item, before any work.
         """
         texts = take_predictions(predictions, texts)
-        if isinstance(texts, str) or not isinstance(texts, Sequence):
-            raise ValueError(f"Expected argument `predictions` to be a list of strings, but got {type(texts).__name__}.")
         if references is None:
             raise ValueError("The baselines metrics need `references` (a list of reference captions per prediction).")
-        try:
-            texts, references = base.check_pairs(texts, references)
-        except ValueError as err:
-            raise ValueError(str(err).replace("candidates", "predictions")) from None
+        texts, references = base.check_pairs(texts, references, name="predictions")
         out: dict[str, Any] = {}
         config = self.config_name
         if config in TOKENIZED:
@@ -193,14 +188,15 @@ class Baselines(Metric):
                 texts, references, direction=self.direction, reduction=self.reduction, progress=progress
             )
             self._put(out, "bartscore", scores, float(np.mean(scores)))
+        add_means(out, self.spec)
         out["signature"] = self.signature
         return out
 
     @staticmethod
     def _put(out: dict, key: str, per_item: np.ndarray, corpus: float) -> None:
+        """Per-item scores and pycocoevalcap's corpus figure; ``mean_<key>`` comes from :func:`add_means`."""
         out[key] = [float(x) for x in per_item]
         out[f"corpus_{key}"] = float(corpus)
-        out[f"mean_{key}"] = float(np.mean(per_item))
 
 
 def _tokenize(texts: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[list[str], list[list[str]]]:

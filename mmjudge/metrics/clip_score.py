@@ -33,6 +33,7 @@ from mmjudge.metrics.base import (
     OutputSpec,
     add_means,
     check_length,
+    check_references,
     check_texts,
     take_predictions,
 )
@@ -144,8 +145,7 @@ class CLIPScore(Metric):
         if self.config_name == "ref_clip_score":
             if references is None:
                 raise ValueError("RefCLIPScore needs `references` (a list of reference captions per prediction).")
-            check_length(references, n, "references")
-            refs = [check_texts(r, f"references[{i}]") for i, r in enumerate(references)]
+            refs = check_references(references, n)
         pictures = load_images(images, self.max_pixels)
         image_vectors = self.encoder.encode_images(pictures, progress=progress)
         flat_refs = [r for group in refs for r in group]

@@ -49,9 +49,10 @@ from mmjudge.metrics.base import (
     OutputSpec,
     DEFAULT_MAX_TEXT_CHARS,
     add_means,
-    build_judge,
+    build_text_judge,
     check_bool,
     check_length,
+    check_references,
     check_text_lengths,
     check_texts,
     take_predictions,
@@ -115,9 +116,7 @@ class FLEUR(Metric):
         **judge_kwargs: Any,
     ):
         config_name = self.check_config(config_name)
-        check_text_lengths([], None, long_texts)  # the policy name, checked now
         self.long_texts = long_texts
-        self.max_text_chars = None if max_text_chars is None else int(max_text_chars)
         if method not in ("fast", "generate"):
             raise ValueError(f"Expected argument `method` to be 'fast' or 'generate', but got {method!r}.")
         self.config_name = config_name
@@ -126,16 +125,13 @@ class FLEUR(Metric):
         self.max_new_tokens = int(max_new_tokens)
         self.max_explanation_tokens = int(max_explanation_tokens)
         self.max_pixels = int(max_pixels)
-        if judge is None or judge == "transformers":
-            model = model or DEFAULT_MODEL
-        self.judge = build_judge(model, judge, cache, **judge_kwargs)
-        if max_text_chars == DEFAULT_MAX_TEXT_CHARS and getattr(self.judge, "max_text_chars", None):
-            self.max_text_chars = int(self.judge.max_text_chars)  # the judge knows its context best
+        self.judge, self.max_text_chars = build_text_judge(model, judge, cache, judge_kwargs, default_model=DEFAULT_MODEL,
+                                                           max_text_chars=max_text_chars, long_texts=long_texts)  # fmt: skip
         # Both paths read digit probabilities at positions the judge is forced to (the printed score).
         self.judge.require("teacher_forcing", "FLEUR", "it reads the digit distributions at forced positions of the printed score")
         self.judge.require("full_distribution", "FLEUR", "its smoothing sums unnormalised digit probabilities")
-        if self.method == "generate" or self.explain:
-            self.judge.require("can_generate", f"FLEUR with method={self.method!r}, explain={self.explain}", "it generates text")
+        if self.method == "generate":  # explain=True is checked in compute, where the effective `explain` is known
+            self.judge.require("can_generate", "FLEUR with method='generate'", "it generates text")
         self.conversation = _resolve_conversation(conversation, self.judge)
 
     @classmethod
@@ -176,8 +172,7 @@ class FLEUR(Metric):
         if self.uses_references:
             if references is None:
                 raise ValueError("RefFLEUR needs `references` (a list of reference captions per prediction).")
-            check_length(references, n, "references")
-            refs = [check_texts(r, f"references[{i}]") for i, r in enumerate(references)]
+            refs = check_references(references, n)
         pictures = load_images(images, self.max_pixels, max_aspect_ratio=MAX_ASPECT_RATIO)
         return texts, pictures, refs
 

@@ -34,7 +34,7 @@ from mmjudge.metrics.base import (
     OutputSpec,
     DEFAULT_MAX_TEXT_CHARS,
     add_means,
-    build_judge,
+    build_text_judge,
     check_bool,
     check_length,
     check_text_lengths,
@@ -127,21 +127,15 @@ class HarmonicEval(Metric):
         else:
             self.image_criteria = set(self.prompt_set.check_criteria(list(image_criteria))) if image_criteria else set()
         self.explain = check_bool(explain, "explain")
-        check_text_lengths([], None, long_texts)  # the policy name, checked now
         self.long_texts = long_texts
-        self.max_text_chars = None if max_text_chars is None else int(max_text_chars)
         self.max_explanation_tokens = int(max_explanation_tokens)
         if box_format not in ("xywh", "xyxy"):
             raise ValueError(f"Expected argument `box_format` to be 'xywh' or 'xyxy', but got {box_format!r}.")
         self.box_format = box_format
         self.max_pixels = int(max_pixels)
-        if judge is None or judge == "transformers":
-            model = model or DEFAULT_MODEL
-        self.judge = build_judge(model, judge, cache, **judge_kwargs)
-        if max_text_chars == DEFAULT_MAX_TEXT_CHARS and getattr(self.judge, "max_text_chars", None):
-            self.max_text_chars = int(self.judge.max_text_chars)  # the judge knows its context best
-        if self.explain:
-            self.judge.require("can_generate", "HarmonicEval with explain=True", "explanations are generated text")
+        self.judge, self.max_text_chars = build_text_judge(model, judge, cache, judge_kwargs, default_model=DEFAULT_MODEL,
+                                                           max_text_chars=max_text_chars, long_texts=long_texts)  # fmt: skip
+        # explain=True needs a generating judge: checked in compute, where the effective `explain` is known
 
     @classmethod
     def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:

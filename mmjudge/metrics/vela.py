@@ -27,6 +27,7 @@ from mmjudge.metrics.base import (
     OutputSpec,
     add_means,
     check_length,
+    check_references,
     check_texts,
     take_predictions,
 )
@@ -143,14 +144,7 @@ class VELA(Metric):
         if references is None:
             raise ValueError("VELA needs `references` (a list of reference captions per prediction).")
         check_length(images, n, "images")
-        check_length(references, n, "references")
-        refs = []
-        for i, group in enumerate(references):
-            if isinstance(group, str):
-                group = [group]
-            if group is None or len(group) == 0:
-                raise ValueError(f"references[{i}]: VELA needs at least one reference caption per prediction.")
-            refs.append(check_texts(group, f"references[{i}]"))
+        refs = check_references(references, n, owner="VELA")
         pictures = load_images(images, self.max_pixels)
         values = self.vela.score(texts, pictures, refs, batch_size=self.batch_size, progress=progress)
         order = list(self.vela.config.criteria)

@@ -39,7 +39,17 @@ _LLAVA_TEMPLATE = (
 )
 
 
-def tokenizer(special: list[str], chat_template: str, bos: str, eos: str, pad: str, vocab_size: int = 600):
+def tokenizer(
+    special: list[str],
+    chat_template: str,
+    bos: Optional[str],
+    eos: str,
+    pad: str,
+    vocab_size: int = 600,
+    corpus: Optional[list[str]] = None,
+):
+    """A byte-level BPE with ``vocab_size`` entries trained on ``corpus`` (default: a few prompt-like
+    sentences), left padding, ``chat_template`` set. The benchmarks train it on their own texts."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -52,7 +62,7 @@ def tokenizer(special: list[str], chat_template: str, bos: str, eos: str, pad: s
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
+    tok.train_from_iterator(_CORPUS * 4 if corpus is None else corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None, padding_side="left"
     )

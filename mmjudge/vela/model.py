@@ -23,6 +23,7 @@ tensor([[0.4000, 0.8000, 0.6000, 0.0000]])
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -107,7 +108,9 @@ class VelaConfig:
         return cls(**known)
 
 
+@functools.cache
 def _head_class():
+    """The head's ``torch.nn.Module`` class, defined once (torch is imported lazily, so not at module level)."""
     torch = _torch()
 
     class _VelaHead(torch.nn.Module):
@@ -230,6 +233,25 @@ class VelaModel:
         mean = (hidden * weights).sum(1) / weights.sum(1)
         return torch.cat([mean, hidden[:, -1]], dim=-1)
 
+    def r2c_features(self, ids: Sequence[Sequence[int]], batch_size: int = 8, progress: bool = False):
+        """``g_r2c`` float32 ``(n, 2·hidden)`` for many prompts (:meth:`prompt_ids`), in the given order,
+        without gradients: batches of ``batch_size`` prompts of similar length (less padding), with a
+        progress bar. Scoring and training's validation pass both read features through here."""
+        from mmjudge.judges.base import progress_batches
+
+        torch = _torch()
+        n = len(ids)
+        order = sorted(range(n), key=lambda i: len(ids[i]))
+        batches = [order[s : s + batch_size] for s in range(0, n, batch_size)]
+        out = None
+        with torch.inference_mode():
+            for batch in progress_batches(batches, n, progress, "VELA"):
+                features = self.llm_features([ids[i] for i in batch])
+                if out is None:
+                    out = torch.empty(n, features.shape[1], device=self.device)
+                out[batch] = features
+        return out
+
     def clip_features(self, images: Sequence[Any], candidates: Sequence[str]):
         """``g_i2c`` float32 ``(n, 2·clip_dim)`` from the (frozen, cached) CLIP encoder."""
         torch = _torch()
@@ -260,10 +282,7 @@ class VelaModel:
         import time
         from concurrent.futures import ThreadPoolExecutor
 
-        from mmjudge.judges.base import progress_batches
-
         torch = _torch()
-        n = len(candidates)
         clock = {"llm": 0.0, "clip": 0.0, "head": 0.0}
         sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
 
@@ -283,17 +302,10 @@ class VelaModel:
                 clock["clip"] += time.perf_counter() - start
             with torch.inference_mode():
                 ids = self.prompt_ids(references, candidates)
-                order = sorted(range(n), key=lambda i: len(ids[i]))
-                batches = [order[s : s + batch_size] for s in range(0, n, batch_size)]
-                r2c = None
-                for batch in progress_batches(batches, n, progress, "VELA"):
-                    t0 = time.perf_counter()
-                    features = self.llm_features([ids[i] for i in batch])
-                    if r2c is None:
-                        r2c = torch.empty(n, features.shape[1], device=self.device)
-                    r2c[batch] = features
-                    sync()
-                    clock["llm"] += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                r2c = self.r2c_features(ids, batch_size, progress)
+                sync()
+                clock["llm"] += time.perf_counter() - t0
                 if overlap:
                     i2c = pending.result()
                 t1 = time.perf_counter()
@@ -309,16 +321,20 @@ class VelaModel:
         return out.float().cpu().numpy()
 
     # ------------------------------------------------------------------------------------ saving
-    def trainable_state(self) -> dict:
-        """The weights a checkpoint holds: the LoRA adapter (``llm.*``) and the head (``head.*``)."""
-        state = {f"head.{k}": v.detach().float().cpu().contiguous() for k, v in self.head.state_dict().items()}
+    def _trainable_tensors(self) -> dict:
+        """The checkpoint's tensors as they live in the model (no copies): ``llm.*`` LoRA, ``head.*``."""
+        state = {f"head.{k}": v for k, v in self.head.state_dict().items()}
         if self.config.lora_r and not hasattr(self.llm, "peft_config"):
             raise ValueError("This VELA model's LoRA adapter was merged into the LLM; load it with merge_lora=False to save it.")
         if self.config.lora_r:
             from peft import get_peft_model_state_dict
 
-            state.update({f"llm.{k}": v.detach().float().cpu().contiguous() for k, v in get_peft_model_state_dict(self.llm).items()})
+            state.update({f"llm.{k}": v for k, v in get_peft_model_state_dict(self.llm).items()})
         return state
+
+    def trainable_state(self) -> dict:
+        """The weights a checkpoint holds: the LoRA adapter (``llm.*``) and the head (``head.*``), float32 on CPU."""
+        return {k: v.detach().float().cpu().contiguous() for k, v in self._trainable_tensors().items()}
 
     def save(self, directory: Union[str, os.PathLike]) -> str:
         """Write ``config.json`` + ``vela.safetensors`` (LoRA + head) to ``directory``."""
@@ -332,17 +348,17 @@ class VelaModel:
 
     def load_state(self, state: dict, where: str) -> None:
         """Load a checkpoint's tensors; any key or shape that does not fit is one clear ``ValueError``."""
-        expected = self.trainable_state()
+        expected = {k: tuple(v.shape) for k, v in self._trainable_tensors().items()}  # shapes only, no fp32 copy
         missing = sorted(set(expected) - set(state))
         unexpected = sorted(set(state) - set(expected))
         if missing or unexpected:
             raise ValueError(f"{where}: its weights do not fit this VELA model (missing {missing[:3]}, unexpected "
                              f"{unexpected[:3]}{' …' if len(unexpected) > 3 else ''}). {FOREIGN_HINT}")  # fmt: skip
-        wrong = [k for k in expected if tuple(expected[k].shape) != tuple(state[k].shape)]
+        wrong = [k for k in expected if expected[k] != tuple(state[k].shape)]
         if wrong:
             k = wrong[0]
             raise ValueError(f"{where}: weight {k} has shape {tuple(state[k].shape)}, but this model needs "
-                             f"{tuple(expected[k].shape)}: load it with the LLM and CLIP it was trained with.")  # fmt: skip
+                             f"{expected[k]}: load it with the LLM and CLIP it was trained with.")  # fmt: skip
         self.head.load_state_dict({k[len("head."):]: v for k, v in state.items() if k.startswith("head.")})
         if self.config.lora_r:
             from peft import set_peft_model_state_dict
@@ -359,7 +375,7 @@ def _load_llm(llm: Any, device: Optional[str], dtype: Any):
     from mmjudge.models import load_pretrained
 
     return load_pretrained(
-        llm, [AutoModelForCausalLM], processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, revision=kw["revision"]),
+        llm, [AutoModelForCausalLM], processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, **kw),
         device=device, dtype=dtype, family="text_lm",
     )  # fmt: skip
 

@@ -124,8 +124,9 @@ def _set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def evaluate_tau(vela: VelaModel, items: Sequence[dict], features: dict, batch_size: int) -> dict[str, float]:
-    """Kendall τ-c per criterion (``descriptiveness`` …) of the model's scores on ``items``."""
+def evaluate_tau(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> dict[str, float]:
+    """Kendall τ-c per criterion (``descriptiveness`` …) of the model's scores on ``items``; ``features``
+    holds their ``g_i2c`` rows in the same order (:func:`clip_features`)."""
     import warnings
 
     from mmjudge.metaeval.correlation import correlation
@@ -143,40 +144,33 @@ def evaluate_tau(vela: VelaModel, items: Sequence[dict], features: dict, batch_s
     return out
 
 
-def _predict(vela: VelaModel, items: Sequence[dict], features: dict, batch_size: int) -> np.ndarray:
-    import torch
-
+def _predict(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> np.ndarray:
     vela.llm.eval()
     vela.head.eval()
     ids = vela.prompt_ids([it["references"] for it in items], [it["text"] for it in items])
-    out = []
+    r2c = vela.r2c_features(ids, batch_size)
+    import torch
+
     with torch.inference_mode():
-        for s in range(0, len(items), batch_size):
-            batch = list(range(s, min(s + batch_size, len(items))))
-            r2c = vela.llm_features([ids[i] for i in batch])
-            i2c = torch.stack([features[_key(items[i])] for i in batch])
-            out.append(vela.scores_from_features(r2c, i2c).float().cpu().numpy())
-    return np.concatenate(out)
+        return vela.scores_from_features(r2c, features).float().cpu().numpy()
 
 
-def _key(item: dict) -> str:
-    return str(item.get("id") or item["text"])
-
-
-def clip_features(vela: VelaModel, items: Sequence[dict], batch_size: int = 64, progress: bool = False) -> dict:
-    """``g_i2c`` per item (CLIP is frozen: computed once, before training), in batches."""
-    from tqdm.auto import tqdm
+def clip_features(vela: VelaModel, items: Sequence[dict], batch_size: int = 64, progress: bool = False):
+    """``g_i2c`` per item, float32 ``(len(items), 2·clip_dim)`` in the items' order (CLIP is frozen:
+    computed once, before training). Rows follow list positions, not ids or texts: two items with the
+    same caption and different images get their own features. Images are decoded ``batch_size`` at a
+    time (a training set's images need not all fit in memory at once)."""
+    import torch
 
     from mmjudge.images import load_image
+    from mmjudge.progress import progress_bar
 
-    todo = list({_key(it): it for it in items}.values())
-    out = {}
-    for s in tqdm(range(0, len(todo), batch_size), desc="CLIP features", disable=not progress):
-        chunk = todo[s : s + batch_size]
-        images = [load_image(it["image"], where=f"item {_key(it)!r} image") for it in chunk]
-        vectors = vela.clip_features(images, [it["text"] for it in chunk])
-        out.update({_key(it): v for it, v in zip(chunk, vectors)})
-    return out
+    out = []
+    for s in progress_bar(range(0, len(items), batch_size), desc="CLIP features", disable=not progress):
+        chunk = items[s : s + batch_size]
+        images = [load_image(it["image"], where=f"item {it.get('id', s + k)!r} image") for k, it in enumerate(chunk)]
+        out.append(vela.clip_features(images, [it["text"] for it in chunk]))
+    return torch.cat(out)
 
 
 def train_vela(
@@ -207,7 +201,8 @@ def train_vela(
     A ``last/`` folder in ``out_dir`` is resumed from (same settings required).
     """
     import torch
-    from tqdm.auto import tqdm
+
+    from mmjudge.progress import progress_bar
 
     config = config or TrainConfig()
     config.check()
@@ -245,14 +240,15 @@ def train_vela(
         state.update({k: saved[k] for k in ("epoch", "position", "step", "history", "best")})
         logger.info("VELA: resuming at epoch %d, sample %d, step %d", state["epoch"], state["position"], state["step"])
     features = clip_features(vela, list(train_items) + list(val_items), progress=progress)
+    features, val_features = features[: len(train_items)], features[len(train_items) :]
     criteria = vela.config.criteria
-    targets = {_key(it): torch.tensor(scaled([it[CRITERION_NAMES[c]] for c in criteria], (lo, hi)), device=vela.device)
-               for it in train_items}  # fmt: skip
+    targets = torch.tensor([scaled([it[CRITERION_NAMES[c]] for c in criteria], (lo, hi)) for it in train_items],
+                           device=vela.device)  # fmt: skip
     ids = vela.prompt_ids([it["references"] for it in train_items], [it["text"] for it in train_items])
     if resume:
         _set_rng_state(saved["rng"])
     stopped = False
-    bar = tqdm(total=total, initial=state["step"], desc="VELA training", disable=not progress, dynamic_ncols=True)
+    bar = progress_bar(total=total, initial=state["step"], desc="VELA training", disable=not progress, dynamic_ncols=True)
     try:
         while state["epoch"] < config.epochs and not stopped:
             epoch = state["epoch"]
@@ -264,9 +260,8 @@ def train_vela(
             while state["position"] < len(order):
                 batch = order[state["position"] : state["position"] + batch_size]
                 r2c = vela.llm_features([ids[i] for i in batch])
-                i2c = torch.stack([features[_key(train_items[i])] for i in batch])
-                pred = vela.scores_from_features(r2c, i2c)
-                target = torch.stack([targets[_key(train_items[i])] for i in batch])
+                pred = vela.scores_from_features(r2c, features[batch])
+                target = targets[batch]
                 loss = torch.nn.functional.mse_loss(pred, target)
                 (loss / config.grad_accum).backward()
                 window_loss += float(loss.detach()) / config.grad_accum
@@ -284,7 +279,7 @@ def train_vela(
                     micro, window_loss = 0, 0.0
                     at_end = state["position"] >= len(order)
                     if at_end:
-                        tau = evaluate_tau(vela, val_items, features, config.eval_batch_size)
+                        tau = evaluate_tau(vela, val_items, val_features, config.eval_batch_size)
                         mean_tau = float(np.nanmean(list(tau.values()))) if any(not math.isnan(v) for v in tau.values()) else float("nan")
                         state["history"].append({"epoch": epoch + 1, "step": state["step"], "tau_c": tau, "mean_tau_c": mean_tau})
                         bar.set_postfix(epoch=epoch + 1, tau=f"{mean_tau:.3f}")
