@@ -344,3 +344,11 @@ def test_max_text_chars_is_checked_before_the_judge_is_built(bad):
     for name in ("harmonic_eval", "fleur"):
         with pytest.raises(ValueError, match="`max_text_chars` to be a positive integer or None"):
             mmjudge.load(name, judge="no-such-backend", cache=False, max_text_chars=bad)
+
+
+def test_fleur_fallback_needs_generation_and_says_so():
+    silent = load_judge("dummy")  # never prints a score, so every sample needs the generate fallback
+    silent.can_generate = False
+    fleur = mmjudge.load("fleur", judge=silent, cache=False)
+    with pytest.raises(JudgeCapabilityError, match=r"FLEUR needs a judge with can_generate \(predictions\[0\]"):
+        fleur.compute(predictions=["A dog."], images=[IMG], progress=False)

@@ -227,6 +227,10 @@ class FLEUR(Metric):
                     scores[i], printed[i], methods[i] = walk.score(), float(walk.printed()), "fast"
             todo = [i for i, w in enumerate(walks) if w.stage != "done"]
         if todo:
+            self.judge.require(
+                "can_generate", "FLEUR", f"predictions[{todo[0]}]: the judge did not print 0.xy / 1.0 when teacher-forced, "
+                "and the fallback reads the score from generated text"
+            )
             generated = self._generate_scores([prompts[i] for i in todo], [pictures[i] for i in todo],
                                               [digests[i] for i in todo], progress)
             for i, (score, number) in zip(todo, generated):
