@@ -273,14 +273,9 @@ def test_metaeval_ranks_by_the_declared_primary_not_a_guess():
     assert score_items(hj, "baselines", "bleu", progress=False).primary == "bleu_4"
 
 
-def test_fleur_through_evaluate_gives_the_hand_computed_smoothed_score():
-    """A scripted judge that 'prints' 0.85: lead digit, dot, first and second decimal, each with a
-    known distribution; the smoothed score is Σ p1(d)·d/10 + Σ p2(d)·d/100, exactly."""
-    import evaluate
-
-    d1 = [0, 0, 0, 0, 0, 0, 0, 0.2, 0.7, 0.05]  # mass 0.95, greedy "8"
-    d2 = [0.1, 0, 0, 0, 0, 0.6, 0.3, 0, 0, 0]  # greedy "5"
-    lead = [0.9, 0.1] + [0.0] * 8
+def printing_085(lead, d1, d2):
+    """A FLEUR judge script that 'prints' 0.85, with these digit distributions at the lead digit and
+    the two decimals."""
 
     def script(request):
         at = request.answer_prefix
@@ -294,7 +289,19 @@ def test_fleur_through_evaluate_gives_the_hand_computed_smoothed_score():
             return RatingResult(raw=d2, greedy="5")
         raise AssertionError(f"unexpected prefix {at!r}")
 
-    fleur = evaluate.load("metrics/fleur", judge=ScriptedJudge(script), cache=False)
+    return script
+
+
+def test_fleur_through_evaluate_gives_the_hand_computed_smoothed_score():
+    """A scripted judge that 'prints' 0.85: lead digit, dot, first and second decimal, each with a
+    known distribution; the smoothed score is Σ p1(d)·d/10 + Σ p2(d)·d/100, exactly."""
+    import evaluate
+
+    d1 = [0, 0, 0, 0, 0, 0, 0, 0.2, 0.7, 0.05]  # mass 0.95, greedy "8"
+    d2 = [0.1, 0, 0, 0, 0, 0.6, 0.3, 0, 0, 0]  # greedy "5"
+    lead = [0.9, 0.1] + [0.0] * 8
+
+    fleur = evaluate.load("metrics/fleur", judge=ScriptedJudge(printing_085(lead, d1, d2)), cache=False)
     out = fleur.compute(predictions=["A red square."], images=[IMG])
     expected = sum(p * d / 10 for d, p in enumerate(d1)) + sum(p * d / 100 for d, p in enumerate(d2))
     assert out["score"][0] == pytest.approx(expected, abs=1e-12) and expected == pytest.approx(0.793)  # 0.14+0.56+0.045 + 0.03+0.018
@@ -331,7 +338,10 @@ def test_generation_is_required_where_the_effective_explain_is_known():
     assert "fluency" in he.compute(predictions=["A dog runs."], explain=False, progress=False)
     with pytest.raises(JudgeCapabilityError, match="can_generate"):
         he.compute(predictions=["A dog runs."], progress=False)
-    fleur = mmjudge.load("fleur", judge=silent, cache=False, explain=True)
+    digits = [0.1] * 10
+    printer = ScriptedJudge(printing_085(digits, digits, digits))  # its fast path never needs generation
+    printer.can_generate = False
+    fleur = mmjudge.load("fleur", judge=printer, cache=False, explain=True)
     assert "explanation" not in fleur.compute(predictions=["A dog."], images=[IMG], explain=False, progress=False)
     with pytest.raises(JudgeCapabilityError, match="can_generate"):
         fleur.compute(predictions=["A dog."], images=[IMG], progress=False)

@@ -22,14 +22,11 @@ The CLI, the meta-evaluation, the Space and the leaderboard read these declarati
 from __future__ import annotations
 
 import inspect
-import os
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Optional, Sequence, Union
+from typing import Any, ClassVar, Iterator, Optional, Sequence
 
-from mmjudge.cache import CachedJudge
-from mmjudge.judges import Judge, load_judge
 from mmjudge.signature import Signature
 
 INPUT_KINDS = ("text", "image", "question", "box", "references")
@@ -242,271 +239,25 @@ def add_means(out: dict, spec: MetricSpec) -> dict:
     return out
 
 
-CacheOption = Union[bool, str, os.PathLike, None]
-
-
-def build_judge(
-    model: Optional[str],
-    judge: Union[Judge, str, None] = None,
-    cache: CacheOption = True,
-    **judge_kwargs: Any,
-) -> Judge:
-    """A judge for ``model`` (``judge`` names the backend, default ``"transformers"``, or is a ready
-    :class:`Judge`), wrapped in the persistent cache unless ``cache`` is ``False``/``None``.
-    ``cache=True`` uses the default cache file; a path uses that file."""
-    from mmjudge.cache import check_cache_path, default_cache_path
-
-    wrap = cache is not None and cache is not False and not isinstance(judge, CachedJudge)
-    # Checked before the model loads (a bad path must not cost a model load); a ready CachedJudge is used as is.
-    path = check_cache_path(default_cache_path() if cache is True else cache) if wrap else None
-    if isinstance(judge, Judge):
-        if judge_kwargs:
-            raise ValueError(f"Judge options {sorted(judge_kwargs)} cannot be applied to a ready judge instance.")
-        built = judge
-    else:
-        if model is not None:
-            judge_kwargs["model"] = model
-        backend = _backend_name(judge, model)
-        check_judge_options(backend, judge_kwargs)
-        built = load_judge(backend, **judge_kwargs)
-    if path is None or isinstance(built, CachedJudge):
-        return built
-    return CachedJudge(built, path)
-
-
-def _backend_name(judge: Optional[str], model: Any) -> str:
-    """The judge backend that ``judge=`` / ``model=`` select: ``judge``, default ``"transformers"``, except
-    that ``model="openai:gpt-4o"`` alone selects the chat-API backend.
-
-    >>> _backend_name(None, "openai:gpt-4o"), _backend_name("dummy", None), _backend_name(None, "org/vlm")
-    ('openai', 'dummy', 'transformers')
-    """
-    if judge in (None, "transformers") and isinstance(model, str) and model.startswith("openai:"):
-        return "openai"
-    return judge or "transformers"
-
-
-def _keywords(func: Any) -> tuple[list[str], bool]:
-    """The keyword names ``func`` accepts, and whether it also takes ``**kwargs``."""
-    params = inspect.signature(func).parameters.values()
-    names = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"]
-    return names, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-
-
-def accepted_keywords(func: Any) -> Optional[list[str]]:
-    """The keyword names ``func`` accepts, or ``None`` when it takes ``**kwargs`` (anything goes)."""
-    names, takes_rest = _keywords(func)
-    return None if takes_rest else names
-
-
-def _judge_keywords(backend: str) -> Optional[list[str]]:
-    """The options of the judge backend ``backend`` (``None``: anything goes); ``ValueError`` if unknown."""
-    from mmjudge import registry
-
-    return accepted_keywords(registry.entry("mmjudge.judges", backend, "judge backend").__init__)
-
-
-def unknown_option_error(key: str, owner: str, known: Sequence[str]) -> ValueError:
-    """``unknown option 'gama' for harmonic_eval; did you mean 'gamma'?`` (and the list of options)."""
-    import difflib
-
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else "."
-    return ValueError(f"unknown option {key!r} for {owner}{hint} Options: {', '.join(sorted(set(known)))}.")
-
-
-def check_judge_options(backend: str, options: dict) -> None:
-    """``ValueError`` for an option the judge backend ``backend`` does not take (instead of a ``TypeError``
-    from its constructor), with a "did you mean" hint."""
-    known = _judge_keywords(backend)
-    if known is None:
-        return
-    for key in options:
-        if key not in known:
-            raise unknown_option_error(key, f"the {backend!r} judge", known)
-
-
-def check_metric_options(cls: Any, options: dict) -> None:
-    """Every key of ``options`` is a keyword of the metric class ``cls`` or of its judge backend
-    (``options["judge"]``, default ``transformers``); otherwise a ``ValueError`` naming the option.
-
-    >>> from mmjudge.metrics.harmonic_eval import HarmonicEval
-    >>> check_metric_options(HarmonicEval, {"judge": "dummy", "gama": 0.5})
-    Traceback (most recent call last):
-    ValueError: unknown option 'gama' for harmonic_eval; did you mean 'gamma'? Options: ...
-    """
-    own, passes_rest = _keywords(cls.__init__)
-    known = list(own)
-    if passes_rest:  # the rest goes to the judge backend: its keywords are options too
-        judge = options.get("judge")
-        if "judge" not in own or not (judge is None or isinstance(judge, str)):
-            return  # a ready judge instance, or a metric that forwards elsewhere: cannot check here
-        try:
-            backend_known = _judge_keywords(_backend_name(judge, options.get("model")))  # as build_judge routes it
-        except (ValueError, ImportError):
-            return  # the metric reports the unknown backend itself
-        if backend_known is None:
-            return
-        known += backend_known
-    for key in options:
-        if key not in known:
-            raise unknown_option_error(key, getattr(cls, "name", cls.__name__), known)
-
-
-def check_bool(value: Any, name: str) -> bool:
-    """A strict boolean option: ``True``/``False``, ``0``/``1`` or ``"true"``/``"false"``; anything else
-    is a ``ValueError`` (``bool("no")`` would be ``True``).
-
-    >>> check_bool("false", "smoothing"), check_bool(1, "explain")
-    (False, True)
-    >>> check_bool("no", "smoothing")
-    Traceback (most recent call last):
-    ValueError: Expected argument `smoothing` to be true or false, but got 'no'; pass smoothing=False (--set smoothing=false).
-    """
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ValueError(
-        f"Expected argument `{name}` to be true or false, but got {value!r}; pass {name}=False (--set {name}=false)."
-    )
-
-
-# Longest text a judge is asked to read, in characters: about 5,000 tokens, well inside every
-# supported judge's context (Qwen2.5-VL: 32k tokens, LLaVA-1.5: 4k with the prompt). A judge may
-# declare its own through a `max_text_chars` attribute.
-DEFAULT_MAX_TEXT_CHARS = 20_000
-LONG_TEXT_POLICIES = ("error", "truncate")
-
-
-def build_text_judge(
-    model: Optional[str],
-    judge: Union[Judge, str, None],
-    cache: CacheOption,
-    judge_kwargs: dict,
-    *,
-    default_model: str,
-    max_text_chars: Optional[int],
-    long_texts: str,
-) -> tuple[Judge, Optional[int]]:
-    """The set-up every judge-reading metric repeats: check the ``long_texts`` policy and
-    ``max_text_chars`` (cheap, before any model loads), build the judge (``default_model`` when the
-    backend is ``transformers``) and return it with the text limit to apply — the judge's own
-    ``max_text_chars`` when the caller kept the default (the judge knows its context best).
-
-    >>> judge, limit = build_text_judge(None, "dummy", False, {}, default_model="x", max_text_chars=500, long_texts="truncate")
-    >>> limit
-    500
-    >>> build_text_judge(None, "dummy", False, {}, default_model="x", max_text_chars=20, long_texts="cut")
-    Traceback (most recent call last):
-    ValueError: Expected argument `long_texts` to be one of ('error', 'truncate'), but got 'cut'.
-    """
-    check_text_lengths([], None, long_texts)  # the policy name
-    limit: Optional[int] = None
-    if max_text_chars is not None:
-        try:
-            limit = int(max_text_chars)
-        except (TypeError, ValueError):
-            limit = 0
-        if limit < 1 or isinstance(max_text_chars, bool):
-            raise ValueError(
-                f"Expected argument `max_text_chars` to be a positive integer or None (no limit), but got {max_text_chars!r}."
-            )
-    if judge is None or judge == "transformers":
-        model = model or default_model
-    built = build_judge(model, judge, cache, **judge_kwargs)
-    if max_text_chars == DEFAULT_MAX_TEXT_CHARS and getattr(built, "max_text_chars", None):
-        limit = int(built.max_text_chars)
-    return built, limit
-
-
-def check_text_lengths(texts: list[str], max_chars: Optional[int], policy: str = "error", name: str = "predictions") -> list[str]:
-    """Refuse (``policy="error"``) or cut with a warning naming each item (``"truncate"``) the texts longer
-    than ``max_chars`` characters; ``max_chars=None`` means no limit.
-
-    >>> check_text_lengths(["ok", "x" * 30], 20)
-    Traceback (most recent call last):
-    ValueError: predictions[1]: the text has 30 characters, more than max_text_chars=20; shorten it, pass long_texts='truncate' to cut it, or raise max_text_chars.
-    """
-    if policy not in LONG_TEXT_POLICIES:
-        raise ValueError(f"Expected argument `long_texts` to be one of {LONG_TEXT_POLICIES}, but got {policy!r}.")
-    if max_chars is None:
-        return texts
-    out = list(texts)
-    for i, text in enumerate(texts):
-        if len(text) > max_chars:
-            if policy == "error":
-                raise ValueError(
-                    f"{name}[{i}]: the text has {len(text)} characters, more than max_text_chars={max_chars}; shorten it, "
-                    "pass long_texts='truncate' to cut it, or raise max_text_chars."
-                )
-            warnings.warn(f"{name}[{i}]: the text has {len(text)} characters; only the first {max_chars} are judged.", stacklevel=3)
-            out[i] = text[:max_chars]
-    return out
-
-
-def check_texts(texts: Any, name: str = "predictions", noun: str = "text", allow_empty_text: bool = False) -> list[str]:
-    """A list of non-empty strings, or ``ValueError`` naming the first bad item (``noun`` names what an
-    item is in the message; ``allow_empty_text`` lets blank strings through)."""
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise ValueError(f"Expected `{name}` to be a list of strings, but got {type(texts).__name__}.")
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise ValueError(f"{name}[{i}]: expected a string, but got {type(text).__name__}.")
-        if not allow_empty_text and not text.strip():
-            raise ValueError(f"{name}[{i}]: the {noun} is empty.")
-    if not texts:
-        raise ValueError(f"`{name}` is empty: nothing to score.")
-    return list(texts)
-
-
-def check_length(values: Optional[Sequence], n: int, name: str) -> None:
-    """``values`` (when given) is a list with one entry per prediction, or ``ValueError``."""
-    if values is not None and (isinstance(values, (str, bytes)) or not hasattr(values, "__len__")):
-        raise ValueError(f"Expected `{name}` to be a list with one entry per prediction, but got {type(values).__name__}.")
-    if values is not None and len(values) != n:
-        raise ValueError(f"Expected `{name}` to have one entry per prediction ({n}), but got {len(values)}.")
-
-
-def check_references(
-    references: Any,
-    n: int,
-    name: str = "references",
-    *,
-    owner: Optional[str] = None,
-    noun: str = "text",
-    allow_empty_text: bool = False,
-) -> list[list[str]]:
-    """One non-empty list of reference strings per prediction (``n`` of them), or ``ValueError`` naming
-    the first bad item. A lone string as an item's references is a one-reference list; ``None`` or ``[]``
-    is refused (``owner``, e.g. ``"VELA"``, names who needs them in that message).
-
-    >>> check_references([["a dog", "a puppy"], "a cat"], 2)
-    [['a dog', 'a puppy'], ['a cat']]
-    >>> check_references([5], 1)
-    Traceback (most recent call last):
-    ValueError: references[0]: expected a list of reference strings (or one string), but got int.
-    >>> check_references([[]], 1, owner="VELA")
-    Traceback (most recent call last):
-    ValueError: references[0]: VELA needs at least one reference caption per prediction.
-    """
-    check_length(references, n, name)
-    out: list[list[str]] = []
-    for i, group in enumerate(references):
-        if isinstance(group, str):
-            group = [group]
-        elif group is None:
-            group = []
-        elif isinstance(group, bytes) or not isinstance(group, Sequence):
-            raise ValueError(f"{name}[{i}]: expected a list of reference strings (or one string), but got {type(group).__name__}.")
-        if len(group) == 0:
-            if owner:
-                raise ValueError(f"{name}[{i}]: {owner} needs at least one reference caption per prediction.")
-            raise ValueError(f"{name}[{i}]: the reference list is empty; every prediction needs at least one reference.")
-        out.append(check_texts(group, f"{name}[{i}]", noun, allow_empty_text))
-    return out
+# Input checks and judge/option building live in their own modules; metrics import them from here.
+from mmjudge.metrics._inputs import (  # noqa: E402,F401
+    DEFAULT_MAX_TEXT_CHARS,
+    LONG_TEXT_POLICIES,
+    check_length,
+    check_references,
+    check_text_lengths,
+    check_texts,
+)
+from mmjudge.metrics._options import (  # noqa: E402,F401
+    CacheOption,
+    accepted_keywords,
+    build_judge,
+    build_text_judge,
+    check_bool,
+    check_judge_options,
+    check_metric_options,
+    unknown_option_error,
+)
 
 
 def compute_kwargs(metric: Any, items: Sequence[dict], task: str, progress: Optional[bool] = None) -> dict[str, Any]:
