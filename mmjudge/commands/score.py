@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import math
 import os
 import sys
@@ -21,6 +20,7 @@ from typing import Any, Optional
 
 from mmjudge import distributed
 from mmjudge.commands._options import add_judge_options, judge_options
+from mmjudge.jsonl import JsonLineError, decode, json_lines
 from mmjudge.models import TINY_RANDOM
 from mmjudge.report import Report
 
@@ -75,12 +75,13 @@ def read_input_file(path: str) -> list[dict]:
         raise ValueError(f"--input {path}: is a folder; give a .jsonl or .csv file.")
     if not source.is_file():
         raise FileNotFoundError(f"--input {path}: no such file.")
-    try:
-        text = source.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = source.read_bytes()[: err.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{err.object[err.start]:02x}); save the file as UTF-8.") from None
     located: list[tuple[int, Any]] = []
+    try:
+        text = decode(source.read_bytes())
+        if source.suffix.lower() != ".csv":
+            located = list(json_lines(text))
+    except JsonLineError as err:
+        raise ValueError(f"{path}:{err.line}: {err.reason}") from None
     if source.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text))
         for n, row in enumerate(reader, 2):
@@ -90,13 +91,6 @@ def read_input_file(path: str) -> list[dict]:
             if "box" in item:
                 item["box"] = parse_box(item["box"])
             located.append((n, item))
-    else:
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    located.append((n, json.loads(line)))
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{path}:{n}: not valid JSON ({err.msg}, column {err.colno}).") from None
     seen: dict[str, int] = {}
     for n, item in located:
         if not isinstance(item, dict):

@@ -18,9 +18,10 @@ mmjudge.leaderboard.validation.SubmissionError: line 2 (id 'b'): 'score' is nan;
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Optional, Sequence
+
+from mmjudge.jsonl import JsonLineError, decode, json_lines
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_TEXT_CHARS = 4000
@@ -49,20 +50,11 @@ def parse_jsonl(data: bytes, max_bytes: Optional[int] = MAX_BYTES) -> list[tuple
     if max_bytes is not None and len(data) > max_bytes:
         raise SubmissionError(f"the file has {len(data):,} bytes; the limit is {max_bytes:,}.")
     try:
-        text = bytes(data).decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = bytes(data)[: err.start].count(b"\n") + 1
-        raise SubmissionError(f"line {line}: not UTF-8 (byte {err.start}); save the file as UTF-8.") from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+        located = list(json_lines(decode(data)))
+    except JsonLineError as err:
+        raise SubmissionError(str(err)) from None
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise SubmissionError(f"line {n}: not valid JSON ({err.msg} at column {err.colno}).") from None
+    for n, obj in located:
         if not isinstance(obj, dict):
             raise SubmissionError(f"line {n}: expected a JSON object like {{\"id\": …}}, but got {type(obj).__name__}.")
         item_id = obj.get("id")

@@ -21,11 +21,12 @@ ValueError: my-metric: no score for 1 id(s) of the benchmark: 'c'.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
+
+from mmjudge.jsonl import JsonLineError, decode, json_lines
 
 Scores = dict[str, dict[str, float]]
 """id → {score key → value}."""
@@ -83,17 +84,13 @@ def read_scores(path: str | os.PathLike) -> Scores:
 
 def _read_jsonl(path: Path) -> list[tuple[str, dict]]:
     rows = []
-    with open(path, encoding="utf-8-sig") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{n}: not valid JSON ({err}).") from None
+    try:
+        for n, row in json_lines(decode(path.read_bytes())):
             if not isinstance(row, dict):
                 raise ValueError(f"{path}:{n}: expected a JSON object, but got {type(row).__name__}.")
             rows.append((f"{path}:{n}", row))
+    except JsonLineError as err:
+        raise ValueError(f"{path}:{err.line}: {err.reason}") from None
     return rows
 
 
