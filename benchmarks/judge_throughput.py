@@ -34,6 +34,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_profile
 
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -272,7 +273,14 @@ def bench_shape(family: str, args) -> dict:
     print(f"  peak GPU  : {peak:8.2f} GiB (torch.cuda.max_memory_allocated)")
     print(f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing batches "
           "(images, tokens; in a background thread)")  # fmt: skip
-    del he, judge, model
+    if args.profile and torch.cuda.is_available() and device != "cpu":
+        from gpu_profile import labelled, profile_call
+
+        core = getattr(model, "model", model)
+        vision = getattr(core, "visual", None) or getattr(core, "vision_tower", None)
+        with labelled(vision, "vision tower"):
+            profile_call(lambda: run_harmonic_eval(he, samples[: args.profile]), f"{family}, {args.profile} samples")
+    del he, judge
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     return result
@@ -288,6 +296,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model's forward")
     parser.add_argument("--no-share", action="store_true", help="ablation: no shared image prefix")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="after the timed run, profile N samples: GPU busy share, kernel families, phases")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU (smoke test, not a timing)")
     args = parser.parse_args()
     if args.batch_size != "auto":

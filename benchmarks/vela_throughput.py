@@ -30,12 +30,16 @@ import random
 import sys
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from mmjudge.models import resolve_device, resolve_dtype
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_profile
+
+from mmjudge.models import resolve_device, resolve_dtype  # noqa: E402
 
 # ------------------------------------------------------------------------------------- shapes
 QWEN25_3B = dict(
@@ -211,6 +215,8 @@ def main(argv=None) -> int:
                              "so FLEUR's fast path falls back to generating this many tokens for every sample; a real "
                              "judge prints '0.xy' in about 4 tokens: use 8 for a figure closer to a real model's")
     parser.add_argument("--device")
+    parser.add_argument("--profile", action="store_true", help="profile the best batch size: GPU busy share, kernels, phases")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the LLM's and CLIP's repeated blocks")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     import torch
@@ -229,6 +235,10 @@ def main(argv=None) -> int:
           f"shapes: {'tiny' if args.tiny else 'full (Qwen2.5-3B + CLIP ViT-L/14-248; LLaVA-1.5-7B)'}; random weights")  # fmt: skip
 
     vela = build_vela(args.tiny, device)
+    if args.compile:
+        from mmjudge.models import compile_repeated_blocks
+
+        print(f"compiled {compile_repeated_blocks(vela.llm) + compile_repeated_blocks(vela.clip.model)} blocks")
     ids = vela.prompt_ids(references, candidates)
     clip_tokens = [len(x) for x in vela.clip.tokenizer(candidates)["input_ids"]]
     print(f"VELA prompt tokens: mean {np.mean([len(i) for i in ids]):.0f}; CLIP candidate tokens: mean {np.mean(clip_tokens):.0f} "
@@ -248,6 +258,13 @@ def main(argv=None) -> int:
         print(f"VELA batch {bs:3d}: {n / seconds:8.1f} samples/s  {1000 * seconds / n:8.2f} ms/sample  (ms/sample: {parts})")
     best_bs = min(results, key=results.get)
     vela_ms = 1000 * results[best_bs] / n
+    if args.profile and device.startswith("cuda"):
+        from gpu_profile import profile_call
+
+        metric.batch_size = best_bs
+        vela.clip._memory.clear()
+        profile_call(lambda: metric.compute(predictions=candidates, images=images, references=references, progress=False),
+                     f"VELA batch {best_bs}, {n} samples")  # fmt: skip
     print(f"VELA best: batch {best_bs}, {vela_ms:.2f} ms/sample = {260 / vela_ms:.1f}x faster than the published 260 ms (RTX 3090)")
     del metric, vela
     gc.collect()

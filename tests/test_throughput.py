@@ -94,6 +94,33 @@ def test_text_only_requests_share_their_rubric(which, tiny_qwen_dir, tiny_llava_
         assert judge.stats.tokens < 0.6 * judge.stats.unshared_tokens  # the rubric ran once per batch and group
 
 
+def test_mrope_positions_are_computed_while_preparing_and_equal_the_models_own(tiny_qwen_dir, monkeypatch):
+    """Qwen2-VL's M-RoPE positions come from the model's get_rope_index run on CPU tensors in the preparing
+    thread (on a GPU it would synchronise once per row); the ratings equal those of a judge that lets the
+    model compute them inside its forward pass."""
+    import functools
+    import threading
+
+    requests = _he_like_requests()
+    own = load_judge("transformers", model=tiny_qwen_dir, batch_size=1, share_prefix=False, prefetch=False)
+    monkeypatch.setattr(own, "_mrope_positions", lambda inputs: None)  # the model computes its positions itself
+    reference = _raw(own.rate(requests, progress=False))
+    threads = []
+    judge = load_judge("transformers", model=tiny_qwen_dir, batch_size=16)
+    original = judge.model.model.get_rope_index
+
+    @functools.wraps(original)  # keeps the signature, which the judge reads
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(judge.model.model, "get_rope_index", recording)
+    assert np.abs(_raw(judge.rate(requests, progress=False)) - reference).max() < TOL
+    assert threads and all(name.startswith("mmjudge-prepare") for name in threads), threads
+    plain = load_judge("transformers", model=tiny_qwen_dir, batch_size=4, share_prefix=False)  # plain path too
+    assert np.abs(_raw(plain.rate(requests, progress=False)) - reference).max() < TOL
+
+
 def test_expanded_token_ids_equal_the_processors(family_dir):
     """The shared path tokenises prompts itself (each image preprocessed once); its ids must be the
     processor's own ids for the full prompt."""
@@ -229,3 +256,15 @@ def test_a_batch_split_after_out_of_memory_is_counted_once(tiny_llava_dir, monke
     monkeypatch.setattr(judge.model, "forward", flaky)
     judge.rate(requests, progress=False)
     assert calls["n"] > 2 and judge.stats.requests == len(requests)
+
+
+@pytest.mark.slow
+def test_compiled_blocks_give_the_eager_ratings(family_dir):
+    """compile=True (regional torch.compile of the MLPs and norms of every block) changes no rating beyond
+    float rounding, on the shared-prefix and text-only paths alike."""
+    requests = _he_like_requests()
+    eager = load_judge("transformers", model=family_dir, batch_size=8)
+    compiled = load_judge("transformers", model=family_dir, batch_size=8, compile=True)
+    wrapped = [m for m in compiled.model.modules() if hasattr(m.forward, "_torchdynamo_orig_callable")]
+    assert wrapped and not any("attention" in type(m).__name__.lower() for m in wrapped)
+    assert np.abs(_raw(compiled.rate(requests, progress=False)) - _raw(eager.rate(requests, progress=False))).max() < 1e-5

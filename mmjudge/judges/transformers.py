@@ -28,6 +28,7 @@ halves them on an out-of-memory error. None of this changes a result beyond floa
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
 from mmjudge.judges.base import GenerationRequest, Judge, PrefixStep, RatingRequest, RatingResult
-from mmjudge.models import ModelSource, load_pretrained
+from mmjudge.models import ModelSource, compile_repeated_blocks, load_pretrained
 
 logger = logging.getLogger(__name__)
 
@@ -207,7 +208,8 @@ class TransformersJudge(Judge):
         share_prefix: run a token prefix shared by several requests of a batch (system prompt + image)
             once and branch from its KV cache (same results; faster when several criteria see one image).
         prefetch: prepare the next batch (images, tokenisation) in a background thread.
-        compile: wrap the model's forward in ``torch.compile`` (dynamic shapes); off by default.
+        compile: ``torch.compile`` the model's repeated blocks (decoder layers, vision blocks; dynamic shapes),
+            see :func:`mmjudge.models.compile_repeated_blocks`; off by default.
         device_map: e.g. ``"auto"`` to spread a judge too large for one GPU over all visible GPUs.
         gguf_file: load a GGUF checkpoint from ``model`` (de-quantised by transformers).
         trust_remote_code: passed to ``from_pretrained``.
@@ -232,7 +234,6 @@ class TransformersJudge(Judge):
         prefetch: bool = True,
         compile: bool = False,
     ):
-        import torch
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
         self.auto_batch = batch_size == "auto"
@@ -264,11 +265,13 @@ class TransformersJudge(Judge):
         # overlap (preparing a batch, a rating scale's token ids, the out-of-memory re-preparation) holds
         # this lock. Re-entrant: preparing a batch also looks up its rating scales.
         self._tokenizer_lock = threading.RLock()
+        self._placeholder_cache: dict[tuple, list[int]] = {}
         self._auto_sized = False
         self.stats = ThroughputStats()
         if compile:
-            # Dynamic shapes: batches differ in length; without it every new shape recompiles.
-            self.model.forward = torch.compile(self.model.forward, dynamic=True)
+            # Regional: the decoder layers and vision blocks, each compiled once for all of its copies, with
+            # dynamic shapes (batches differ in length; without it every new shape would recompile).
+            compile_repeated_blocks(self.model, dynamic=True)
 
     @property
     def dtype(self):
@@ -440,6 +443,9 @@ class TransformersJudge(Judge):
             batch.shared = self._shared_inputs(requests, texts, keep)
         if batch.shared is None:
             batch.inputs = self._encode(requests, texts, to_device=False)
+            mrope = self._mrope_positions(batch.inputs)
+            if mrope is not None:
+                batch.inputs["position_ids"] = mrope[0]
         return batch
 
     def _shared_inputs(self, requests: Sequence[RatingRequest], texts: Sequence[str], keep: int) -> Optional[dict]:
@@ -482,7 +488,7 @@ class TransformersJudge(Judge):
             counts = {}
             for d, row, mask in zip(digests, vision["input_ids"], vision["attention_mask"]):
                 n = int((row == image_token_id).sum())
-                if row[mask.bool()].tolist() != self.tokenizer(image_token * n)["input_ids"]:
+                if row[mask.bool()].tolist() != self._placeholder_ids(image_token, n):
                     return None  # the placeholder does not expand to a plain repetition
                 counts[d] = n
             expanded = [t.replace(image_token, image_token * counts[k]) for t, k in zip(texts, keys)]
@@ -532,6 +538,7 @@ class TransformersJudge(Judge):
                 prefix_inputs[key] = value
         return {
             "prefix": prefix_inputs,
+            "mrope": self._mrope_positions(prefix_inputs) if with_images else None,
             "images": with_images,
             "suffix_ids": suffix_ids,
             "suffix_mask": suffix_mask,
@@ -540,8 +547,39 @@ class TransformersJudge(Judge):
             "unshared_tokens": total,
         }
 
+    def _placeholder_ids(self, image_token: str, count: int) -> list[int]:
+        """Token ids of ``count`` image placeholders in a row (images of one size give one count: cached)."""
+        key = (image_token, count)
+        if key not in self._placeholder_cache:
+            self._placeholder_cache[key] = self.tokenizer(image_token * count)["input_ids"]
+        return self._placeholder_cache[key]
+
+    def _mrope_positions(self, inputs: dict):
+        """``(position_ids (3, batch, length), rope_deltas (batch, 1))`` for a batch with images, computed on
+        the CPU by the model's own ``get_rope_index`` (Qwen2-VL and its successors); ``None`` for models
+        without multimodal RoPE, or when it cannot be computed here (the model then does it itself).
+
+        Why on the CPU, in the preparing thread: on the GPU that function walks the batch row by row with
+        device-to-host reads in every step, hundreds of synchronisations per batch of images, each leaving
+        the GPU idle while Python catches up. Here it costs milliseconds and overlaps the previous batch.
+        Same function, same inputs: the same positions.
+        """
+        core = getattr(self.model, "model", None)
+        rope_index = getattr(core, "get_rope_index", None)
+        if rope_index is None or not hasattr(core, "rope_deltas") or "image_grid_thw" not in inputs:
+            return None
+        accepted = inspect.signature(rope_index).parameters
+        kwargs = {k: inputs[k] for k in ("image_grid_thw", "attention_mask", "mm_token_type_ids") if k in inputs and k in accepted}
+        try:
+            positions, deltas = rope_index(inputs["input_ids"], **kwargs)
+        except (TypeError, ValueError, RuntimeError, IndexError, StopIteration) as err:
+            logger.debug("M-RoPE positions left to the model: %s", err)
+            return None
+        return positions, deltas
+
     def _rate_prepared(self, batch: "_PreparedBatch") -> list[RatingResult]:
         import torch
+        from torch.profiler import record_function  # labels for benchmarks' --profile; near-free otherwise
 
         started = time.perf_counter()
         try:
@@ -551,7 +589,8 @@ class TransformersJudge(Judge):
                 inputs = {k: v.to(self.model.device) if hasattr(v, "to") else v for k, v in batch.inputs.items()}
                 ids = inputs["input_ids"]
                 real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else ids.numel()
-                logits = self._last_logits(inputs, batch.keep)
+                with record_function("mmjudge.judge.forward"):
+                    logits = self._last_logits(inputs, batch.keep)
                 # Counted after the forward pass (as _shared_logits does): a batch that runs out of memory
                 # is counted once, by the halves that succeed.
                 self.stats.add(len(batch.requests), real, padded=ids.numel())
@@ -564,7 +603,8 @@ class TransformersJudge(Judge):
             self.batch_size = max(1, min(self.batch_size, half))
             logger.warning("Out of GPU memory with %d requests per batch; continuing with %d.", len(batch.requests), half)
             return self._rate_batch(batch.requests[:half]) + self._rate_batch(batch.requests[half:])
-        probs = torch.softmax(logits, dim=-1).cpu()
+        with record_function("mmjudge.judge.read"):
+            probs = torch.softmax(logits, dim=-1).cpu()
         self.stats.model_seconds += time.perf_counter() - started
         return self._read_ratings(batch.requests, probs, batch.offsets)
 
@@ -572,6 +612,7 @@ class TransformersJudge(Judge):
         """Run each distinct prefix once, copy its KV cache to the requests that continue it, then run the
         suffixes: (batch, keep, vocab) float32 logits, as :meth:`_last_logits` returns for the full prompts."""
         import torch
+        from torch.profiler import record_function
 
         device = self.model.device
         prefix = {k: v.to(device) if hasattr(v, "to") else v for k, v in shared["prefix"].items()}
@@ -581,13 +622,17 @@ class TransformersJudge(Judge):
         mrope = core is not None and hasattr(core, "rope_deltas")
         if mrope:
             core.rope_deltas = None  # never reuse M-RoPE offsets from an earlier call
-        if not (mrope and shared["images"]):
+        precomputed = shared.get("mrope")  # M-RoPE positions computed on the CPU while preparing
+        if precomputed is not None:
+            prefix["position_ids"] = precomputed[0].to(device)
+        elif not (mrope and shared["images"]):
             # Prefixes of different lengths are left-padded: count positions from each row's first real
             # token (as the suffix positions below do), not from the padded row's start.
             prefix["position_ids"] = (prefix["attention_mask"].long().cumsum(dim=1) - 1).clamp(min=0)
-        out = self.model(**prefix, use_cache=True, logits_to_keep=1)
+        with record_function("mmjudge.judge.prefix"):
+            out = self.model(**prefix, use_cache=True, logits_to_keep=1)
         cache = out.past_key_values
-        deltas = getattr(core, "rope_deltas", None)
+        deltas = precomputed[1] if precomputed is not None else getattr(core, "rope_deltas", None)
         cache.batch_select_indices(row_of)  # row i of the cache = the prefix of request i
         mask = torch.cat([prefix["attention_mask"][row_of], suffix_mask], dim=1)
         # Positions continue from each prefix's real (unpadded) length, as in the unshared prompt.
@@ -595,8 +640,9 @@ class TransformersJudge(Judge):
         positions = positions.masked_fill(suffix_mask == 0, 1)
         if deltas is not None:  # Qwen2-VL M-RoPE: text after the image is offset by rope_deltas, on 3 axes
             positions = (positions + deltas.to(device)[row_of]).unsqueeze(0).expand(3, -1, -1)
-        out = self.model(input_ids=suffix_ids, attention_mask=mask, position_ids=positions,
-                         past_key_values=cache, use_cache=True, logits_to_keep=keep)  # fmt: skip
+        with record_function("mmjudge.judge.suffix"):
+            out = self.model(input_ids=suffix_ids, attention_mask=mask, position_ids=positions,
+                             past_key_values=cache, use_cache=True, logits_to_keep=keep)  # fmt: skip
         if mrope:
             core.rope_deltas = None
         self.stats.add(len(suffix_ids), shared["tokens"], shared["unshared_tokens"],
