@@ -3,6 +3,8 @@
     python benchmarks/judge_throughput.py                       # both 7B shapes on the GPU (about 5 min each)
     python benchmarks/judge_throughput.py --shape qwen2_vl_7b --n 512
     python benchmarks/judge_throughput.py --tiny --n 2          # tiny shapes on the CPU (smoke test)
+    python benchmarks/judge_throughput.py --shape qwen2_vl_7b --n 256 --profile 64   # + where the GPU time goes
+    python benchmarks/judge_throughput.py --shape qwen2_vl_7b --n 256 --compile      # regional torch.compile
 
 What runs: HarmonicEval with all five criteria over N MMHE-like samples (a 448x448 image; half image
 captions of 25-60 words, half VQA question + answer), with full-size architectures built from configs with

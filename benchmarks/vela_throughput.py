@@ -2,6 +2,8 @@
 
     python benchmarks/vela_throughput.py                     # on a GPU: Qwen2.5-3B + CLIP ViT-L/14 (248 positions)
     python benchmarks/vela_throughput.py --tiny --n 4        # CPU smoke test with tiny shapes (no timing meaning)
+    python benchmarks/vela_throughput.py --skip-judges --batch-sizes 64 --profile   # where the GPU time goes
+    python benchmarks/vela_throughput.py --skip-judges --batch-sizes 64 --compile   # regional torch.compile
 
 Models are built from configs written below with RANDOM weights (no downloads): speed only, never quality.
 VELA = Qwen2.5-3B-Instruct-shaped LLM (one forward pass over references + candidate, no LM head) +
@@ -235,15 +237,11 @@ def main(argv=None) -> int:
           f"shapes: {'tiny' if args.tiny else 'full (Qwen2.5-3B + CLIP ViT-L/14-248; LLaVA-1.5-7B)'}; random weights")  # fmt: skip
 
     vela = build_vela(args.tiny, device)
-    if args.compile:
-        from mmjudge.models import compile_repeated_blocks
-
-        print(f"compiled {compile_repeated_blocks(vela.llm) + compile_repeated_blocks(vela.clip.model)} blocks")
     ids = vela.prompt_ids(references, candidates)
     clip_tokens = [len(x) for x in vela.clip.tokenizer(candidates)["input_ids"]]
     print(f"VELA prompt tokens: mean {np.mean([len(i) for i in ids]):.0f}; CLIP candidate tokens: mean {np.mean(clip_tokens):.0f} "
           f"(≤248); words: candidate 100, reference 130")  # fmt: skip
-    metric = VELA(vela=vela, batch_size=batch_sizes[0])
+    metric = VELA(vela=vela, batch_size=batch_sizes[0], compile=args.compile)
     metric.compute(predictions=candidates[:2], images=images[:2], references=references[:2], progress=False)  # warm-up
     results = {}
     for bs in batch_sizes:

@@ -92,6 +92,25 @@ def test_features_match_direct_recomputation(vela, tiny_lm_dir, clip_dir):
         torch.testing.assert_close(got[i], torch.sigmoid(logits).detach(), atol=1e-5, rtol=1e-5)
 
 
+def test_batchwise_tokenising_gives_the_same_features_in_sample_order(vela):
+    """score() tokenises batch by batch (ordered by characters) instead of all prompts up front; rows must
+    still come back in sample order and equal the features of the tokenised prompts, one at a time."""
+    cands, refs = TEXTS[:5], REFS[:5]
+    with torch.no_grad():
+        one_by_one = torch.cat([vela.llm_features([ids]) for ids in vela.prompt_ids(refs, cands)])
+    for batch_size in (1, 2, 5):
+        torch.testing.assert_close(vela.r2c_features_of(refs, cands, batch_size), one_by_one, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(vela.r2c_features(vela.prompt_ids(refs, cands), batch_size), one_by_one,
+                                   atol=1e-5, rtol=1e-5)  # fmt: skip
+    limit = vela.config.max_length
+    vela.config.max_length = 20
+    try:
+        with pytest.warns(UserWarning, match=r"5 VELA prompt\(s\) exceed max_length=20 tokens .*first: #0"):
+            vela.r2c_features_of(refs, cands, 2)
+    finally:
+        vela.config.max_length = limit
+
+
 def test_scores_do_not_depend_on_batching(vela):
     imgs = [it["image"] for it in items(4)]
     one = vela.score(TEXTS[:4], imgs, REFS[:4], batch_size=1)
@@ -386,3 +405,19 @@ def test_benchmark_uses_the_engines_device_check_and_tokenizer():
     corpus = _CORPUS * 4 + [words, words.capitalize() + "."] * 4 + ["a sentence of the benchmark"]
     same = tokenizer(["<s>", "</s>"], "", "<s>", "</s>", "</s>", vocab_size=300, corpus=corpus)
     assert tok.get_vocab() == same.get_vocab() and tok.padding_side == "left"
+
+
+@pytest.mark.slow
+def test_compiled_vela_scores_equal_eager(tiny_lm_dir, clip_dir):
+    from mmjudge.metrics.vela import VELA
+
+    data = items(3)
+    kwargs = dict(predictions=[it["text"] for it in data], images=[it["image"] for it in data],
+                  references=[it["references"] for it in data], progress=False)  # fmt: skip
+    with pytest.warns(UserWarning, match="random head"):
+        eager = VELA(llm=tiny_lm_dir, clip_model=clip_dir, allow_untrained=True, device="cpu")
+        compiled = VELA(llm=tiny_lm_dir, clip_model=clip_dir, allow_untrained=True, device="cpu", compile=True)
+    assert any(hasattr(m.forward, "_torchdynamo_orig_callable") for m in compiled.vela.llm.modules())
+    want, got = eager.compute(**kwargs), compiled.compute(**kwargs)
+    for key in ("vela", "descriptiveness", "relevance", "fluency"):
+        np.testing.assert_allclose(got[key], want[key], atol=1e-5)

@@ -49,6 +49,8 @@ class VELA(Metric):
         vela: a ready :class:`mmjudge.vela.VelaModel` (tests, training loops).
         model: another name for ``llm`` (the CLI's ``--model``).
         cache: accepted for the CLI's ``--cache/--no-cache``; VELA caches nothing on disk.
+        compile: ``torch.compile`` the MLPs and norms of the LLM's and CLIP's blocks
+            (:func:`mmjudge.models.compile_repeated_blocks`); scores equal up to float rounding. Off by default.
     """
 
     name = "vela"
@@ -68,6 +70,7 @@ class VELA(Metric):
         config_name: Optional[str] = None,
         model: Any = None,
         cache: Any = None,
+        compile: bool = False,
     ):
         self.config_name = self.check_config(config_name)
         if model is not None:  # the CLI's --model (the judge model) is VELA's LLM
@@ -101,6 +104,11 @@ class VELA(Metric):
                 "VELA needs `checkpoint=DIR`, a folder trained with `mmjudge train-vela` (and `clip_model=` the "
                 "Long-CLIP folder it was trained with); pass allow_untrained=True only for plumbing tests."
             )
+        if compile:  # regional torch.compile of the LLM's and CLIP's blocks; outputs equal up to float rounding
+            from mmjudge.models import compile_repeated_blocks
+
+            compile_repeated_blocks(self.vela.llm)
+            compile_repeated_blocks(self.vela.clip.model)
 
     @classmethod
     def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:

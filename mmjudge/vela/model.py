@@ -211,12 +211,24 @@ class VelaModel:
     def prompt_ids(self, references: Sequence[Sequence[str]], candidates: Sequence[str]) -> list[list[int]]:
         """Token ids of each sample's prompt (the last ``max_length`` tokens if longer, with a warning)."""
         texts = [render_prompt(self.tokenizer, r, c, self.prompt) for r, c in zip(references, candidates)]
-        ids = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
-        long = [i for i, row in enumerate(ids) if len(row) > self.config.max_length]
-        if long:
-            warnings.warn(f"{len(long)} VELA prompt(s) exceed max_length={self.config.max_length} tokens and lose "
-                          f"their beginning (first: #{long[0]}, {len(ids[long[0]])} tokens).", stacklevel=2)  # fmt: skip
+        return self._tokenize(texts, list(range(len(texts))), warn=True)
+
+    def _tokenize(self, texts: Sequence[str], where: Sequence[int], warn: bool, too_long: Optional[list] = None) -> list[list[int]]:
+        """Ids of ``texts`` (sample numbers ``where``), cut to the last ``max_length`` tokens. Over-long prompts
+        are warned about now (``warn``) or appended to ``too_long`` as ``(sample, tokens)``."""
+        ids = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        long = [(i, len(row)) for i, row in zip(where, ids) if len(row) > self.config.max_length]
+        if too_long is not None:
+            too_long.extend(long)
+        if warn:
+            self._warn_too_long(long)
         return [row[-self.config.max_length :] for row in ids]
+
+    def _warn_too_long(self, long: Sequence[tuple]) -> None:
+        if long:
+            first, tokens = min(long)
+            warnings.warn(f"{len(long)} VELA prompt(s) exceed max_length={self.config.max_length} tokens and lose "
+                          f"their beginning (first: #{first}, {tokens} tokens).", stacklevel=3)  # fmt: skip
 
     def llm_features(self, ids: Sequence[Sequence[int]]):
         """``g_r2c`` for one batch of prompts, float32 ``(n, 2·hidden)``: one forward pass, left padding,
@@ -224,8 +236,10 @@ class VelaModel:
         torch = _torch()
         width = max(len(r) for r in ids)
         pad = self.tokenizer.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(r)) + list(r) for r in ids], device=self.device)
-        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids], device=self.device)
+        # Built on the CPU and copied without waiting: a blocking copy would first wait for every batch
+        # still queued on the GPU, so the CPU could not prepare this one while the previous one runs.
+        input_ids = torch.tensor([[pad] * (width - len(r)) + list(r) for r in ids]).to(self.device, non_blocking=True)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids]).to(self.device, non_blocking=True)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         decoder = self.llm.get_decoder()
         with torch.profiler.record_function("mmjudge.vela.llm"):  # a label for benchmarks' --profile
@@ -235,30 +249,56 @@ class VelaModel:
         return torch.cat([mean, hidden[:, -1]], dim=-1)
 
     def r2c_features(self, ids: Sequence[Sequence[int]], batch_size: int = 8, progress: bool = False):
-        """``g_r2c`` float32 ``(n, 2·hidden)`` for many prompts (:meth:`prompt_ids`), in the given order,
-        without gradients: batches of ``batch_size`` prompts of similar length (less padding), with a
-        progress bar. Scoring and training's validation pass both read features through here."""
+        """``g_r2c`` float32 ``(n, 2·hidden)`` for many tokenised prompts (:meth:`prompt_ids`), in the given
+        order, without gradients: batches of ``batch_size`` prompts of similar length (less padding), with a
+        progress bar."""
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        return self._r2c_in_batches(order, batch_size, lambda batch: [ids[i] for i in batch], progress)
+
+    def r2c_features_of(self, references: Sequence[Sequence[str]], candidates: Sequence[str], batch_size: int = 8,
+                        progress: bool = False):  # fmt: skip
+        """:meth:`r2c_features` of the samples' prompts, tokenised batch by batch: the GPU starts on the first
+        batch at once, and each later batch is tokenised while the one before it runs. Batches are formed
+        by prompt length in characters (close to the token count), so they pad about as little."""
+        texts = [render_prompt(self.tokenizer, r, c, self.prompt) for r, c in zip(references, candidates)]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        too_long: list = []
+        features = self._r2c_in_batches(
+            order, batch_size, lambda batch: self._tokenize([texts[i] for i in batch], batch, False, too_long), progress
+        )
+        self._warn_too_long(too_long)
+        return features
+
+    def _r2c_in_batches(self, order: Sequence[int], batch_size: int, ids_of, progress: bool):
+        """Features of the samples in ``order`` (a permutation), ``batch_size`` at a time, returned in sample
+        order. ``ids_of(batch)`` gives a batch's token ids."""
         from mmjudge.judges.base import progress_batches
 
         torch = _torch()
-        n = len(ids)
-        order = sorted(range(n), key=lambda i: len(ids[i]))
-        batches = [order[s : s + batch_size] for s in range(0, n, batch_size)]
-        out = None
+        n = len(order)
+        batches = [list(order[s : s + batch_size]) for s in range(0, n, batch_size)]
+        chunks = []
         with torch.inference_mode():
             for batch in progress_batches(batches, n, progress, "VELA"):
-                features = self.llm_features([ids[i] for i in batch])
-                if out is None:
-                    out = torch.empty(n, features.shape[1], device=self.device)
-                out[batch] = features
-        return out
+                chunks.append(self.llm_features(ids_of(batch)))
+            # One gather at the end puts rows back in sample order (per-batch index writes would each wait
+            # for the GPU to copy their indices).
+            inverse = torch.empty(n, dtype=torch.long)
+            inverse[torch.tensor(list(order), dtype=torch.long)] = torch.arange(n)
+            return torch.cat(chunks)[inverse.to(self.device, non_blocking=True)]
 
     def clip_features(self, images: Sequence[Any], candidates: Sequence[str]):
         """``g_i2c`` float32 ``(n, 2·clip_dim)`` from the (frozen, cached) CLIP encoder."""
+        return self._i2c(*self._clip_vectors(images, candidates))
+
+    def _clip_vectors(self, images: Sequence[Any], candidates: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Unit image and candidate embeddings (NumPy): all of CLIP's GPU work happens in here."""
+        with _torch().inference_mode():
+            return self.clip.encode_images(images), self.clip.encode_texts(list(candidates))
+
+    def _i2c(self, image_vectors: np.ndarray, text_vectors: np.ndarray):
         torch = _torch()
-        image_vectors = torch.from_numpy(self.clip.encode_images(images)).to(self.device)
-        text_vectors = torch.from_numpy(self.clip.encode_texts(list(candidates))).to(self.device)
-        return i2c_features(image_vectors, text_vectors)
+        return i2c_features(torch.from_numpy(image_vectors).to(self.device), torch.from_numpy(text_vectors).to(self.device))
 
     def scores_from_features(self, r2c, i2c):
         """Head output ``(n, criteria)`` in [0, 1]."""
@@ -277,8 +317,8 @@ class VelaModel:
     ) -> np.ndarray:
         """Scores ``(n, criteria)`` in [0, 1] for decoded RGB ``images``. Prompts are batched by length.
 
-        On a GPU the CLIP branch (mostly CPU work: image resizing, tokenising) runs in a background thread
-        while the LLM batches run. ``timings`` (a dict) receives seconds spent in ``llm``, ``clip`` and
+        On a GPU the CLIP branch (mostly CPU work: image resizing, tokenising) runs in a background thread,
+        on a CUDA stream of its own, while the LLM batches run. ``timings`` (a dict) receives seconds spent in ``llm``, ``clip`` and
         ``head``, measured one after the other (no overlap) so the parts add up."""
         import time
         from concurrent.futures import ThreadPoolExecutor
@@ -288,27 +328,30 @@ class VelaModel:
         sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
 
         def clip_branch():
-            with torch.inference_mode():
-                return self.clip_features(images, candidates)
+            # Its own CUDA stream: each CLIP batch's read-back then waits for CLIP's kernels only. On the
+            # default stream it would also wait for every LLM batch queued before it, holding the CLIP
+            # thread back by one LLM batch per CLIP batch and leaving CLIP's tail after the LLM is done.
+            with torch.cuda.stream(torch.cuda.Stream(device=clip_device)):
+                return self._clip_vectors(images, candidates)
 
-        overlap = timings is None and self.device.type == "cuda"
+        clip_device = torch.device(self.clip.device)
+        overlap = timings is None and self.device.type == "cuda" and clip_device.type == "cuda"
         pool = ThreadPoolExecutor(1) if overlap else None
         try:
             if overlap:
                 pending = pool.submit(clip_branch)
             else:
                 start = time.perf_counter()
-                i2c = clip_branch()
+                i2c = self.clip_features(images, candidates)
                 sync()
                 clock["clip"] += time.perf_counter() - start
             with torch.inference_mode():
-                ids = self.prompt_ids(references, candidates)
                 t0 = time.perf_counter()
-                r2c = self.r2c_features(ids, batch_size, progress)
+                r2c = self.r2c_features_of(references, candidates, batch_size, progress)
                 sync()
                 clock["llm"] += time.perf_counter() - t0
                 if overlap:
-                    i2c = pending.result()
+                    i2c = self._i2c(*pending.result())
                 t1 = time.perf_counter()
                 out = self.scores_from_features(r2c, i2c)
                 sync()
