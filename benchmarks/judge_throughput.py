@@ -275,13 +275,13 @@ def bench_shape(family: str, args) -> dict:
     print(f"  peak GPU  : {peak:8.2f} GiB (torch.cuda.max_memory_allocated)")
     print(f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing batches "
           "(images, tokens; in a background thread)")  # fmt: skip
-    if args.profile and torch.cuda.is_available() and device != "cpu":
+    if args.profile:
         from gpu_profile import labelled, profile_call
 
         core = getattr(model, "model", model)
         vision = getattr(core, "visual", None) or getattr(core, "vision_tower", None)
         with labelled(vision, "vision tower"):
-            profile_call(lambda: run_harmonic_eval(he, samples[: args.profile]), f"{family}, {args.profile} samples")
+            profile_call(lambda he=he: run_harmonic_eval(he, samples[: args.profile]), f"{family}, {args.profile} samples")
     del he, judge
     if torch.cuda.is_available():
         torch.cuda.empty_cache()

@@ -209,11 +209,13 @@ def test_harmonic_eval_scores_do_not_depend_on_the_batch_plan(tiny_qwen_dir):
 @pytest.mark.slow
 def test_benchmark_tiny_smoke(tmp_path):
     out = subprocess.run(
-        [sys.executable, "benchmarks/judge_throughput.py", "--tiny", "--n", "2"],
+        [sys.executable, "benchmarks/judge_throughput.py", "--tiny", "--n", "2", "--profile", "2"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert "samples/s" in out.stdout and "naive" in out.stdout and "x naive" in out.stdout
+    for phase in ("mmjudge.judge.prefix", "mmjudge.judge.suffix", "vision tower"):  # --profile's labels
+        assert phase in out.stdout, phase
 
 
 def test_rating_scales_are_tokenised_in_the_prepare_step(tiny_llava_dir, monkeypatch):

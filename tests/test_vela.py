@@ -292,7 +292,7 @@ def test_metaeval_cli_gives_tau_per_criterion(checkpoint, tiny_lm_dir, clip_dir,
 
 CHECK_IMPORTS = """
 import runpy, sys
-sys.argv = ["vela_throughput.py", "--tiny", "--n", "4", "--batch-sizes", "1,4", "--device", "cpu"]
+sys.argv = ["vela_throughput.py", "--tiny", "--n", "4", "--batch-sizes", "1,4", "--device", "cpu", "--profile"]
 try:
     runpy.run_path(SCRIPT, run_name="__main__")
 except SystemExit as stop:
@@ -320,6 +320,7 @@ def test_benchmark_smoke_runs_with_only_the_gpu_machines_packages(offline_env):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=offline_env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "VELA batch   4:" in run.stdout and "HarmonicEval (5 criteria):" in run.stdout and "FLEUR (fast path):" in run.stdout
+    assert "CPU time by phase: " in run.stdout and "mmjudge.vela.llm" in run.stdout  # --profile's labels
     assert "imported: []" in run.stdout
 
 
