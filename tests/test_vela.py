@@ -111,6 +111,26 @@ def test_batchwise_tokenising_gives_the_same_features_in_sample_order(vela):
         vela.config.max_length = limit
 
 
+def test_overlapped_clip_branch_gives_the_sequential_scores(vela, monkeypatch):
+    """The GPU default: CLIP in a background thread beside the LLM batches (on CUDA, on its own stream).
+    Forced on here, on the CPU, it must give the scores of the one-after-the-other path."""
+    import threading
+
+    imgs = [it["image"] for it in items(5)]
+    sequential = vela.score(TEXTS[:5], imgs, REFS[:5], batch_size=2, overlap=False)
+    vela.clip._memory.clear()  # CLIP computes again, in the background thread
+    threads, clip_vectors, computed = [], vela._clip_vectors, vela.clip.computed
+
+    def recording(*args):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return clip_vectors(*args)
+
+    monkeypatch.setattr(vela, "_clip_vectors", recording)
+    overlapped = vela.score(TEXTS[:5], imgs, REFS[:5], batch_size=2, overlap=True)
+    assert threads == [False] and vela.clip.computed - computed == 10  # 5 images + 5 captions
+    np.testing.assert_allclose(overlapped, sequential, atol=1e-6)
+
+
 def test_scores_do_not_depend_on_batching(vela):
     imgs = [it["image"] for it in items(4)]
     one = vela.score(TEXTS[:4], imgs, REFS[:4], batch_size=1)

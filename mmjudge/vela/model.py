@@ -314,28 +314,35 @@ class VelaModel:
         batch_size: int = 8,
         progress: bool = False,
         timings: Optional[dict] = None,
+        overlap: Optional[bool] = None,
     ) -> np.ndarray:
         """Scores ``(n, criteria)`` in [0, 1] for decoded RGB ``images``. Prompts are batched by length.
 
-        On a GPU the CLIP branch (mostly CPU work: image resizing, tokenising) runs in a background thread,
-        on a CUDA stream of its own, while the LLM batches run. ``timings`` (a dict) receives seconds spent in ``llm``, ``clip`` and
-        ``head``, measured one after the other (no overlap) so the parts add up."""
+        ``overlap`` (default: on a GPU) runs the CLIP branch (mostly CPU work: image resizing, tokenising) in a
+        background thread, on a CUDA stream of its own, while the LLM batches run. ``timings`` (a dict)
+        receives seconds spent in ``llm``, ``clip`` and ``head``, measured one after the other (no overlap)
+        so the parts add up."""
         import time
         from concurrent.futures import ThreadPoolExecutor
+        from contextlib import nullcontext
 
         torch = _torch()
         clock = {"llm": 0.0, "clip": 0.0, "head": 0.0}
         sync = torch.cuda.synchronize if self.device.type == "cuda" else (lambda: None)
 
+        clip_device = torch.device(self.clip.device)
+
         def clip_branch():
             # Its own CUDA stream: each CLIP batch's read-back then waits for CLIP's kernels only. On the
             # default stream it would also wait for every LLM batch queued before it, holding the CLIP
             # thread back by one LLM batch per CLIP batch and leaving CLIP's tail after the LLM is done.
-            with torch.cuda.stream(torch.cuda.Stream(device=clip_device)):
+            own_stream = torch.cuda.stream(torch.cuda.Stream(device=clip_device)) if clip_device.type == "cuda" else nullcontext()
+            with own_stream:
                 return self._clip_vectors(images, candidates)
 
-        clip_device = torch.device(self.clip.device)
-        overlap = timings is None and self.device.type == "cuda" and clip_device.type == "cuda"
+        if overlap is None:
+            overlap = self.device.type == "cuda" and clip_device.type == "cuda"
+        overlap = overlap and timings is None
         pool = ThreadPoolExecutor(1) if overlap else None
         try:
             if overlap:
