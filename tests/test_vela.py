@@ -102,6 +102,7 @@ def test_batchwise_tokenising_gives_the_same_features_in_sample_order(vela):
         torch.testing.assert_close(vela.r2c_features_of(refs, cands, batch_size), one_by_one, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(vela.r2c_features(vela.prompt_ids(refs, cands), batch_size), one_by_one,
                                    atol=1e-5, rtol=1e-5)  # fmt: skip
+    assert vela.r2c_features_of([], [], 2).shape == (0, one_by_one.shape[1])
     limit = vela.config.max_length
     vela.config.max_length = 20
     try:

@@ -276,6 +276,8 @@ class VelaModel:
 
         torch = _torch()
         n = len(order)
+        if not n:
+            return torch.empty(0, 2 * self.config.llm_hidden_size, device=self.device)
         batches = [list(order[s : s + batch_size]) for s in range(0, n, batch_size)]
         chunks = []
         with torch.inference_mode():
