@@ -296,7 +296,7 @@ def main() -> None:
     parser.add_argument("--batch-size", default="auto")
     parser.add_argument("--image-size", type=int, default=448)
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the model's forward")
+    parser.add_argument("--compile", action="store_true", help="regional torch.compile: the MLPs and norms of every block")
     parser.add_argument("--no-share", action="store_true", help="ablation: no shared image prefix")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="after the timed run, profile N samples: GPU busy share, kernel families, phases")
