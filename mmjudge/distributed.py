@@ -28,6 +28,7 @@ Outside a launcher (``WORLD_SIZE`` unset or 1) nothing here imports accelerate o
 
 from __future__ import annotations
 
+import atexit
 import os
 from functools import lru_cache
 from typing import Any, Callable, Optional, Sequence
@@ -53,7 +54,21 @@ def state() -> Any:
     import torch
     from accelerate import PartialState
 
-    return PartialState(cpu=not torch.cuda.is_available())
+    ours = not (torch.distributed.is_available() and torch.distributed.is_initialized())
+    partial = PartialState(cpu=not torch.cuda.is_available())
+    if ours and torch.distributed.is_initialized():
+        # The process group is ours: take it down before the interpreter does. Left to interpreter teardown,
+        # a process sometimes aborted after its work was done ("terminate called without an active
+        # exception", exit code -6: a native thread destroyed while still running), failing the launch.
+        atexit.register(_destroy_process_group)
+    return partial
+
+
+def _destroy_process_group() -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def is_main() -> bool:
