@@ -270,3 +270,18 @@ def test_compiled_blocks_give_the_eager_ratings(family_dir):
     wrapped = [m for m in compiled.model.modules() if hasattr(m.forward, "_torchdynamo_orig_callable")]
     assert wrapped and not any("attention" in type(m).__name__.lower() for m in wrapped)
     assert np.abs(_raw(compiled.rate(requests, progress=False)) - _raw(eager.rate(requests, progress=False))).max() < 1e-5
+
+
+def test_requests_with_different_rating_scales_share_a_batch(tiny_llava_dir):
+    """Ratings are reduced on the device per rating scale: a batch mixing two scales gives each request
+    what a batch of its own scale gives."""
+    from dataclasses import replace
+
+    base = _he_like_requests(2)
+    mixed = [replace(r, choices=["1", "2", "3"]) if k % 2 else r for k, r in enumerate(base)]
+    judge = load_judge("transformers", model=tiny_llava_dir, batch_size=16)
+    together = judge.rate(mixed, progress=False)
+    alone = [judge.rate([r], progress=False)[0] for r in mixed]
+    for a, b, request in zip(together, alone, mixed):
+        assert len(a.raw) == len(request.choices) and a.greedy == b.greedy
+        assert np.abs(np.array(a.raw) - np.array(b.raw)).max() < TOL
