@@ -21,21 +21,16 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Sequence
 
+from mmjudge.errors import shown_ids
 from mmjudge.jsonl import JsonLineError, decode, json_lines
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_TEXT_CHARS = 4000
 MAX_ID_CHARS = 200
-_SHOWN = 5
 
 
 class SubmissionError(ValueError):
     """An upload that cannot be accepted; the message says what is wrong and where."""
-
-
-def _shown(ids: Sequence[str]) -> str:
-    text = ", ".join(repr(i) for i in ids[:_SHOWN])
-    return text + (f", … ({len(ids) - _SHOWN} more)" if len(ids) > _SHOWN else "")
 
 
 def parse_jsonl(data: bytes, max_bytes: Optional[int] = MAX_BYTES) -> list[tuple[int, dict]]:
@@ -78,10 +73,10 @@ def check_ids(rows: list[tuple[int, dict]], ids: Sequence[str]) -> None:
     known = set(ids)
     extra = [i for i in seen if i not in known]
     if extra:
-        raise SubmissionError(f"line {seen[extra[0]]}: {len(extra)} id(s) are not in the benchmark: {_shown(extra)}.")
+        raise SubmissionError(f"line {seen[extra[0]]}: {len(extra)} id(s) are not in the benchmark: {shown_ids(extra)}.")
     missing = [i for i in ids if i not in seen]
     if missing:
-        raise SubmissionError(f"missing {len(missing)} id(s) of the benchmark: {_shown(missing)}.")
+        raise SubmissionError(f"missing {len(missing)} id(s) of the benchmark: {shown_ids(missing)}.")
 
 
 def validate_outputs(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = MAX_BYTES,

@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
+from mmjudge.errors import shown_ids
 from mmjudge.jsonl import JsonLineError, decode, json_lines
 
 Scores = dict[str, dict[str, float]]
@@ -42,13 +43,6 @@ class ScoreTable(dict):
         self.primary = primary
 
 PRIMARY_KEYS = ("score", "overall")
-_SHOWN = 5
-
-
-def _shown(ids: Iterable[str]) -> str:
-    ids = list(ids)
-    text = ", ".join(repr(i) for i in ids[:_SHOWN])
-    return text + (f", … ({len(ids) - _SHOWN} more)" if len(ids) > _SHOWN else "")
 
 
 def _number(value: Any) -> Optional[float]:
@@ -174,10 +168,10 @@ def check_scores(scores: Scores, ids: Iterable[str], name: str) -> Scores:
     known = set(wanted)
     missing = [i for i in wanted if i not in scores]
     if missing:
-        raise ValueError(f"{name}: no score for {len(missing)} id(s) of the benchmark: {_shown(missing)}.")
+        raise ValueError(f"{name}: no score for {len(missing)} id(s) of the benchmark: {shown_ids(missing)}.")
     unknown = [i for i in scores if i not in known]
     if unknown:
-        raise ValueError(f"{name}: {len(unknown)} id(s) are not in the benchmark: {_shown(unknown)}.")
+        raise ValueError(f"{name}: {len(unknown)} id(s) are not in the benchmark: {shown_ids(unknown)}.")
     for item_id, values in scores.items():
         for key, value in values.items():
             _finite(float(value), f"{name} (id {item_id!r}) {key!r}")
