@@ -248,46 +248,32 @@ class VelaModel:
         mean = (hidden * weights).sum(1) / weights.sum(1)
         return torch.cat([mean, hidden[:, -1]], dim=-1)
 
-    def r2c_features(self, ids: Sequence[Sequence[int]], batch_size: int = 8, progress: bool = False):
-        """``g_r2c`` float32 ``(n, 2·hidden)`` for many tokenised prompts (:meth:`prompt_ids`), in the given
-        order, without gradients: batches of ``batch_size`` prompts of similar length (less padding), with a
-        progress bar."""
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        return self._r2c_in_batches(order, batch_size, lambda batch: [ids[i] for i in batch], progress)
-
-    def r2c_features_of(self, references: Sequence[Sequence[str]], candidates: Sequence[str], batch_size: int = 8,
-                        progress: bool = False):  # fmt: skip
-        """:meth:`r2c_features` of the samples' prompts, tokenised batch by batch: the GPU starts on the first
-        batch at once, and each later batch is tokenised while the one before it runs. Batches are formed
-        by prompt length in characters (close to the token count), so they pad about as little."""
-        texts = [render_prompt(self.tokenizer, r, c, self.prompt) for r, c in zip(references, candidates)]
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        too_long: list = []
-        features = self._r2c_in_batches(
-            order, batch_size, lambda batch: self._tokenize([texts[i] for i in batch], batch, False, too_long), progress
-        )
-        self._warn_too_long(too_long)
-        return features
-
-    def _r2c_in_batches(self, order: Sequence[int], batch_size: int, ids_of, progress: bool):
-        """Features of the samples in ``order`` (a permutation), ``batch_size`` at a time, returned in sample
-        order. ``ids_of(batch)`` gives a batch's token ids."""
+    def r2c_features(self, references: Sequence[Sequence[str]], candidates: Sequence[str], batch_size: int = 8,
+                     progress: bool = False):  # fmt: skip
+        """``g_r2c`` float32 ``(n, 2·hidden)`` of the samples' prompts, in sample order, without gradients:
+        batches of ``batch_size`` prompts of similar length (ordered by characters, close to the token count,
+        so they pad little), with a progress bar. Prompts are tokenised batch by batch: the GPU starts on the
+        first batch at once, and each later batch is tokenised while the one before it runs."""
         from mmjudge.judges.base import progress_batches
 
         torch = _torch()
-        n = len(order)
+        texts = [render_prompt(self.tokenizer, r, c, self.prompt) for r, c in zip(references, candidates)]
+        n = len(texts)
         if not n:
             return torch.empty(0, 2 * self.config.llm_hidden_size, device=self.device)
-        batches = [list(order[s : s + batch_size]) for s in range(0, n, batch_size)]
+        order = sorted(range(n), key=lambda i: len(texts[i]))
+        too_long: list = []
         chunks = []
         with torch.inference_mode():
-            for batch in progress_batches(batches, n, progress, "VELA"):
-                chunks.append(self.llm_features(ids_of(batch)))
+            for batch in progress_batches([order[s : s + batch_size] for s in range(0, n, batch_size)], n, progress, "VELA"):
+                chunks.append(self.llm_features(self._tokenize([texts[i] for i in batch], batch, False, too_long)))
             # One gather at the end puts rows back in sample order (per-batch index writes would each wait
             # for the GPU to copy their indices).
             inverse = torch.empty(n, dtype=torch.long)
-            inverse[torch.tensor(list(order), dtype=torch.long)] = torch.arange(n)
-            return torch.cat(chunks)[inverse.to(self.device, non_blocking=True)]
+            inverse[torch.tensor(order, dtype=torch.long)] = torch.arange(n)
+            features = torch.cat(chunks)[inverse.to(self.device, non_blocking=True)]
+        self._warn_too_long(too_long)
+        return features
 
     def clip_features(self, images: Sequence[Any], candidates: Sequence[str]):
         """``g_i2c`` float32 ``(n, 2·clip_dim)`` from the (frozen, cached) CLIP encoder."""
@@ -356,7 +342,7 @@ class VelaModel:
                 clock["clip"] += time.perf_counter() - start
             with torch.inference_mode():
                 t0 = time.perf_counter()
-                r2c = self.r2c_features_of(references, candidates, batch_size, progress)
+                r2c = self.r2c_features(references, candidates, batch_size, progress)
                 sync()
                 clock["llm"] += time.perf_counter() - t0
                 if overlap:

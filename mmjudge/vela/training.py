@@ -147,7 +147,7 @@ def evaluate_tau(vela: VelaModel, items: Sequence[dict], features: Any, batch_si
 def _predict(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> np.ndarray:
     vela.llm.eval()
     vela.head.eval()
-    r2c = vela.r2c_features_of([it["references"] for it in items], [it["text"] for it in items], batch_size)
+    r2c = vela.r2c_features([it["references"] for it in items], [it["text"] for it in items], batch_size)
     import torch
 
     with torch.inference_mode():
