@@ -4,12 +4,12 @@
 what to install; :class:`ServiceError` is a ``RuntimeError`` for a remote service that cannot be reached or
 refuses a request (network down, server not started, an HTTP error). The CLI prints both as
 ``mmjudge <cmd>: error: …`` like a ``ValueError``. :func:`shown_ids` writes the list of ids such a message
-names.
+names, and :func:`check_bool` reads a true/false option strictly.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 SHOWN_IDS = 5  # ids named in one message; the rest are counted
 
@@ -34,3 +34,24 @@ class MissingDependencyError(RuntimeError):
 class ServiceError(RuntimeError):
     """A remote service (a judge's HTTP server) is unreachable or refused the request; the message names
     the endpoint and the last error, which the user fixes by starting the server or correcting the URL."""
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """A strict boolean option: ``True``/``False``, ``0``/``1`` or ``"true"``/``"false"``; anything else
+    is a ``ValueError`` (``bool("no")`` would be ``True``).
+
+    >>> check_bool("false", "smoothing"), check_bool(1, "explain")
+    (False, True)
+    >>> check_bool("no", "smoothing")
+    Traceback (most recent call last):
+    ValueError: Expected argument `smoothing` to be true or false, but got 'no'; pass smoothing=False (--set smoothing=false).
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueError(
+        f"Expected argument `{name}` to be true or false, but got {value!r}; pass {name}=False (--set {name}=false)."
+    )

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
+from mmjudge.errors import check_bool
 from mmjudge.judges.base import GenerationRequest, Judge, PrefixStep, RatingRequest, RatingResult
 from mmjudge.models import ModelSource, compile_repeated_blocks, load_pretrained
 
@@ -242,8 +243,11 @@ class TransformersJudge(Judge):
                 f"Expected argument `batch_size` to be a positive integer or 'auto', but got {batch_size!r}."
             )
         self.batch_size = CPU_AUTO_BATCH if self.auto_batch else int(batch_size)
-        self.share_prefix = bool(share_prefix)
-        self.prefetch = bool(prefetch)
+        # Strict: `--set prefetch=no` arrives as the string "no", which bool() would read as true.
+        self.share_prefix = check_bool(share_prefix, "share_prefix")
+        self.prefetch = check_bool(prefetch, "prefetch")
+        compile = check_bool(compile, "compile")
+        trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
         self.gguf_file = gguf_file
         def classes(processor):
             vlm = hasattr(processor, "image_processor")

@@ -123,27 +123,6 @@ def check_metric_options(cls: Any, options: dict) -> None:
             raise unknown_option_error(key, getattr(cls, "name", cls.__name__), known)
 
 
-def check_bool(value: Any, name: str) -> bool:
-    """A strict boolean option: ``True``/``False``, ``0``/``1`` or ``"true"``/``"false"``; anything else
-    is a ``ValueError`` (``bool("no")`` would be ``True``).
-
-    >>> check_bool("false", "smoothing"), check_bool(1, "explain")
-    (False, True)
-    >>> check_bool("no", "smoothing")
-    Traceback (most recent call last):
-    ValueError: Expected argument `smoothing` to be true or false, but got 'no'; pass smoothing=False (--set smoothing=false).
-    """
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ValueError(
-        f"Expected argument `{name}` to be true or false, but got {value!r}; pass {name}=False (--set {name}=false)."
-    )
-
-
 # Longest text a judge is asked to read, in characters: about 5,000 tokens, well inside every
 # supported judge's context (Qwen2.5-VL: 32k tokens, LLaVA-1.5: 4k with the prompt). A judge may
 # declare its own through a `max_text_chars` attribute.

@@ -240,6 +240,7 @@ def add_means(out: dict, spec: MetricSpec) -> dict:
 
 
 # Input checks and judge/option building live in their own modules; metrics import them from here.
+from mmjudge.errors import check_bool  # noqa: E402,F401  (metrics read true/false options with it)
 from mmjudge.metrics._inputs import (  # noqa: E402,F401
     DEFAULT_MAX_TEXT_CHARS,
     LONG_TEXT_POLICIES,
@@ -253,7 +254,6 @@ from mmjudge.metrics._options import (  # noqa: E402,F401
     accepted_keywords,
     build_judge,
     build_text_judge,
-    check_bool,
     check_judge_options,
     check_metric_options,
     unknown_option_error,

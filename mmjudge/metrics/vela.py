@@ -26,6 +26,7 @@ from mmjudge.metrics.base import (
     MetricSpec,
     OutputSpec,
     add_means,
+    check_bool,
     check_length,
     check_references,
     check_texts,
@@ -73,6 +74,7 @@ class VELA(Metric):
         compile: bool = False,
     ):
         self.config_name = self.check_config(config_name)
+        compile = check_bool(compile, "compile")  # before loading anything: `--set compile=no` is the string "no"
         if model is not None:  # the CLI's --model (the judge model) is VELA's LLM
             if llm is not None and llm != model:
                 raise ValueError(f"Give the LLM once: model={model!r} and llm={llm!r} differ.")
