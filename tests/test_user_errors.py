@@ -273,8 +273,8 @@ def test_outputs_are_checked_before_scoring(d, monkeypatch, capsys):
 
 def test_count_of_kinds():
     """The report quotes these numbers: every kind here ends in a clear error (CLI and/or API)."""
-    assert len(CASES) == 54
-    assert sum(1 for c in CASES if c[1]) == 49 and sum(1 for c in CASES if c[2]) == 33
+    assert len(CASES) == 56
+    assert sum(1 for c in CASES if c[1]) == 51 and sum(1 for c in CASES if c[2]) == 35
 
 
 def test_meteor_without_java_says_how_to_install_it(d, capsys, monkeypatch):
