@@ -7,6 +7,8 @@ from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).parent
+# One version, read from the package's leaf module (no import: setup must not need the dependencies).
+VERSION = (HERE / "mmjudge" / "_version.py").read_text(encoding="utf-8").split('"')[1]
 
 
 class BuildWithEvaluateShells(build_py):
@@ -57,7 +59,7 @@ EXTRAS = {
 
 setup(
     name="mmjudge",
-    version="0.1.0",
+    version=VERSION,
     description="Automatic, per-criterion evaluation of text written by vision-language models.",
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from mmjudge._version import __version__
+from mmjudge.metrics import available_metrics, load_metric
+from mmjudge.metrics.harmonic_eval import HarmonicEval
 
-from mmjudge.metrics import available_metrics, load_metric  # noqa: E402
-from mmjudge.metrics.harmonic_eval import HarmonicEval  # noqa: E402
-
-__all__ = ["__version__", "HarmonicEval", "load", "load_metric", "available_metrics", "load_dataset"]
+__all__ = ["__version__", "HarmonicEval", "load", "available_metrics", "load_dataset"]
 
 
 def load(name: str, config_name: str | None = None, **kwargs: Any) -> Any:

@@ -1,5 +1,5 @@
-"""The ``mmjudge`` command line. Each module of :mod:`mmjudge.commands` adds one sub-command by
-defining ``ENTRY = register`` where ``register(subparsers)`` adds its parser and sets ``func``.
+"""The ``mmjudge`` command line. Each entry of :data:`mmjudge.commands.COMMANDS` adds one sub-command: a
+function ``add_parser(subparsers)`` that adds its parser and sets ``func``.
 
 A user's mistake (a bad option, a missing file, an unreadable input…) ends in ONE line,
 ``mmjudge <command>: error: <what is wrong and how to fix it>``, and exit status 2; ``--debug`` shows
@@ -13,7 +13,7 @@ import sqlite3
 import sys
 from typing import Optional, Sequence
 
-from mmjudge import __version__, registry
+from mmjudge._version import __version__
 from mmjudge.errors import MissingDependencyError, ServiceError
 
 # Exceptions that mean "the user gave something wrong": their message names the item and the fix.
@@ -57,12 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mmjudge {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback when a command fails")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in registry.available("mmjudge.commands"):
+    import importlib
+
+    from mmjudge.commands import COMMANDS
+
+    for name in COMMANDS.names():
         before = set(sub.choices)
-        module = registry.load_module("mmjudge.commands", name, "command")
-        module.ENTRY(sub)
+        COMMANDS.get(name)(sub)
+        doc = importlib.import_module(COMMANDS.module_name(name)).__doc__ or ""
         for added in set(sub.choices) - before:
-            _document(sub.choices[added], module.__doc__ or "")
+            _document(sub.choices[added], doc)
     return parser
 
 

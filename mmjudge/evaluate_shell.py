@@ -66,10 +66,10 @@ class EngineMetric(evaluate.Metric):
 
     def __init__(self, config_name: Optional[str] = None, **kwargs: Any):
         import mmjudge
-        from mmjudge import registry
+        from mmjudge.metrics import METRICS
 
         evaluate_kwargs, engine_kwargs = split_init_kwargs(kwargs)
-        engine_cls = registry.entry("mmjudge.metrics", self.ENGINE, "metric")
+        engine_cls = METRICS.get(self.ENGINE)
         config = engine_cls.check_config(config_name)
         # The engine first: the features depend on its options (e.g. HarmonicEval's criteria decide
         # whether images are required).

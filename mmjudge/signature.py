@@ -110,7 +110,7 @@ class Signature(str):
     @classmethod
     def make(cls, metric: str, **fields: Any) -> "Signature":
         """``mmjudge=<version>|metric=<metric>|…fields`` (fields whose value is ``None`` are left out)."""
-        from mmjudge import __version__
+        from mmjudge._version import __version__
 
         head: dict[str, Any] = {"mmjudge": __version__, "metric": metric}
         head.update({k: v for k, v in fields.items() if v is not None})

@@ -42,6 +42,3 @@ def add_parser(sub) -> None:
                         "Long-CLIP-L); saved with model_max_length = the text positions (248)")
     p.add_argument("--no-tokenizer", action="store_true", help="write the weights and image processor only")
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

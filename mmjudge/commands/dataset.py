@@ -73,6 +73,3 @@ def add_parser(sub) -> None:
     p.add_argument("--out", help="export folder")
     p.add_argument("--expected-counts", dest="expected_counts", help='JSON, e.g. \'{"test": 12}\'; {} disables count checks')
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

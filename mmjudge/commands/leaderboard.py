@@ -59,6 +59,3 @@ def add_parser(sub) -> None:
                    help="also score in this process (default with --demo; otherwise run `mmjudge leaderboard-worker`)")
     p.add_argument("--no-worker", dest="worker", action="store_false", help="do not score in this process")
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

@@ -56,6 +56,3 @@ def add_parser(sub) -> None:
     p.add_argument("--batch-size", dest="batch_size", type=int, help="items per scoring batch")
     p.add_argument("--worker-id", dest="worker_id", help="name of this worker (default host-pid-random)")
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

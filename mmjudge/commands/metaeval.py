@@ -197,6 +197,3 @@ def add_parser(sub) -> None:
     opt.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     opt.add_argument("--no-ci", dest="no_ci", action="store_true", help="leave the intervals out of the Markdown")
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

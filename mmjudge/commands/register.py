@@ -25,6 +25,3 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--force", action="store_true", help="rewrite the copies even if present")
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

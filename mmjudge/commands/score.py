@@ -229,6 +229,3 @@ def add_parser(sub) -> None:
     p.add_argument("--criteria", help="comma-separated subset of criteria")
     p.add_argument("--explain", action="store_true", help="add one explanation per criterion")
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

@@ -44,6 +44,3 @@ def add_parser(sub) -> None:
     p.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on a GPU, float32 on the CPU)")
     p.add_argument("--gguf-file", dest="gguf_file", help="GGUF file inside the model folder or repo (llama.cpp weights)")
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

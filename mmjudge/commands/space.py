@@ -54,6 +54,3 @@ def add_parser(sub) -> None:
     p.add_argument("--queue-size", dest="queue_size", type=int, help="requests allowed to wait (default 16)")
     p.add_argument("--max-chars", dest="max_chars", type=int, help="longest text accepted (default 5000)")
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

@@ -85,6 +85,3 @@ def add_parser(sub) -> None:
     p.add_argument("--no-gradient-checkpointing", dest="no_gradient_checkpointing", action="store_true",
                    help="keep activations (more memory, a little faster); checkpointing is used on GPU otherwise")
     p.set_defaults(func=run)
-
-
-ENTRY = add_parser

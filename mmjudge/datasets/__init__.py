@@ -1,7 +1,7 @@
 """The human-judgment benchmarks as ``datasets`` builders, loadable in one line.
 
 ``datasets`` 5.x no longer runs loading scripts, so each benchmark is a ``GeneratorBasedBuilder``
-subclass in this package (one module per benchmark, ``ENTRY`` = the class). :func:`load_dataset`
+subclass in this package (one module per benchmark, registered in :data:`DATASETS`). :func:`load_dataset`
 resolves our names and defers any other name to :func:`datasets.load_dataset`;
 :func:`human_judgments` turns a benchmark into the :class:`~mmjudge.judgments.HumanJudgments` contract
 of the meta-evaluation; :func:`export_to_parquet` writes Parquet + a dataset card for the Hub.
@@ -16,23 +16,36 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from mmjudge import registry
+from mmjudge.registry import Registry
 from mmjudge.judgments import HumanJudgments
 
 __all__ = ["load_dataset", "available_datasets", "builder", "human_judgments", "export_to_parquet", "card"]
 
-PACKAGE = "mmjudge.datasets"
+
+
+# Benchmarks: name -> builder class. A new benchmark is one module in this package (the builder and its
+# `to_human_judgments`) and one line here.
+DATASETS = Registry("dataset", {
+    "composite": "mmjudge.datasets.composite:Composite",
+    "flickr8k_cf": "mmjudge.datasets.flickr8k_cf:Flickr8kCF",
+    "flickr8k_expert": "mmjudge.datasets.flickr8k_expert:Flickr8kExpert",
+    "foil": "mmjudge.datasets.foil:FOIL",
+    "longcap_arena": "mmjudge.datasets.longcap_arena:LongCapArena",
+    "mmhe": "mmjudge.datasets.mmhe:MMHE",
+    "pascal50s": "mmjudge.datasets.pascal50s:Pascal50S",
+    "thumb": "mmjudge.datasets.thumb:THumB",
+})  # fmt: skip
 
 
 def available_datasets() -> list[str]:
     """Names :func:`load_dataset` resolves itself (anything else goes to ``datasets.load_dataset``)."""
-    return registry.available(PACKAGE)
+    return DATASETS.names()
 
 
 def builder(name: str, data_dir: Optional[str] = None, cache_dir: Optional[str] = None, **config_kwargs: Any):
     """The benchmark's ``datasets`` builder (not yet prepared). ``config_kwargs``: ``expected_counts``,
     ``check_images`` (see :class:`mmjudge.datasets._base.BenchmarkConfig`) and benchmark options."""
-    cls = registry.entry(PACKAGE, name, "dataset")
+    cls = DATASETS.get(name)
     if data_dir is not None:
         data_dir = os.path.abspath(os.path.expanduser(str(data_dir)))
     return cls(data_dir=data_dir, cache_dir=cache_dir, **config_kwargs)
@@ -77,7 +90,9 @@ def load_dataset(name: str, split: Optional[str] = None, data_dir: Optional[str]
 
 def human_judgments(name: str, dataset: Any = None, **load_kwargs: Any) -> HumanJudgments:
     """The benchmark ``name`` as :class:`HumanJudgments` (loading it with ``load_kwargs`` unless given)."""
-    module = registry.load_module(PACKAGE, name, "dataset")
+    import importlib
+
+    module = importlib.import_module(DATASETS.module_name(name))
     if dataset is None:
         dataset = load_dataset(name, **load_kwargs)
     return module.to_human_judgments(dataset)
@@ -132,7 +147,7 @@ def export_to_parquet(name: str, out_dir: Union[str, Path], dataset: Any = None,
     """
     import datasets
 
-    cls = registry.entry(PACKAGE, name, "dataset")
+    cls = DATASETS.get(name)
     out = Path(out_dir)
     (out / "data").mkdir(parents=True, exist_ok=True)
     if dataset is None:
@@ -227,7 +242,7 @@ def card(name: str, splits: Optional[dict[str, int]] = None, features: Any = Non
     export), the YAML also holds ``dataset_info`` (features and split sizes) as the Hub reads it."""
     from mmjudge.datasets import _sources as src
 
-    cls = registry.entry(PACKAGE, name, "dataset")
+    cls = DATASETS.get(name)
     split_names = list(splits) if splits else list(getattr(cls, "SPLITS", ("test",)))
     yaml = [
         "---",

@@ -99,6 +99,3 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     from mmjudge.datasets import caption_judgments
 
     return caption_judgments("composite", dataset, correlation="tau_c", per_rating=False)
-
-
-ENTRY = Composite

@@ -39,6 +39,3 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     from mmjudge.datasets import caption_judgments
 
     return caption_judgments("flickr8k_cf", dataset, correlation="tau_b", per_rating=True)
-
-
-ENTRY = Flickr8kCF

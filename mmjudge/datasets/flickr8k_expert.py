@@ -40,6 +40,3 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     from mmjudge.datasets import caption_judgments
 
     return caption_judgments("flickr8k_expert", dataset, correlation="tau_c", per_rating=True)
-
-
-ENTRY = Flickr8kExpert

@@ -107,6 +107,3 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
                           "references": list(row["references"])})
         pairs.append({"task": "ic", "better": good, "worse": bad, "kind": "foil", "weight": 1.0})
     return HumanJudgments(name="foil", items=items, pairs=pairs, correlation="accuracy")
-
-
-ENTRY = FOIL

@@ -170,6 +170,3 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
                             "annotator": None, "split": split})
     return HumanJudgments(name="longcap_arena", items=items, ratings=ratings, correlation="tau_c",
                           criteria=list(src.LONGCAP_CRITERIA))
-
-
-ENTRY = LongCapArena

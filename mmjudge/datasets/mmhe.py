@@ -166,6 +166,3 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     ]
     return HumanJudgments(name="mmhe", items=items, ratings=ratings, choices=choices, correlation="tau_b",
                           criteria=list(src.MMHE_CRITERIA))
-
-
-ENTRY = MMHE

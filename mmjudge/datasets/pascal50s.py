@@ -137,6 +137,3 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
         pairs.append({"task": "ic", "better": better, "worse": worse, "kind": "pascal50s",
                       "category": row["category"], "weight": share / total})
     return HumanJudgments(name="pascal50s", items=items, pairs=pairs, correlation="accuracy")
-
-
-ENTRY = Pascal50S

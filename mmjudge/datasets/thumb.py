@@ -113,6 +113,3 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
             rating["criterion"] = "overall"
     hj.criteria = CRITERIA[:-1]
     return hj
-
-
-ENTRY = THumB

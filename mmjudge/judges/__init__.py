@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmjudge import registry
+from mmjudge.registry import Registry
 from mmjudge.judges.base import (
     GenerationRequest,
     Judge,
@@ -22,11 +22,19 @@ from mmjudge.judges.base import (
 __all__ = ["Judge", "PrefixStep", "RatingRequest", "GenerationRequest", "RatingResult", "Turn", "load_judge", "available_judges"]
 
 
+# Judge backends: name -> class. A new backend is one file in this package and one line here.
+JUDGES = Registry("judge backend", {
+    "dummy": "mmjudge.judges.dummy:DummyJudge",
+    "openai": "mmjudge.judges.openai:OpenAIJudge",
+    "transformers": "mmjudge.judges.transformers:TransformersJudge",
+})  # fmt: skip
+
+
 def available_judges() -> list[str]:
     """Names accepted by :func:`load_judge`."""
-    return registry.available(__name__)
+    return JUDGES.names()
 
 
 def load_judge(name: str, **kwargs: Any) -> Judge:
-    """Instantiate the judge backend ``name`` (a module of :mod:`mmjudge.judges`) with ``kwargs``."""
-    return registry.entry(__name__, name, "judge backend")(**kwargs)
+    """Instantiate the judge backend ``name`` (see :data:`JUDGES`) with ``kwargs``."""
+    return JUDGES.get(name)(**kwargs)

@@ -58,6 +58,3 @@ class DummyJudge(Judge):
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         self.calls += len(requests)
         return [f"dummy explanation {hashlib.sha256(str(r.payload()).encode()).hexdigest()[:8]}" for r in requests]
-
-
-ENTRY = DummyJudge

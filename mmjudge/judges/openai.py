@@ -491,6 +491,3 @@ class OpenAIJudge(Judge):
             cost = (u.prompt_tokens * price[0] + u.completion_tokens * price[1]) / 1e6
             line += f", about ${cost:.4f} at list prices"
         return line
-
-
-ENTRY = OpenAIJudge

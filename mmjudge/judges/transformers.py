@@ -730,6 +730,3 @@ class TransformersJudge(Judge):
         for request, ids in zip(requests, new):
             texts.append(self.tokenizer.decode(ids[: request.max_new_tokens], skip_special_tokens=True).strip())
         return texts
-
-
-ENTRY = TransformersJudge

@@ -71,9 +71,9 @@ def accepted_keywords(func: Any) -> Optional[list[str]]:
 
 def _judge_keywords(backend: str) -> Optional[list[str]]:
     """The options of the judge backend ``backend`` (``None``: anything goes); ``ValueError`` if unknown."""
-    from mmjudge import registry
+    from mmjudge.judges import JUDGES
 
-    return accepted_keywords(registry.entry("mmjudge.judges", backend, "judge backend").__init__)
+    return accepted_keywords(JUDGES.get(backend).__init__)
 
 
 def unknown_option_error(key: str, owner: str, known: Sequence[str]) -> ValueError:

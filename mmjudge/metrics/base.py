@@ -87,8 +87,38 @@ class OutputSpec:
 
 
 @dataclass(frozen=True)
+class OptionSpec:
+    """A ``compute`` keyword that says how to score rather than what (``task``, ``explain``, ``progress``).
+
+    Attributes:
+        name: the keyword.
+        description: one line for documentation and front doors.
+    """
+
+    name: str
+    description: str = ""
+
+
+PROGRESS = OptionSpec("progress", "show progress bars on long work")
+EXPLAIN = OptionSpec("explain", "also generate the judge's explanation")
+TASK = OptionSpec("task", "the task of items that do not name their own")
+
+
+@dataclass(frozen=True)
 class MetricSpec:
-    """What one metric configuration takes and returns."""
+    """What one metric configuration takes and returns.
+
+    Attributes:
+        name, config: the metric and this configuration.
+        inputs, outputs, primary: see :class:`InputSpec`, :class:`OutputSpec`; ``primary`` ranks tables.
+        description: one line on what it measures.
+        tasks: the tasks it scores.
+        label: its name on pages and in tables (``"RefCLIP-S"``, ``"CIDEr-D"``).
+        judged: scored by a VLM judge (``mmjudge.judges``), which front doors may share between metrics.
+        requires: constructor options it cannot run without (VELA's ``checkpoint``): a front door offers
+            it only once they are configured.
+        options: the ``compute`` keywords that are not inputs (:class:`OptionSpec`).
+    """
 
     name: str
     config: str
@@ -98,8 +128,14 @@ class MetricSpec:
     description: str = ""
     tasks: tuple[str, ...] = ("ic",)
     extra_keys: tuple[str, ...] = field(default=("signature",))
+    label: str = ""
+    judged: bool = False
+    requires: tuple[str, ...] = ()
+    options: tuple[OptionSpec, ...] = (PROGRESS,)
 
     def __post_init__(self) -> None:
+        if not self.label:
+            object.__setattr__(self, "label", self.config or self.name)
         names = [o.name for o in self.outputs]
         if self.primary not in names:
             raise ValueError(f"{self.name}: primary output {self.primary!r} is not among its outputs {names}.")

@@ -39,6 +39,8 @@ _MODEL_OPTIONS = {
     "bartscore": {"model", "batch_size", "device", "revision", "max_length", "direction", "reduction"},
 }  # fmt: skip
 TOKENIZER_ID = "ptb-python@1"
+LABELS = {"bleu": "BLEU", "rouge_l": "ROUGE-L", "meteor": "METEOR", "cider": "CIDEr-D", "bertscore": "BERTScore",
+          "bartscore": "BARTScore", "coco": "COCO caption metrics"}  # fmt: skip
 
 _CORPUS = ("corpus", "mean")  # pycocoevalcap's corpus figure, and the plain mean of the per-sample scores
 _SCORES = {
@@ -123,7 +125,7 @@ class Baselines(Metric):
                 out = OutputSpec(out.name, out.kind, out.description, True, out.bounds, out.aggregates, optional=True)
             outputs.append(out)
         return MetricSpec("baselines", config, (PREDICTIONS, REFERENCES), tuple(outputs), primary,
-                          "classic reference-based caption metric(s)")  # fmt: skip
+                          "classic reference-based caption metric(s)", label=LABELS[config])  # fmt: skip
 
     def signature_fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {}
@@ -204,6 +206,3 @@ def _tokenize(texts: Sequence[str], references: Sequence[Sequence[str]]) -> tupl
     flat = base.ptb_tokenize(list(texts) + [r for group in references for r in group])
     cands, rest = flat[: len(texts)], iter(flat[len(texts) :])
     return cands, [[next(rest) for _ in group] for group in references]
-
-
-ENTRY = Baselines

@@ -107,14 +107,14 @@ class CLIPScore(Metric):
         clip = OutputSpec("clip_score", "score", "2.5 * max(cos(caption, image), 0)", True, (0.0, 2.5))
         if config == "clip_score":
             return MetricSpec("clip_score", config, (PREDICTIONS, IMAGES), (clip,), "clip_score",
-                              "CLIP image-caption similarity, reference-free")  # fmt: skip
+                              "CLIP image-caption similarity, reference-free", label="CLIP-S")  # fmt: skip
         outputs = (
             clip,
             OutputSpec("ref_clip_score", "score", "harmonic mean of CLIP-S and the best reference cosine", True),
             OutputSpec("ref_cosine", "diagnostic", "best cosine between the caption and a reference", None, aggregates=()),
         )
         return MetricSpec("clip_score", config, (PREDICTIONS, IMAGES, REFERENCES), outputs, "ref_clip_score",
-                          "CLIP image-caption similarity combined with reference similarity")  # fmt: skip
+                          "CLIP image-caption similarity combined with reference similarity", label="RefCLIP-S")  # fmt: skip
 
     def signature_fields(self) -> dict[str, Any]:
         return dict(**self.encoder.signature_fields(), w=self.w, prefix=repr(self.prefix))
@@ -165,6 +165,3 @@ class CLIPScore(Metric):
         add_means(out, self.spec)
         out["signature"] = self.signature
         return out
-
-
-ENTRY = CLIPScore

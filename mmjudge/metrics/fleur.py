@@ -40,8 +40,10 @@ from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, load_images
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, RatingResult, Turn
 from mmjudge.judges.base import image_digest
 from mmjudge.metrics.base import (
+    EXPLAIN,
     IMAGES,
     PREDICTIONS,
+    PROGRESS,
     REFERENCES,
     CacheOption,
     Metric,
@@ -139,7 +141,9 @@ class FLEUR(Metric):
         config = cls.check_config(config_name)
         inputs = (PREDICTIONS, IMAGES) + ((REFERENCES,) if config == "reffleur" else ())
         what = "with reference captions" if config == "reffleur" else "reference-free"
-        return MetricSpec("fleur", config, inputs, _OUTPUTS, "score", f"a VLM's smoothed 0-1 caption score, {what}")
+        return MetricSpec("fleur", config, inputs, _OUTPUTS, "score", f"a VLM's smoothed 0-1 caption score, {what}",
+                          label="RefFLEUR" if config == "reffleur" else "FLEUR", judged=True,
+                          options=(EXPLAIN, PROGRESS))  # fmt: skip
 
     @property
     def uses_references(self) -> bool:
@@ -343,6 +347,3 @@ def _resolve_conversation(conversation: Optional[str], judge: Judge) -> Optional
                 )
         return conversation
     return "llava_v1" if judge.model_type == "llava" else None
-
-
-ENTRY = FLEUR

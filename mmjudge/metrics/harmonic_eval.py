@@ -26,7 +26,10 @@ from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box, load_
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, Turn
 from mmjudge.judges.base import image_digest, warn_low_mass
 from mmjudge.metrics.base import (
+    EXPLAIN,
     PREDICTIONS,
+    PROGRESS,
+    TASK,
     CacheOption,
     InputSpec,
     Metric,
@@ -45,12 +48,12 @@ from mmjudge.prompts import PromptSet, load_prompt_set
 from mmjudge.scoring import DEFAULT_GAMMA, aggregate, check_gamma
 
 DEFAULT_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
-QUESTION_TASKS = ("vqa", "vdu")
-TASKS = ("ic", "vqa", "vdu", "reg")
 
 
-def harmonic_eval_spec(criteria: Sequence[str], needs_image: bool = True) -> MetricSpec:
-    """The declaration of HarmonicEval with these criteria."""
+def harmonic_eval_spec(prompt_set: PromptSet, criteria: Sequence[str], needs_image: bool = True) -> MetricSpec:
+    """The declaration of HarmonicEval with these criteria; tasks and what each needs come from the prompt set."""
+    question_tasks = prompt_set.tasks_needing("question")
+    box_tasks = prompt_set.tasks_needing("box")
     outputs = [OutputSpec("overall", "score", "harmonic-weighted mean of the criterion scores", True, (1.0, 5.0))]
     for c in criteria:
         outputs += [
@@ -62,12 +65,13 @@ def harmonic_eval_spec(criteria: Sequence[str], needs_image: bool = True) -> Met
         ]
     inputs = (
         PREDICTIONS,
-        InputSpec("images", "image", needs_image, "image", "the image each prediction is about (criteria that look at it, and REG)", ("reg",)),
-        InputSpec("questions", "question", False, "question", "the question, for VQA and document VQA", QUESTION_TASKS),
-        InputSpec("boxes", "box", False, "box", "the target box for REG (x, y, w, h in pixels)", ("reg",)),
+        InputSpec("images", "image", needs_image, "image", "the image each prediction is about (criteria that look at it, and REG)", box_tasks),
+        InputSpec("questions", "question", False, "question", "the question, for VQA and document VQA", question_tasks),
+        InputSpec("boxes", "box", False, "box", "the target box for REG (x, y, w, h in pixels)", box_tasks),
     )
     return MetricSpec("harmonic_eval", "harmonic_eval", inputs, tuple(outputs), "overall",
-                      "per-criterion 1-5 ratings by a VLM judge, harmonic-weighted", TASKS)  # fmt: skip
+                      "per-criterion 1-5 ratings by a VLM judge, harmonic-weighted", tuple(prompt_set.tasks), label="HarmonicEval",
+                      judged=True, options=(TASK, EXPLAIN, PROGRESS))  # fmt: skip
 
 
 class HarmonicEval(Metric):
@@ -141,11 +145,11 @@ class HarmonicEval(Metric):
     def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
         cls.check_config(config_name)
         prompt_set = load_prompt_set("harmonic_eval")
-        return harmonic_eval_spec(prompt_set.criteria)
+        return harmonic_eval_spec(prompt_set, prompt_set.criteria)
 
     @property
     def spec(self) -> MetricSpec:
-        return harmonic_eval_spec(self.criteria, bool(self.image_criteria & set(self.criteria)))
+        return harmonic_eval_spec(self.prompt_set, self.criteria, bool(self.image_criteria & set(self.criteria)))
 
     @property
     def ratings(self) -> list[float]:
@@ -178,12 +182,12 @@ class HarmonicEval(Metric):
         n = len(texts)
         for name, values in (("images", images), ("questions", questions), ("boxes", boxes)):
             check_length(values, n, name)
-        if task in QUESTION_TASKS:
+        if task in self.prompt_set.tasks_needing("question"):
             if questions is None:
                 raise ValueError(f"The {task.upper()} task needs `questions` (one per prediction).")
             check_texts(questions, "questions")
         needs_image = bool(self.image_criteria & set(self.criteria))
-        if task == "reg" and boxes is None:
+        if task in self.prompt_set.tasks_needing("box") and boxes is None:
             raise ValueError("The REG task needs `boxes` (one bounding box per prediction).")
         if (needs_image or task == "reg") and images is None:
             needing = sorted(self.image_criteria & set(self.criteria)) or ["reg"]
@@ -284,6 +288,3 @@ class HarmonicEval(Metric):
         texts = self.judge.generate(follow_ups, progress=progress)
         for j, criterion in enumerate(self.criteria):
             out[f"{criterion}_explanation"] = texts[j * n : (j + 1) * n]
-
-
-ENTRY = HarmonicEval

@@ -120,7 +120,8 @@ class VELA(Metric):
             for c in CRITERIA
         )
         return MetricSpec("vela", "vela", (PREDICTIONS, IMAGES, REFERENCES), outputs, "vela",
-                          "LLM-hybrid long-caption metric: Descriptiveness, Relevance, Fluency")  # fmt: skip
+                          "LLM-hybrid long-caption metric: Descriptiveness, Relevance, Fluency", label="VELA",
+                          requires=("checkpoint", "clip_model"))  # fmt: skip
 
     def signature_fields(self) -> dict[str, Any]:
         cfg = self.vela.config
@@ -164,6 +165,3 @@ class VELA(Metric):
         add_means(out, self.spec)
         out["signature"] = self.signature
         return out
-
-
-ENTRY = VELA

@@ -23,7 +23,7 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib  # type: ignore[no-redef]
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
@@ -51,6 +51,22 @@ def load_prompt_file(name: str) -> dict[str, Any]:
     return data
 
 
+# Keys of a [tasks.<task>] table that describe the task instead of filling prompt placeholders.
+TASK_INFO_KEYS = ("label", "text_name", "needs")
+TASK_INPUTS = ("question", "box")  # what a task's `needs` may name
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a task is, for front doors: ``label`` (its name on pages), ``text_name`` (what the judged text
+    is called: caption, answer …) and ``needs`` (inputs it requires besides text and image)."""
+
+    name: str
+    label: str
+    text_name: str = "text"
+    needs: tuple[str, ...] = ()
+
+
 @dataclass
 class PromptSet:
     name: str
@@ -61,6 +77,7 @@ class PromptSet:
     closing: str
     tasks: dict[str, dict[str, str]]
     criteria_specs: dict[str, dict[str, Any]]
+    task_info: dict[str, TaskInfo] = field(default_factory=dict)
 
     @property
     def criteria(self) -> list[str]:
@@ -70,6 +87,14 @@ class PromptSet:
     def id(self) -> str:
         """``name@version``, as it appears in signatures."""
         return f"{self.name}@{self.version}"
+
+    def tasks_needing(self, what: str) -> tuple[str, ...]:
+        """The tasks whose ``needs`` name ``what`` (``"question"``, ``"box"``).
+
+        >>> load_prompt_set("harmonic_eval").tasks_needing("question")
+        ('vqa', 'vdu')
+        """
+        return tuple(t for t, info in self.task_info.items() if what in info.needs)
 
     def sees_image(self, criterion: str) -> bool:
         return bool(self.criteria_specs[criterion].get("sees_image", True))
@@ -102,6 +127,13 @@ class PromptSet:
         head = _fill(spec["template"], words, f"{self.name}: criteria.{criterion}.template")
         tail = _fill(input_template, words, f"{self.name}: input of {criterion}/{task}")
         return f"{head}\n\n{tail}" + (f"\n\n{self.closing}" if self.closing else "")
+
+
+def _task_info(name: str, table: Mapping[str, Any], path: Path) -> TaskInfo:
+    needs = table.get("needs", [])
+    if isinstance(needs, str) or any(n not in TASK_INPUTS for n in needs):
+        raise ValueError(f"{path}: tasks.{name}.needs must be a list of {TASK_INPUTS}, but got {needs!r}.")
+    return TaskInfo(name, str(table.get("label", name)), str(table.get("text_name", "text")), tuple(needs))
 
 
 class _Strict(dict):
@@ -139,8 +171,9 @@ def load_prompt_set(name_or_path: Union[str, Path] = "harmonic_eval") -> PromptS
             explain_turn=str(data.get("explain_turn", "Why? Tell me the reason.")),
             answer_prefix=str(data.get("answer_prefix", "")),
             closing=str(data.get("closing", "")),
-            tasks={k: {kk: str(vv) for kk, vv in v.items()} for k, v in data["tasks"].items()},
+            tasks={k: {kk: str(vv) for kk, vv in v.items() if kk not in TASK_INFO_KEYS} for k, v in data["tasks"].items()},
             criteria_specs={k: dict(v) for k, v in criteria.items()},
+            task_info={k: _task_info(k, v, path) for k, v in data["tasks"].items()},
         )
     except KeyError as err:
         raise ValueError(f"{path}: prompt file lacks the required key {err}.") from None

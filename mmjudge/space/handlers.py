@@ -21,8 +21,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from mmjudge import registry
-from mmjudge.metrics import available_metrics
+from mmjudge.metrics import METRICS, available_metrics
 from mmjudge.metrics.base import MetricSpec
 from mmjudge.report import Report
 from mmjudge.space.inputs import TASKS
@@ -90,7 +89,7 @@ def metric_choices(settings: Settings, names: Optional[Sequence[str]] = None) ->
         if name not in installed or (name in _NEEDS_OPTIONS and not settings.metric_options.get(name)):
             continue
         try:
-            spec = registry.entry("mmjudge.metrics", name, "metric").spec_for(config)
+            spec = METRICS.get(name).spec_for(config)
         except Exception:  # a metric that cannot even declare itself here is not offered
             continue
         out.append(MetricChoice(label, name, config, spec))
