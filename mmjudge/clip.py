@@ -6,8 +6,9 @@ L2-normalised embeddings. Images are preprocessed as OpenAI's CLIP does it: bicu
 side to the model's input size (PIL), centre crop, scale to [0, 1], normalise with the checkpoint's
 mean/std. Texts longer than the text tower are truncated (``<start> … <end>`` kept) with a warning.
 
-Embeddings are cached in memory per encoder, keyed by content hash (image pixels, exact text), and
-optionally in a persistent :class:`~mmjudge.cache.JudgeCache` keyed by the encoder's identity as well.
+Embeddings are cached in memory per encoder, keyed by content hash (image pixels, exact text) and the
+encoder's identity, and optionally in a persistent :class:`~mmjudge.store.ResultStore` — the judge cache's
+store and its :func:`~mmjudge.store.cached_map`, with the encoder's own keys.
 
 >>> import tempfile
 >>> from PIL import Image
@@ -30,7 +31,9 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 from PIL import Image
 
-from mmjudge.judges.base import image_digest, progress_batches
+from mmjudge.batching import progress_batches
+from mmjudge.images import image_digest
+from mmjudge.store import ResultStore, cached_map
 
 DEFAULT_CLIP = "openai/clip-vit-base-patch32"
 PREPROCESS_VERSION = 1
@@ -123,11 +126,11 @@ class ClipEncoder:
         self.max_text_positions = int(max_text_positions or positions)
         self.image_size, self.mean, self.std = self._image_settings(source, revision)
         self._memory: dict[str, np.ndarray] = {}
-        self.store = None
+        self.store: Optional[ResultStore] = None
         if cache not in (None, False):
-            from mmjudge.cache import JudgeCache, default_cache_path
+            from mmjudge.paths import default_cache_path
 
-            self.store = JudgeCache(default_cache_path() if cache is True else cache)
+            self.store = ResultStore(default_cache_path() if cache is True else cache)
         self.computed = 0  # embeddings actually computed (tests use it to check cache hits)
 
     def _image_settings(self, source, revision):
@@ -171,30 +174,40 @@ class ClipEncoder:
 
     def _cached(self, kind: str, contents: list[str], items: Sequence[Any], compute, progress: bool) -> np.ndarray:
         keys = self._keys(kind, contents)
-        missing = [k for k in dict.fromkeys(keys) if k not in self._memory]
-        if missing and self.store is not None:
-            for key, vector in self.store.get_many(missing).items():
-                self._memory[key] = np.asarray(vector, dtype=np.float32)
-            missing = [k for k in missing if k not in self._memory]
-        if missing:
-            first = {k: i for i, k in reversed(list(enumerate(keys)))}
-            todo = [items[first[k]] for k in missing]
-            batches = [list(range(s, min(s + self.batch_size, len(todo)))) for s in range(0, len(todo), self.batch_size)]
-            desc = f"CLIP {kind} embeddings"
-            vectors = np.concatenate(
-                [compute([todo[i] for i in batch]) for batch in progress_batches(batches, len(todo), progress, desc)]
-            )
-            self.computed += len(missing)
-            for key, vector in zip(missing, vectors):
-                self._memory[key] = vector
+
+        def lookup(unique: list[str]) -> dict[str, np.ndarray]:
+            found = {k: self._memory[k] for k in unique if k in self._memory}
+            if self.store is not None and len(found) < len(unique):
+                stored = self.store.get_many([k for k in unique if k not in found])
+                for k, v in stored.items():
+                    found[k] = self._memory[k] = np.asarray(v, dtype=np.float32)
+            return found
+
+        def save(rows: list) -> None:
+            self._memory.update(rows)
             if self.store is not None:
-                self.store.put_many([(k, v.tolist()) for k, v in zip(missing, vectors)])
-        return np.stack([self._memory[k] for k in keys])
+                self.store.put_many([(k, v.tolist()) for k, v in rows])
+
+        def embed(todo: list[int], keep) -> list[np.ndarray]:
+            batches = [todo[s : s + self.batch_size] for s in range(0, len(todo), self.batch_size)]
+            vectors: list[np.ndarray] = []
+            for batch in progress_batches(batches, len(todo), progress, f"CLIP {kind} embeddings"):
+                done = len(vectors)
+                vectors.extend(compute([items[i] for i in batch]))
+                keep(list(range(done, len(vectors))), vectors[done:])
+            self.computed += len(todo)
+            return vectors
+
+        vectors, _ = cached_map(keys, embed, lookup, save)
+        return np.stack(vectors)
 
     # -------------------------------------------------------------------------------------- embedding
-    def encode_images(self, images: Sequence[Image.Image], progress: bool = False) -> np.ndarray:
-        """Unit-length image embeddings, ``(n, dim)`` float32, in the order of ``images`` (RGB PIL images)."""
-        return self._cached("image", [image_digest(i) for i in images], images, self._embed_images, progress)
+    def encode_images(self, images: Sequence[Image.Image], progress: bool = False,
+                      digests: Optional[Sequence[Optional[str]]] = None) -> np.ndarray:  # fmt: skip
+        """Unit-length image embeddings, ``(n, dim)`` float32, in the order of ``images`` (RGB PIL images);
+        ``digests``: their :func:`~mmjudge.images.image_digest` when the caller has them already."""
+        keys = [d or image_digest(i) for d, i in zip(digests, images)] if digests is not None else [image_digest(i) for i in images]
+        return self._cached("image", keys, images, self._embed_images, progress)
 
     def encode_texts(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Unit-length text embeddings, ``(n, dim)`` float32; warns when texts are truncated."""

@@ -1,37 +1,31 @@
-"""Data parallelism through accelerate: every judge call splits its requests across the processes that
-``torchrun`` or ``accelerate launch`` started, and every process gets every answer back, in input order.
+"""Processes started by ``torchrun`` / ``accelerate launch``: who they are, and how they share work.
 
 Nothing here starts processes: a user launches the unchanged command or script under ``torchrun
---nproc_per_node N`` / ``accelerate launch --num_processes N`` (multi-node: ``--num_machines``; see
-docs/scaling.md). The split happens at the judge level (:meth:`mmjudge.judges.base.Judge._run`), so every
-metric and every front door benefits, and the metric code after the judge call runs identically in all
-processes (which is what makes the output identical to a single process). Only the main process should
-print or write files (:func:`is_main`).
+--nproc_per_node N`` / ``accelerate launch --num_processes N`` (multi-node: ``--nnodes`` /
+``--num_machines``; see docs/scaling.md). Two ways of sharing work build on this module:
 
-How the split works, and why it is safe:
-
-* the judge's own batch plan (which keeps the requests about one image together) is flattened and cut
-  into contiguous, uneven shares with ``PartialState.split_between_processes`` without padding, so no
-  process computes a request twice and a process may get none;
-* each process returns ``(index, answer)`` pairs and ``gather_object`` (which wants lists) concatenates
-  them on every process; the indices put the answers back in input order, and a check that every index
-  appears exactly once turns any drop or duplicate into an error instead of a silent shift;
-* the SQLite cache (:mod:`mmjudge.cache`) is one file in WAL mode that all processes write their own
-  batches into; which requests are missing is decided by the main process and broadcast, so all
-  processes agree on the split even while others are writing.
+* **each process its own items** (:func:`own_items`): a streaming run gives every process its shard of
+  the input (:mod:`mmjudge.stream`); inside that block judges answer only their own process's requests;
+* **each judge call split** (:class:`mmjudge.judges.data_parallel.DataParallelJudge`): every process
+  holds the same items (a script calling ``metric.compute(...)`` everywhere) and each judge call's
+  requests are cut into contiguous shares (:func:`my_share`); the answers are gathered back in input
+  order in every process (:func:`gather_indexed`), so the code after the call runs identically in all
+  of them. Only the main process should print or write files (:func:`is_main`).
 
 Outside a launcher (``WORLD_SIZE`` unset or 1) nothing here imports accelerate or torch.distributed.
 
->>> is_distributed(), is_main()
-(False, True)
+>>> is_distributed(), is_main(), shares_requests()
+(False, True, False)
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import threading
 from functools import lru_cache
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Iterator, Sequence
 
 
 def world_size() -> int:
@@ -108,17 +102,44 @@ def gather_indexed(pairs: list, total: int) -> list:
     return out
 
 
-def run_split(judge: Any, requests: Sequence, batch_fn: Callable, progress: bool, on_batch: Optional[Callable],
-              label: str, prepare: Optional[Callable] = None) -> list:  # fmt: skip
-    """Answer this process's share of ``requests`` with ``judge._run_local`` and gather all answers."""
-    order = [i for batch in judge._plan(requests) for i in batch] if requests else []
-    with state().split_between_processes(order, apply_padding=False) as share:
-        mine = list(share)
+def rank() -> int:
+    """This process's rank (``RANK``), 0 outside a launcher."""
+    return int(os.environ.get("RANK", "0")) if is_distributed() else 0
 
-    def local_on_batch(batch: Sequence[int], answers: list) -> None:
-        if on_batch is not None:
-            on_batch([mine[j] for j in batch], answers)
 
-    answers = judge._run_local([requests[i] for i in mine], batch_fn, progress and is_main(),
-                               local_on_batch, label, prepare)  # fmt: skip
-    return gather_indexed(list(zip(mine, answers)), len(requests))
+_OWN_ITEMS = threading.local()
+
+
+@contextlib.contextmanager
+def own_items() -> Iterator[None]:
+    """Inside this block every process works on items of its own: judge calls are not split between
+    processes (:func:`shares_requests` is False) and the cache is read by each process for itself."""
+    before = getattr(_OWN_ITEMS, "on", False)
+    _OWN_ITEMS.on = True
+    try:
+        yield
+    finally:
+        _OWN_ITEMS.on = before
+
+
+def shares_requests() -> bool:
+    """Whether a judge call is split between the launched processes (all of them make the same call)."""
+    return is_distributed() and not getattr(_OWN_ITEMS, "on", False)
+
+
+def my_share(order: Sequence[int]) -> list[int]:
+    """This process's contiguous share of ``order`` (uneven, no padding: a process may get none).
+
+    >>> my_share([4, 5, 6])  # outside a launcher: everything
+    [4, 5, 6]
+    """
+    if not is_distributed():
+        return list(order)
+    with state().split_between_processes(list(order), apply_padding=False) as share:
+        return list(share)
+
+
+def barrier() -> None:
+    """Wait until every process reaches this point (nothing outside a launcher)."""
+    if is_distributed():
+        state().wait_for_everyone()

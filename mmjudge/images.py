@@ -14,6 +14,7 @@ corrupt or oversized (decompression-bomb) images. :func:`parse_box` reads a type
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import os
@@ -32,6 +33,19 @@ DEFAULT_MAX_PIXELS = 89_478_485
 MAX_ASPECT_RATIO = 200
 
 ImageInput = Any  # PIL.Image.Image | str | os.PathLike | bytes | dict | array | object with .path
+
+
+def image_digest(image: Image.Image) -> str:
+    """sha256 of an image's decoded pixels (mode and size included): the same picture gives the same
+    digest whatever file or format it came from; the judge cache and the CLIP cache key images by it.
+
+    >>> image_digest(Image.new("RGB", (2, 2), "red"))[:12]
+    'db94ed653dbb'
+    """
+    h = hashlib.sha256()
+    h.update(f"{image.mode}|{image.size}|".encode())
+    h.update(image.tobytes())
+    return h.hexdigest()
 
 
 class ImageReadError(ValueError):

@@ -155,10 +155,10 @@ class LoadedModel:
 def tiny_random_folder(family: str) -> str:
     """The folder of the ``tiny-random`` model of ``family`` (built on first use under the mmjudge cache
     folder): ``qwen2_vl`` / ``llava`` judges, ``clip``, ``text_lm``."""
-    from mmjudge.cache import default_cache_path
     from mmjudge import tiny_models
+    from mmjudge.paths import cache_dir
 
-    folder = default_cache_path().parent / f"tiny-random-{family}"
+    folder = cache_dir() / f"tiny-random-{family}"
     if not (folder / "config.json").is_file():
         tiny_models.build(folder, family)
     return str(folder)

@@ -19,7 +19,7 @@ WORKER = textwrap.dedent(
     import numpy as np
     from PIL import Image
     from mmjudge import HarmonicEval, distributed
-    from mmjudge.cache import JudgeCache
+    from mmjudge.store import ResultStore
     from mmjudge.judges import load_judge
 
     out_dir, model, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -36,7 +36,7 @@ WORKER = textwrap.dedent(
         assert again["overall"] == out["overall"]
         results[name] = {k: v for k, v in out.items() if k != "signature"}
         counts[name] = judge.calls if name == "dummy" else judge.stats.requests
-        counts[name + "_cache_rows"] = len(JudgeCache(cache))
+        counts[name + "_cache_rows"] = len(ResultStore(cache))
     # a call with fewer requests than processes: one process gets none
     single = load_judge("dummy")
     from mmjudge.judges import RatingRequest, Turn
@@ -131,7 +131,7 @@ def test_not_distributed_outside_a_launcher(monkeypatch):
 def test_only_the_main_process_reads_the_cache(rank, tmp_path, monkeypatch):
     """Under a launcher the main process reads which answers are cached and broadcasts them; the others
     must not read the whole cache only to throw it away."""
-    from mmjudge.cache import CachedJudge
+    from mmjudge.judges.cached import CachedJudge
     from mmjudge.judges import RatingRequest, Turn, load_judge
 
     requests = [RatingRequest([Turn("user", f"Rate {i}.")]) for i in range(4)]

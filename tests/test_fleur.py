@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 import mmjudge
-from mmjudge.judges import GenerationRequest, Judge, RatingResult, Turn
+from mmjudge.judges import GenerationRequest, RatingResult, Turn
+from mmjudge.judges.batched import BatchedJudge
 from mmjudge.metrics.fleur import FLEUR, FLEUR_PROMPT, REFFLEUR_PROMPT, parse_score, smooth_decimals, smooth_one
 from mmjudge.testing.fleur_reference import reference_scores
 from mmjudge.testing import tiny_answering_llava
@@ -46,7 +47,7 @@ def test_parse_score():
     assert parse_score("2.5 or 10.5") is None
 
 
-class FakeJudge(Judge):
+class FakeJudge(BatchedJudge):
     """Answers each teacher-forced step with chosen digit distributions (prints " 0.73")."""
 
     backend = "fake"
@@ -159,7 +160,7 @@ def test_non_list_references_name_the_item(bad):
         fleur.compute(predictions=["a"], images=IMAGES[:1], references=[bad], progress=False)
     assert fleur.judge.calls == 0
     # a lone string is a one-reference list, as for VELA and the baselines (it used to be refused here)
-    assert fleur._prepare(["a"], IMAGES[:1], ["a red square"])[2] == [["a red square"]]
+    assert fleur.check_item({"text": "a", "image": IMAGES[0], "references": "a red square"}, 0).references == ["a red square"]
 
 
 @pytest.mark.slow

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmjudge.cache import CachedJudge, JudgeCache
+from mmjudge.judges.cached import CachedJudge
+from mmjudge.store import ResultStore
 from mmjudge.judges import GenerationRequest, RatingRequest, Turn, load_judge
-from mmjudge.judges.base import plan_batches
+from mmjudge.judges.batched import plan_batches
 from mmjudge.judges.dummy import DummyJudge
 from mmjudge.judges.transformers import rating_token_ids
 
@@ -146,7 +147,7 @@ def test_cache_key_depends_on_prompt_image_choices_and_judge(tmp_path):
     judge.rate(variants, progress=False)
     assert len(judge.store) == 5
     CachedJudge(DummyJudge(seed=1), path).rate([base], progress=False)  # another judge identity
-    assert len(JudgeCache(path)) == 6
+    assert len(ResultStore(path)) == 6
 
 
 class _Interrupted(RuntimeError):
@@ -173,7 +174,7 @@ def test_an_interrupted_run_resumes_without_recomputing(tmp_path):
     reqs = _requests(10)
     with pytest.raises(_Interrupted):
         CachedJudge(FlakyJudge(fail_after=3), path).rate(reqs, progress=False)
-    assert len(JudgeCache(path)) == 6  # three finished batches of two were kept
+    assert len(ResultStore(path)) == 6  # three finished batches of two were kept
     resumed = DummyJudge(batch_size=2)
     out = CachedJudge(resumed, path).rate(reqs, progress=False)
     assert resumed.calls == 4
@@ -185,7 +186,7 @@ def test_two_processes_can_share_one_cache(tmp_path):
     script = textwrap.dedent(
         f"""
         import sys
-        from mmjudge.cache import CachedJudge
+        from mmjudge.judges.cached import CachedJudge
         from mmjudge.judges import RatingRequest, Turn
         from mmjudge.judges.dummy import DummyJudge
         k = int(sys.argv[1])
@@ -195,7 +196,7 @@ def test_two_processes_can_share_one_cache(tmp_path):
     )
     procs = [subprocess.Popen([sys.executable, "-c", script, str(k)]) for k in range(4)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]  # all open the new file at once
-    assert len(JudgeCache(path)) == 450  # items 0..449 written by overlapping processes, each stored once
+    assert len(ResultStore(path)) == 450  # items 0..449 written by overlapping processes, each stored once
 
 
 def test_results_are_stored_as_json(tmp_path):
@@ -260,26 +261,23 @@ def test_progress_counts_a_batch_only_once_it_is_answered(prefetch, monkeypatch)
 
     bars = []
     monkeypatch.setattr(mmjudge.progress, "progress_bar", lambda **kw: bars.append(_RecordingBar(**kw)) or bars[-1])
-    judge = DummyJudge(batch_size=3)
-    reqs = _requests(10)
     while_running, after = [], []  # what the bar showed while each batch ran, and once it was handed over
 
-    def rate_batch(batch):
-        while_running.append(bars[0].n)
-        return judge._rate_batch(batch)
+    class Watched(DummyJudge):
+        def _rate_batch(self, batch):
+            while_running.append(bars[0].n)
+            return super()._rate_batch(batch)
 
-    def on_batch(batch, answers):
-        after.append(bars[0].n)
-
-    prepare = (lambda batch: batch) if prefetch else None
-    judge._run(reqs, rate_batch, True, on_batch, "rating", prepare)
+    judge = Watched(batch_size=3)
+    judge.prefetch = prefetch
+    judge.rate(_requests(10), progress=True, on_batch=lambda batch, answers: after.append(bars[0].n))
     assert while_running == [0, 3, 6, 9]
     assert after == [3, 6, 9, 10]
 
 
 def test_build_judge_uses_a_ready_cached_judge_as_is(tmp_path):
     """A judge that already has its cache is not wrapped again, and the cache option is not checked for it."""
-    from mmjudge.metrics.base import build_judge
+    from mmjudge.judges.factory import build_judge
 
     ready = CachedJudge(DummyJudge(), tmp_path / "c.sqlite")
     assert build_judge(None, judge=ready, cache=tmp_path) is ready  # a folder: would be refused as a cache

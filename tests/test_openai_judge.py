@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmjudge.cache import CachedJudge
+from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges import RatingRequest, Turn, load_judge
 from mmjudge.judges.openai import APIError, OpenAIJudge, chat_messages, rating_position, read_rating
 from mmjudge.prompts import load_prompt_set
@@ -314,7 +314,7 @@ def test_usage_and_cost_summary(stub_factory, monkeypatch):
 
 _KILLED_RUN = """
 import sys
-from mmjudge.cache import CachedJudge
+from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges import RatingRequest, Turn, load_judge
 judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], prefill="none", max_concurrency=1, batch_size=2), sys.argv[2])
 requests = [RatingRequest([Turn("user", f"Rate caption {i}.")]) for i in range(20)]
@@ -445,9 +445,8 @@ def test_mmjudge_serve_command(tmp_path, tiny_text_server):
         url = f"http://127.0.0.1:{port}/v1"
         _wait_for(url, proc, 120)
         local, _ = tiny_text_server
-        api = OpenAIJudge(base_url=url, prefill="auto", top_logprobs=1000)
+        api = OpenAIJudge(base_url=url, prefill="continue", top_logprobs=1000)  # capabilities are settled when built
         assert api.model_name == local.model_identity.label()
-        api.prefill = "continue"; api._resolved = "continue"  # a random model fails the counting probe
         requests = [_request(i) for i in range(3)]
         np.testing.assert_allclose([r.raw for r in api.rate(requests, progress=False)],
                                    [r.raw for r in local.rate(requests, progress=False)], atol=1e-5)  # fmt: skip
@@ -621,7 +620,7 @@ def test_serve_usage_counts_the_image_tokens_of_the_prompt(tiny_vlm_server):
                                                       {"type": "text", "text": "Describe it."}]}], "max_tokens": 2}  # fmt: skip
     usage = ChatEngine(local, "tiny").complete(body)["usage"]
     request = GenerationRequest([Turn("user", "Describe it.")], image=image, max_new_tokens=2)
-    expected = int(local._encode([request])["input_ids"].shape[1])
+    expected = int(local.prompts.encode([request])["input_ids"].shape[1])
     text_only = len(local.tokenizer(local.render(request), add_special_tokens=False)["input_ids"])
     assert usage["prompt_tokens"] == expected > text_only
     assert usage["total_tokens"] == expected + usage["completion_tokens"]

@@ -103,8 +103,11 @@ def test_mrope_positions_are_computed_while_preparing_and_equal_the_models_own(t
 
     requests = _he_like_requests()
     own = load_judge("transformers", model=tiny_qwen_dir, batch_size=1, share_prefix=False, prefetch=False)
-    monkeypatch.setattr(own, "_mrope_positions", lambda inputs: None)  # the model computes its positions itself
-    reference = _raw(own.rate(requests, progress=False))
+    from mmjudge.judges.local import prefix_sharing
+
+    with monkeypatch.context() as patch:
+        patch.setattr(prefix_sharing, "mrope_positions", lambda model, inputs: None)  # the model computes them itself
+        reference = _raw(own.rate(requests, progress=False))
     threads = []
     judge = load_judge("transformers", model=tiny_qwen_dir, batch_size=16)
     original = judge.model.model.get_rope_index
@@ -126,14 +129,17 @@ def test_expanded_token_ids_equal_the_processors(family_dir):
     processor's own ids for the full prompt."""
     judge = load_judge("transformers", model=family_dir)
     requests = [r for r in _he_like_requests() if r.image is not None]
+    from mmjudge.judges.local import prefix_sharing
+
     texts = [judge.render(r) for r in requests]
-    shared = judge._shared_inputs(requests, texts, keep=1)
+    shared = prefix_sharing.build(requests, texts, 1, judge.processor, judge.tokenizer,
+                                  prefix_sharing.PlaceholderIds(judge.tokenizer), lambda inputs: None)  # fmt: skip
     assert shared is not None
     for k, (request, text) in enumerate(zip(requests, texts)):
         expected = judge.processor(text=[text], images=[request.image], return_tensors="pt")["input_ids"][0].tolist()
-        row = int(shared["row_of"][k])
-        prefix = shared["prefix"]["input_ids"][row][shared["prefix"]["attention_mask"][row].bool()].tolist()
-        suffix = shared["suffix_ids"][k][shared["suffix_mask"][k].bool()].tolist()
+        row = int(shared.row_of[k])
+        prefix = shared.prefix["input_ids"][row][shared.prefix["attention_mask"][row].bool()].tolist()
+        suffix = shared.suffix_ids[k][shared.suffix_mask[k].bool()].tolist()
         assert prefix + suffix == expected
 
 

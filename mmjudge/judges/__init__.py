@@ -11,15 +11,18 @@ from typing import Any
 
 from mmjudge.registry import Registry
 from mmjudge.judges.base import (
+    Capabilities,
     GenerationRequest,
     Judge,
+    JudgeCapabilityError,
     PrefixStep,
     RatingRequest,
     RatingResult,
     Turn,
 )
 
-__all__ = ["Judge", "PrefixStep", "RatingRequest", "GenerationRequest", "RatingResult", "Turn", "load_judge", "available_judges"]
+__all__ = ["Capabilities", "Judge", "JudgeCapabilityError", "PrefixStep", "RatingRequest", "GenerationRequest",
+           "RatingResult", "Turn", "JUDGES", "load_judge", "available_judges"]
 
 
 # Judge backends: name -> class. A new backend is one file in this package and one line here.
@@ -36,5 +39,9 @@ def available_judges() -> list[str]:
 
 
 def load_judge(name: str, **kwargs: Any) -> Judge:
-    """Instantiate the judge backend ``name`` (see :data:`JUDGES`) with ``kwargs``."""
-    return JUDGES.get(name)(**kwargs)
+    """The judge backend ``name`` (see :data:`JUDGES`) built with ``kwargs``. Under ``torchrun`` /
+    ``accelerate launch`` it comes wrapped in :class:`~mmjudge.judges.data_parallel.DataParallelJudge`, so
+    each call's requests are split between the processes (:mod:`mmjudge.distributed`)."""
+    from mmjudge.judges.data_parallel import parallel
+
+    return parallel(JUDGES.get(name)(**kwargs))

@@ -9,14 +9,16 @@ from __future__ import annotations
 import hashlib
 from typing import Optional, Sequence
 
-from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingResult
+from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
+from mmjudge.judges.batched import BatchedJudge
 
 
-class DummyJudge(Judge):
+class DummyJudge(BatchedJudge):
     """Hash-based pseudo-judge. ``mass`` is the probability it puts on the scale (default 0.9).
 
     ``teacher_forcing=False`` / ``full_distribution=False`` make it declare the capabilities of a chat
-    API (its results are then marked ``mass_exact=False``), to test how metrics react."""
+    API (its results are then marked ``mass_exact=False``), ``can_generate=False`` those of a judge that
+    only rates, to test how metrics react."""
 
     backend = "dummy"
 
@@ -28,10 +30,11 @@ class DummyJudge(Judge):
         model: Optional[str] = None,
         teacher_forcing: bool = True,
         full_distribution: bool = True,
+        can_generate: bool = True,
     ):
         # `model` is accepted (and ignored) so any metric's model option works with this judge.
-        self.teacher_forcing = bool(teacher_forcing)
-        self.full_distribution = bool(full_distribution)
+        self.capabilities = Capabilities(teacher_forcing=bool(teacher_forcing), full_distribution=bool(full_distribution),
+                                         can_generate=bool(can_generate))  # fmt: skip
         self.mass = float(mass)
         self.batch_size = batch_size
         self.seed = int(seed)
@@ -52,7 +55,7 @@ class DummyJudge(Judge):
         for request in requests:
             raw = self._weights(request, len(request.choices))
             greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
-            out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.full_distribution))
+            out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.capabilities.full_distribution))
         return out
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:

@@ -52,7 +52,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from mmjudge.errors import ServiceError
-from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingResult
+from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
+from mmjudge.judges.batched import BatchedJudge
 
 logger = logging.getLogger(__name__)
 
@@ -246,7 +247,7 @@ class Usage:
 
 
 # ------------------------------------------------------------------------------------------- judge
-class OpenAIJudge(Judge):
+class OpenAIJudge(BatchedJudge):
     """A judge served over OpenAI-compatible chat completions.
 
     Args:
@@ -265,9 +266,6 @@ class OpenAIJudge(Judge):
     """
 
     backend = "openai"
-    full_distribution = False
-    reads_prefix_steps = False
-    can_generate = True
 
     def __init__(
         self,
@@ -313,19 +311,11 @@ class OpenAIJudge(Judge):
         name = name.removeprefix("openai:")
         self.model_name = name or self._only_model()
         self.prefill = prefill
-        self._resolved: Optional[str] = None if prefill == "auto" else prefill
-
-    # ---------------------------------------------------------------------------------- capabilities
-    @property
-    def prefill_mode(self) -> str:
-        """``"continue"`` or ``"none"`` (``"auto"`` probes the server once, on first use)."""
-        if self._resolved is None:
-            self._resolved = self._probe_prefill()
-        return self._resolved
-
-    @property
-    def teacher_forcing(self) -> bool:  # type: ignore[override]
-        return self.prefill_mode == "continue"
+        # Settled here, once: capabilities are a value, never an HTTP call when read. With an explicit
+        # `prefill` (and `model`) nothing is asked of the server, so a fully cached run replays without it.
+        self.prefill_mode = prefill if prefill != "auto" else self._probe_prefill()
+        self.capabilities = Capabilities(teacher_forcing=self.prefill_mode == "continue", full_distribution=False,
+                                         reads_prefix_steps=False, can_generate=True)  # fmt: skip
 
     def identity(self) -> dict:
         # Never the API key. The endpoint keeps two servers' answers apart; top_logprobs and the
@@ -465,7 +455,6 @@ class OpenAIJudge(Judge):
             return list(pool.map(fn, requests))
 
     def _rate_batch(self, requests: Sequence[RatingRequest]) -> list[RatingResult]:
-        _ = self.prefill_mode  # probe once, before the threads start
         return self._map(self._rate_one, requests)
 
     def _generate_one(self, request: GenerationRequest) -> str:
@@ -475,7 +464,6 @@ class OpenAIJudge(Judge):
         return str(answer["choices"][0].get("message", {}).get("content") or "").strip()
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
-        _ = self.prefill_mode
         return self._map(self._generate_one, requests)
 
     # ---------------------------------------------------------------------------------------- cost

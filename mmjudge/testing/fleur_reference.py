@@ -12,7 +12,6 @@ from typing import Sequence
 
 from mmjudge.fleur import DIGITS, parse_score, smooth_decimals, smooth_one
 from mmjudge.judges import GenerationRequest, Judge
-from mmjudge.judges.transformers import TransformersJudge
 
 
 def reference_scores(judge: Judge, requests: Sequence[GenerationRequest]) -> list[dict]:
@@ -22,13 +21,13 @@ def reference_scores(judge: Judge, requests: Sequence[GenerationRequest]) -> lis
 
     Returns one dict per request: ``text``, ``score`` (NaN when no score was printed) and ``raw_score``.
     """
-    inner = getattr(judge, "inner", judge)  # a CachedJudge's judge: the reference is never cached
-    if not isinstance(inner, TransformersJudge):
-        raise ValueError(f"reference_scores needs a transformers judge, but got {type(inner).__name__}.")
-    digit_ids = inner.choice_token_ids(DIGITS)
+    # `generate_trace` is the local backend's own (uncached); a wrapper such as the cache passes it through.
+    if not callable(getattr(judge, "generate_trace", None)):
+        raise ValueError(f"reference_scores needs a transformers judge, but got the {judge.backend!r} backend.")
+    digit_ids = judge.choice_token_ids(DIGITS)
     out = []
     for request in requests:
-        trace = inner.generate_trace(request)
+        trace = judge.generate_trace(request)
         pieces = trace.texts
         text = pieces[-1] if pieces else ""
         match = parse_score(text)

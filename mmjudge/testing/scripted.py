@@ -17,19 +17,21 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence, Union
 
-from mmjudge.judges.base import GenerationRequest, Judge, RatingRequest, RatingResult
+from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
+from mmjudge.judges.batched import BatchedJudge
 
 Distribution = Sequence[float]
 Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Union[Distribution, RatingResult]]]
 
 
-class ScriptedJudge(Judge):
+class ScriptedJudge(BatchedJudge):
     """Rates each request with ``script[request.group]`` (the criterion for HarmonicEval), or
     ``script(request)`` when ``script`` is a function; the values are the raw probabilities of the
     choices (their sum is the mass). A function may also return a whole :class:`RatingResult` (e.g. to
     script the greedy token a FLEUR walk follows). Generation answers ``explanation``.
 
-    Capabilities can be switched off to test how metrics react (``teacher_forcing=False`` …).
+    Capabilities can be switched off to test how metrics react (``teacher_forcing=False``,
+    ``can_generate=False`` …).
     """
 
     backend = "scripted"
@@ -41,11 +43,12 @@ class ScriptedJudge(Judge):
         teacher_forcing: bool = True,
         full_distribution: bool = True,
         name: str = "scripted",
+        can_generate: bool = True,
     ):
         self.script = script
         self.explanation = explanation
-        self.teacher_forcing = teacher_forcing
-        self.full_distribution = full_distribution
+        self.capabilities = Capabilities(teacher_forcing=teacher_forcing, full_distribution=full_distribution,
+                                         can_generate=can_generate)  # fmt: skip
         self.name = name
         self.requests: list[RatingRequest] = []
 
@@ -74,12 +77,8 @@ class ScriptedJudge(Judge):
                     continue
             raw = self._distribution(request)
             greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
-            out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.full_distribution))
+            out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.capabilities.full_distribution))
         return out
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         return [self.explanation for _ in requests]
-
-
-
-

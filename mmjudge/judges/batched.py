@@ -1,0 +1,125 @@
+"""The batching helper of local backends: plan batches, prepare the next one while this one runs, count
+progress, hand each finished batch on.
+
+A local backend subclasses :class:`BatchedJudge` and implements :meth:`~BatchedJudge._rate_batch` (and
+:meth:`~BatchedJudge._generate_batch` when it generates); it may override :meth:`~BatchedJudge.plan` (how
+requests are grouped) and :meth:`~BatchedJudge._prepare_rating` (CPU-side work of one batch: rendering,
+tokenising, image preprocessing), which runs in a background thread one batch ahead when ``prefetch`` is on.
+Remote backends (``openai``) implement the :class:`~mmjudge.judges.base.Judge` protocol directly.
+
+>>> from mmjudge.judges.base import RatingRequest, Turn
+>>> reqs = [RatingRequest([Turn("user", t)], group=g) for t, g in (("long text", "b"), ("x", "a"), ("yy", "a"))]
+>>> plan_batches(reqs, batch_size=2)
+[[1, 2], [0]]
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import abstractmethod
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from mmjudge.judges.base import BatchCallback, GenerationRequest, Judge, JudgeCapabilityError, RatingRequest, RatingResult
+
+
+def plan_batches(requests: Sequence[RatingRequest], batch_size: int) -> list[list[int]]:
+    """Indices of ``requests`` in batches of at most ``batch_size``: grouped by (group, has image),
+    then sorted by length so a batch pads little. Deterministic for the same input."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size}.")
+    order = sorted(range(len(requests)), key=lambda i: (*_batch_kind(requests[i]), requests[i].length(), i))
+    batches: list[list[int]] = []
+    for i in order:
+        same_kind = batches and _batch_kind(requests[batches[-1][0]]) == _batch_kind(requests[i])
+        if same_kind and len(batches[-1]) < batch_size:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def _batch_kind(request: RatingRequest) -> tuple:
+    # A batch never mixes text-only and image requests: processors want all or none with images.
+    return (request.group, request.image is None)
+
+
+class BatchedJudge(Judge):
+    """Base of local backends. Attributes a subclass sets: ``batch_size`` (requests per batch) and
+    ``prefetch`` (prepare batch k+1 in a background thread while batch k runs)."""
+
+    batch_size: int = 8
+    prefetch: bool = False
+
+    def plan(self, requests: Sequence[RatingRequest]) -> list[list[int]]:
+        """Batches of request indices (a backend may group differently, e.g. to share image prefixes)."""
+        return plan_batches(requests, self.batch_size)
+
+    def rate(self, requests: Sequence[RatingRequest], progress: bool = True,
+             on_batch: Optional[BatchCallback] = None) -> list[RatingResult]:  # fmt: skip
+        return self._run(requests, self._prepare_rating, self._rate_batch, progress, on_batch, "rating")
+
+    def generate(self, requests: Sequence[GenerationRequest], progress: bool = True,
+                 on_batch: Optional[BatchCallback] = None) -> list[str]:  # fmt: skip
+        if not self.capabilities.can_generate:
+            raise JudgeCapabilityError(f"The {self.backend!r} judge cannot generate text.")
+        return self._run(requests, list, self._generate_batch, progress, on_batch, "generating")
+
+    def _prepare_rating(self, requests: Sequence[RatingRequest]) -> Any:
+        """CPU-side work for one batch; what it returns is what :meth:`_rate_batch` receives."""
+        return list(requests)
+
+    @abstractmethod
+    def _rate_batch(self, batch: Any) -> list[RatingResult]:
+        """Rate one prepared batch (by default the list of its requests), answers in its order."""
+
+    def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        raise JudgeCapabilityError(f"The {self.backend!r} judge cannot generate text.")
+
+    def _run(self, requests: Sequence, prepare: Callable, answer: Callable, progress: bool,
+             on_batch: Optional[BatchCallback], label: str) -> list:  # fmt: skip
+        out: list = [None] * len(requests)
+        batches = self.plan(requests) if requests else []
+        with _bar(progress and len(batches) > 1, len(requests), f"{self.backend} judge {label}") as bar:
+            for batch, answers in _answered(batches, requests, prepare, answer, self.prefetch):
+                if len(answers) != len(batch):
+                    raise RuntimeError(f"{type(self).__name__} returned {len(answers)} answers for {len(batch)} requests.")
+                for i, value in zip(batch, answers):
+                    out[i] = value
+                # Counted once answered: with prefetch the next batch is already being prepared.
+                if bar is not None:
+                    bar.update(len(batch))
+                if on_batch is not None:
+                    on_batch(batch, answers)
+        return out
+
+
+@contextlib.contextmanager
+def _bar(enabled: bool, total: int, desc: str):
+    if not enabled:
+        yield None
+        return
+    from mmjudge.progress import progress_bar
+
+    with progress_bar(total=total, desc=desc, unit="req") as bar:
+        yield bar
+
+
+def _answered(batches: list[list[int]], requests: Sequence, prepare: Callable, answer: Callable,
+              prefetch: bool) -> Iterator[tuple[list[int], list]]:  # fmt: skip
+    """Yield ``(batch, answers)``; with ``prefetch``, batch k+1 is prepared in a background thread while
+    batch k is answered."""
+    if not prefetch:
+        for batch in batches:
+            yield batch, answer(prepare([requests[i] for i in batch]))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mmjudge-prepare") as pool:
+        pending = None
+        for batch in batches:
+            future = pool.submit(prepare, [requests[i] for i in batch])
+            if pending is not None:
+                yield pending[0], answer(pending[1].result())
+            pending = (batch, future)
+        if pending is not None:
+            yield pending[0], answer(pending[1].result())

@@ -1,0 +1,7 @@
+"""The parts of the local ``transformers`` judge (:mod:`mmjudge.judges.transformers`), one job each:
+
+* :mod:`~mmjudge.judges.local.prompting` — the processor, rendering a request as the model's prompt, encoding;
+* :mod:`~mmjudge.judges.local.ratings` — which token ids spell each rating, and reading ratings off logits;
+* :mod:`~mmjudge.judges.local.prefix_sharing` — running a prefix shared by several requests once;
+* :mod:`~mmjudge.judges.local.sizing` — ``batch_size="auto"`` from free GPU memory.
+"""
