@@ -1,10 +1,11 @@
 """One results layer for every front door: a metric's result as per-item rows, a plain table, JSONL,
 CSV or a ``pandas.DataFrame``, with the signature in every row.
 
-The CLI, the Space and the leaderboard all go through :class:`Report`; none of them formats results
-itself, and none imports another. Rows hold ``id``, ``task`` (when known), every declared per-sample
-output of the metric (primary first), ``primary`` (the name of the ranking column) and ``signature``.
-NaN becomes ``null`` in JSON and an empty cell in CSV and tables.
+The CLI, the Space and the leaderboard all go through :class:`Report` (or, row by row while a stream
+runs, :func:`result_row`); none of them formats results itself, and none imports another. Rows hold
+``id``, ``task`` (when known), every declared per-sample output of the metric (primary first),
+``primary`` (the name of the ranking column), ``signature`` and, for an item that could not be scored,
+``error``. NaN becomes ``null`` in JSON and an empty cell in CSV.
 
 >>> from mmjudge.metrics.baselines import Baselines
 >>> metric = Baselines("rouge_l")
@@ -12,10 +13,6 @@ NaN becomes ``null`` in JSON and an empty cell in CSV and tables.
 ...                                     {"id": "b", "text": "two cats", "references": ["a dog runs"]}])
 >>> [(row["id"], row["rouge_l"]) for row in report.rows]
 [('a', 1.0), ('b', 0.0)]
->>> print(report.to_table(columns=["rouge_l"]))
-id  rouge_l
-a     1.000
-b     0.000
 >>> report.to_jsonl().splitlines()[1][:60]
 '{"id": "b", "task": "ic", "primary": "rouge_l", "rouge_l": 0'
 """
@@ -30,22 +27,29 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, TextIO, Union
 
-from mmjudge.metrics.base import MetricSpec, compute_by_task, finite_mean
+from mmjudge.inputs import finite_mean
+from mmjudge.metrics.base import ItemResult, MetricSpec
 from mmjudge.signature import Signature
 
 PathOrFile = Union[str, os.PathLike, TextIO]
 
 
-def _plain(value: Any) -> Any:
-    """JSON-safe: NaN/inf → None, numpy scalars → Python numbers, Signatures → str."""
+def json_safe(value: Any) -> Any:
+    """JSON-safe: NaN/inf → None, numpy scalars → Python numbers, Signatures → str, inside lists and dicts too.
+
+    >>> json_safe({"a": float("nan"), "b": [1.5, float("inf")]})
+    {'a': None, 'b': [1.5, None]}
+    """
     if isinstance(value, Signature):
         return str(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
     if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -83,22 +87,21 @@ class Report:
         cls,
         metric: Any,
         items: Sequence[dict],
-        default_task: str = "ic",
-        progress: Optional[bool] = False,
+        default_task: Optional[str] = None,
+        progress: bool = False,
         keep: Sequence[str] = (),
+        on_error: str = "raise",
+        **options: Any,
     ) -> "Report":
         """Score item dicts (``id``, ``text``, ``image``, ``question``, ``box``, ``references``, ``task``)
-        with ``metric``, one ``compute`` per task, and keep the item fields named in ``keep``."""
+        with ``metric`` (:meth:`~mmjudge.metrics.base.Metric.stream`: each item with its own task, else
+        ``default_task``), keeping the item fields named in ``keep``; ``options`` are compute options
+        (``explain`` …)."""
         report = cls(metric.spec)
-        rows: list[Optional[dict]] = [None] * len(items)
-        for idx, task, result in compute_by_task(metric, items, default_task, progress):
-            part = cls.from_result(
-                metric.spec, result, ids=[_item_id(items[i], i) for i in idx], task=task,
-                extra=[{k: items[i].get(k) for k in keep} for i in idx],
-            )  # fmt: skip
-            for i, row in zip(idx, part.rows):
-                rows[i] = row
-        report.rows = [r for r in rows if r is not None]
+        signature = str(metric.signature)
+        for result in metric.stream(items, task=default_task, on_error=on_error, progress=progress, **options):
+            extra = {k: items[result.index].get(k) for k in keep}
+            report.rows.append(result_row(metric.spec, result, signature, extra))
         return report
 
     def add(self, result: dict, ids=None, task=None, extra=None) -> None:
@@ -147,7 +150,7 @@ class Report:
     # ------------------------------------------------------------------------------------- writing
     def to_records(self) -> list[dict]:
         """Rows as JSON-safe dicts (NaN → None)."""
-        return [{k: _plain(v) for k, v in row.items()} for row in self.rows]
+        return [{k: json_safe(v) for k, v in row.items()} for row in self.rows]
 
     def to_jsonl(self, path: Optional[PathOrFile] = None) -> str:
         """One JSON object per row; written to ``path`` when given. Returns the text."""
@@ -173,33 +176,23 @@ class Report:
 
         return pd.DataFrame(self.rows)
 
-    def to_table(self, columns: Optional[Sequence[str]] = None, digits: int = 3) -> str:
-        """A plain fixed-width table: ``id``, (``task``), the score columns (or ``columns``)."""
-        names = list(columns) if columns is not None else [n for n in self.spec.score_names() if n in (self.rows[0] if self.rows else {})]
-        head = ["id"] + (["task"] if self.rows and "task" in self.rows[0] and columns is None else []) + names
-        cells = [[_cell(row.get(h), digits) for h in head] for row in self.rows]
-        widths = [max([len(h)] + [len(c[j]) for c in cells]) for j, h in enumerate(head)]
-        lines = ["  ".join(h.ljust(w) if j == 0 else h.rjust(w) for j, (h, w) in enumerate(zip(head, widths))).rstrip()]
-        for c in cells:
-            lines.append("  ".join(v.ljust(w) if j == 0 else v.rjust(w) for j, (v, w) in enumerate(zip(c, widths))).rstrip())
-        return "\n".join(lines)
-
-
-def _cell(value: Any, digits: int) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
 def _length(result: dict, spec: MetricSpec) -> int:
     return len(result[spec.primary])
 
 
-def _item_id(item: dict, index: int) -> str:
-    value = item.get("id")
-    return str(index) if value is None else str(value)
+def result_row(spec: MetricSpec, result: ItemResult, signature: str, extra: Optional[dict] = None) -> dict:
+    """One report row for one streamed :class:`~mmjudge.metrics.base.ItemResult`: ``id``, ``task``, the
+    ``extra`` fields, ``primary``, the outputs (declared order), ``signature`` and, for an item that could
+    not be scored, ``error``."""
+    row: dict[str, Any] = {"id": result.id, "task": result.task, **(extra or {}), "primary": spec.primary}
+    order = spec.score_names() + [o.name for o in spec.outputs if o.kind != "score"]
+    for name in order:
+        if name in result.values:
+            row[name] = result.values[name]
+    row["signature"] = signature
+    if result.error is not None:
+        row["error"] = result.error
+    return row
 
 
 def _write(path: Optional[PathOrFile], text: str) -> None:

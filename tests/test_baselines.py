@@ -149,7 +149,7 @@ def test_non_list_references_name_the_item(bad):
     message = r"^references\[0\]: expected a list of reference strings" if bad is not None else r"^references\[0\]: the reference list is empty"
     with pytest.raises(ValueError, match=message):
         Baselines("bleu").compute(predictions=["a dog"], references=[bad])
-    with pytest.raises(ValueError, match=r"^Expected one reference list per entry of `predictions`, but got 2 predictions"):
+    with pytest.raises(ValueError, match=r"^Expected `references` to have one entry per prediction \(2\), but got 1"):
         Baselines("bleu").compute(predictions=["a dog", "a cat"], references=[["a dog"]])
 
 

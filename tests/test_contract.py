@@ -15,7 +15,7 @@ from mmjudge import HarmonicEval
 from mmjudge.judges import RatingRequest, Turn, load_judge
 from mmjudge.judges.base import JudgeCapabilityError, RatingResult, image_digest
 from mmjudge.metaeval.scores import ScoreTable, score_key
-from mmjudge.metrics.base import Metric, MetricSpec, compute_by_task
+from mmjudge.metrics.base import Metric, MetricSpec
 from mmjudge.report import Report
 from mmjudge.signature import Signature, comparable, parse
 from mmjudge.testing import ScriptedJudge, tiny_clip, tiny_text_lm
@@ -69,15 +69,6 @@ def test_an_undeclared_output_fails_the_contract_check():
     out["surprise"] = [1.0]
     with pytest.raises(AssertionError, match="undeclared result keys"):
         he.spec.check_result(out, 1)
-
-
-def test_texts_keyword_still_works_with_a_deprecation_warning():
-    he = HarmonicEval(judge="dummy", cache=False, criteria=["fluency"])
-    with pytest.warns(DeprecationWarning, match="use `predictions=`"):
-        old = he.compute(texts=["a dog"], progress=False)
-    assert old["fluency"] == he.compute(predictions=["a dog"], progress=False)["fluency"]
-    with pytest.raises(ValueError, match="Give the texts once"):
-        he.compute(predictions=["a"], texts=["a"], progress=False)
 
 
 # -------------------------------------------------------------------------- exact, end to end
@@ -242,8 +233,8 @@ def test_report_from_items_keeps_input_order_across_tasks():
     he = HarmonicEval(judge="dummy", cache=False, criteria=["fluency"])
     report = Report.from_items(he, items, keep=["text"])
     assert [(r["id"], r["task"], r["text"]) for r in report.rows] == [("q1", "vqa", "yes"), ("c1", "ic", "A red square."), ("q2", "vqa", "no")]
-    direct = {idx[0]: out for idx, _, out in compute_by_task(he, items)}
-    assert report.rows[1]["fluency"] == direct[1]["fluency"][0]
+    assert report.rows[1]["fluency"] == he.compute(predictions=["A red square."], task="ic", progress=False)["fluency"][0]
+    assert report.rows[0]["fluency"] == he.compute(predictions=["yes"], questions=["Is it red?"], task="vqa", progress=False)["fluency"][0]
 
 
 def test_cli_output_rows_carry_primary_and_signature(tmp_path, capsys):
@@ -306,17 +297,20 @@ def test_fleur_through_evaluate_gives_the_hand_computed_smoothed_score():
     assert out["raw_score"] == [0.85] and out["method"] == ["fast"] and out["mean_score"] == out["score"][0]
 
 
-def test_signature_is_still_a_str_with_str_replace():
-    """Signature is a str: str.replace(old, new) keeps its meaning; changing fields is with_fields()."""
+def test_signature_fields_change_with_with_fields_and_the_original_stays():
+    """Changing a signature's fields is with_fields() (a Signature is a str, so .replace keeps str's meaning);
+    the new signature renders, parses back, and leaves the original untouched."""
     sig = Signature.make("x", gamma=0.75)
-    assert sig.replace("0.75", "0.5") == str(sig).replace("0.75", "0.5")
-    assert sig.with_fields(gamma=0.5).fields["gamma"] == "0.5" and "gamma" not in sig.with_fields(gamma=None).fields
+    changed = sig.with_fields(gamma=0.5)
+    assert isinstance(changed, Signature) and parse(str(changed))["gamma"] == "0.5" and str(changed).endswith("|gamma=0.5")
+    assert sig.fields["gamma"] == "0.75" and "gamma" not in sig.with_fields(gamma=None).fields
 
 
 def test_means_follow_one_rule_nan_and_inf_left_out():
     import inspect
 
-    from mmjudge.metrics.base import add_means, finite_mean
+    from mmjudge.metrics.base import add_means
+    from mmjudge.inputs import finite_mean
 
     assert finite_mean([1.0, float("nan"), 2, None, float("inf"), -float("inf"), np.float32(3.0)]) == 2.0
     assert math.isnan(finite_mean([float("nan"), float("inf")]))
@@ -330,15 +324,13 @@ def test_means_follow_one_rule_nan_and_inf_left_out():
 def test_generation_is_required_where_the_effective_explain_is_known():
     # explain=True at construction used to refuse a non-generating judge outright, although
     # compute(explain=False) never generates; the check now happens where `explain` is final
-    silent = load_judge("dummy")
-    silent.can_generate = False
+    silent = load_judge("dummy", can_generate=False)
     he = HarmonicEval(judge=silent, cache=False, criteria=["fluency"], explain=True)
     assert "fluency" in he.compute(predictions=["A dog runs."], explain=False, progress=False)
     with pytest.raises(JudgeCapabilityError, match="can_generate"):
         he.compute(predictions=["A dog runs."], progress=False)
     digits = [0.1] * 10
-    printer = ScriptedJudge(printing_085(digits, digits, digits))  # its fast path never needs generation
-    printer.can_generate = False
+    printer = ScriptedJudge(printing_085(digits, digits, digits), can_generate=False)  # its fast path never needs generation
     fleur = mmjudge.load("fleur", judge=printer, cache=False, explain=True)
     assert "explanation" not in fleur.compute(predictions=["A dog."], images=[IMG], explain=False, progress=False)
     with pytest.raises(JudgeCapabilityError, match="can_generate"):
@@ -355,8 +347,7 @@ def test_max_text_chars_is_checked_before_the_judge_is_built(bad):
 
 
 def test_fleur_fallback_needs_generation_and_says_so():
-    silent = load_judge("dummy")  # never prints a score, so every sample needs the generate fallback
-    silent.can_generate = False
+    silent = load_judge("dummy", can_generate=False)  # never prints a score, so every sample needs the generate fallback
     fleur = mmjudge.load("fleur", judge=silent, cache=False)
     with pytest.raises(JudgeCapabilityError, match=r"FLEUR needs a judge with can_generate \(predictions\[0\]"):
         fleur.compute(predictions=["A dog."], images=[IMG], progress=False)

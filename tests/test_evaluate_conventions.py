@@ -48,7 +48,7 @@ def test_module_folder_loads_offline_as_its_own_class(name):
     if name == "clip_score":
         kwargs = {"model": "tiny-random", "cache": False}
     module = _load(name, **kwargs)
-    assert type(module).__name__ != "EngineMetric" and type(module).__module__ != "mmjudge.evaluate_shell"
+    assert type(module).__name__ != "EngineMetric" and type(module).__module__ != "mmjudge.adapters.evaluate_metric"
     assert module.engine.name == name
     assert "predictions" in module._feature_names()
 
@@ -184,7 +184,7 @@ def test_widget_builds_from_declared_inputs():
     pytest.importorskip("gradio")
     import gradio as gr
 
-    from mmjudge.widget import build_widget
+    from mmjudge.adapters.gradio_widget import build_widget
 
     he = _load("harmonic_eval", judge="dummy", cache=False)
     demo = build_widget(he)
@@ -264,12 +264,21 @@ def test_no_register_opt_out_writes_nothing(tmp_path):
     assert not (tmp_path / "hf" / "modules" / "evaluate_modules").exists()
 
 
-def test_cache_keys_hold_nothing_about_batch_size():
+def test_cache_keys_hold_nothing_about_speed_only_settings(tiny_llava_dir):
+    """Batch size, prefetching, prefix sharing and concurrency change speed, never answers: the backends
+    that have them leave them out of their identity (cache keys and signatures), while a setting that does
+    change answers (what an API returns per position) is in it."""
     from mmjudge.judges import RatingRequest, Turn, load_judge
     from mmjudge.judges.base import request_key
 
     request = RatingRequest([Turn("user", "Rate: a dog.")])
-    keys = {request_key(load_judge("dummy", batch_size=b).identity(), "rate", request) for b in (1, 8, 64)}
-    assert len(keys) == 1
-    assert not any("batch" in k for k in load_judge("dummy", batch_size=3).identity())
     assert "batch" not in json.dumps(request.payload())
+    local = [load_judge("transformers", model=tiny_llava_dir, batch_size=b, prefetch=p, share_prefix=s).identity()
+             for b, p, s in ((1, False, False), (8, True, True))]  # fmt: skip
+    assert local[0] == local[1]
+    api = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "prefill": "none"}  # settled: no request is sent
+    served = [load_judge("openai", batch_size=b, max_concurrency=c, **api).identity() for b, c in ((1, 1), (64, 16))]
+    assert served[0] == served[1]
+    assert load_judge("openai", top_logprobs=5, **api).identity() != served[0]
+    keys = {request_key(identity, "rate", request) for identity in (local[0], local[1])}
+    assert len(keys) == 1

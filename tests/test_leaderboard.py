@@ -382,7 +382,7 @@ def test_worker_holds_its_lease_during_a_slow_hub_sync(tmp_path):
 
 
 def test_worker_loads_the_judge_once_for_scores_and_explanations(tmp_path, monkeypatch):
-    import mmjudge.metrics._options as base  # where build_judge looks the backend up
+    import mmjudge.judges.factory as base  # where build_judge looks the backend up
 
     loads = []
     real = base.load_judge

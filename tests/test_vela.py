@@ -375,7 +375,7 @@ def test_train_vela_cli_on_a_longcap_arena_folder(tiny_lm_dir, clip_dir, tmp_pat
 
 
 def test_head_class_is_defined_once_and_loading_compares_shapes_only(vela, monkeypatch):
-    from mmjudge.vela.model import VelaHead
+    from mmjudge.vela.head import VelaHead
 
     assert type(VelaHead(6, 4, seed=0)) is type(VelaHead(6, 4, seed=1))  # was a new class per call
     state = vela.trainable_state()

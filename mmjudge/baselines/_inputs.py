@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from mmjudge.inputs import check_references, check_text
+
 
 def check_pairs(
     candidates: Any, references: Any, allow_empty_text: bool = False, name: str = "candidates"
@@ -11,7 +13,7 @@ def check_pairs(
     """``candidates`` (one string each) and ``references`` (a non-empty list of strings each), same length.
 
     A single string as an item's references is accepted as a one-reference list
-    (:func:`mmjudge.metrics.base.check_references`, the rule every metric shares). Raises ``ValueError``
+    (:func:`mmjudge.inputs.check_reference_list`, the rule every metric shares). Raises ``ValueError``
     naming the first offending item; ``name`` is what the caller calls the candidates (``predictions``).
 
     >>> check_pairs(["a dog"], ["a dog runs"])
@@ -21,8 +23,6 @@ def check_pairs(
     ...
     ValueError: references[0]: the reference list is empty; every prediction needs at least one reference.
     """
-    from mmjudge.metrics.base import check_references
-
     if isinstance(candidates, str) or not isinstance(candidates, Sequence):
         raise ValueError(f"Expected argument `{name}` to be a list of strings, but got {type(candidates).__name__}.")
     if isinstance(references, str) or not isinstance(references, Sequence):
@@ -36,12 +36,6 @@ def check_pairs(
         )
     if not candidates:
         raise ValueError(f"`{name}` is empty: nothing to score.")
-    cands: list[str] = []
-    for i, text in enumerate(candidates):
-        if not isinstance(text, str):
-            raise ValueError(f"{name}[{i}]: expected a string, but got {type(text).__name__}.")
-        if not allow_empty_text and not text.strip():
-            raise ValueError(f"{name}[{i}]: the candidate is empty.")
-        cands.append(text)
+    cands = [check_text(text, f"{name}[{i}]", "candidate", allow_empty_text) for i, text in enumerate(candidates)]
     refs = check_references(references, len(cands), noun="reference", allow_empty_text=allow_empty_text)
     return cands, refs

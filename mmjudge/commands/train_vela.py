@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    from mmjudge.vela.model import DEFAULT_LLM
+    from mmjudge.vela.model import DEFAULT_LLM, VelaConfig
     from mmjudge.vela.training import TrainConfig
 
     d = TrainConfig()
@@ -78,7 +78,8 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=d.seed, help=f"seed (default {d.seed})")
     p.add_argument("--save-every", dest="save_every", type=int, default=d.save_every,
                    help=f"optimizer steps between resumable saves (default {d.save_every}; 0 = epoch ends only)")
-    p.add_argument("--projection-dim", dest="projection_dim", type=int, help="width of the projection (default 256)")
+    p.add_argument("--projection-dim", dest="projection_dim", type=int,
+                   help=f"width of the projection (default {VelaConfig.projection_dim})")
     p.add_argument("--max-length", dest="max_length", type=int, help="LLM prompt length limit in tokens")
     p.add_argument("--device", help="cuda, cuda:N or cpu (default: CUDA when available)")
     p.add_argument("--dtype", help="LLM dtype (default bf16 on GPU, fp32 on CPU)")

@@ -1,8 +1,8 @@
 """Scoring a benchmark's items with an mmjudge metric on the fly, for the meta-evaluation.
 
-Items are scored task by task (one ``compute`` call per task, items keep their order), passing only
-the columns the metric's ``compute`` accepts (:func:`mmjudge.metrics.base.compute_by_task`). Every per-sample numeric output becomes a score column, so a
-criterion-wise metric (HarmonicEval) brings its ``overall`` and one column per criterion.
+Items are scored as a stream (:meth:`mmjudge.metrics.base.Metric.stream`: bounded chunks, each item with
+its own task), reading only the inputs the metric declares. Every per-sample numeric output becomes a score
+column, so a criterion-wise metric (HarmonicEval) brings its ``overall`` and one column per criterion.
 
 >>> from mmjudge.judgments import HumanJudgments
 >>> hj = HumanJudgments(name="toy", items=[{"id": "a", "task": "ic", "text": "A dog."}])
@@ -17,7 +17,6 @@ from typing import Any, Optional
 
 from mmjudge.judgments import HumanJudgments
 from mmjudge.metaeval.scores import Scores, ScoreTable, scores_from_columns
-from mmjudge.metrics.base import compute_by_task
 
 DEFAULT_TASK = "ic"
 
@@ -46,8 +45,8 @@ def score_items(
         if not isinstance(it.get("text"), str) or not it["text"].strip():
             raise ValueError(f"{judgments.name}: item {it.get('id')!r} has no text to score.")
     name = getattr(metric, "name", type(metric).__name__)
+    results = list(metric.stream(items, task=DEFAULT_TASK, progress=progress))
+    columns = {key: [r.values[key] for r in results] for key in results[0].values} if results else {}
     out = ScoreTable(primary=getattr(metric, "primary", None))
-    for idx, task, result in compute_by_task(metric, items, DEFAULT_TASK, progress):
-        ids = [str(items[i]["id"]) for i in idx]
-        out.update(scores_from_columns(ids, result, f"{name} on task {task!r}"))
+    out.update(scores_from_columns([r.id for r in results], columns, name))
     return out

@@ -30,13 +30,13 @@ def available_metrics() -> list[str]:
 
 def load_metric(name: str, config_name: Optional[str] = None, **kwargs: Any) -> Any:
     """Instantiate metric ``name``; ``config_name`` selects a configuration of metrics that have several
-    (e.g. ``load_metric("fleur", "reffleur")``)."""
+    (e.g. ``load_metric("fleur", "reffleur")``). The package's entry point :func:`mmjudge.load` is this."""
     cls = METRICS.get(name)
     if config_name is not None:
         if "config_name" not in inspect.signature(cls).parameters:
             raise ValueError(f"Metric {name!r} has no configurations, but config_name={config_name!r} was given.")
         kwargs["config_name"] = config_name
-    from mmjudge.metrics.base import check_metric_options
+    from mmjudge.metrics.options import check_metric_options
 
     check_metric_options(cls, kwargs)  # a misspelt option is a clear ValueError, not a TypeError
     return cls(**kwargs)

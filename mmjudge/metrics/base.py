@@ -1,17 +1,21 @@
-"""The metric contract: what every metric declares, once, and the helpers all metrics share.
+"""The metric contract: what every metric declares, once, and the one path every metric scores through.
 
 Every engine metric subclasses :class:`Metric` and declares a :class:`MetricSpec` (per configuration):
 
 * **inputs** — the ``compute`` keywords (``predictions``, ``images``, ``references``, ``questions``,
-  ``boxes``), each with its kind, whether it is required, and the key it has in item dicts (JSONL lines,
-  benchmark items: ``text``, ``image``, …);
+  ``boxes``), each with its kind, whether it is required (always, or for some tasks), and the key it has
+  in item dicts (JSONL lines, benchmark items: ``text``, ``image``, …). The spec checks them — once, here:
+  a metric never re-checks its inputs by hand;
 * **outputs** — per-sample values (scores, diagnostics such as σ, texts such as explanations) and the
   aggregates computed from them (``mean_<name>``, ``corpus_<name>``);
-* **primary** — the output a table ranks by (``overall``, ``score``, ``clip_score``, ``ref_clip_score``,
-  ``cider``, ``bleu_4`` …) and whether higher is better;
-* a structured **signature** (:mod:`mmjudge.signature`).
+* **options** — the ``compute`` keywords that say how to score (``task``, ``explain``, ``progress``);
+* **primary** — the output a table ranks by and whether higher is better; a structured **signature**.
 
-The CLI, the meta-evaluation, the Space and the leaderboard read these declarations instead of guessing.
+Scoring is a stream (:meth:`Metric.stream`): items are checked one by one, gathered into bounded chunks
+(each distinct image decoded once per chunk and released after it), scored chunk by chunk, and yielded as
+:class:`ItemResult` s in input order as they finish; nothing about an item outlives its chunk but its
+result. :meth:`Metric.compute` is the in-memory convenience on top: columns in, per-sample lists + means +
+signature out. A metric implements one method, :meth:`Metric._score_chunk`.
 
 >>> from mmjudge.metrics.clip_score import CLIPScore
 >>> spec = CLIPScore.spec_for("ref_clip_score")
@@ -21,16 +25,22 @@ The CLI, the meta-evaluation, the Space and the leaderboard read these declarati
 
 from __future__ import annotations
 
-import inspect
-import warnings
+import contextlib
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Optional, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Optional, Sequence
 
+from mmjudge.inputs import check_column, check_reference_list, check_text, check_text_length, finite_mean
 from mmjudge.signature import Signature
 
 INPUT_KINDS = ("text", "image", "question", "box", "references")
 OUTPUT_KINDS = ("score", "diagnostic", "text")
+ON_ERROR = ("raise", "record")
+# Items per chunk, and decoded image bytes after which a chunk closes early (2000x1500 RGB images are
+# 9 MB each: a chunk of them stays near this bound, not 256 x 9 MB).
+DEFAULT_CHUNK_SIZE = 256
+MAX_CHUNK_IMAGE_BYTES = 512 * 2**20
 
 
 @dataclass(frozen=True)
@@ -42,8 +52,11 @@ class InputSpec:
         kind: ``text`` | ``image`` | ``question`` | ``box`` | ``references``.
         required: needed on every call (``required_for`` lists tasks that need it otherwise).
         item_key: the key in item dicts (``text``, ``image``, ``question``, ``box``, ``references``).
-        required_for: tasks for which an optional input is required (``questions`` for ``vqa``).
         description: one line for documentation, forms and widgets.
+        required_for: tasks for which an optional input is required (``questions`` for ``vqa``).
+        noun: what one value is called in messages ("the {noun} is empty").
+        missing: the message when the input is missing (``{metric}`` and ``{task}`` are filled in); by
+            default "<metric> needs `<name>`: <description>."
     """
 
     name: str
@@ -52,10 +65,22 @@ class InputSpec:
     item_key: str
     description: str = ""
     required_for: tuple[str, ...] = ()
+    noun: str = "text"
+    missing: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in INPUT_KINDS:
             raise ValueError(f"Expected InputSpec.kind to be one of {INPUT_KINDS}, but got {self.kind!r}.")
+
+    def needed(self, task: str) -> bool:
+        return self.required or task in self.required_for
+
+    def missing_message(self, metric: str, task: str) -> str:
+        if self.missing:
+            return self.missing.format(metric=metric, task=task.upper())
+        if not self.required and task in self.required_for:
+            return f"The {task.upper()} task needs `{self.name}`: {self.description}."
+        return f"{metric} needs `{self.name}`: {self.description}."
 
 
 @dataclass(frozen=True)
@@ -71,6 +96,7 @@ class OutputSpec:
         bounds: the range a score lies in, when it has one (e.g. ``(1, 5)``).
         aggregates: summary values the result also holds, ``<aggregate>_<name>`` (``mean``,
             ``corpus``).
+        optional: present only when asked for (explanations).
     """
 
     name: str
@@ -79,11 +105,16 @@ class OutputSpec:
     higher_is_better: Optional[bool] = True
     bounds: Optional[tuple[float, float]] = None
     aggregates: tuple[str, ...] = ("mean",)
-    optional: bool = False  # present only when asked for (explanations)
+    optional: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in OUTPUT_KINDS:
             raise ValueError(f"Expected OutputSpec.kind to be one of {OUTPUT_KINDS}, but got {self.kind!r}.")
+
+    @property
+    def empty(self) -> Any:
+        """The value of this output for an item that could not be scored: NaN, or ``None`` for texts."""
+        return None if self.kind == "text" else math.nan
 
 
 @dataclass(frozen=True)
@@ -152,6 +183,15 @@ class MetricSpec:
                 return out
         raise KeyError(f"{self.name} has no output {name!r}; it has {[o.name for o in self.outputs]}.")
 
+    def input(self, name: str) -> InputSpec:
+        for spec in self.inputs:
+            if name in (spec.name, spec.item_key):
+                return spec
+        raise KeyError(f"{self.name} has no input {name!r}; it has {[i.name for i in self.inputs]}.")
+
+    def option_names(self) -> list[str]:
+        return [o.name for o in self.options]
+
     def score_names(self) -> list[str]:
         """Per-sample score outputs, primary first."""
         scores = [o.name for o in self.outputs if o.kind == "score"]
@@ -180,20 +220,84 @@ class MetricSpec:
 # The inputs most metrics share, declared once.
 PREDICTIONS = InputSpec("predictions", "text", True, "text", "the texts being judged (captions, answers, expressions)")
 IMAGES = InputSpec("images", "image", True, "image", "one image per prediction: PIL image, path or bytes")
-REFERENCES = InputSpec("references", "references", True, "references", "reference texts: a list of strings per prediction")
+REFERENCES = InputSpec("references", "references", True, "references",
+                       "a list of reference captions per prediction")  # fmt: skip
+
+
+@dataclass
+class Item:
+    """One item on its way through a metric: checked values, its image decoded in its chunk.
+
+    Attributes:
+        index: its position in the stream.
+        id: its ``id`` (the index as a string when it has none).
+        task: its task (the item's own, else the call's).
+        text, image, question, box, references: its inputs (``image`` a PIL image once decoded).
+        digest: the pixel digest of ``image`` (set when decoded).
+        source: where it came from, for messages (``items.jsonl:7``); ``None`` in ``compute``.
+    """
+
+    index: int
+    id: str
+    task: str
+    text: str
+    image: Any = None
+    question: Optional[str] = None
+    box: Any = None
+    references: Optional[list[str]] = None
+    digest: Optional[str] = None
+    source: Optional[str] = None
+
+    def where(self, spec: InputSpec) -> str:
+        """How messages name this item's input: ``images[3]`` in ``compute``, ``items.jsonl:7: image`` in a stream."""
+        if self.source is None:
+            return f"{spec.name}[{self.index}]"
+        return f"{self.source}: {spec.item_key}"
+
+
+@dataclass
+class ItemResult:
+    """One item's result: its declared outputs, or why it could not be scored (``error``: the outputs are
+    then NaN / ``None``)."""
+
+    index: int
+    id: str
+    task: str
+    values: dict[str, Any]
+    error: Optional[str] = None
+
+
+@dataclass
+class ChunkScores:
+    """What :meth:`Metric._score_chunk` returns: per-item output lists (declared names) and, for metrics
+    whose figures need the whole input (corpus BLEU, CIDEr-D), ``aggregates`` such as ``corpus_bleu_4``."""
+
+    values: dict[str, list]
+    aggregates: dict[str, Any] = field(default_factory=dict)
 
 
 class Metric(ABC):
-    """Base class of engine metrics: a :class:`MetricSpec` per configuration, ``compute``, a signature.
+    """Base of engine metrics: a :class:`MetricSpec` per configuration, a signature, and one method to
+    implement, :meth:`_score_chunk`.
 
-    Subclasses set :attr:`name`, :attr:`configs` and implement :meth:`spec_for` (a classmethod, so
-    front doors can read a configuration's declaration without loading any model), :meth:`compute`
-    and :meth:`signature_fields`.
+    Subclasses set :attr:`name`, :attr:`configs` and implement :meth:`spec_for` (a classmethod, so front
+    doors read a configuration's declaration without loading any model), :meth:`signature_fields` and
+    :meth:`_score_chunk`; they may override :meth:`_prepare_item` (per-item work that can fail, e.g. drawing
+    a box) and :meth:`_check_options`. Their ``compute`` names its keywords and calls :meth:`_compute`.
     """
 
     name: ClassVar[str] = "metric"
     configs: ClassVar[tuple[str, ...]] = ()
     config_name: str = ""
+    # Items per chunk; ``None``: the whole input is one chunk (metrics whose numbers depend on all of it).
+    chunk_size: Optional[int] = DEFAULT_CHUNK_SIZE
+    # Text limits of judge-reading metrics (:func:`mmjudge.inputs.check_long_text_options`).
+    max_text_chars: Optional[int] = None
+    long_texts: str = "error"
+    # Image limits: decompression-bomb size, and the aspect ratio the judges' processors accept.
+    max_pixels: Optional[int] = None
+    max_aspect_ratio: Optional[float] = None
+    default_task: str = "ic"
 
     @classmethod
     @abstractmethod
@@ -202,7 +306,14 @@ class Metric(ABC):
 
     @property
     def spec(self) -> MetricSpec:
-        """This instance's declaration (may depend on options, e.g. HarmonicEval's criteria)."""
+        """This instance's declaration (may depend on options, e.g. HarmonicEval's criteria), built once:
+        every item's checks read it."""
+        spec = self.__dict__.get("_spec")
+        if spec is None:
+            spec = self.__dict__["_spec"] = self._build_spec()
+        return spec
+
+    def _build_spec(self) -> MetricSpec:
         return self.spec_for(self.config_name or None)
 
     @property
@@ -223,8 +334,22 @@ class Metric(ABC):
         return Signature.make(self.name, **config, **self.signature_fields())
 
     @abstractmethod
-    def compute(self, predictions: Optional[Sequence[str]] = None, **inputs: Any) -> dict[str, Any]:
-        """Per-sample lists for every declared output, the aggregates and ``signature``."""
+    def _score_chunk(self, items: list[Item], **options: Any) -> ChunkScores:
+        """Score one chunk of checked items (images decoded): every declared output, one value per item."""
+
+    def _prepare_item(self, item: Item) -> Item:
+        """Per-item work after the image is decoded (e.g. drawing a box); a ``ValueError`` fails the item."""
+        return item
+
+    def _check_options(self, options: dict) -> dict:
+        """The call's options (``explain`` …), checked; the default accepts none beyond ``progress``."""
+        return options
+
+    def _check_task(self, task: Optional[str]) -> str:
+        task = str(task or self.default_task).lower()
+        if task not in self.spec.tasks:
+            raise ValueError(f"Unknown task {task!r}. Expected one of: {', '.join(self.spec.tasks)}.")
+        return task
 
     @classmethod
     def check_config(cls, config_name: Optional[str]) -> str:
@@ -235,94 +360,292 @@ class Metric(ABC):
             raise ValueError(f"Expected argument `config_name` to be one of {cls.configs}, but got {config_name!r}.")
         return config
 
+    # ------------------------------------------------------------------------------------- checking
+    def check_item(self, raw: Mapping[str, Any], index: int, task: Optional[str] = None,
+                   source: Optional[str] = None) -> Item:  # fmt: skip
+        """``raw`` (an item dict: ``text``, ``image``, ``question``, ``box``, ``references``, ``task``,
+        ``id``) checked against the declared inputs: a ``ValueError`` names what is wrong. Images are
+        only checked for presence here; they are decoded with their chunk."""
+        own_task = raw.get("task")
+        if own_task and TASK in self.spec.options:
+            task = self._check_task(own_task)
+        elif own_task:
+            task = str(own_task).lower()  # recorded as given: this metric scores every task the same way
+        item = Item(index=index, id=str(raw["id"]) if raw.get("id") is not None else str(index),
+                    task=task or self._check_task(None), text="", source=source)  # fmt: skip
+        for spec in self.spec.inputs:
+            value = raw.get(spec.item_key)
+            needed = spec.needed(item.task)
+            if value is None and spec.kind == "references" and needed:
+                check_reference_list(value, item.where(spec), self._reference_owner(), spec.noun)  # raises: empty
+            if value is None:
+                if needed:
+                    raise ValueError(self._missing(spec, item))
+                continue
+            where = item.where(spec)
+            if spec.kind == "text":
+                item.text = check_text_length(check_text(value, where, spec.noun), where, self.max_text_chars, self.long_texts)
+            elif spec.kind == "question":
+                item.question = check_text(value, where, spec.noun) if needed else value
+            elif spec.kind == "references":
+                item.references = check_reference_list(value, where, self._reference_owner(), spec.noun)
+            elif spec.kind == "image":
+                item.image = value if needed or self._keeps_image(spec, item.task) else None
+            elif spec.kind == "box":
+                item.box = value if needed else None
+        return item
 
-def take_predictions(predictions: Any, texts: Any) -> Any:
-    """``predictions``, or the deprecated ``texts`` keyword of mmjudge < 0.2 (with a warning)."""
-    if texts is not None:
-        if predictions is not None:
-            raise ValueError("Give the texts once, as `predictions=` (`texts=` is its old name).")
-        warnings.warn("`texts=` is deprecated: use `predictions=` (the evaluate convention).", DeprecationWarning, stacklevel=3)
-        return texts
-    return predictions
+    def _missing(self, spec: InputSpec, item: Item) -> str:
+        if spec.kind == "image":
+            why = f" ({spec.missing_message(self.spec.label, item.task).rstrip('.')})" if spec.missing else ""
+            return f"{item.where(spec)}: an image is required but got None{why}."
+        if spec.kind == "box":
+            return f"{item.where(spec)}: a bounding box is required for the {item.task.upper()} task but got None."
+        return f"{item.where(spec)}: {spec.missing_message(self.spec.label, item.task)}"
+
+    def _reference_owner(self) -> Optional[str]:
+        """Who needs the references, in the empty-list message (``None``: the generic message)."""
+        return None
+
+    def _keeps_image(self, spec: InputSpec, task: str) -> bool:
+        """Whether an image given for an item that does not need it is still decoded (no: it would cost a
+        decode for nothing)."""
+        return False
+
+    def _check_columns(self, columns: dict[str, Any], task: str) -> int:
+        """Column-level checks of a ``compute`` call: ``predictions`` a non-empty list, every other given
+        input one entry per prediction, every input the task needs present."""
+        predictions = columns.get("predictions")
+        if isinstance(predictions, str) or not isinstance(predictions, Sequence):
+            raise ValueError(f"Expected `predictions` to be a list of strings, but got {type(predictions).__name__}.")
+        if not predictions:
+            raise ValueError("`predictions` is empty: nothing to score.")
+        n = len(predictions)
+        for spec in self.spec.inputs:
+            values = columns.get(spec.name)
+            if values is None:
+                if spec.needed(task):
+                    raise ValueError(spec.missing_message(self.spec.label, task))
+                continue
+            check_column(values, n, spec.name)
+        return n
+
+    # ------------------------------------------------------------------------------------- scoring
+    def _compute(self, columns: dict[str, Any], task: Optional[str] = None, progress: bool = True,
+                 **options: Any) -> dict[str, Any]:  # fmt: skip
+        """``compute``: check the columns and every item before any model work, score them as a stream,
+        and return per-sample lists for every declared output, the aggregates and ``signature``."""
+        unknown = [k for k in columns if k not in {i.name for i in self.spec.inputs}]
+        if unknown:
+            raise ValueError(f"{self.spec.label}: unknown input {unknown[0]!r}; it takes {[i.name for i in self.spec.inputs]}.")
+        task = self._check_task(task)
+        options = self._check_options(options)
+        n = self._check_columns(columns, task)
+        specs = [s for s in self.spec.inputs if columns.get(s.name) is not None]
+        items = [self.check_item({s.item_key: columns[s.name][i] for s in specs}, i, task) for i in range(n)]
+        aggregates: dict[str, Any] = {}
+        results: list[ItemResult] = []
+        # One bar: the judge's per request when everything is one chunk, else one over the items.
+        several = self.chunk_size is not None and n > self.chunk_size
+        with _item_bar(progress and several, n, self.spec.label) as bar:
+            for chunk_results, chunk_aggregates in self._run(items, "raise", progress and not several, options):
+                results += chunk_results
+                aggregates.update(chunk_aggregates)
+                if bar is not None:
+                    bar.update(len(chunk_results))
+        present = [o for o in self.spec.outputs if not o.optional or o.name in results[0].values]
+        out: dict[str, Any] = {o.name: [r.values[o.name] for r in results] for o in present}
+        out.update(aggregates)
+        add_means(out, self.spec)
+        out["signature"] = self.signature
+        return out
+
+    def stream(self, items: Iterable[Mapping[str, Any]], task: Optional[str] = None, on_error: str = "raise",
+               progress: bool = False, chunk_size: Optional[int] = None, **options: Any) -> Iterator[ItemResult]:  # fmt: skip
+        """Score ``items`` (dicts keyed like a JSONL line: ``text``, ``image``, ``question``, ``box``,
+        ``references``, ``task``, ``id``; an optional ``_source`` names where the item came from, e.g.
+        ``items.jsonl:7``, else messages name inputs as ``compute`` does: ``images[7]``) in bounded chunks,
+        yielding one :class:`ItemResult` per item, in input order, as chunks finish.
+
+        Args:
+            task: the task of items without their own.
+            on_error: ``"raise"`` (a bad item stops the stream with one line naming it) or ``"record"``
+                (its result carries the reason and the stream goes on).
+            progress: a progress bar per chunk's judge work (front doors draw their own item bar).
+            chunk_size: items per chunk (default :attr:`chunk_size`).
+            **options: the metric's compute options (``explain`` …).
+        """
+        if on_error not in ON_ERROR:
+            raise ValueError(f"Expected argument `on_error` to be one of {ON_ERROR}, but got {on_error!r}.")
+        task = self._check_task(task)
+        options = self._check_options(options)
+
+        def checked() -> Iterator[Any]:
+            for index, raw in enumerate(items):
+                try:
+                    if not isinstance(raw, Mapping):
+                        raise ValueError(f"{raw_source(raw, index)}: expected an item dict, but got {type(raw).__name__}.")
+                    source = raw.get("_source")
+                    if raw.get("_error"):  # the reader could not make an item of it (a line that is not JSON …)
+                        raise ValueError(f"{raw_source(raw, index)}: {raw['_error']}")
+                    yield self.check_item(raw, index, task, source=str(source) if source is not None else None)
+                except ValueError as err:
+                    if on_error == "raise":
+                        raise
+                    yield _failed(raw, index, task, str(err))
+
+        for results, _ in self._run(checked(), on_error, progress, options, chunk_size):
+            yield from results
+
+    def _run(self, items: Iterable[Any], on_error: str, progress: bool, options: dict,
+             chunk_size: Optional[int] = None) -> Iterator[tuple[list[ItemResult], dict]]:  # fmt: skip
+        """Chunks of results, in input order, with each chunk's aggregates."""
+        size = chunk_size if chunk_size is not None else self.chunk_size
+        for chunk in _chunks(items, size, self._decode_images(on_error)):
+            prepared: list[Item] = []
+            for position, item in enumerate(chunk):
+                if not isinstance(item, Item):
+                    continue
+                try:
+                    prepared.append(self._prepare_item(item))
+                    chunk[position] = prepared[-1]
+                except ValueError as err:
+                    if on_error == "raise":
+                        raise
+                    chunk[position] = _failed_item(item, str(err))
+            _set_digests(prepared)
+            scores = self._score_chunk(prepared, progress=progress, **options) if prepared else ChunkScores({})
+            by_index = {it.index: k for k, it in enumerate(prepared)}
+            results = []
+            for entry in chunk:
+                if isinstance(entry, ItemResult):
+                    results.append(self._with_empty_values(entry))
+                elif entry.index in by_index:
+                    k = by_index[entry.index]
+                    results.append(ItemResult(entry.index, entry.id, entry.task, {n: v[k] for n, v in scores.values.items()}))
+            yield results, scores.aggregates
+
+    def _with_empty_values(self, failed: ItemResult) -> ItemResult:
+        failed.values = {o.name: o.empty for o in self.spec.outputs if not o.optional}
+        return failed
+
+    def _decode_images(self, on_error: str) -> Callable[[list, int, dict], int]:
+        """A function that decodes the images of a chunk's new items in place (each distinct image once per
+        chunk) and returns how many bytes of pixels they hold; a bad image fails its item."""
+        from mmjudge.images import load_image
+
+        max_pixels, max_ratio = self.max_pixels, self.max_aspect_ratio
+        spec = next((s for s in self.spec.inputs if s.kind == "image"), None)
+
+        def decode(chunk: list, start: int, decoded: dict) -> int:
+            added = 0
+            for k in range(start, len(chunk)):
+                item = chunk[k]
+                if not isinstance(item, Item) or item.image is None:
+                    continue
+                key = _image_key(item.image)
+                try:
+                    if key not in decoded:
+                        kwargs = {} if max_pixels is None else {"max_pixels": max_pixels}
+                        decoded[key] = load_image(item.image, item.where(spec), max_aspect_ratio=max_ratio, **kwargs)
+                        added += decoded[key].width * decoded[key].height * len(decoded[key].getbands())
+                    item.image = decoded[key]
+                except ValueError as err:
+                    if on_error == "raise":
+                        raise
+                    chunk[k] = _failed_item(item, str(err))
+            return added
+
+        return decode
 
 
-def finite_mean(values: Sequence[Any]) -> float:
-    """The mean of the finite numbers in ``values``; ``None``, NaN and ±inf are left out, and ``NaN`` is
-    the mean of nothing.
+@contextlib.contextmanager
+def _item_bar(enabled: bool, total: int, desc: str) -> Iterator[Any]:
+    if not enabled:
+        yield None
+        return
+    from mmjudge.progress import progress_bar
 
-    This is THE rule for every ``mean_<name>`` (:func:`add_means`, and what report summaries should use):
-    NaN marks a sample without a score (FLEUR's judge printed none); ±inf is left out too, because a
-    single infinite sample would make the mean infinite (and not JSON-safe) while saying nothing about
-    the other samples.
+    with progress_bar(total=total, desc=desc, unit="item") as bar:
+        yield bar
 
-    >>> finite_mean([1.0, float("nan"), 2, None, float("inf")])
-    1.5
-    >>> finite_mean([float("nan")])
-    nan
-    """
-    import math
-    from numbers import Real
 
-    kept = [float(v) for v in values if isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)]
-    return sum(kept) / len(kept) if kept else math.nan
+def raw_source(raw: Any, index: int) -> str:
+    """How a stream item is named in messages: its ``_source`` (``items.jsonl:7``), else ``item <index>``."""
+    source = raw.get("_source") if isinstance(raw, Mapping) else None
+    return str(source) if source else f"item {index}"
+
+
+def _failed(raw: Any, index: int, task: str, error: str) -> ItemResult:
+    item_id = raw.get("id") if isinstance(raw, Mapping) else None
+    own = raw.get("task") if isinstance(raw, Mapping) else None
+    return ItemResult(index, str(item_id) if item_id is not None else str(index), str(own or task), {}, error)
+
+
+def _failed_item(item: Item, error: str) -> ItemResult:
+    return ItemResult(item.index, item.id, item.task, {}, error)
+
+
+def _image_key(image: Any) -> Any:
+    """What makes two inputs the same image within a chunk: the path of a file, else the object itself."""
+    import os
+
+    if isinstance(image, (str, os.PathLike)):
+        return ("path", os.fspath(image))
+    if isinstance(image, Mapping) and image.get("path") and image.get("bytes") is None:
+        return ("path", str(image["path"]))
+    return ("object", id(image))
+
+
+def _set_digests(items: list[Item]) -> None:
+    """Each item's pixel digest, computed once per distinct image object."""
+    from mmjudge.images import image_digest
+
+    seen: dict[int, str] = {}
+    for item in items:
+        if item.image is not None:
+            key = id(item.image)
+            if key not in seen:
+                seen[key] = image_digest(item.image)
+            item.digest = seen[key]
+
+
+def _chunks(items: Iterable[Any], size: Optional[int], decode: Callable) -> Iterator[list]:
+    """Lists of at most ``size`` items (``None``: one list of all), closed early once their decoded images
+    hold :data:`MAX_CHUNK_IMAGE_BYTES`; ``decode(chunk, start, decoded)`` decodes the new items' images."""
+    chunk: list = []
+    decoded: dict = {}
+    image_bytes = 0
+    for item in items:
+        chunk.append(item)
+        image_bytes += decode(chunk, len(chunk) - 1, decoded)
+        if (size is not None and len(chunk) >= size) or image_bytes >= MAX_CHUNK_IMAGE_BYTES:
+            yield chunk
+            chunk, decoded, image_bytes = [], {}, 0  # the chunk's images are released with it
+    if chunk:
+        yield chunk
 
 
 def add_means(out: dict, spec: MetricSpec) -> dict:
-    """Add ``mean_<name>`` (:func:`finite_mean`) for every output in ``out`` that declares a ``mean`` aggregate."""
+    """Add ``mean_<name>`` (:func:`mmjudge.inputs.finite_mean`) for every output in ``out`` that declares a
+    ``mean`` aggregate."""
     for o in spec.outputs:
         if "mean" in o.aggregates and o.name in out:
             out[f"mean_{o.name}"] = finite_mean(out[o.name])
     return out
 
 
-# Input checks and judge/option building live in their own modules; metrics import them from here.
-from mmjudge.errors import check_bool  # noqa: E402,F401  (metrics read true/false options with it)
-from mmjudge.metrics._inputs import (  # noqa: E402,F401
-    DEFAULT_MAX_TEXT_CHARS,
-    LONG_TEXT_POLICIES,
-    check_length,
-    check_references,
-    check_text_lengths,
-    check_texts,
-)
-from mmjudge.metrics._options import (  # noqa: E402,F401
-    CacheOption,
-    accepted_keywords,
-    build_judge,
-    build_text_judge,
-    check_judge_options,
-    check_metric_options,
-    unknown_option_error,
-)
-
-
-def compute_kwargs(metric: Any, items: Sequence[dict], task: str, progress: Optional[bool] = None) -> dict[str, Any]:
-    """Keyword arguments for ``metric.compute`` from item dicts of one task: each declared input whose
-    ``item_key`` some item has, plus ``task`` and ``progress`` where ``compute`` takes them.
+def compute_kwargs(metric: Any, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Keyword arguments for ``metric.compute`` from item dicts: each declared input whose ``item_key``
+    some item has.
 
     >>> from mmjudge.metrics.harmonic_eval import HarmonicEval
-    >>> sorted(compute_kwargs(HarmonicEval(judge="dummy", cache=False), [{"text": "a", "question": "q?"}], "vqa"))
-    ['predictions', 'questions', 'task']
+    >>> sorted(compute_kwargs(HarmonicEval(judge="dummy", cache=False), [{"text": "a", "question": "q?"}]))
+    ['predictions', 'questions']
     """
     columns: dict[str, Any] = {}
     for spec in metric.spec.inputs:
         values = [it.get(spec.item_key) for it in items]
         if any(v is not None for v in values):  # a column nobody has is left to compute() to ask for
             columns[spec.name] = values
-    accepted = inspect.signature(metric.compute).parameters
-    if "task" in accepted:
-        columns["task"] = task
-    if progress is not None and "progress" in accepted:
-        columns["progress"] = progress
     return columns
-
-
-def compute_by_task(
-    metric: Any, items: Sequence[dict], default_task: str = "ic", progress: Optional[bool] = None
-) -> Iterator[tuple[list[int], str, dict]]:
-    """Run ``metric.compute`` once per task (an item's ``task``, else ``default_task``), in the order the
-    tasks first appear; yields ``(item indices, task, result)``."""
-    tasks = [str(it.get("task") or default_task).lower() for it in items]
-    for task in dict.fromkeys(tasks):
-        idx = [i for i, t in enumerate(tasks) if t == task]
-        yield idx, task, metric.compute(**compute_kwargs(metric, [items[i] for i in idx], task, progress))

@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from mmjudge import baselines as base
-from mmjudge.metrics.base import PREDICTIONS, REFERENCES, Metric, MetricSpec, OutputSpec, add_means, take_predictions
+from mmjudge.metrics.base import ChunkScores, InputSpec, Item, Metric, MetricSpec, OutputSpec
 
 CONFIGS = ("bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco")
 TOKENIZED = ("bleu", "rouge_l", "cider", "meteor", "coco")  # PTB-tokenised first, as in pycocoevalcap
@@ -42,6 +42,10 @@ TOKENIZER_ID = "ptb-python@1"
 LABELS = {"bleu": "BLEU", "rouge_l": "ROUGE-L", "meteor": "METEOR", "cider": "CIDEr-D", "bertscore": "BERTScore",
           "bartscore": "BARTScore", "coco": "COCO caption metrics"}  # fmt: skip
 
+# The classic scorers name what they compare candidates and references, as pycocoevalcap does.
+_CANDIDATES = InputSpec("predictions", "text", True, "text", "the candidate texts (captions)", noun="candidate")
+_REFERENCES = InputSpec("references", "references", True, "references", "a list of reference captions per prediction",
+                        noun="reference", missing="The baselines metrics need `references` (a list of reference captions per prediction).")  # fmt: skip
 _CORPUS = ("corpus", "mean")  # pycocoevalcap's corpus figure, and the plain mean of the per-sample scores
 _SCORES = {
     **{f"bleu_{n}": OutputSpec(f"bleu_{n}", "score", f"BLEU-{n} (PTB-tokenised, closest reference length)", True, (0.0, 1.0), _CORPUS) for n in range(1, 5)},
@@ -77,6 +81,8 @@ class Baselines(Metric):
 
     name = "baselines"
     configs = CONFIGS
+    # CIDEr-D's document frequencies and the corpus figures come from the whole input: one chunk.
+    chunk_size = None
 
     def __init__(self, config_name: Optional[str] = "bleu", **options: Any):
         config_name = self.check_config(config_name)
@@ -124,7 +130,7 @@ class Baselines(Metric):
             if config == "coco" and name == "meteor":  # only with meteor=True
                 out = OutputSpec(out.name, out.kind, out.description, True, out.bounds, out.aggregates, optional=True)
             outputs.append(out)
-        return MetricSpec("baselines", config, (PREDICTIONS, REFERENCES), tuple(outputs), primary,
+        return MetricSpec("baselines", config, (_CANDIDATES, _REFERENCES), tuple(outputs), primary,
                           "classic reference-based caption metric(s)", label=LABELS[config])  # fmt: skip
 
     def signature_fields(self) -> dict[str, Any]:
@@ -153,7 +159,6 @@ class Baselines(Metric):
         predictions: Optional[Sequence[str]] = None,
         references: Optional[Sequence[Sequence[str]]] = None,
         progress: bool = True,
-        texts: Optional[Sequence[str]] = None,
     ) -> dict[str, Any]:
         """Score ``predictions`` against ``references`` (a list of reference strings per prediction).
 
@@ -161,10 +166,14 @@ class Baselines(Metric):
             ValueError: an empty or non-string text or reference, an empty reference list, or a length
                 mismatch, naming the offending item, before any work.
         """
-        texts = take_predictions(predictions, texts)
-        if references is None:
-            raise ValueError("The baselines metrics need `references` (a list of reference captions per prediction).")
-        texts, references = base.check_pairs(texts, references, name="predictions")
+        columns = {"predictions": predictions}
+        if references is not None:
+            columns["references"] = references
+        return self._compute(columns, None, progress)
+
+    def _score_chunk(self, items: list[Item], progress: bool = False) -> ChunkScores:
+        texts = [it.text for it in items]
+        references = [it.references for it in items]
         out: dict[str, Any] = {}
         config = self.config_name
         if config in TOKENIZED:
@@ -190,9 +199,8 @@ class Baselines(Metric):
                 texts, references, direction=self.direction, reduction=self.reduction, progress=progress
             )
             self._put(out, "bartscore", scores, float(np.mean(scores)))
-        add_means(out, self.spec)
-        out["signature"] = self.signature
-        return out
+        values = {k: v for k, v in out.items() if not k.startswith("corpus_")}
+        return ChunkScores(values, {k: v for k, v in out.items() if k.startswith("corpus_")})
 
     @staticmethod
     def _put(out: dict, key: str, per_item: np.ndarray, corpus: float) -> None:

@@ -23,20 +23,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from mmjudge.clip import DEFAULT_CLIP, ClipEncoder
-from mmjudge.images import DEFAULT_MAX_PIXELS, load_images
-from mmjudge.metrics.base import (
-    IMAGES,
-    PREDICTIONS,
-    REFERENCES,
-    Metric,
-    MetricSpec,
-    OutputSpec,
-    add_means,
-    check_length,
-    check_references,
-    check_texts,
-    take_predictions,
-)
+from mmjudge.images import DEFAULT_MAX_PIXELS
+from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
 
 CONFIGS = ("clip_score", "ref_clip_score")
 PREFIX = "A photo depicts "
@@ -68,6 +56,7 @@ class CLIPScore(Metric):
         max_text_positions, device, dtype, batch_size, revision: see :class:`mmjudge.clip.ClipEncoder`.
         cache: ``False`` (default: in-memory cache only), ``True`` or a path: also keep embeddings in that
             SQLite file (computing CLIP embeddings is cheap, so the persistent cache is opt-in).
+        max_pixels: larger images are refused as possible decompression bombs.
         encoder: a ready :class:`~mmjudge.clip.ClipEncoder` (shares its model and cache).
     """
 
@@ -125,7 +114,6 @@ class CLIPScore(Metric):
         images: Optional[Sequence[Any]] = None,
         references: Optional[Sequence[Sequence[str]]] = None,
         progress: bool = True,
-        texts: Optional[Sequence[str]] = None,
     ) -> dict[str, Any]:
         """Score captions ``predictions`` of ``images`` (``ref_clip_score``: with ``references`` per caption).
 
@@ -136,20 +124,18 @@ class CLIPScore(Metric):
         Raises:
             ValueError: on bad input (naming the offending item), before any model call.
         """
-        texts = check_texts(take_predictions(predictions, texts), "predictions")
-        n = len(texts)
-        if images is None:
-            raise ValueError("CLIPScore needs `images` (one per prediction).")
-        check_length(images, n, "images")
-        refs: list[list[str]] = []
-        if self.config_name == "ref_clip_score":
-            if references is None:
-                raise ValueError("RefCLIPScore needs `references` (a list of reference captions per prediction).")
-            refs = check_references(references, n)
-        pictures = load_images(images, self.max_pixels)
-        image_vectors = self.encoder.encode_images(pictures, progress=progress)
+        columns = {"predictions": predictions, "images": images}
+        if references is not None:
+            columns["references"] = references
+        return self._compute(columns, None, progress)
+
+    def _score_chunk(self, items: list[Item], progress: bool = False) -> ChunkScores:
+        n = len(items)
+        refs = [it.references for it in items] if self.config_name == "ref_clip_score" else []
+        image_vectors = self.encoder.encode_images([it.image for it in items], progress=progress,
+                                                   digests=[it.digest for it in items])  # fmt: skip
         flat_refs = [r for group in refs for r in group]
-        text_vectors = self.encoder.encode_texts([self.prefix + t for t in texts + flat_refs], progress=progress)
+        text_vectors = self.encoder.encode_texts([self.prefix + t for t in [it.text for it in items] + flat_refs], progress=progress)
         candidates = text_vectors[:n]
         cosines = np.sum(candidates.astype(np.float64) * image_vectors, axis=1)
         scores = clip_s(cosines, self.w)
@@ -160,8 +146,5 @@ class CLIPScore(Metric):
                 block = ref_vectors[start : start + len(group)].astype(np.float64)
                 best.append(float(np.max(block @ candidates[i].astype(np.float64))))
                 start += len(group)
-            combined = ref_clip_s(scores, best)
-            out.update(ref_clip_score=combined, ref_cosine=best)
-        add_means(out, self.spec)
-        out["signature"] = self.signature
-        return out
+            out.update(ref_clip_score=ref_clip_s(scores, best), ref_cosine=best)
+        return ChunkScores(out)

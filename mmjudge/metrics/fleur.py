@@ -35,30 +35,24 @@ import math
 import warnings
 from typing import Any, Optional, Sequence, Union
 
+from mmjudge.errors import check_bool
 from mmjudge.fleur import DIGITS, EXPECTED_NEXT, Walk, parse_score, smooth_decimals, smooth_one
-from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, load_images
+from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO
+from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, RatingResult, Turn
-from mmjudge.judges.base import image_digest
 from mmjudge.metrics.base import (
     EXPLAIN,
-    IMAGES,
     PREDICTIONS,
     PROGRESS,
     REFERENCES,
-    CacheOption,
+    ChunkScores,
+    InputSpec,
+    Item,
     Metric,
     MetricSpec,
     OutputSpec,
-    DEFAULT_MAX_TEXT_CHARS,
-    add_means,
-    build_text_judge,
-    check_bool,
-    check_length,
-    check_references,
-    check_text_lengths,
-    check_texts,
-    take_predictions,
 )
+from mmjudge.metrics.options import CacheOption, build_text_judge
 from mmjudge.prompts import load_prompt_file
 
 __all__ = ["FLEUR", "parse_score", "smooth_decimals", "smooth_one", "FLEUR_PROMPT", "REFFLEUR_PROMPT"]
@@ -78,6 +72,10 @@ _OUTPUTS = (
     OutputSpec("method", "text", "'fast' (teacher-forced walk) or 'generate' (fallback)", None, aggregates=()),
     OutputSpec("explanation", "text", "the judge's explanation", None, aggregates=(), optional=True),
 )
+
+
+_FLEUR_IMAGES = InputSpec("images", "image", True, "image", "one image per prediction: PIL image, path or bytes",
+                          missing="FLEUR needs `images` (one per prediction): the judge rates the caption against the image.")  # fmt: skip
 
 
 class FLEUR(Metric):
@@ -100,6 +98,7 @@ class FLEUR(Metric):
 
     name = "fleur"
     configs = CONFIGS
+    max_aspect_ratio = MAX_ASPECT_RATIO
 
     def __init__(
         self,
@@ -139,7 +138,7 @@ class FLEUR(Metric):
     @classmethod
     def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
         config = cls.check_config(config_name)
-        inputs = (PREDICTIONS, IMAGES) + ((REFERENCES,) if config == "reffleur" else ())
+        inputs = (PREDICTIONS, _FLEUR_IMAGES) + ((REFERENCES,) if config == "reffleur" else ())
         what = "with reference captions" if config == "reffleur" else "reference-free"
         return MetricSpec("fleur", config, inputs, _OUTPUTS, "score", f"a VLM's smoothed 0-1 caption score, {what}",
                           label="RefFLEUR" if config == "reffleur" else "FLEUR", judged=True,
@@ -164,21 +163,38 @@ class FLEUR(Metric):
             return REFFLEUR_PROMPT.format(references="\n".join(references or []), candidate=text)
         return FLEUR_PROMPT.format(candidate=text)
 
-    # ------------------------------------------------------------------------------------- validation
-    def _prepare(self, texts, images, references) -> tuple[list[str], list, list]:
-        texts = check_texts(texts, "predictions")
-        texts = check_text_lengths(texts, self.max_text_chars, self.long_texts)
-        n = len(texts)
-        if images is None:
-            raise ValueError("FLEUR needs `images` (one per prediction): the judge rates the caption against the image.")
-        check_length(images, n, "images")
-        refs: list = [None] * n
-        if self.uses_references:
-            if references is None:
-                raise ValueError("RefFLEUR needs `references` (a list of reference captions per prediction).")
-            refs = check_references(references, n)
-        pictures = load_images(images, self.max_pixels, max_aspect_ratio=MAX_ASPECT_RATIO)
-        return texts, pictures, refs
+    # ---------------------------------------------------------------------------------------- scoring
+    def compute(
+        self,
+        predictions: Optional[Sequence[str]] = None,
+        images: Optional[Sequence[Any]] = None,
+        references: Optional[Sequence[Sequence[str]]] = None,
+        explain: Optional[bool] = None,
+        progress: bool = True,
+    ) -> dict[str, Any]:
+        """Score captions ``predictions`` of ``images`` (RefFLEUR: with ``references``, a list of strings per caption).
+
+        Returns:
+            ``score`` (smoothed, in [0, 1]; NaN when the judge printed no score), ``raw_score`` (the
+            number the judge prints, NaN if none), ``method`` (``"fast"`` or ``"generate"`` per sample),
+            ``explanation`` when asked; ``mean_score`` (over samples with a score) and ``signature``.
+
+        Raises:
+            ValueError: on bad input (naming the offending item), before any model call.
+        """
+        columns = {"predictions": predictions, "images": images}
+        if references is not None:
+            columns["references"] = references
+        return self._compute(columns, None, progress, explain=explain)
+
+    def _check_options(self, options: dict) -> dict:
+        explain = options.pop("explain", None)
+        if options:
+            raise ValueError(f"FLEUR: unknown option {next(iter(options))!r}; it takes explain and progress.")
+        explain = self.explain if explain is None else check_bool(explain, "explain")
+        if explain:
+            self.judge.require("can_generate", "FLEUR with explain=True", "explanations are generated text")
+        return {"explain": explain}
 
     def _request(
         self, prompt: str, picture, digest: str, prefix: str = "", turns=None, read_prefix: bool = False
@@ -194,34 +210,11 @@ class FLEUR(Metric):
             image_digest=digest,
         )
 
-    # ---------------------------------------------------------------------------------------- scoring
-    def compute(
-        self,
-        predictions: Optional[Sequence[str]] = None,
-        images: Optional[Sequence[Any]] = None,
-        references: Optional[Sequence[Sequence[str]]] = None,
-        explain: Optional[bool] = None,
-        progress: bool = True,
-        texts: Optional[Sequence[str]] = None,
-    ) -> dict[str, Any]:
-        """Score captions ``predictions`` of ``images`` (RefFLEUR: with ``references``, a list of strings per caption).
-
-        Returns:
-            ``score`` (smoothed, in [0, 1]; NaN when the judge printed no score), ``raw_score`` (the
-            number the judge prints, NaN if none), ``method`` (``"fast"`` or ``"generate"`` per sample),
-            ``explanation`` when asked; ``mean_score`` (over samples with a score) and ``signature``.
-
-        Raises:
-            ValueError: on bad input (naming the offending item), before any model call.
-        """
-        texts = take_predictions(predictions, texts)
-        explain = self.explain if explain is None else check_bool(explain, "explain")
-        if explain:
-            self.judge.require("can_generate", "FLEUR with explain=True", "explanations are generated text")
-        texts, pictures, refs = self._prepare(texts, images, references)
-        digests = [image_digest(p) for p in pictures]
-        prompts = [self.prompt(t, r) for t, r in zip(texts, refs)]
-        n = len(texts)
+    def _score_chunk(self, items: list[Item], explain: bool = False, progress: bool = False) -> ChunkScores:
+        pictures = [it.image for it in items]
+        digests = [it.digest for it in items]
+        prompts = [self.prompt(it.text, it.references) for it in items]
+        n = len(items)
         scores, printed, methods = [math.nan] * n, [math.nan] * n, ["generate"] * n
         todo = list(range(n))
         if self.method == "fast":
@@ -231,27 +224,26 @@ class FLEUR(Metric):
                     scores[i], printed[i], methods[i] = walk.score(), float(walk.printed()), "fast"
             todo = [i for i, w in enumerate(walks) if w.stage != "done"]
         if todo:
+            where = items[todo[0]].where(PREDICTIONS)
             self.judge.require(
-                "can_generate", "FLEUR", f"predictions[{todo[0]}]: the judge did not print 0.xy / 1.0 when teacher-forced, "
+                "can_generate", "FLEUR", f"{where}: the judge did not print 0.xy / 1.0 when teacher-forced, "
                 "and the fallback reads the score from generated text"
             )
             generated = self._generate_scores([prompts[i] for i in todo], [pictures[i] for i in todo],
-                                              [digests[i] for i in todo], progress)
+                                              [digests[i] for i in todo], progress)  # fmt: skip
             for i, (score, number) in zip(todo, generated):
                 scores[i], printed[i] = score, number
         missing = [i for i, s in enumerate(scores) if math.isnan(s)]
         if missing:
             warnings.warn(
-                f"FLEUR: the judge printed no score in [0, 1] for {len(missing)} of {n} captions (first: predictions[{missing[0]}]); "
-                "their score is NaN and left out of mean_score.",
+                f"FLEUR: the judge printed no score in [0, 1] for {len(missing)} of {n} captions "
+                f"(first: {items[missing[0]].where(PREDICTIONS)}); their score is NaN and left out of mean_score.",
                 stacklevel=2,
             )
         out: dict[str, Any] = {"score": scores, "raw_score": printed, "method": methods}
         if explain:
             out["explanation"] = self._explain(prompts, pictures, digests, scores, progress)
-        add_means(out, self.spec)
-        out["signature"] = self.signature
-        return out
+        return ChunkScores(out)
 
     def _walk(self, prompts, pictures, digests, progress) -> list[Walk]:
         """Teacher-force the printed score, every sample in one batched round per step.

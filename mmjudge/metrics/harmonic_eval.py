@@ -22,36 +22,33 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box, load_images
+from mmjudge.errors import check_bool
+from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box
+from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, Turn
-from mmjudge.judges.base import image_digest, warn_low_mass
+from mmjudge.judges.base import warn_low_mass
 from mmjudge.metrics.base import (
     EXPLAIN,
     PREDICTIONS,
     PROGRESS,
     TASK,
-    CacheOption,
+    ChunkScores,
     InputSpec,
+    Item,
     Metric,
     MetricSpec,
     OutputSpec,
-    DEFAULT_MAX_TEXT_CHARS,
-    add_means,
-    build_text_judge,
-    check_bool,
-    check_length,
-    check_text_lengths,
-    check_texts,
-    take_predictions,
 )
+from mmjudge.metrics.options import CacheOption, build_text_judge
 from mmjudge.prompts import PromptSet, load_prompt_set
 from mmjudge.scoring import DEFAULT_GAMMA, aggregate, check_gamma
 
 DEFAULT_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
 
 
-def harmonic_eval_spec(prompt_set: PromptSet, criteria: Sequence[str], needs_image: bool = True) -> MetricSpec:
-    """The declaration of HarmonicEval with these criteria; tasks and what each needs come from the prompt set."""
+def harmonic_eval_spec(prompt_set: PromptSet, criteria: Sequence[str], image_criteria: Sequence[str] = ()) -> MetricSpec:
+    """The declaration of HarmonicEval with these criteria (``image_criteria``: those that see the image);
+    tasks and what each needs come from the prompt set."""
     question_tasks = prompt_set.tasks_needing("question")
     box_tasks = prompt_set.tasks_needing("box")
     outputs = [OutputSpec("overall", "score", "harmonic-weighted mean of the criterion scores", True, (1.0, 5.0))]
@@ -63,12 +60,14 @@ def harmonic_eval_spec(prompt_set: PromptSet, criteria: Sequence[str], needs_ima
             OutputSpec(f"{c}_mass", "diagnostic", f"{c}: probability the judge put on the rating scale", None, (0.0, 1.0), ()),
             OutputSpec(f"{c}_explanation", "text", f"{c}: the judge's explanation", None, aggregates=(), optional=True),
         ]
+    seeing = sorted(image_criteria)
     inputs = (
         PREDICTIONS,
-        InputSpec("images", "image", needs_image, "image", "the image each prediction is about (criteria that look at it, and REG)", box_tasks),
+        InputSpec("images", "image", bool(seeing), "image", "the image each prediction is about (criteria that look at it, and REG)",
+                  box_tasks, missing=f"`images` are required: criteria {seeing} look at the image." if seeing else ""),
         InputSpec("questions", "question", False, "question", "the question, for VQA and document VQA", question_tasks),
         InputSpec("boxes", "box", False, "box", "the target box for REG (x, y, w, h in pixels)", box_tasks),
-    )
+    )  # fmt: skip
     return MetricSpec("harmonic_eval", "harmonic_eval", inputs, tuple(outputs), "overall",
                       "per-criterion 1-5 ratings by a VLM judge, harmonic-weighted", tuple(prompt_set.tasks), label="HarmonicEval",
                       judged=True, options=(TASK, EXPLAIN, PROGRESS))  # fmt: skip
@@ -80,18 +79,19 @@ class HarmonicEval(Metric):
     Args:
         model: judge model (Hub id or local folder); default ``Qwen/Qwen2.5-VL-7B-Instruct``.
         judge: backend name (``"transformers"``, ``"dummy"``) or a ready :class:`~mmjudge.judges.Judge`.
-        task: default task, ``"ic"``, ``"vqa"``, ``"vdu"`` or ``"reg"`` (overridable per call).
+        task: default task, ``"ic"``, ``"vqa"``, ``"vdu"`` or ``"reg"`` (overridable per call and per item).
         criteria: subset of the prompt set's criteria (default: all five).
         prompts: bundled prompt-set name or path to a ``.toml`` prompt file (custom criteria).
         gamma: harmonic weighting γ in (0, 1]; 1 = uniform, 0.5 = inverse variance.
         smoothing: expected rating (``True``) or most probable rating (``False``, ablation).
         image_criteria: criteria that see the image; default from the prompt file (Correctness and
             Completeness, as in the paper's appendix C.4).
-        explain: also generate one explanation per criterion ("Why? Tell me the reason.").
+        explain: also generate one explanation per criterion ("Why? Tell me the reason."); overridable
+            per call (``compute(..., explain=True)``).
         max_explanation_tokens: token limit of each explanation.
         box_format: REG boxes as ``"xywh"`` (COCO/RefCOCO) or ``"xyxy"``.
-        max_text_chars: longest text judged, in characters (default 20,000, or the judge's own
-            ``max_text_chars`` when it declares one); ``None`` for no limit.
+        max_pixels: larger images are refused as possible decompression bombs.
+        max_text_chars: longest text judged, in characters (default 20,000); ``None`` for no limit.
         long_texts: ``"error"`` (default: refuse, naming the item) or ``"truncate"`` (cut, with a
             warning naming the item) for texts over ``max_text_chars``.
         cache: ``True`` (default cache file), ``False`` or a path to an SQLite file.
@@ -101,6 +101,7 @@ class HarmonicEval(Metric):
     name = "harmonic_eval"
     configs = ("harmonic_eval",)
     config_name = "harmonic_eval"
+    max_aspect_ratio = MAX_ASPECT_RATIO
 
     def __init__(
         self,
@@ -122,7 +123,7 @@ class HarmonicEval(Metric):
         **judge_kwargs: Any,
     ):
         self.prompt_set: PromptSet = load_prompt_set(prompts)
-        self.task = self.prompt_set.check_task(task)
+        self.default_task = self.prompt_set.check_task(task)
         self.criteria = self.prompt_set.check_criteria(list(criteria) if criteria is not None else None)
         self.gamma = check_gamma(gamma)
         self.smoothing = check_bool(smoothing, "smoothing")
@@ -139,17 +140,21 @@ class HarmonicEval(Metric):
         self.max_pixels = int(max_pixels)
         self.judge, self.max_text_chars = build_text_judge(model, judge, cache, judge_kwargs, default_model=DEFAULT_MODEL,
                                                            max_text_chars=max_text_chars, long_texts=long_texts)  # fmt: skip
-        # explain=True needs a generating judge: checked in compute, where the effective `explain` is known
+        # explain=True needs a generating judge: checked per call, where the effective `explain` is known
+
+    @property
+    def task(self) -> str:
+        """The default task."""
+        return self.default_task
 
     @classmethod
     def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
         cls.check_config(config_name)
         prompt_set = load_prompt_set("harmonic_eval")
-        return harmonic_eval_spec(prompt_set, prompt_set.criteria)
+        return harmonic_eval_spec(prompt_set, prompt_set.criteria, [c for c in prompt_set.criteria if prompt_set.sees_image(c)])
 
-    @property
-    def spec(self) -> MetricSpec:
-        return harmonic_eval_spec(self.prompt_set, self.criteria, bool(self.image_criteria & set(self.criteria)))
+    def _build_spec(self) -> MetricSpec:
+        return harmonic_eval_spec(self.prompt_set, self.criteria, [c for c in self.criteria if c in self.image_criteria])
 
     @property
     def ratings(self) -> list[float]:
@@ -159,7 +164,7 @@ class HarmonicEval(Metric):
     def decoding(self) -> str:
         """How the rating distribution is read: at a teacher-forced "Score: " position in one forward pass,
         or (judges that cannot force a prefix, e.g. chat APIs) at the first rating the judge generates."""
-        return "forced-prefix-1pass" if self.judge.teacher_forcing else "first-rating-token"
+        return "forced-prefix-1pass" if self.judge.capabilities.teacher_forcing else "first-rating-token"
 
     def signature_fields(self) -> dict[str, Any]:
         scale = self.prompt_set.scale
@@ -172,35 +177,8 @@ class HarmonicEval(Metric):
             smoothing="expectation" if self.smoothing else "argmax",
             scale=f"{scale[0]}-{scale[-1]}",
             decoding=self.decoding,
-            mass="exact" if self.judge.full_distribution else "top-k-lower-bound",
+            mass="exact" if self.judge.capabilities.full_distribution else "top-k-lower-bound",
         )
-
-    # ------------------------------------------------------------------------------------- validation
-    def _prepare(self, texts, images, questions, boxes, task) -> tuple[list[str], list, list]:
-        """Check every input before any model work; returns texts, images (boxes drawn), questions."""
-        texts = check_text_lengths(check_texts(texts, "predictions"), self.max_text_chars, self.long_texts)
-        n = len(texts)
-        for name, values in (("images", images), ("questions", questions), ("boxes", boxes)):
-            check_length(values, n, name)
-        if task in self.prompt_set.tasks_needing("question"):
-            if questions is None:
-                raise ValueError(f"The {task.upper()} task needs `questions` (one per prediction).")
-            check_texts(questions, "questions")
-        needs_image = bool(self.image_criteria & set(self.criteria))
-        if task in self.prompt_set.tasks_needing("box") and boxes is None:
-            raise ValueError("The REG task needs `boxes` (one bounding box per prediction).")
-        if (needs_image or task == "reg") and images is None:
-            needing = sorted(self.image_criteria & set(self.criteria)) or ["reg"]
-            raise ValueError(f"`images` are required: criteria {needing} look at the image.")
-        loaded: list = [None] * n
-        if images is not None and (needs_image or task == "reg"):
-            loaded = load_images(images, self.max_pixels, max_aspect_ratio=MAX_ASPECT_RATIO)
-            if task == "reg":
-                loaded = [
-                    draw_box(img, box, where=f"boxes[{i}]", box_format=self.box_format)
-                    for i, (img, box) in enumerate(zip(loaded, boxes))
-                ]
-        return texts, loaded, list(questions) if questions is not None else [None] * n
 
     # ---------------------------------------------------------------------------------------- scoring
     def compute(
@@ -212,7 +190,6 @@ class HarmonicEval(Metric):
         task: Optional[str] = None,
         explain: Optional[bool] = None,
         progress: bool = True,
-        texts: Optional[Sequence[str]] = None,
     ) -> dict[str, Any]:
         """Score ``predictions``; returns per-sample lists, their means and the signature.
 
@@ -224,30 +201,44 @@ class HarmonicEval(Metric):
         Raises:
             ValueError: on bad input, naming the offending item, before any model call.
         """
-        texts = take_predictions(predictions, texts)
-        task = self.prompt_set.check_task(task or self.task)
+        columns = {"predictions": predictions, "images": images, "questions": questions, "boxes": boxes}
+        return self._compute({k: v for k, v in columns.items() if v is not None or k == "predictions"}, task,
+                             progress, explain=explain)  # fmt: skip
+
+    def _check_options(self, options: dict) -> dict:
+        explain = options.pop("explain", None)
+        if options:
+            raise ValueError(f"HarmonicEval: unknown option {next(iter(options))!r}; it takes task, explain and progress.")
         explain = self.explain if explain is None else check_bool(explain, "explain")
         if explain:
             self.judge.require("can_generate", "HarmonicEval with explain=True", "explanations are generated text")
-        texts, pictures, questions = self._prepare(texts, images, questions, boxes, task)
-        digests = [image_digest(p) if p is not None else None for p in pictures]
+        return {"explain": explain}
+
+    def _prepare_item(self, item: Item) -> Item:
+        """REG: the target box drawn in red on (a copy of) the image, as MMHE shows it to annotators."""
+        if item.task in self.prompt_set.tasks_needing("box"):
+            item.image = draw_box(item.image, item.box, where=item.where(self.spec.input("boxes")), box_format=self.box_format)
+        return item
+
+    def _score_chunk(self, items: list[Item], explain: bool = False, progress: bool = False) -> ChunkScores:
         requests = []
         for criterion in self.criteria:
             sees = criterion in self.image_criteria
-            for text, picture, digest, question in zip(texts, pictures, digests, questions):
-                prompt = self.prompt_set.render(criterion, task, text=text, question=question)
+            for item in items:
+                prompt = self.prompt_set.render(criterion, item.task, text=item.text, question=item.question)
+                image = item.image if sees else None
                 requests.append(
                     RatingRequest(
                         turns=[Turn("user", prompt)],
-                        image=picture if sees else None,
+                        image=image,
                         choices=tuple(self.prompt_set.scale),
                         answer_prefix=self.prompt_set.answer_prefix,
                         group=criterion,
-                        image_digest=digest if sees else None,
+                        image_digest=item.digest if image is not None else None,
                     )
                 )
         results = self.judge.rate(requests, progress=progress)
-        n, k = len(texts), len(self.criteria)
+        n, k = len(items), len(self.criteria)
         raw = np.array([r.raw for r in results], dtype=np.float64).reshape(k, n, -1).transpose(1, 0, 2)
         mass = raw.sum(axis=-1)
         probs = np.array([r.probs for r in results], dtype=np.float64).reshape(k, n, -1).transpose(1, 0, 2)
@@ -261,9 +252,7 @@ class HarmonicEval(Metric):
             out[f"{criterion}_mass"] = mass[:, j].tolist()
         if explain:
             self._explain(requests, probs, out, progress)
-        add_means(out, self.spec)
-        out["signature"] = self.signature
-        return out
+        return ChunkScores(out)
 
     def _explain(self, requests: list[RatingRequest], probs: np.ndarray, out: dict, progress: bool) -> None:
         """The paper's follow-up turn: after the assistant's rating (the most probable one), ask why."""

@@ -17,21 +17,9 @@ from __future__ import annotations
 import warnings
 from typing import Any, Optional, Sequence
 
-from mmjudge.images import DEFAULT_MAX_PIXELS, load_images
-from mmjudge.metrics.base import (
-    IMAGES,
-    PREDICTIONS,
-    REFERENCES,
-    Metric,
-    MetricSpec,
-    OutputSpec,
-    add_means,
-    check_bool,
-    check_length,
-    check_references,
-    check_texts,
-    take_predictions,
-)
+from mmjudge.errors import check_bool
+from mmjudge.images import DEFAULT_MAX_PIXELS
+from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
 from mmjudge.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM
 
 
@@ -135,7 +123,6 @@ class VELA(Metric):
         images: Optional[Sequence[Any]] = None,
         references: Optional[Sequence[Sequence[str]]] = None,
         progress: bool = True,
-        texts: Optional[Sequence[str]] = None,
     ) -> dict[str, Any]:
         """Score long captions ``predictions`` of ``images`` against ``references`` (a list per caption).
 
@@ -148,20 +135,16 @@ class VELA(Metric):
             ValueError: naming the offending item (empty caption, no references, unreadable image …),
                 before any model call.
         """
-        texts = check_texts(take_predictions(predictions, texts), "predictions")
-        n = len(texts)
-        if images is None:
-            raise ValueError("VELA needs `images` (one per prediction).")
-        if references is None:
-            raise ValueError("VELA needs `references` (a list of reference captions per prediction).")
-        check_length(images, n, "images")
-        refs = check_references(references, n, owner="VELA")
-        pictures = load_images(images, self.max_pixels)
-        values = self.vela.score(texts, pictures, refs, batch_size=self.batch_size, progress=progress)
+        return self._compute({"predictions": predictions, "images": images, "references": references}, None, progress)
+
+    def _reference_owner(self) -> Optional[str]:
+        return "VELA"
+
+    def _score_chunk(self, items: list[Item], progress: bool = False) -> ChunkScores:
+        values = self.vela.score([it.text for it in items], [it.image for it in items], [it.references for it in items],
+                                 batch_size=self.batch_size, progress=progress)  # fmt: skip
         order = list(self.vela.config.criteria)
         out: dict[str, Any] = {"vela": [float(v) for v in values.mean(axis=1)]}
         for c in CRITERIA:
             out[CRITERION_NAMES[c]] = [float(v) for v in values[:, order.index(c)]]
-        add_means(out, self.spec)
-        out["signature"] = self.signature
-        return out
+        return ChunkScores(out)

@@ -23,7 +23,7 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib  # type: ignore[no-redef]
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
@@ -77,7 +77,7 @@ class PromptSet:
     closing: str
     tasks: dict[str, dict[str, str]]
     criteria_specs: dict[str, dict[str, Any]]
-    task_info: dict[str, TaskInfo] = field(default_factory=dict)
+    task_info: dict[str, TaskInfo] = dataclass_field(default_factory=dict)
 
     @property
     def criteria(self) -> list[str]:

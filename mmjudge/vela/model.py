@@ -14,6 +14,7 @@
 The LLM pass and the CLIP embeddings are computed once per sample and shared by the three criteria.
 
 >>> import torch
+>>> from mmjudge.vela.head import VelaHead
 >>> head = VelaHead(feature_dim=6, projection_dim=4, seed=0)
 >>> head(torch.zeros(2, 6)).shape  # (samples, criteria desc / rel / flu)
 torch.Size([2, 3])
@@ -23,10 +24,8 @@ tensor([[0.4000, 0.8000, 0.6000, 0.0000]])
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-import math
 import os
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -106,50 +105,6 @@ class VelaConfig:
             if key in known:
                 known[key] = tuple(known[key])
         return cls(**known)
-
-
-@functools.cache
-def _head_class():
-    """The head's ``torch.nn.Module`` class, defined once (torch is imported lazily, so not at module level)."""
-    torch = _torch()
-
-    class _VelaHead(torch.nn.Module):
-        def __init__(self, feature_dim: int, projection_dim: int = 256, mode_dim: int = 8, criteria: Sequence[str] = CRITERIA,
-                     seed: Optional[int] = None):  # fmt: skip
-            super().__init__()
-            generator = torch.Generator().manual_seed(seed) if seed is not None else None
-            self.criteria = tuple(criteria)
-            self.projection = torch.nn.Linear(feature_dim, projection_dim)
-            self.mode_embedding = torch.nn.Embedding(len(self.criteria), mode_dim)
-            self.criterion_weights = torch.nn.Parameter(torch.empty(projection_dim, mode_dim))  # U
-            self.mode_bias = torch.nn.Linear(mode_dim, 1)  # c · e_m + b
-            with torch.no_grad():
-                bound = 1 / math.sqrt(feature_dim)
-                self.projection.weight.uniform_(-bound, bound, generator=generator)
-                self.projection.bias.uniform_(-bound, bound, generator=generator)
-                self.mode_embedding.weight.normal_(0, 1, generator=generator)
-                self.criterion_weights.normal_(0, 1 / math.sqrt(projection_dim * mode_dim), generator=generator)
-                self.mode_bias.weight.zero_()
-                self.mode_bias.bias.zero_()
-
-        def logits(self, features):
-            z = self.projection(features.float())
-            modes = self.mode_embedding.weight  # (criteria, mode_dim)
-            weights = self.criterion_weights @ modes.t()  # (projection_dim, criteria): W_m = U e_m
-            return z @ weights + self.mode_bias(modes).squeeze(-1)
-
-        def forward(self, features):
-            return torch.sigmoid(self.logits(features)).clamp(0.0, 1.0)
-
-    return _VelaHead
-
-
-def VelaHead(feature_dim: int, projection_dim: int = 256, mode_dim: int = 8, criteria: Sequence[str] = CRITERIA,
-             seed: Optional[int] = None):  # fmt: skip
-    """The regression head (a ``torch.nn.Module``): ``features (n, feature_dim)`` → scores ``(n, criteria)``
-    in [0, 1]. Parameters: ``projection.*`` (projection group), ``mode_embedding``, ``criterion_weights``,
-    ``mode_bias.*`` (head group)."""
-    return _head_class()(feature_dim, projection_dim, mode_dim, criteria, seed)
 
 
 def i2c_features(image_vectors, text_vectors):
@@ -254,7 +209,7 @@ class VelaModel:
         batches of ``batch_size`` prompts of similar length (ordered by characters, close to the token count,
         so they pad little), with a progress bar. Prompts are tokenised batch by batch: the GPU starts on the
         first batch at once, and each later batch is tokenised while the one before it runs."""
-        from mmjudge.judges.base import progress_batches
+        from mmjudge.batching import progress_batches
 
         torch = _torch()
         texts = [render_prompt(self.tokenizer, r, c, self.prompt) for r, c in zip(references, candidates)]
@@ -461,6 +416,8 @@ def new_vela(
                      clip=encoder.model_identity.label(), clip_dim=clip_dim, **config)  # fmt: skip
     torch.manual_seed(seed)  # LoRA's own initialisation draws from the global generator
     model = _add_lora(loaded.model, cfg, trainable=True) if cfg.lora_r else loaded.model
+    from mmjudge.vela.head import VelaHead
+
     head = VelaHead(cfg.feature_dim, cfg.projection_dim, cfg.mode_dim, cfg.criteria, seed=seed)
     identities = {"llm": loaded.identity.label(), "clip": encoder.model_identity.label(), "dtype": loaded.identity.dtype}
     return VelaModel(model, loaded.processor, encoder, head, cfg, identities)
@@ -535,6 +492,8 @@ def load_vela(
     if loaded.identity.revision != cfg.llm_revision and loaded.identity.name != "local":
         logger.info("VELA: LLM revision %s differs from the trained one (%s)", loaded.identity.revision, cfg.llm_revision)
     model = _add_lora(loaded.model, cfg, trainable=trainable) if cfg.lora_r else loaded.model
+    from mmjudge.vela.head import VelaHead
+
     head = VelaHead(cfg.feature_dim, cfg.projection_dim, cfg.mode_dim, cfg.criteria, seed=0)
     identities = {"llm": loaded.identity.label(), "clip": encoder.model_identity.label(), "dtype": loaded.identity.dtype}
     vela = VelaModel(model, loaded.processor, encoder, head, cfg, identities)

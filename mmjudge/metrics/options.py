@@ -1,0 +1,65 @@
+"""A metric's constructor options, checked before any model loads: unknown keywords (with a "did you
+mean"), and the judge that judge-reading metrics build with their text limits.
+
+>>> from mmjudge.metrics.harmonic_eval import HarmonicEval
+>>> check_metric_options(HarmonicEval, {"judge": "dummy", "gama": 0.5})
+Traceback (most recent call last):
+ValueError: unknown option 'gama' for harmonic_eval; did you mean 'gamma'? Options: ...
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS, check_long_text_options
+from mmjudge.judges.base import Judge
+from mmjudge.judges.factory import CacheOption, backend_name, build_judge, judge_keywords
+from mmjudge.options import keywords, unknown_option_error
+
+
+def check_metric_options(cls: Any, options: dict) -> None:
+    """Every key of ``options`` is a keyword of the metric class ``cls`` or of its judge backend
+    (``options["judge"]``, default ``transformers``); otherwise a ``ValueError`` naming the option."""
+    own, passes_rest = keywords(cls.__init__)
+    known = list(own)
+    if passes_rest:  # the rest goes to the judge backend: its keywords are options too
+        judge = options.get("judge")
+        if "judge" not in own or not (judge is None or isinstance(judge, str)):
+            return  # a ready judge instance, or a metric that forwards elsewhere: cannot check here
+        try:
+            backend_known = judge_keywords(backend_name(judge, options.get("model")))  # as build_judge routes it
+        except (ValueError, ImportError):
+            return  # the metric reports the unknown backend itself
+        if backend_known is None:
+            return
+        known += backend_known
+    for key in options:
+        if key not in known:
+            raise unknown_option_error(key, getattr(cls, "name", cls.__name__), known)
+
+
+def build_text_judge(
+    model: Optional[str],
+    judge: Union[Judge, str, None],
+    cache: CacheOption,
+    judge_kwargs: dict,
+    *,
+    default_model: str,
+    max_text_chars: Any,
+    long_texts: str,
+) -> tuple[Judge, Optional[int]]:
+    """The set-up every judge-reading metric shares: check the ``long_texts`` policy and
+    ``max_text_chars`` (cheap, before any model loads), then build the judge (``default_model`` when the
+    backend is ``transformers``). Returns the judge and the text limit.
+
+    >>> judge, limit = build_text_judge(None, "dummy", False, {}, default_model="x", max_text_chars=500, long_texts="truncate")
+    >>> limit
+    500
+    """
+    limit = check_long_text_options(max_text_chars, long_texts)
+    if judge is None or judge == "transformers":
+        model = model or default_model
+    return build_judge(model, judge, cache, **judge_kwargs), limit
+
+
+__all__ = ["CacheOption", "DEFAULT_MAX_TEXT_CHARS", "build_text_judge", "check_metric_options"]
