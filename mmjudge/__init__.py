@@ -33,9 +33,9 @@ def __getattr__(name: str) -> Any:
 
 
 def _register_evaluate_modules() -> None:
-    from mmjudge import evaluate_modules
+    from mmjudge.adapters import evaluate_registry
 
-    evaluate_modules.register_quietly()
+    evaluate_registry.register_quietly()
 
 
 _register_evaluate_modules()

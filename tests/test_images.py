@@ -31,7 +31,7 @@ def test_cli_and_widget_share_the_parser_and_the_widget_needs_no_cli_module():
     assert cli_parse_box("1 2 3 4") == [1.0, 2.0, 3.0, 4.0]  # the CLI used to refuse spaces
     with pytest.raises(ValueError, match=r"^--box: expected four numbers .*\(e\.g\. --box 10,20,100,50\)"):
         cli_parse_box("1,2,3")
-    code = "import sys, mmjudge.widget; print('mmjudge.commands.score' in sys.modules)"
+    code = "import sys, mmjudge.adapters.gradio_widget; print('mmjudge.commands.score' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mmjudge import evaluate_modules
+from mmjudge.adapters import evaluate_registry
 from mmjudge.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,9 +57,9 @@ def test_evaluate_load_from_the_checkout(tmp_path):
 
 def test_registration_is_idempotent_and_picks_the_current_shell(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "modules"))
-    first = evaluate_modules.register()
+    first = evaluate_registry.register()
     assert [p.name for p in first] and all(p.is_file() for p in first)
-    assert evaluate_modules.register() == first
+    assert evaluate_registry.register() == first
     target = next(p for p in first if p.name == "harmonic_eval.py")
     assert target.read_bytes() == (REPO / "metrics" / "harmonic_eval" / "harmonic_eval.py").read_bytes()
     assert target.parent.parent.name == "evaluate-metric--harmonic_eval" and len(target.parent.name) == 64

@@ -3,8 +3,8 @@
 import evaluate
 
 # A module attribute, not `from ... import EngineMetric`: evaluate instantiates the first metric class
-# it finds in this namespace, and that must be the class below (see mmjudge/evaluate_shell.py).
-import mmjudge.evaluate_shell as shell
+# it finds in this namespace, and that must be the class below (see mmjudge/adapters/evaluate_metric.py).
+import mmjudge.adapters.evaluate_metric as shell
 
 
 _CITATION = """\

@@ -3,7 +3,7 @@
 Metric options (judge model, cache …) come from the MMJUDGE_WIDGET_OPTIONS environment variable (JSON).
 """
 
-from mmjudge.widget import launch_widget, load_module
+from mmjudge.adapters.gradio_widget import launch_widget, load_module
 
 if __name__ == "__main__":  # Spaces run `python app.py`; importing it (doctest collection) launches nothing
     launch_widget(load_module(__file__))

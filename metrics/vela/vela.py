@@ -3,7 +3,7 @@
 import datasets
 import evaluate
 import mmjudge
-from mmjudge.evaluate_modules import split_init_kwargs
+from mmjudge.adapters.evaluate_registry import split_init_kwargs
 
 _CITATION = """\
 @inproceedings{matsuda2025vela,

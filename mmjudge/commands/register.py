@@ -6,7 +6,7 @@ import argparse
 
 
 def run(args: argparse.Namespace) -> int:
-    from mmjudge.evaluate_modules import register
+    from mmjudge.adapters.evaluate_registry import register
 
     for path in register(force=args.force):
         print(f"registered {path.parent.parent.name.split('--')[-1]}: {path}")

@@ -50,8 +50,8 @@ def split_init_kwargs(kwargs: dict) -> tuple[dict, dict]:
 def shells_dir() -> Optional[Path]:
     """Folder holding ``<name>/<name>.py`` evaluate shells: the checkout's ``metrics/`` (editable
     install) or the copy that ``setup.py`` bundles as ``mmjudge/_evaluate_shells`` (regular install)."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "metrics", here / "_evaluate_shells"):
+    package = Path(__file__).resolve().parent.parent  # mmjudge/
+    for candidate in (package.parent / "metrics", package / "_evaluate_shells"):
         if candidate.is_dir():
             return candidate
     return None
