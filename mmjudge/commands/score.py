@@ -1,17 +1,22 @@
-"""``mmjudge score``: score texts with any mmjudge metric and print a per-criterion table.
+"""``mmjudge score``: score texts with any mmjudge metric, from one item to millions.
 
 Examples::
 
     mmjudge score --task ic --image photo.jpg --text "A dog runs on the beach." --model Qwen/Qwen2.5-VL-7B-Instruct
     mmjudge score --examples --model tiny-random --explain
     mmjudge score --metric fleur --input items.jsonl --output scores.jsonl
+    mmjudge score --input captions.parquet --columns text=caption,image=file_name --output scores.parquet
+    torchrun --nproc_per_node 8 -m mmjudge.cli score --input items.jsonl --output scores.jsonl
+
+``--input`` is read lazily (JSON Lines, CSV, Parquet, or a ``datasets`` dataset: a local folder or a Hub id
+with ``--split``); rows are written as they finish, a killed run resumes where it stopped when run again,
+and under ``torchrun`` / ``accelerate launch`` each process scores its own share (:mod:`mmjudge.stream`).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
+import contextlib
 import math
 import os
 import sys
@@ -20,9 +25,12 @@ from typing import Any, Optional
 
 from mmjudge import distributed
 from mmjudge.commands._options import add_judge_options, judge_options
-from mmjudge.jsonl import JsonLineError, decode, json_lines
 from mmjudge.models import TINY_RANDOM
-from mmjudge.report import Report
+from mmjudge.report import json_safe
+from mmjudge.scoring import DEFAULT_GAMMA
+from mmjudge.stream import score_file, stream_rows
+from mmjudge.stream.outputs import csv_cell
+from mmjudge.stream.sources import FORMATS, open_source, parse_columns
 
 
 EXAMPLES = """\
@@ -31,20 +39,19 @@ examples:
   mmjudge score --task ic --image photo.jpg --text "A dog runs on the beach." --model Qwen/Qwen2.5-VL-7B-Instruct
   mmjudge score --task reg --image photo.jpg --box 10,20,100,50 --text "the red car"
   mmjudge score --metric fleur --input items.jsonl --output scores.jsonl --quiet
+  mmjudge score --input data/ --split test --columns text=caption,image=image --output scores.parquet
   mmjudge score --metric baselines --config bleu --text "a dog" --references "a dog runs" --format jsonl
 """
 
 
 def read_items(args: argparse.Namespace) -> list[dict]:
-    """The items to score, every one checked before any model is loaded."""
+    """The items given on the command line (``--text`` …) or ``--examples``, checked before any model loads."""
     if args.examples:
         from mmjudge.examples import load_examples
 
         return load_examples()
-    if args.input:
-        return read_input_file(args.input)
     if args.text is None:
-        raise ValueError("give --text (with --image …), --input FILE.jsonl or --examples.")
+        raise ValueError("give --text (with --image …), --input FILE or --examples.")
     item: dict[str, Any] = {"text": args.text, "image": args.image, "question": args.question}
     if args.box:
         item["box"] = parse_box(args.box)
@@ -65,45 +72,6 @@ def parse_box(text: str) -> list[float]:
     from mmjudge.images import parse_box as parse
 
     return parse(text, "--box", "--box 10,20,100,50")
-
-
-def read_input_file(path: str) -> list[dict]:
-    """Items from a JSONL file (one object per line) or a CSV file with a header row (a byte-order
-    mark is accepted). Each error names ``file:line``; duplicate ids name both lines."""
-    source = Path(path)
-    if source.is_dir():
-        raise ValueError(f"--input {path}: is a folder; give a .jsonl or .csv file.")
-    if not source.is_file():
-        raise FileNotFoundError(f"--input {path}: no such file.")
-    located: list[tuple[int, Any]] = []
-    try:
-        text = decode(source.read_bytes())
-        if source.suffix.lower() != ".csv":
-            located = list(json_lines(text))
-    except JsonLineError as err:
-        raise ValueError(f"{path}:{err.line}: {err.reason}") from None
-    if source.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
-        for n, row in enumerate(reader, 2):
-            item = {k.strip(): v for k, v in row.items() if k is not None and v not in (None, "")}
-            if "references" in item:
-                item["references"] = [r for r in item["references"].split("|") if r]
-            if "box" in item:
-                item["box"] = parse_box(item["box"])
-            located.append((n, item))
-    seen: dict[str, int] = {}
-    for n, item in located:
-        if not isinstance(item, dict):
-            raise ValueError(f"{path}:{n}: expected a JSON object like {{\"text\": ..., \"image\": ...}}, but got {type(item).__name__}.")
-        text_value = item.get("text")
-        if not isinstance(text_value, str) or not text_value.strip():
-            raise ValueError(f"{path}:{n}: 'text' must be a non-empty string, but got {text_value!r:.40}.")
-        if item.get("id") is not None:
-            key = str(item["id"])
-            if key in seen:
-                raise ValueError(f"{path}:{n}: id {key!r} is also on line {seen[key]}; ids must be unique.")
-            seen[key] = n
-    return [item for _, item in located]
 
 
 def check_output(path: Optional[str]) -> None:
@@ -140,58 +108,113 @@ def run(args: argparse.Namespace) -> int:
     import mmjudge
 
     check_output(args.output)
-    items = read_items(args)
-    if not items:
-        raise ValueError("no items to score.")
+    columns = parse_columns(args.columns)
+    source_options = {"kind": args.input_format, "split": args.split, "columns": columns}
+    if args.input:
+        source = open_source(args.input, **source_options)
+        if not source.total and source.kind in ("jsonl", "csv", "parquet"):
+            raise ValueError(f"--input {args.input}: no items to score.")
+    elif args.split or args.columns or args.input_format:
+        raise ValueError("--split, --columns and --input-format describe an --input; give --input FILE (or a dataset).")
+    items = None if args.input else read_items(args)
     # Notes go to stderr too, which a launcher does not silence: under torchrun only the main process speaks.
     notes = not args.quiet and distributed.is_main()
     say = print if notes else (lambda *a, **k: None)
     metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
     if args.model == TINY_RANDOM:  # after loading, so a bad option's error stays the only line
         say(f"NOTE: '{TINY_RANDOM}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.", file=sys.stderr)
-    report = Report.from_items(metric, items, default_task=args.task, progress=False if args.quiet else None, keep=["text"])
-    if not args.quiet:
-        if args.format == "jsonl":
-            sys.stdout.write(report.to_jsonl())
-        elif args.format == "csv":
-            sys.stdout.write(report.to_csv())
+    options = {"explain": True} if args.explain else {}
+    # Items typed on the command line stop at their first mistake; a long --input records it and goes on.
+    strict = args.strict or not args.input
+    printer = _RowPrinter(args.format, metric, quiet=args.quiet or not distributed.is_main())
+    # stdout holds only the rows when they are JSONL or CSV: notes go to stderr then.
+    note_stream = sys.stderr if args.format != "table" else sys.stdout
+    if args.output:
+        summary = score_file(metric, args.input or items, args.output, task=args.task, strict=strict,
+                             overwrite=args.overwrite, progress=not args.quiet, chunk_size=args.chunk_size,
+                             source_options=source_options if args.input else None,
+                             on_row=printer.row if args.format != "table" or not args.input else None, **options)  # fmt: skip
+        if summary.complete:
+            say(f"{args.output} is complete already; nothing to do (pass --overwrite to score again).", file=note_stream)
         else:
-            for i, row in enumerate(report.rows):
-                _print_table(i, row, report)
-            for signature in report.signatures:
-                print(f"signature: {signature}")
-    if args.output and distributed.is_main():  # under a launcher, one process writes
-        if args.output.lower().endswith(".csv"):
-            report.to_csv(args.output)
-        else:
-            report.to_jsonl(args.output)
-        say(f"wrote {len(report.rows)} rows to {args.output}", file=sys.stderr if args.format != "table" else sys.stdout)
+            resumed = f" ({summary.resumed} were there from an earlier run)" if summary.resumed else ""
+            say(f"wrote {summary.written + summary.resumed} rows to {args.output}{resumed}", file=note_stream)
+        failed, first = summary.failed, summary.first_failure
+        total = summary.written + summary.resumed
+    else:
+        failed, first, total = 0, None, 0
+        rows = stream_rows(metric, source if args.input else items, args.task, strict, chunk_size=args.chunk_size,
+                           progress=not args.quiet, **options)  # fmt: skip
+        for _, row in rows:
+            total += 1
+            if row.get("error") is not None:
+                failed, first = failed + 1, first or row["error"]
+            printer.row(row)
+    printer.finish()
     if notes:
-        import contextlib
-
-        # stdout holds only the rows when they are JSONL or CSV: notes go to stderr then.
-        with contextlib.redirect_stdout(sys.stderr if args.format != "table" else sys.stdout):
+        with contextlib.redirect_stdout(note_stream):
+            if failed:
+                print(f"{failed} of {total} items could not be scored (their rows hold NaN and the reason in `error`); "
+                      f"first: {first}")  # fmt: skip
             print_usage(metric)
     return 0
+
+
+class _RowPrinter:
+    """Rows on stdout as they finish: JSON Lines, CSV (a header first) or the per-item table."""
+
+    def __init__(self, fmt: str, metric: Any, quiet: bool):
+        self.fmt, self.spec, self.quiet = fmt, metric.spec, quiet
+        self.signatures: dict[str, None] = {}
+        self.count = 0
+        self._csv: Optional[Any] = None
+
+    def row(self, row: dict) -> None:
+        if self.quiet:
+            return
+        self.signatures[row.get("signature", "")] = None
+        if self.fmt == "jsonl":
+            import json
+
+            sys.stdout.write(json.dumps(json_safe(row), ensure_ascii=False) + "\n")
+        elif self.fmt == "csv":
+            import csv
+
+            if self._csv is None:
+                self._csv = csv.DictWriter(sys.stdout, fieldnames=list(row), lineterminator="\n", extrasaction="ignore")
+                self._csv.writeheader()
+            self._csv.writerow({k: csv_cell(v) for k, v in json_safe(row).items()})
+        else:
+            _print_table(self.count, row, self.spec)
+        self.count += 1
+        sys.stdout.flush()
+
+    def finish(self) -> None:
+        if not self.quiet and self.fmt == "table":
+            for signature in self.signatures:
+                print(f"signature: {signature}")
 
 
 def print_usage(metric: Any) -> None:
     """The judge's paid usage (API backends: requests, tokens, cost), when it keeps any."""
     judge = getattr(metric, "judge", None)
-    summary = getattr(getattr(judge, "inner", judge), "usage_summary", None)
-    if callable(summary):
-        print(f"usage: {summary()}")
+    summary = judge.usage_summary() if judge is not None else None
+    if summary:
+        print(f"usage: {summary}")
 
 
-def _print_table(i: int, row: dict, report: Report) -> None:
+def _print_table(i: int, row: dict, spec: Any) -> None:
     print(f"\n[{i}] task={row.get('task', '')}  text={row.get('text', '')!r}")
+    if row.get("error"):
+        print(f"  not scored: {row['error']}")
+        return
     print(f"  {'':14s} {'score':>7s} {'sigma':>7s} {'weight':>7s}")
-    for key in report.spec.score_names():  # primary first, criteria in their order
+    for key in spec.score_names():  # primary first, criteria in their order
         if key not in row:
             continue
         cells = [_fmt(row.get(key)), _fmt(row.get(f"{key}_sigma")), _fmt(row.get(f"{key}_weight"))]
         print(f"  {key:14s} " + " ".join(f"{c:>7s}" for c in cells))
-    for out in report.spec.outputs:
+    for out in spec.outputs:
         if out.kind == "text" and row.get(out.name) and out.name.endswith("explanation"):
             print(f"  {out.name}: {row[out.name]}")
 
@@ -217,15 +240,29 @@ def add_parser(sub) -> None:
     p.add_argument("--question", help="question (vqa, vdu)")
     p.add_argument("--box", help="bounding box x,y,w,h (reg)")
     p.add_argument("--references", nargs="+", help="reference texts (reference-based metrics)")
-    p.add_argument("--input", help="JSONL file (one object per line with text, image, question, box, task, id) "
-                   "or CSV file with those columns (references separated by '|')")
+    p.add_argument("--input", help="the items: a JSONL file (one object per line with text, image, question, box, "
+                   "references, task, id), a CSV file with those columns (references separated by '|'), a Parquet file, "
+                   "or a datasets dataset (a local folder or a Hub id); read lazily")
+    p.add_argument("--input-format", dest="input_format", choices=FORMATS,
+                   help="the --input's format (default: from its suffix; folders and Hub ids are datasets)")
+    p.add_argument("--split", help="the split of a --input dataset with several")
+    p.add_argument("--columns", help="item key=column pairs for inputs with other column names, e.g. "
+                   "text=caption,image=file_name,references=refs")
+    p.add_argument("--strict", action="store_true",
+                   help="stop at the first item that cannot be scored (one line naming it); by default its row records the "
+                   "reason and the run goes on")
+    p.add_argument("--overwrite", action="store_true",
+                   help="score --output again from the start; by default a run resumes where an earlier one stopped")
+    p.add_argument("--chunk-size", dest="chunk_size", type=int,
+                   help="items scored together (each distinct image decoded once per chunk; default 256)")
     p.add_argument("--examples", action="store_true", help="score the bundled examples")
-    p.add_argument("--output", help="write per-item results to this file: CSV when it ends in .csv, else JSONL")
+    p.add_argument("--output", help="write per-item rows to this file as they finish: CSV (.csv), Parquet (.parquet), "
+                   "else JSONL; a killed run resumes when run again")
     p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table",
                    help="what to print on stdout (default table); JSON writes NaN as null")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors (no table, notes or progress bars)")
     add_judge_options(p)
-    p.add_argument("--gamma", type=float, help="harmonic weighting gamma in (0, 1] (harmonic_eval; default 0.5)")
+    p.add_argument("--gamma", type=float, help=f"harmonic weighting gamma in (0, 1] (harmonic_eval; default {DEFAULT_GAMMA})")
     p.add_argument("--criteria", help="comma-separated subset of criteria")
     p.add_argument("--explain", action="store_true", help="add one explanation per criterion")
     p.set_defaults(func=run)

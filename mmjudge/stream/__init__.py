@@ -1,0 +1,204 @@
+"""Scoring inputs of any size: items read lazily, scored in bounded chunks, rows written as they finish,
+a killed run resumed, and each process given its own shard.
+
+:func:`score_file` is what ``mmjudge score --input … --output …`` runs: it opens this process's share of
+the input (:mod:`~mmjudge.stream.sources`), skips what its part file already holds, scores the rest with
+:meth:`mmjudge.metrics.base.Metric.stream`, writes each row to its part file as it finishes
+(:mod:`~mmjudge.stream.outputs`), and when every process is done the main one merges the parts into the
+output in input order. Memory holds one chunk of items (and one row per process while merging), whatever
+the input's size; under ``torchrun`` each process reads only its share, and judges answer only their own
+process's requests (:func:`mmjudge.distributed.own_items`).
+
+>>> import json, tempfile, os, mmjudge
+>>> d = tempfile.mkdtemp()
+>>> with open(os.path.join(d, "in.jsonl"), "w") as f:
+...     _ = f.write("\\n".join(json.dumps({"id": k, "text": f"a dog number {k}", "references": ["a dog"]}) for k in "abc"))
+>>> summary = score_file(mmjudge.load("baselines", "rouge_l"), os.path.join(d, "in.jsonl"), os.path.join(d, "out.jsonl"))
+>>> summary.written, [json.loads(line)["id"] for line in open(os.path.join(d, "out.jsonl"))]
+(3, ['a', 'b', 'c'])
+>>> score_file(mmjudge.load("baselines", "rouge_l"), os.path.join(d, "in.jsonl"), os.path.join(d, "out.jsonl")).complete
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+
+from mmjudge import distributed
+from mmjudge.report import result_row
+from mmjudge.stream.outputs import PartFile, existing_parts, merge_parts, output_format, remove_outputs
+from mmjudge.stream.sources import ItemSource, open_source
+
+__all__ = ["RunSummary", "score_file", "stream_rows", "open_source"]
+
+
+@dataclass
+class RunSummary:
+    """What one run did (all processes together, as the main process reports it).
+
+    Attributes:
+        total: items in the input; scored: rows written by this run; resumed: rows an earlier run had
+            written; failed: rows recorded with an ``error`` (bad input); first_failure: the first such
+            reason; complete: the output already held every row (nothing was done); output: the path.
+    """
+
+    total: int = 0
+    written: int = 0
+    resumed: int = 0
+    failed: int = 0
+    first_failure: Optional[str] = None
+    complete: bool = False
+    output: Optional[str] = None
+    read: int = 0
+    failures_by_output: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: "RunSummary") -> None:
+        self.total += other.total
+        self.written += other.written
+        self.resumed += other.resumed
+        self.failed += other.failed
+        self.read += other.read
+        self.first_failure = self.first_failure or other.first_failure
+        for key, count in other.failures_by_output.items():
+            self.failures_by_output[key] = self.failures_by_output.get(key, 0) + count
+
+
+def score_file(
+    metric: Any,
+    source: Any,
+    output: str,
+    *,
+    output_fmt: Optional[str] = None,
+    task: Optional[str] = None,
+    strict: bool = False,
+    overwrite: bool = False,
+    progress: bool = False,
+    chunk_size: Optional[int] = None,
+    keep: Sequence[str] = ("text",),
+    source_options: Optional[dict] = None,
+    on_row: Optional[Callable[[dict], None]] = None,
+    **options: Any,
+) -> RunSummary:
+    """Score ``source`` (a path, Hub id or ``datasets.Dataset``; see :func:`~mmjudge.stream.sources.open_source`,
+    whose options ``source_options`` holds) with ``metric`` into ``output`` (JSON Lines, CSV or Parquet).
+
+    Args:
+        task: the task of items without their own.
+        strict: stop at the first item that cannot be scored, with one line naming it (the rows before it
+            stay written); otherwise its row records the reason and the run goes on.
+        overwrite: start again instead of resuming an earlier run of the same output.
+        progress: one bar over the items (items/s, ETA), in the main process.
+        keep: item fields copied into each row (the text by default).
+        on_row: also called with each row as it is written (the CLI prints them).
+        **options: the metric's compute options (``explain`` …).
+    """
+    rank, world = distributed.rank(), distributed.world_size()
+    fmt = output_format(output, output_fmt)
+    if overwrite and distributed.is_main():
+        remove_outputs(output)
+    distributed.barrier()
+    signature = str(metric.signature)
+    summary = RunSummary(output=output)
+    if Path(output).exists() and not existing_parts(output):
+        summary.complete = True  # the output is only ever written whole: this run has nothing left to do
+        return summary
+    items = open_source(source, shard=(rank, world), **(source_options or {}))
+    part = PartFile(output, rank, world, signature)
+    try:
+        summary = _score_share(metric, items, part, task, strict, progress and distributed.is_main(), chunk_size,
+                               keep, on_row, options)  # fmt: skip
+    finally:
+        part.close()
+    summary = _gathered(summary)
+    distributed.barrier()
+    if distributed.is_main():
+        merge_parts(output, world, fmt)
+    distributed.barrier()
+    summary.output = output
+    return summary
+
+
+def stream_rows(metric: Any, items: Iterable[dict], task: Optional[str] = None, strict: bool = False,
+                keep: Sequence[str] = ("text",), chunk_size: Optional[int] = None, progress: bool = False,
+                **options: Any) -> Iterator[tuple[int, dict]]:  # fmt: skip
+    """``(input position, report row)`` for each item of ``items`` as it finishes (in input order): the
+    metric's stream with the fields named in ``keep`` copied from each item, and a repeated ``id`` failing
+    its item. Holds only the items in flight (one chunk).
+
+    >>> import mmjudge
+    >>> rows = stream_rows(mmjudge.load("baselines", "rouge_l"), [{"id": "a", "text": "a dog", "references": ["a dog"]},
+    ...                                                             {"id": "a", "text": "a cat", "references": ["a dog"]}])
+    >>> [(i, row["id"], row["rouge_l"], row.get("error", "")[:20]) for i, row in rows]
+    [(0, 'a', 1.0, ''), (1, 'a', nan, "item 1: id 'a' is al")]
+    """
+    in_flight: dict[int, tuple[int, dict]] = {}  # stream position -> (input position, kept fields): one chunk's worth
+    seen: dict[str, str] = {}  # id -> where: a repeated id fails its item (ids within one process's share)
+
+    def checked() -> Iterator[dict]:
+        for position, raw in enumerate(items):
+            item_id = raw.get("id") if isinstance(raw, dict) else None
+            if item_id is not None and "_error" not in raw:
+                key, where = str(item_id), str(raw.get("_source") or f"item {position}")
+                if key in seen:
+                    raw = {**raw, "_error": f"id {key!r} is also at {seen[key]}; ids must be unique."}
+                else:
+                    seen[key] = where
+            index = raw.get("_i", position) if isinstance(raw, dict) else position
+            in_flight[position] = (index, {k: raw.get(k) for k in keep} if isinstance(raw, dict) else {})
+            yield raw
+
+    spec, signature = metric.spec, str(metric.signature)
+    results = metric.stream(checked(), task=task, on_error="raise" if strict else "record", chunk_size=chunk_size,
+                            progress=progress, **options)  # fmt: skip
+    for result in results:
+        index, kept = in_flight.pop(result.index)
+        yield index, result_row(spec, result, signature, kept)
+
+
+def _score_share(metric: Any, items: ItemSource, part: PartFile, task: Optional[str], strict: bool, progress: bool,
+                 chunk_size: Optional[int], keep: Sequence[str], on_row: Optional[Callable[[dict], None]],
+                 options: dict) -> RunSummary:  # fmt: skip
+    summary = RunSummary(total=items.total or 0, resumed=part.done)
+    with contextlib.ExitStack() as stack:
+        if distributed.is_distributed():
+            stack.enter_context(distributed.own_items())
+        bar = stack.enter_context(_bar(progress, (items.total or 0) - part.done))
+        for index, row in stream_rows(metric, items.items(skip=part.done), task, strict, keep, chunk_size, **options):
+            part.write(row, index)
+            summary.written += 1
+            if row.get("error") is not None:
+                summary.failed += 1
+                summary.first_failure = summary.first_failure or row["error"]
+            if on_row is not None:
+                on_row(row)
+            if bar is not None:
+                bar.update(1)
+    summary.read = items.read
+    return summary
+
+
+@contextlib.contextmanager
+def _bar(enabled: bool, total: int):
+    if not enabled:
+        yield None
+        return
+    from mmjudge.progress import progress_bar
+
+    with progress_bar(total=total or None, desc="scoring", unit="item", smoothing=0.1) as bar:
+        yield bar
+
+
+def _gathered(summary: RunSummary) -> RunSummary:
+    """Every process's summary added up, in every process."""
+    if not distributed.is_distributed():
+        return summary
+    from accelerate.utils import gather_object
+
+    distributed.state()
+    total = RunSummary()
+    for part in gather_object([summary]):
+        total.add(part)
+    return total
