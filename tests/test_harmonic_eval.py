@@ -8,7 +8,7 @@ from PIL import Image
 
 import mmjudge
 from mmjudge import HarmonicEval
-from mmjudge.cache import JudgeCache
+from mmjudge.store import ResultStore
 from mmjudge.judges import RatingRequest, Turn
 from mmjudge.judges.dummy import DummyJudge
 from mmjudge.signature import parse
@@ -178,11 +178,11 @@ def test_cache_on_by_default_and_pointable(tmp_path, monkeypatch):
     monkeypatch.setenv("MMJUDGE_CACHE", str(tmp_path / "default.sqlite"))
     inner = DummyJudge()
     HarmonicEval(judge=inner).compute(progress=False, **TASK_INPUTS["ic"])
-    assert len(JudgeCache(tmp_path / "default.sqlite")) == 10
+    assert len(ResultStore(tmp_path / "default.sqlite")) == 10
     HarmonicEval(judge=inner).compute(progress=False, **TASK_INPUTS["ic"])
     assert inner.calls == 10
     HarmonicEval(judge=inner, cache=tmp_path / "elsewhere.sqlite").compute(progress=False, **TASK_INPUTS["ic"])
-    assert len(JudgeCache(tmp_path / "elsewhere.sqlite")) == 10
+    assert len(ResultStore(tmp_path / "elsewhere.sqlite")) == 10
 
 
 # ------------------------------------------------------------------------------------- bad input
@@ -221,7 +221,7 @@ def test_bad_input_is_rejected_before_any_judge_call_and_never_cached(tmp_path, 
     with pytest.raises(ValueError, match=message):
         he.compute(progress=False, **kwargs)
     assert inner.calls == 0
-    assert len(JudgeCache(tmp_path / "c.sqlite")) == 0
+    assert len(ResultStore(tmp_path / "c.sqlite")) == 0
 
 
 def test_huge_images_are_refused_as_decompression_bombs():

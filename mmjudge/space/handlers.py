@@ -131,7 +131,7 @@ class Scorer:
 
     def judge(self) -> Any:
         if self._judge is None:
-            from mmjudge.metrics.base import build_judge
+            from mmjudge.judges.factory import build_judge
 
             options = {"device": self.settings.device} if self.settings.device else {}
             cache = self.settings.cache or False
