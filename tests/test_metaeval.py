@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 from mmjudge.metaeval import (
     MetaEvalResult,
     UndefinedCorrelationWarning,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mmjudge.cli import main
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 from mmjudge.metaeval import MetaEvalResult
 
 CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]

@@ -37,7 +37,7 @@ examples:
 
 def load_judgments(args: argparse.Namespace):
     """The benchmark's :class:`HumanJudgments`: from ``--judgments FILE.json`` or the loader of ``--dataset``."""
-    from mmjudge.judgments import HumanJudgments
+    from mmjudge.human_judgments import HumanJudgments
 
     if args.judgments:
         try:

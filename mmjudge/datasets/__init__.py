@@ -3,7 +3,7 @@
 ``datasets`` 5.x no longer runs loading scripts, so each benchmark is a ``GeneratorBasedBuilder``
 subclass in this package (one module per benchmark, registered in :data:`DATASETS`). :func:`load_dataset`
 resolves our names and defers any other name to :func:`datasets.load_dataset`;
-:func:`human_judgments` turns a benchmark into the :class:`~mmjudge.judgments.HumanJudgments` contract
+:func:`human_judgments` turns a benchmark into the :class:`~mmjudge.human_judgments.HumanJudgments` contract
 of the meta-evaluation; :func:`export_to_parquet` writes Parquet + a dataset card for the Hub.
 
 >>> "mmhe" in available_datasets() and "longcap_arena" in available_datasets()
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from mmjudge.registry import Registry
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 
 __all__ = ["load_dataset", "available_datasets", "builder", "human_judgments", "export_to_parquet", "card"]
 

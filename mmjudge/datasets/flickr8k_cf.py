@@ -12,7 +12,7 @@ from typing import Any
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._flickr8k import Flickr8kBuilder, find_layout, read_crowdflower_original, read_json
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 
 
 class Flickr8kCF(Flickr8kBuilder):

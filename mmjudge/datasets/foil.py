@@ -17,7 +17,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, find_file, image_folder, squash
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 
 
 class FOIL(BenchmarkBuilder):

@@ -20,7 +20,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, stable_id
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 
 logger = logging.getLogger(__name__)
 COL = src.LONGCAP_COLUMNS

@@ -18,7 +18,7 @@ import numpy as np
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, find_file, image_folder, squash
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 
 CATEGORIES = src.PASCAL50S_CATEGORIES
 

@@ -17,7 +17,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, check_range, find_file, image_folder
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 
 UPSTREAM = {"precision": "P", "recall": "R", "fluency": "Flu", "conciseness": "Con", "inclusive": "Inc", "total": "human_score"}
 CRITERIA = list(UPSTREAM)

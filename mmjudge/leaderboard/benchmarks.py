@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 
 CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
 MODEL_TASKS = ["ic", "vqa", "vdu", "reg"]

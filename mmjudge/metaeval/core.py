@@ -1,6 +1,6 @@
 """From metric scores and human judgments to every figure of a meta-evaluation, with bootstrap CIs.
 
-:func:`meta_evaluate` joins each metric's per-item scores to a :class:`~mmjudge.judgments.HumanJudgments`
+:func:`meta_evaluate` joins each metric's per-item scores to a :class:`~mmjudge.human_judgments.HumanJudgments`
 by id and computes
 
 - correlations (Kendall τ-b, τ-c, Pearson, Spearman) per task (and ``"all"`` tasks) and per human
@@ -13,7 +13,7 @@ by id and computes
   the seed and the figure only, so all metrics share them and :meth:`MetaEvalResult.compare` gives a
   paired interval for the difference between two metrics.
 
->>> from mmjudge.judgments import HumanJudgments
+>>> from mmjudge.human_judgments import HumanJudgments
 >>> hj = HumanJudgments(
 ...     name="toy", items=[{"id": i, "task": "ic"} for i in "abcd"], criteria=["overall"],
 ...     ratings=[{"id": i, "task": "ic", "criterion": "overall", "score": s} for i, s in zip("abcd", [1, 2, 3, 5])],
@@ -34,7 +34,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 from mmjudge.metaeval.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
