@@ -17,6 +17,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_range, image_folder, squash, stable_id
+from mmjudge.datasets._judgments import caption_judgments
 from mmjudge.human_judgments import HumanJudgments
 
 logger = logging.getLogger(__name__)
@@ -96,6 +97,4 @@ class Composite(BenchmarkBuilder):
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import caption_judgments
-
     return caption_judgments("composite", dataset, correlation="tau_c", per_rating=False)

@@ -12,6 +12,7 @@ from typing import Any
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._flickr8k import Flickr8kBuilder, find_layout, read_expert_original, read_json
+from mmjudge.datasets._judgments import caption_judgments
 from mmjudge.human_judgments import HumanJudgments
 
 
@@ -37,6 +38,4 @@ class Flickr8kExpert(Flickr8kBuilder):
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import caption_judgments
-
     return caption_judgments("flickr8k_expert", dataset, correlation="tau_c", per_rating=True)

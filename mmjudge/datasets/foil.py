@@ -17,6 +17,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, find_file, image_folder, squash
+from mmjudge.datasets._judgments import rows_of
 from mmjudge.human_judgments import HumanJudgments
 
 
@@ -97,8 +98,6 @@ def _load(path: Path) -> dict:
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import rows_of
-
     items, pairs = [], []
     for _split, row in rows_of(dataset):
         good, bad = f"{row['id']}-orig", f"{row['id']}-foil"

@@ -20,6 +20,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, stable_id
+from mmjudge.datasets._judgments import rows_of
 from mmjudge.human_judgments import HumanJudgments
 
 logger = logging.getLogger(__name__)
@@ -159,8 +160,6 @@ def _image_cell(value: Any, name: str) -> Optional[dict[str, Any]]:
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import rows_of
-
     items, ratings = [], []
     for split, row in rows_of(dataset):
         items.append({"id": row["id"], "task": "ic", "text": row["text"], "image": row["image"],

@@ -19,6 +19,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, find_file
+from mmjudge.datasets._judgments import rows_of
 from mmjudge.human_judgments import HumanJudgments
 
 F = src.MMHE_FIELDS
@@ -144,8 +145,6 @@ TASK_NAMES = {"REG": "reg", "VQA": "vqa", "VDU": "vdu", "IC": "ic"}  # the metri
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import rows_of
-
     items, ratings, groups = [], [], {}
     for _split, row in rows_of(dataset):
         task = TASK_NAMES[row["task"]]

@@ -18,6 +18,7 @@ import numpy as np
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, find_file, image_folder, squash
+from mmjudge.datasets._judgments import rows_of
 from mmjudge.human_judgments import HumanJudgments
 
 CATEGORIES = src.PASCAL50S_CATEGORIES
@@ -124,8 +125,6 @@ def flatten(value: Any) -> list[Any]:
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import rows_of
-
     items, pairs = [], []
     for _split, row in rows_of(dataset):
         a, b = f"{row['id']}-a", f"{row['id']}-b"

@@ -17,6 +17,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, check_range, find_file, image_folder
+from mmjudge.datasets._judgments import caption_judgments
 from mmjudge.human_judgments import HumanJudgments
 
 UPSTREAM = {"precision": "P", "recall": "R", "fluency": "Flu", "conciseness": "Con", "inclusive": "Inc", "total": "human_score"}
@@ -105,8 +106,6 @@ def _lines(path: Path) -> list[dict]:
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import caption_judgments
-
     hj = caption_judgments("thumb", dataset, correlation="tau_c", per_rating=False, criteria=CRITERIA)
     for rating in hj.ratings:  # total is THumB's overall score
         if rating["criterion"] == "total":
