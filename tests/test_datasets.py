@@ -15,6 +15,7 @@ import mmjudge.datasets as md
 from mmjudge.datasets._base import DataError
 
 CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
+CRITERIA_IN_THE_PAPER = CRITERIA  # HarmonicEval, in its order
 
 
 def png(path: Path, color=(200, 30, 30)) -> Path:
@@ -65,6 +66,19 @@ def test_mmhe_rows_and_judgments(mmhe_dir, tmp_path):
     assert first["candidates"] == ["mmhe-reg-0-0", "mmhe-reg-0-1", "mmhe-reg-0-2"]
     assert [c["best"] for c in hj.choices[:3]] == ["mmhe-reg-0-2", "mmhe-reg-0-2", "mmhe-reg-0-0"]
     assert {i["task"] for i in hj.items} == {"reg", "vqa", "vdu", "ic"}
+
+
+def test_mmhe_criteria_and_tasks_follow_the_prompt_set():
+    # Criteria are read from the HarmonicEval prompt set, not typed again; the file's task names map onto
+    # the prompt set's tasks, so a renamed criterion or task shows up here rather than as a KeyError later.
+    from mmjudge.datasets import _sources as src
+    from mmjudge.datasets.mmhe import CRITERIA, MMHE
+    from mmjudge.prompts import load_prompt_set
+
+    prompts = load_prompt_set("harmonic_eval")
+    assert CRITERIA == prompts.criteria == CRITERIA_IN_THE_PAPER
+    assert sorted(src.MMHE_TASKS.values()) == sorted(prompts.tasks)
+    assert all(c in MMHE.FEATURES for c in CRITERIA)
 
 
 def test_mmhe_default_counts_reject_small_release(mmhe_dir, tmp_path):

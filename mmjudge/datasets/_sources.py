@@ -32,8 +32,10 @@ MMHE_FIELDS = {
     "text": "text",
     "ratings": "ratings",  # {criterion: [r_annotator1, r_annotator2, r_annotator3]}
 }
-MMHE_TASKS = ["REG", "VQA", "VDU", "IC"]
-MMHE_CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
+# task as written in the file -> the metrics' task name. The criteria are not typed here: the file's
+# `ratings` are keyed by the HarmonicEval prompt set's criterion names (mmjudge/prompts/harmonic_eval.toml).
+MMHE_TASKS = {"REG": "reg", "VQA": "vqa", "VDU": "vdu", "IC": "ic"}
+MMHE_PROMPT_SET = "harmonic_eval"
 MMHE_COUNTS = {"instances_per_task": 100, "candidates_per_instance": 3, "annotators": 3, "ratings": 18000}
 
 # --- LongCap-Arena (Matsuda et al., VELA) -----------------------------------------------------------
