@@ -273,9 +273,11 @@ def test_pascal50s(tmp_path):
     ds = load("pascal50s", tmp_path / "pas", tmp_path, expected_counts=small)["test"]
     assert ds["category"] == ["HC", "HM"] and ds["votes_a"] == [3, 3] and ds["votes_b"] == [1, 1]
     assert ds[1]["references"] == ["ref 4", "ref 5", "ref 6", "ref 7"]
+    assert ds["label"] == [0, 0] and ds[0]["id"].startswith("pascal50s-hc-") and ds[1]["id"].startswith("pascal50s-hm-")
     hj = md.human_judgments("pascal50s", ds)
-    assert hj.pairs[0] == {"task": "ic", "better": "pascal50s-0000-a", "worse": "pascal50s-0000-b",
-                           "kind": "pascal50s", "category": "HC", "weight": 0.75}
+    # The pair follows `label` (the vote share is in the rows, not the pair: pascal_50s.json has no votes).
+    assert hj.pairs[0] == {"task": "ic", "better": f"{ds[0]['id']}-a", "worse": f"{ds[0]['id']}-b",
+                           "kind": "pascal50s", "category": "HC"}
     with pytest.raises(DataError, match="HC pairs: expected 1000, but read 1"):
         load("pascal50s", tmp_path / "pas", tmp_path, expected_counts={"votes_per_pair": 4, "per_category": 1000})
     write_pascal(tmp_path / "bad", flip_vote=True)
@@ -294,7 +296,9 @@ def test_foil(tmp_path):
     ds = load("foil", root, tmp_path)["test"]
     assert ds.num_rows == 1 and ds[0]["references"] == ["A puppy outside"] and ds[0]["foil_word"] == "cat"
     hj = md.human_judgments("foil", ds)
-    assert hj.pairs == [{"task": "ic", "better": "foil-11-orig", "worse": "foil-11-foil", "kind": "foil", "weight": 1.0}]
+    row_id = ds[0]["id"]
+    assert row_id.startswith("foil-") and hj.pairs == [
+        {"task": "ic", "better": f"{row_id}-orig", "worse": f"{row_id}-foil", "kind": "foil", "weight": 1.0}]
     (root / "foilv1.0_test_2017.json").write_text(json.dumps({"annotations": anns[1:]}))
     with pytest.raises(DataError, match="has no original caption"):
         load("foil", root, tmp_path, download_mode="force_redownload")

@@ -47,7 +47,8 @@ def card(name: str, splits: Optional[dict[str, int]] = None, features: Any = Non
         "## Loading\n\n```python\nfrom mmjudge import load_dataset\n"
         f"ds = load_dataset(\"{name}\", data_dir=\"path/to/files\")  # builds and caches once\n"
         f"# after export: datasets.load_dataset(\"<org>/{name}\")\n```\n\n"
-        f"Source files a `data_dir` must hold: {cls.SOURCE_FILES}. Homepage: {cls.HOMEPAGE or 'n/a'}.",
+        f"Source files a `data_dir` must hold: {cls.SOURCE_FILES}. Homepage: {cls.HOMEPAGE or 'n/a'}."
+        + (_layouts_text(src.LAYOUTS[name]) if len(src.LAYOUTS.get(name, ())) > 1 else ""),
         f"## Schema\n\n| column | type |\n|---|---|\n{schema}",
         f"## Rows\n\n| split | rows |\n|---|---|\n{counts}" if counts else "",
         f"## Licence\n\n{cls.LICENSE}. mmjudge redistributes no data: this card describes what the loader builds.",
@@ -55,6 +56,14 @@ def card(name: str, splits: Optional[dict[str, int]] = None, features: Any = Non
         f"## Citation\n\n```bibtex\n{cls.CITATION.strip()}\n```",
     ]
     return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _layouts_text(layouts: Any) -> str:
+    """The copies of the benchmark the loader reads, as a Markdown list for the card."""
+    lines = [f"- `{lay.name}`: {lay.describe()}" + (f" (optional: {', '.join(f'`{o}`' for o in lay.optional)})"
+             if lay.optional else "") + f" — from {lay.source}" for lay in layouts]
+    return ("\n\nEither layout gives the same rows and ids; when a folder holds both, the original release is read "
+            "(`layout=\"json\"` picks the other):\n\n" + "\n".join(lines))
 
 
 def _dataset_info_yaml(features: Any, splits: dict[str, int], split_bytes: dict[str, int]) -> str:

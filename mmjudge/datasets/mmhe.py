@@ -18,7 +18,7 @@ from typing import Any
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, find_file
+from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count
 from mmjudge.datasets._judgments import rows_of
 from mmjudge.human_judgments import HumanJudgments
 from mmjudge.prompts import load_prompt_set
@@ -73,7 +73,8 @@ class MMHE(BenchmarkBuilder):
     }
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
-        path = find_file(source, src.MMHE_FILES["annotations"], "the MMHE annotation file")
+        _layout, paths = self.detect_layout(source)
+        path = next(paths[n] for n in src.MMHE_FILES["annotations"] if n in paths)
         instances = _read_instances(path)
         rows: list[dict[str, Any]] = []
         per_task = {t: 0 for t in src.MMHE_TASKS}

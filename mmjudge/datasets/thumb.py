@@ -16,7 +16,7 @@ from typing import Any
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, check_range, find_file, image_folder
+from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, check_range, image_folder
 from mmjudge.datasets._judgments import caption_judgments
 from mmjudge.human_judgments import HumanJudgments
 
@@ -63,8 +63,9 @@ class THumB(BenchmarkBuilder):
         return folder
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
-        scores = find_file(source, src.THUMB_FILES["scores"], "the THumB scores")
-        refs_path = find_file(source, src.THUMB_FILES["references"], "the THumB references")
+        _layout, paths = self.detect_layout(source)
+        scores = paths[src.THUMB_FILES["scores"]]
+        refs_path = next(paths[n] for n in src.THUMB_FILES["references"] if n in paths)
         refs = {}
         for line in _lines(refs_path):
             refs[str(line["seg_id"])] = [str(r) for r in line["refs"]]
