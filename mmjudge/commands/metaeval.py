@@ -39,12 +39,8 @@ def load_judgments(args: argparse.Namespace):
     """The benchmark's :class:`HumanJudgments`: from ``--judgments FILE.json`` or the loader of ``--dataset``."""
     from mmjudge.human_judgments import HumanJudgments
 
-    if args.judgments:
-        try:
-            data = json.loads(Path(args.judgments).read_text(encoding="utf-8"))
-            return HumanJudgments(**data)
-        except (OSError, json.JSONDecodeError, TypeError) as err:
-            raise ValueError(f"--judgments {args.judgments}: not a HumanJudgments JSON file ({err}).") from None
+    if args.judgments:  # the versioned file of docs/metaeval.md, checked record by record
+        return HumanJudgments.load(args.judgments)
     try:
         from mmjudge.datasets import human_judgments
     except ImportError as err:
@@ -171,7 +167,9 @@ def add_parser(sub) -> None:
     src.add_argument("--data-dir", dest="data_dir", help="local folder of the benchmark's files")
     src.add_argument("--dataset-option", dest="dataset_option", action="append", metavar="KEY=VALUE",
                      help="any other loader option, e.g. cache_dir=… (JSON value)")
-    src.add_argument("--judgments", help="HumanJudgments as a JSON file (instead of --dataset)")
+    src.add_argument("--judgments", metavar="FILE.json",
+                     help="human judgments as a JSON file (schema in docs/metaeval.md; written by `mmjudge dataset "
+                          "judgments`), instead of --dataset")
     src.add_argument("--combine", nargs="+", metavar="RESULTS_JSON", help="merge saved results into one benchmark table")
     met = p.add_argument_group("metrics")
     met.add_argument("--scores", action="append", metavar="FILE", help="JSONL/CSV with id and score columns (repeatable)")

@@ -3,8 +3,9 @@
 ``datasets`` 5.x no longer runs loading scripts, so each benchmark is a ``GeneratorBasedBuilder``
 subclass in this package (one module per benchmark, registered in :data:`DATASETS`). The jobs around
 them live in one module each: name resolution and :func:`load_dataset` (``_loading``), conversion to
-the meta-evaluation's :class:`~mmjudge.human_judgments.HumanJudgments` (``_judgments``), Parquet export
-(``_export``) and the dataset card (``_card``).
+the meta-evaluation's :class:`~mmjudge.human_judgments.HumanJudgments` and its JSON file (``_judgments``),
+Parquet export (``_export``) and the dataset card (``_card``). Which copy of a benchmark a ``data_dir``
+holds — the original release or the preprocessed JSON most people have — is ``_layouts``' job.
 
 >>> "mmhe" in available_datasets() and "longcap_arena" in available_datasets()
 True
@@ -14,10 +15,10 @@ from __future__ import annotations
 
 from mmjudge.datasets._card import card
 from mmjudge.datasets._export import export_info, export_to_parquet
-from mmjudge.datasets._judgments import caption_judgments, human_judgments, rows_of
+from mmjudge.datasets._judgments import caption_judgments, human_judgments, rows_of, write_judgments
 from mmjudge.datasets._loading import DATASETS, available_datasets, builder, load_dataset
 
 __all__ = [
     "DATASETS", "available_datasets", "builder", "caption_judgments", "card", "export_info", "export_to_parquet",
-    "human_judgments", "load_dataset", "rows_of",
+    "human_judgments", "load_dataset", "rows_of", "write_judgments",
 ]

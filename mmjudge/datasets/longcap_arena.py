@@ -163,7 +163,7 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     items, ratings = [], []
     for split, row in rows_of(dataset):
         items.append({"id": row["id"], "task": "ic", "text": row["text"], "image": row["image"],
-                      "references": list(row["references"]), "split": split})
+                      "image_path": row["image_name"], "references": list(row["references"]), "split": split})
         for crit in src.LONGCAP_CRITERIA:
             ratings.append({"id": row["id"], "task": "ic", "criterion": crit, "score": float(row[crit]),
                             "annotator": None, "split": split})

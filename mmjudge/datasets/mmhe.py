@@ -150,7 +150,8 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     for _split, row in rows_of(dataset):
         task = src.MMHE_TASKS[row["task"]]
         items.append({"id": row["id"], "task": task, "text": row["text"], "image": row["image"],
-                      "question": row["question"], "box": row["box"], "model": row["model"]})
+                      "image_path": row["image_path"], "question": row["question"], "box": row["box"],
+                      "model": row["model"]})
         for criterion in CRITERIA:
             for annotator, score in zip(row["annotators"], row[criterion]):
                 ratings.append({"id": row["id"], "task": task, "criterion": criterion, "score": float(score),
