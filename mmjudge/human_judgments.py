@@ -148,7 +148,8 @@ class HumanJudgments:
             if unknown:
                 raise ValueError(f"{where}: choices[{n}]: expected 'candidates' to be item ids, but {unknown[0]!r} is none.")
             if choice["best"] not in candidates:
-                raise ValueError(f"{where}: choices[{n}]: expected 'best' to be one of its candidates, but got {choice['best']!r}.")
+                raise ValueError(f"{where}: choices[{n}]: expected 'best' to be one of its candidates, "
+                                 f"but got {choice['best']!r}.")
         correlation = data.get("correlation", "tau_c")
         if correlation not in CORRELATIONS:
             raise ValueError(f"{where}: expected 'correlation' to be one of {list(CORRELATIONS)}, but got {correlation!r}.")
@@ -200,7 +201,8 @@ def _check_header(data: Mapping[str, Any], where: str) -> None:
         raise ValueError(f"{where}: written with schema version {version}, but this mmjudge reads up to "
                          f"{SCHEMA_VERSION}; upgrade mmjudge.")
     if not isinstance(data.get("name"), str) or not data["name"]:
-        raise ValueError(f"{where}: expected 'name' (the benchmark's name) to be a non-empty string, but got {data.get('name')!r}.")
+        raise ValueError(f"{where}: expected 'name' (the benchmark's name) to be a non-empty string, "
+                         f"but got {data.get('name')!r}.")
 
 
 def _records(data: Mapping[str, Any], kind: str, where: str) -> list[dict[str, Any]]:

@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"`mmjudge dataset {args.action}` needs --out {what}.")
     if args.action == "judgments":
         if Path(args.out).is_dir():
-            raise ValueError(f"--out {args.out}: is a folder, but `dataset judgments` writes one JSON file; give a file path.")
+            raise ValueError(f"--out {args.out}: is a folder, but `dataset judgments` writes one JSON file; "
+                             "give a file path.")
         if not Path(args.out).resolve().parent.is_dir():
             raise ValueError(f"--out {args.out}: its folder does not exist; create it first.")
     dataset = md.load_dataset(args.name, **_load_kwargs(args))

@@ -18,7 +18,9 @@ in one line.
 >>> detect(root / "nowhere", layouts, "Pascal-50S")
 Traceback (most recent call last):
 ...
-mmjudge.datasets._base.DataError: Pascal-50S: ... holds none of its layouts: the original release needs `pair_pascal.mat` + `consensus_pascal.mat` (from pyCIDErConsensus); the json layout needs `pascal_50s.json` (from FLEUR's annotations/). Pass data_dir=<a folder with either>.
+mmjudge.datasets._base.DataError: Pascal-50S: ... holds none of its layouts: the original release needs
+`pair_pascal.mat` + `consensus_pascal.mat` (from pyCIDErConsensus); the json layout needs `pascal_50s.json`
+(from FLEUR's annotations/). Pass data_dir=<a folder with either>.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ def locate(root: Path, names: Iterable[str]) -> dict[str, Path]:
     return found
 
 
-def detect(root: Path, layouts: tuple[Layout, ...], what: str, forced: Optional[str] = None) -> tuple[Layout, dict[str, Path]]:
+def detect(root: Path, layouts: tuple[Layout, ...], what: str,
+           forced: Optional[str] = None) -> tuple[Layout, dict[str, Path]]:
     """The first of ``layouts`` whose files are all under ``root`` (or the ``forced`` one) and the paths found.
 
     Raises:

@@ -2,10 +2,10 @@
 
 Each entry says which files a local ``data_dir`` must hold (``LAYOUTS``: the original release and, for
 the caption sets, the preprocessed JSON file that FLEUR's and PAC-S's evaluation code reads), which
-public URLs (if any) the loader downloads when no ``data_dir`` is given, the counts the upstream itself publishes (used by validation
-unless a caller passes ``expected_counts``) and whether that mapping could be checked against the
-real upstream files from the machine this code was written on (it could not reach the Hub or the
-authors' pages; see ``VERIFIED``).
+public URLs (if any) the loader downloads when no ``data_dir`` is given, the counts the upstream itself
+publishes (used by validation unless a caller passes ``expected_counts``) and whether that mapping could
+be checked against the real upstream files (the machine this code was written on reached no Hub and no
+authors' pages, only public repositories; see ``VERIFIED``).
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ PASCAL50S_CATEGORIES = {1: "HC", 2: "HI", 3: "HM", 4: "MM"}
 # "references": [5 sentences]}]}, 1,000 per category.
 PASCAL50S_JSON = {"file": "pascal_50s.json", "image": "image", "captions": "captions", "label": "label",
                   "references": "references"}
-PASCAL50S_IMAGE_FOLDERS = ("JPEGImages", "VOC2012/JPEGImages", "VOCdevkit/VOC2012/JPEGImages", "VOCdevkit/VOC2010/JPEGImages")
+PASCAL50S_IMAGE_FOLDERS = ("JPEGImages", "VOC2012/JPEGImages", "VOCdevkit/VOC2012/JPEGImages",
+                           "VOCdevkit/VOC2010/JPEGImages")
 PASCAL50S_COUNTS = {"test": 4000, "per_category": 1000, "votes_per_pair": 48}
 
 # --- FOIL (Shekhar et al. 2017) -----------------------------------------------------------------------
@@ -174,7 +175,8 @@ VERIFIED: dict[str, Any] = {
     "flickr8k_expert": "flickr8k.json loaded from FLEUR's real file (5,664 rows, 16,992 judgments); text-file layout "
                        "from public preprocessing code (CLIPScore), on fixtures only",
     "flickr8k_cf": "both layouts from public preprocessing code (CLIPScore), on fixtures only; no count",
-    "composite": "CSV columns from public evaluation code; composite.json from FLEUR's fleur_com.py; fixtures only; no count",
+    "composite": "CSV columns from public evaluation code; composite.json from FLEUR's fleur_com.py; fixtures only; "
+                 "no count",
     "pascal50s": "pascal_50s.json loaded from FLEUR's real file (4 x 1,000 pairs); MAT fields from public evaluation "
                  "code, on fixtures only (48 votes each)",
     "foil": "release JSON fields from public evaluation code; foil.json layout ASSUMED (no copy or reader found); "

@@ -114,7 +114,8 @@ class Composite(BenchmarkBuilder):
         for subset in src.COMPOSITE_FILES:  # the CSV layout's order, whatever the file's key order
             for n, sample in enumerate(data.get(subset, [])):
                 where = f"{path.name}: {subset}[{n}]"
-                if not isinstance(sample, dict) or any(k not in sample for k in (JSON["image"], JSON["text"], JSON["score"])):
+                needed = (JSON["image"], JSON["text"], JSON["score"])
+                if not isinstance(sample, dict) or any(k not in sample for k in needed):
                     raise DataError(f"{where}: expected an object with {JSON['image']!r}, {JSON['text']!r} and "
                                     f"{JSON['score']!r}, but got {str(sample)[:80]!r}.")
                 score = sample[JSON["score"]]

@@ -146,7 +146,8 @@ class Pascal50S(BenchmarkBuilder):
                 where = f"{path.name}: {category}[{n}]"
                 captions = sample.get(JSON["captions"]) if isinstance(sample, dict) else None
                 if not isinstance(captions, list) or len(captions) != 2 or JSON["image"] not in sample:
-                    raise DataError(f"{where}: expected {JSON['image']!r} and two {JSON['captions']!r}, but got {str(sample)[:80]!r}.")
+                    raise DataError(f"{where}: expected {JSON['image']!r} and two {JSON['captions']!r}, "
+                                    f"but got {str(sample)[:80]!r}.")
                 label = sample.get(JSON["label"])
                 if label not in (0, 1) or isinstance(label, bool):
                     raise DataError(f"{where}: expected {JSON['label']!r} 0 or 1 (the index of the preferred caption), "

@@ -337,7 +337,7 @@ def _correlations(hj, ratings, scores, result, measures, protocol, bootstrap, se
             # the bootstrap stays paired with the other metrics'.
             keep = ~np.isnan(metric)
             failed = len({int(k) for k in row_items[~keep]})
-            x, y, w = (metric, human, weights) if failed == 0 else (metric[keep], human[keep], None if weights is None else weights[:, keep])
+            x, y, w = metric[keep], human[keep], None if weights is None else weights[:, keep]
             where = f"{name} on {hj.name} task={task} criterion={criterion}"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -386,7 +386,8 @@ def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confi
             unit = np.array([position[str(p["group"])] for p in pairs])
             counts_b = None
             if bootstrap:
-                counts_b = resample_counts(len(groups), bootstrap, rng_for(seed, dataset, "acc", *rng_key, subset)).astype(np.float64)
+                rng = rng_for(seed, dataset, "acc", *rng_key, subset)
+                counts_b = resample_counts(len(groups), bootstrap, rng).astype(np.float64)
             for name, table in scores.items():
                 key = score_key(table, name, criterion if criterion_scores and criterion != OVERALL else None)
                 used[name].add(key)

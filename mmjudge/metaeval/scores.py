@@ -200,8 +200,8 @@ def scores_from_columns(ids: list[str], columns: Mapping[str, list], source: str
         raise ValueError(f"{source}: the metric returned no per-sample numeric scores.")
     out: Scores = {}
     for n, item_id in enumerate(ids):
-        out[item_id] = {k: math.nan if columns[k][n] is None else _not_inf(float(columns[k][n]), f"{source} (id {item_id!r}) {k!r}")
-                        for k in keys}
+        out[item_id] = {k: math.nan if columns[k][n] is None
+                        else _not_inf(float(columns[k][n]), f"{source} (id {item_id!r}) {k!r}") for k in keys}
     return out
 
 
