@@ -199,12 +199,15 @@ def test_pascal50s_json_with_a_bad_label_names_the_entry(tmp_path):
 def test_a_folder_with_both_layouts_reads_the_original_unless_told(tmp_path):
     write_pascal_layout(tmp_path / "both", "original")
     write_pascal_layout(tmp_path / "both", "json")
+    write_pascal_layout(tmp_path / "mat_only", "original")
     original = load("pascal50s", tmp_path / "both", tmp_path, expected_counts=SMALL_PASCAL)["test"]
     assert original["votes_a"][0] == 1
     from_json = load("pascal50s", tmp_path / "both", tmp_path, expected_counts=SMALL_PASCAL, layout="json")["test"]
     assert from_json["votes_a"][0] is None and from_json["id"] == original["id"]
-    with pytest.raises(DataError, match="Expected argument `layout` to be one of"):
+    with pytest.raises(DataError, match=r"Expected argument `layout` to be one of \['original', 'json'\]"):
         load("pascal50s", tmp_path / "both", tmp_path, expected_counts=SMALL_PASCAL, layout="mat")
+    with pytest.raises(DataError, match="Expected the json layout of Pascal-50S under .*: `pascal_50s.json`"):
+        load("pascal50s", tmp_path / "mat_only", tmp_path, expected_counts=SMALL_PASCAL, layout="json")
 
 
 # --- FOIL ----------------------------------------------------------------------------------------------------

@@ -147,6 +147,12 @@ def test_longcap_missing_candidate_in_one_criterion_fails(tmp_path):
         load("longcap_arena", tmp_path / "lc", tmp_path)
 
 
+def test_longcap_has_one_layout(tmp_path):
+    write_longcap(tmp_path / "lc")
+    with pytest.raises(DataError, match="LongCap-Arena is read from one copy only: drop argument `layout`"):
+        load("longcap_arena", tmp_path / "lc", tmp_path, layout="json")
+
+
 def test_longcap_row_count_checked_against_hub_metadata(tmp_path):
     write_longcap(tmp_path / "lc", readme_counts={"dci_val.desc": 4})
     with pytest.raises(DataError, match=r"dci_val.desc rows \(Hub metadata\): expected 4, but read 3"):

@@ -46,6 +46,8 @@ class BenchmarkConfig(datasets.BuilderConfig):
 
 class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
     BUILDER_CONFIG_CLASS = BenchmarkConfig
+    # The prepared-data cache is keyed by name, config and version only (no code hash): a benchmark whose
+    # rows change bumps its version (default_configs) so old caches are not read as the new rows.
     BUILDER_CONFIGS = [BenchmarkConfig(name="default", version=datasets.Version("1.0.0"))]
     DEFAULT_CONFIG_NAME = "default"
 
@@ -108,6 +110,11 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
         return self.download(dl_manager)
 
     def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
+        from mmjudge.datasets import _sources as src
+
+        if self.config.layout is not None and self.name not in src.LAYOUTS:
+            raise DataError(f"{self.PRETTY_NAME or self.name} is read from one copy only: drop argument `layout` "
+                            f"(got {self.config.layout!r}).")
         splits = self.read(self.source_dir(dl_manager))
         if not splits or not any(splits.values()):
             raise DataError(f"{self.name}: no rows were read; the source files are empty or truncated.")
@@ -127,6 +134,11 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
         if path is None:
             return None
         return load_image(path, check=self.config.check_images)
+
+
+def default_configs(version: str) -> list[BenchmarkConfig]:
+    """``BUILDER_CONFIGS`` of a benchmark at ``version`` (bumped when its rows change)."""
+    return [BenchmarkConfig(name="default", version=datasets.Version(version))]
 
 
 class ImageLocator:

@@ -18,7 +18,9 @@ from typing import Any, Optional
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, ImageLocator, check_count, check_range, squash, stable_id
+from mmjudge.datasets._base import (
+    BenchmarkBuilder, DataError, ImageLocator, check_count, check_range, default_configs, squash, stable_id,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +155,8 @@ def read_json(path: Path, prefix: str, low: float, high: float, per_caption: Opt
 
 
 class Flickr8kBuilder(BenchmarkBuilder):
+    # 1.1.0: the same rows from the original release or the preprocessed JSON (ids from content)
+    BUILDER_CONFIGS = default_configs("1.1.0")
     FEATURES = FEATURES
     CITATION = CITATION
     HOMEPAGE = "https://hockenmaier.cs.illinois.edu/8k-pictures.html"

@@ -21,7 +21,9 @@ from typing import Any, Optional
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, ImageLocator, check_range, content_ids, squash
+from mmjudge.datasets._base import (
+    BenchmarkBuilder, DataError, ImageLocator, check_range, content_ids, default_configs, squash,
+)
 from mmjudge.datasets._judgments import caption_judgments
 from mmjudge.human_judgments import HumanJudgments
 
@@ -31,6 +33,8 @@ JSON = src.COMPOSITE_JSON
 
 
 class Composite(BenchmarkBuilder):
+    # 1.1.0: the same rows from the original release or the preprocessed JSON (ids from content)
+    BUILDER_CONFIGS = default_configs("1.1.0")
     PRETTY_NAME = "Composite"
     DESCRIPTION = (
         "Composite dataset of Aditya et al. (2018): Amazon Mechanical Turk workers rated the correctness of "

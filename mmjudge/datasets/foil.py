@@ -19,7 +19,7 @@ from typing import Any
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, ImageLocator, content_ids, squash
+from mmjudge.datasets._base import BenchmarkBuilder, DataError, ImageLocator, content_ids, default_configs, squash
 from mmjudge.datasets._judgments import rows_of
 from mmjudge.human_judgments import HumanJudgments
 
@@ -27,6 +27,8 @@ JSON = src.FOIL_JSON
 
 
 class FOIL(BenchmarkBuilder):
+    # 1.1.0: the same rows from the original release or the preprocessed JSON (ids from content)
+    BUILDER_CONFIGS = default_configs("1.1.0")
     PRETTY_NAME = "FOIL"
     DESCRIPTION = (
         "FOIL-COCO test set: each foil caption replaces one word of an MSCOCO caption with a wrong but "

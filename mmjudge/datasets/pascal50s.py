@@ -21,7 +21,9 @@ import datasets
 import numpy as np
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, ImageLocator, check_count, content_ids, squash
+from mmjudge.datasets._base import (
+    BenchmarkBuilder, DataError, ImageLocator, check_count, content_ids, default_configs, squash,
+)
 from mmjudge.datasets._judgments import rows_of
 from mmjudge.human_judgments import HumanJudgments
 
@@ -31,6 +33,8 @@ JSON = src.PASCAL50S_JSON
 
 
 class Pascal50S(BenchmarkBuilder):
+    # 1.1.0: the same rows from the original release or the preprocessed JSON (ids from content)
+    BUILDER_CONFIGS = default_configs("1.1.0")
     PRETTY_NAME = "Pascal-50S"
     DESCRIPTION = (
         "Pascal-50S triplet judgments from the CIDEr paper: for 1,000 UIUC PASCAL images, pairs of candidate "
