@@ -16,7 +16,7 @@ from mmjudge.human_judgments import SCHEMA_VERSION, HumanJudgments
 from mmjudge.metaeval import MetaEvalResult
 
 sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
-from test_dataset_layouts import SMALL_PASCAL, write_pascal_layout  # noqa: E402
+from test_dataset_layouts import SMALL_PASCAL, flickr8k_json, write_pascal_layout  # noqa: E402
 from test_datasets import f8k_dir, png  # noqa: E402,F401  (fixture)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "metaeval.md"
@@ -35,6 +35,17 @@ def test_written_from_a_loader_and_read_back_the_same(f8k_dir, tmp_path, capsys)
     assert drop(back.items) == drop(direct.items)
     # images are paths to the files under --data-dir (the file names them, it does not copy them)
     assert [Path(it["image"]) for it in back.items] == [(f8k_dir / "Flicker8k_Dataset" / n).resolve() for n in ("a.jpg", "b.jpg")]
+
+
+def test_images_are_found_by_name_when_a_copy_uses_another_folder(tmp_path):
+    # flickr8k.json's images live in Flickr8k_Dataset/ while rows name Flicker8k_Dataset/: found by file name
+    root = tmp_path / "json"
+    flickr8k_json(root, [("a.jpg", "A cat sits .", [1, 2, 1])], {"a.jpg": ["A dog runs ."]}, "flickr8k.json")
+    png(root / "Flickr8k_Dataset" / "a.jpg")
+    hj = md.write_judgments("flickr8k_expert", tmp_path / "j.json", data_dir=str(root), cache_dir=str(tmp_path / "c"),
+                            expected_counts={})
+    assert hj.items[0]["image_path"] == "Flicker8k_Dataset/a.jpg"
+    assert HumanJudgments.load(tmp_path / "j.json").items[0]["image"] == str((root / "Flickr8k_Dataset" / "a.jpg").resolve())
 
 
 def test_metaeval_from_the_file_equals_metaeval_from_the_loader(tmp_path, capsys):

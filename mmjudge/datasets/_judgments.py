@@ -87,20 +87,21 @@ def write_judgments(name: str, out: Union[str, os.PathLike], data_dir: Optional[
 
 def _image_files(root: Optional[Path]):
     """``image_path -> absolute path or None`` under ``root``; the folder is listed once, when first needed."""
-    by_name: dict[str, str] = {}
+    by_name: Optional[dict[str, str]] = None
 
     def locate(image_path: Optional[str]) -> Optional[str]:
+        nonlocal by_name
         if root is None or not image_path:
             return None
         direct = root / image_path
         if direct.is_file():
             return str(direct.resolve())
-        if not by_name:
+        if by_name is None:
+            by_name = {}
             for folder, _dirs, files in os.walk(root):
                 for file in files:
                     if file.lower().endswith(IMAGE_SUFFIXES):
                         by_name.setdefault(file, str((Path(folder) / file).resolve()))
-            by_name.setdefault("", "")  # listed, even when empty
         return by_name.get(Path(image_path).name)
 
     return locate
