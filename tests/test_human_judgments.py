@@ -17,7 +17,7 @@ from mmjudge.metaeval import MetaEvalResult
 
 sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
 from test_dataset_layouts import SMALL_PASCAL, flickr8k_json, write_pascal_layout  # noqa: E402
-from test_datasets import f8k_dir, png  # noqa: E402,F401  (fixture)
+from test_datasets import SMALL_MMHE, f8k_dir, mmhe_dir, png  # noqa: E402,F401  (fixtures)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "metaeval.md"
 
@@ -35,6 +35,16 @@ def test_written_from_a_loader_and_read_back_the_same(f8k_dir, tmp_path, capsys)
     assert drop(back.items) == drop(direct.items)
     # images are paths to the files under --data-dir (the file names them, it does not copy them)
     assert [Path(it["image"]) for it in back.items] == [(f8k_dir / "Flicker8k_Dataset" / n).resolve() for n in ("a.jpg", "b.jpg")]
+
+
+def test_choices_and_criteria_round_trip(mmhe_dir, tmp_path):  # noqa: F811
+    kwargs = dict(data_dir=str(mmhe_dir), cache_dir=str(tmp_path / "c"), expected_counts=SMALL_MMHE)
+    written = md.write_judgments("mmhe", tmp_path / "mmhe.json", **kwargs)
+    back = HumanJudgments.load(tmp_path / "mmhe.json")
+    direct = md.human_judgments("mmhe", **kwargs)
+    assert (back.choices, back.ratings, back.criteria) == (direct.choices, direct.ratings, direct.criteria)
+    assert len(back.choices) == 24 and back.correlation == "tau_b" and back.items[0]["box"] == [1.0, 2.0, 3.0, 4.0]
+    assert {it["image"] for it in written.items} == {str((mmhe_dir / "images" / "a.png").resolve())}
 
 
 def test_images_are_found_by_name_when_a_copy_uses_another_folder(tmp_path):
