@@ -255,7 +255,7 @@ def test_metaeval_ranks_by_the_declared_primary_not_a_guess():
     with pytest.raises(ValueError, match="cannot tell which column"):
         score_key(cols, "ref-clip")  # a plain dict: nothing declared, no 'score' column
     assert score_key(ScoreTable(cols, primary="ref_clip_score"), "ref-clip") == "ref_clip_score"
-    from mmjudge.judgments import HumanJudgments
+    from mmjudge.human_judgments import HumanJudgments
     from mmjudge.metaeval import score_items
 
     hj = HumanJudgments(name="toy", items=[{"id": "a", "task": "ic", "text": "a dog", "references": ["a dog"]}])

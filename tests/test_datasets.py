@@ -15,6 +15,7 @@ import mmjudge.datasets as md
 from mmjudge.datasets._base import DataError
 
 CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
+CRITERIA_IN_THE_PAPER = CRITERIA  # HarmonicEval, in its order
 
 
 def png(path: Path, color=(200, 30, 30)) -> Path:
@@ -65,6 +66,19 @@ def test_mmhe_rows_and_judgments(mmhe_dir, tmp_path):
     assert first["candidates"] == ["mmhe-reg-0-0", "mmhe-reg-0-1", "mmhe-reg-0-2"]
     assert [c["best"] for c in hj.choices[:3]] == ["mmhe-reg-0-2", "mmhe-reg-0-2", "mmhe-reg-0-0"]
     assert {i["task"] for i in hj.items} == {"reg", "vqa", "vdu", "ic"}
+
+
+def test_mmhe_criteria_and_tasks_follow_the_prompt_set():
+    # Criteria are read from the HarmonicEval prompt set, not typed again; the file's task names map onto
+    # the prompt set's tasks, so a renamed criterion or task shows up here rather than as a KeyError later.
+    from mmjudge.datasets import _sources as src
+    from mmjudge.datasets.mmhe import CRITERIA, MMHE
+    from mmjudge.prompts import load_prompt_set
+
+    prompts = load_prompt_set("harmonic_eval")
+    assert CRITERIA == prompts.criteria == CRITERIA_IN_THE_PAPER
+    assert sorted(src.MMHE_TASKS.values()) == sorted(prompts.tasks)
+    assert all(c in MMHE.FEATURES for c in CRITERIA)
 
 
 def test_mmhe_default_counts_reject_small_release(mmhe_dir, tmp_path):
@@ -131,6 +145,12 @@ def test_longcap_missing_candidate_in_one_criterion_fails(tmp_path):
     write_longcap(tmp_path / "lc", drop="rel")
     with pytest.raises(DataError, match="descriptiveness and relevance disagree on 1"):
         load("longcap_arena", tmp_path / "lc", tmp_path)
+
+
+def test_longcap_has_one_layout(tmp_path):
+    write_longcap(tmp_path / "lc")
+    with pytest.raises(DataError, match="LongCap-Arena is read from one copy only: drop argument `layout`"):
+        load("longcap_arena", tmp_path / "lc", tmp_path, layout="json")
 
 
 def test_longcap_row_count_checked_against_hub_metadata(tmp_path):
@@ -259,9 +279,11 @@ def test_pascal50s(tmp_path):
     ds = load("pascal50s", tmp_path / "pas", tmp_path, expected_counts=small)["test"]
     assert ds["category"] == ["HC", "HM"] and ds["votes_a"] == [3, 3] and ds["votes_b"] == [1, 1]
     assert ds[1]["references"] == ["ref 4", "ref 5", "ref 6", "ref 7"]
+    assert ds["label"] == [0, 0] and ds[0]["id"].startswith("pascal50s-hc-") and ds[1]["id"].startswith("pascal50s-hm-")
     hj = md.human_judgments("pascal50s", ds)
-    assert hj.pairs[0] == {"task": "ic", "better": "pascal50s-0000-a", "worse": "pascal50s-0000-b",
-                           "kind": "pascal50s", "category": "HC", "weight": 0.75}
+    # The pair follows `label` (the vote share is in the rows, not the pair: pascal_50s.json has no votes).
+    assert hj.pairs[0] == {"task": "ic", "better": f"{ds[0]['id']}-a", "worse": f"{ds[0]['id']}-b",
+                           "kind": "pascal50s", "category": "HC"}
     with pytest.raises(DataError, match="HC pairs: expected 1000, but read 1"):
         load("pascal50s", tmp_path / "pas", tmp_path, expected_counts={"votes_per_pair": 4, "per_category": 1000})
     write_pascal(tmp_path / "bad", flip_vote=True)
@@ -280,7 +302,9 @@ def test_foil(tmp_path):
     ds = load("foil", root, tmp_path)["test"]
     assert ds.num_rows == 1 and ds[0]["references"] == ["A puppy outside"] and ds[0]["foil_word"] == "cat"
     hj = md.human_judgments("foil", ds)
-    assert hj.pairs == [{"task": "ic", "better": "foil-11-orig", "worse": "foil-11-foil", "kind": "foil", "weight": 1.0}]
+    row_id = ds[0]["id"]
+    assert row_id.startswith("foil-") and hj.pairs == [
+        {"task": "ic", "better": f"{row_id}-orig", "worse": f"{row_id}-foil", "kind": "foil", "weight": 1.0}]
     (root / "foilv1.0_test_2017.json").write_text(json.dumps({"annotations": anns[1:]}))
     with pytest.raises(DataError, match="has no original caption"):
         load("foil", root, tmp_path, download_mode="force_redownload")

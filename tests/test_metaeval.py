@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 from mmjudge.metaeval import (
     MetaEvalResult,
     UndefinedCorrelationWarning,
@@ -335,7 +335,8 @@ def test_read_scores_jsonl_and_csv(tmp_path):
 
 
 @pytest.mark.parametrize("rows,match", [
-    ([{"id": "a", "score": float("nan")}], r"s.jsonl:1 \(id 'a'\) 'score': score is nan"),
+    # NaN / null is a failed item now (tests below); inf stays an error.
+    ([{"id": "a", "score": float("inf")}], r"s.jsonl:1 \(id 'a'\) 'score': score is inf"),
     ([{"id": "a", "score": 1}, {"id": "a", "score": 2}], "s.jsonl:2: duplicate id 'a'"),
     ([{"score": 1}], "s.jsonl:1: the row has no 'id'"),
     ([{"id": "a", "score": 1}, {"id": "b", "score": "high"}], r"id 'b'\): score 'score' is 'high'"),
@@ -451,3 +452,26 @@ def test_heatmap_without_correlations_returns_none(tmp_path):
     result = meta_evaluate(hj, {"m": {"a": {"score": 1.0}, "b": {"score": 0.0}}}, bootstrap=0)
     assert heatmap(result, tmp_path / "h.png") is None
     assert result.headline("m")["value"] == 1.0
+
+
+def test_pairs_per_criterion_use_the_metrics_criterion_column():
+    # Humans prefer a over b overall, but b over a on fluency; the metric agrees on both only if each
+    # criterion's pairs are judged on its own column.
+    hj = HumanJudgments(name="study", items=[{"id": i} for i in "abcd"], pairs=[
+        {"better": "a", "worse": "b", "kind": "pref"}, {"better": "c", "worse": "d", "kind": "pref"},
+        {"better": "b", "worse": "a", "kind": "pref", "criterion": "fluency"},
+        {"better": "d", "worse": "c", "kind": "pref", "criterion": "fluency"}])
+    scores = {"he": {"a": {"overall": 4.0, "fluency": 2.0}, "b": {"overall": 1.0, "fluency": 5.0},
+                     "c": {"overall": 3.0, "fluency": 3.0}, "d": {"overall": 2.0, "fluency": 1.0}}}
+    result = meta_evaluate(hj, scores, bootstrap=0)
+    assert result.value("he", criterion="overall", subset="all") == 1.0
+    fluency = result.find("he", criterion="fluency", subset="all")[0]
+    assert (fluency["value"], fluency["score_key"], fluency["n_pairs"]) == (0.5, "fluency", 2)
+    assert result.headline("he")["criterion"] == "overall"
+    table = accuracy_table(result)
+    assert table.columns == [("Overall", "All"), ("Flu", "All")]
+    assert [c.value for c in table.rows["he"]] == [100.0, 50.0]
+    # best-of-N choices may carry a criterion too
+    choices = [{"group": "g", "candidates": ["a", "b"], "annotator": "1", "best": "b", "criterion": "fluency"},
+               {"group": "g", "candidates": ["a", "b"], "annotator": "1", "best": "a"}]
+    assert [(p["criterion"], p["better"]) for p in pairs_from_choices(choices)] == [("fluency", "b"), ("overall", "a")]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mmjudge.cli import main
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 from mmjudge.metaeval import MetaEvalResult
 
 CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
@@ -156,11 +156,11 @@ def test_bad_options_are_clear_errors(bench, tmp_path, capsys, extra, message):
 def test_bad_scores_name_the_id(bench, tmp_path, capsys):
     hj, quality, judgments = bench
     rows = [{"id": i, "score": 0.5} for i in quality]
-    rows[3]["score"] = float("nan")
-    path = tmp_path / "nan.jsonl"
+    rows[3]["score"] = float("inf")  # NaN would be a failed item (test_failed_items_*), inf is a mistake
+    path = tmp_path / "inf.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["metaeval", "--judgments", judgments, "--scores", str(path), "--out", str(tmp_path / "o")]) == 2
-    assert f"(id {rows[3]['id']!r}) 'score': score is nan" in capsys.readouterr().err
+    assert f"(id {rows[3]['id']!r}) 'score': score is inf" in capsys.readouterr().err
     path.write_text("".join(json.dumps(r) + "\n" for r in [{"id": i, "score": 0.5} for i in list(quality)[:-1]]))
     assert main(["metaeval", "--judgments", judgments, "--scores", str(path), "--out", str(tmp_path / "o")]) == 2
     assert f"no score for 1 id(s) of the benchmark: {list(quality)[-1]!r}" in capsys.readouterr().err

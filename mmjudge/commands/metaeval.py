@@ -37,14 +37,10 @@ examples:
 
 def load_judgments(args: argparse.Namespace):
     """The benchmark's :class:`HumanJudgments`: from ``--judgments FILE.json`` or the loader of ``--dataset``."""
-    from mmjudge.judgments import HumanJudgments
+    from mmjudge.human_judgments import HumanJudgments
 
-    if args.judgments:
-        try:
-            data = json.loads(Path(args.judgments).read_text(encoding="utf-8"))
-            return HumanJudgments(**data)
-        except (OSError, json.JSONDecodeError, TypeError) as err:
-            raise ValueError(f"--judgments {args.judgments}: not a HumanJudgments JSON file ({err}).") from None
+    if args.judgments:  # the versioned file of docs/metaeval.md, checked record by record
+        return HumanJudgments.load(args.judgments)
     try:
         from mmjudge.datasets import human_judgments
     except ImportError as err:
@@ -58,6 +54,7 @@ def load_judgments(args: argparse.Namespace):
 def collect_scores(args: argparse.Namespace, judgments) -> dict[str, dict]:
     """Metric name → scores, from ``--scores`` files and ``--metric`` runs, in the order given."""
     from mmjudge.metaeval import read_scores, score_items
+    from mmjudge.metaeval.scores import join_line, join_scores
 
     files = args.scores or []
     metrics = args.metric or []
@@ -72,7 +69,11 @@ def collect_scores(args: argparse.Namespace, judgments) -> dict[str, dict]:
         raise ValueError(f"metric names must be unique, but got {names}; use --names.")
     scores: dict[str, dict] = {}
     for name, path in zip(names, files):
-        scores[name] = read_scores(path)
+        # Joined to the benchmark now (by id, or by image and text), so a file that does not fit fails early.
+        scores[name] = join_scores(read_scores(path), judgments, name)
+        line = join_line(name, scores[name])
+        if line and distributed.is_main():
+            print(line)
     if metrics:
         options = judge_options(args)
         for name, metric in zip(names[len(files):], metrics):
@@ -126,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
         markdown, written = "\n".join(t.markdown(not args.no_ci) for t in all_tables(results, args.table_measure)), []
     print(markdown)
     if not args.combine:
+        for line in results[0].failure_lines():  # also under each table; here once, plainly
+            print(line)
         _print_comparison(results[0])
     if args.out:
         print(f"wrote {len(written)} files to {args.out}")
@@ -171,10 +174,13 @@ def add_parser(sub) -> None:
     src.add_argument("--data-dir", dest="data_dir", help="local folder of the benchmark's files")
     src.add_argument("--dataset-option", dest="dataset_option", action="append", metavar="KEY=VALUE",
                      help="any other loader option, e.g. cache_dir=… (JSON value)")
-    src.add_argument("--judgments", help="HumanJudgments as a JSON file (instead of --dataset)")
+    src.add_argument("--judgments", metavar="FILE.json",
+                     help="human judgments as a JSON file (schema in docs/metaeval.md; written by `mmjudge dataset "
+                          "judgments`), instead of --dataset")
     src.add_argument("--combine", nargs="+", metavar="RESULTS_JSON", help="merge saved results into one benchmark table")
     met = p.add_argument_group("metrics")
-    met.add_argument("--scores", action="append", metavar="FILE", help="JSONL/CSV with id and score columns (repeatable)")
+    met.add_argument("--scores", action="append", metavar="FILE",
+                     help="JSONL/CSV with id (or image and text) and score columns; null = a failed item (repeatable)")
     met.add_argument("--metric", action="append", metavar="NAME", help="mmjudge metric to run on the items (repeatable)")
     met.add_argument("--names", nargs="+", help="display names, one per --scores then per --metric")
     met.add_argument("--config", help="metric configuration for --metric")

@@ -3,6 +3,12 @@
 A benchmark module subclasses :class:`BenchmarkBuilder` and implements ``read(source) -> {split: rows}``
 (plain dicts, ids included); the base class validates ids and counts, then hands rows to ``datasets``,
 which writes and caches the Arrow files the usual way (``cache_dir``/``HF_DATASETS_CACHE``).
+:meth:`BenchmarkBuilder.detect_layout` says which copy of the benchmark ``data_dir`` holds.
+
+Ids do not depend on the copy a user has: they are built from the row's content (:func:`content_ids`).
+
+>>> content_ids("pascal50s-mm", [("a.jpg", "x", "y"), ("b.jpg", "x", "y"), ("a.jpg", "x", "y")])
+['pascal50s-mm-851a40e705ef', 'pascal50s-mm-b03e2fb168da', 'pascal50s-mm-851a40e705ef-2']
 """
 
 from __future__ import annotations
@@ -29,14 +35,19 @@ class DataError(ValueError):
 class BenchmarkConfig(datasets.BuilderConfig):
     """``expected_counts``: rows per split (and other named counts) that validation must find; ``None``
     means upstream's published numbers (``_sources.py``), ``{}`` disables count checks (tiny fixtures
-    pass their own numbers instead). ``check_images``: open every image and fail on undecodable ones."""
+    pass their own numbers instead). ``check_images``: open every image and fail on undecodable ones.
+    ``layout``: read this copy of the benchmark (``"original"`` or ``"json"``) even when ``data_dir`` holds
+    both (by default the original release wins)."""
 
     expected_counts: Optional[dict] = None
     check_images: bool = True
+    layout: Optional[str] = None
 
 
 class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
     BUILDER_CONFIG_CLASS = BenchmarkConfig
+    # The prepared-data cache is keyed by name, config and version only (no code hash): a benchmark whose
+    # rows change bumps its version (default_configs) so old caches are not read as the new rows.
     BUILDER_CONFIGS = [BenchmarkConfig(name="default", version=datasets.Version("1.0.0"))]
     DEFAULT_CONFIG_NAME = "default"
 
@@ -80,6 +91,16 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
         self._count_checks = mode != "no_checks"
         return super().download_and_prepare(*args, verification_mode=verification_mode, **kwargs)
 
+    def detect_layout(self, source: Path) -> tuple[Any, dict[str, Path]]:
+        """The :class:`~mmjudge.datasets._layouts.Layout` ``source`` holds (``_sources.LAYOUTS[self.name]``) and
+        the paths of its files, by file name; a folder with none of them is one clear error."""
+        from mmjudge.datasets import _sources as src
+        from mmjudge.datasets._layouts import detect
+
+        layout, paths = detect(source, src.LAYOUTS[self.name], self.PRETTY_NAME or self.name, self.config.layout)
+        logger.info("%s: reading the %s layout from %s.", self.PRETTY_NAME, layout.name, source)
+        return layout, paths
+
     def source_dir(self, dl_manager: datasets.DownloadManager) -> Path:
         if self.config.data_dir:
             path = Path(os.path.expanduser(str(self.config.data_dir)))
@@ -89,6 +110,11 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
         return self.download(dl_manager)
 
     def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
+        from mmjudge.datasets import _sources as src
+
+        if self.config.layout is not None and self.name not in src.LAYOUTS:
+            raise DataError(f"{self.PRETTY_NAME or self.name} is read from one copy only: drop argument `layout` "
+                            f"(got {self.config.layout!r}).")
         splits = self.read(self.source_dir(dl_manager))
         if not splits or not any(splits.values()):
             raise DataError(f"{self.name}: no rows were read; the source files are empty or truncated.")
@@ -108,6 +134,32 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
         if path is None:
             return None
         return load_image(path, check=self.config.check_images)
+
+
+def default_configs(version: str) -> list[BenchmarkConfig]:
+    """``BUILDER_CONFIGS`` of a benchmark at ``version`` (bumped when its rows change)."""
+    return [BenchmarkConfig(name="default", version=datasets.Version(version))]
+
+
+class ImageLocator:
+    """Finds a row's image under ``root``: at the path the source file names, else by file name in the
+    first existing of ``folders``. ``None`` when none of the folders exists (the image column is then
+    None and text-only metrics still work); an error when a folder exists but lacks the file."""
+
+    def __init__(self, root: Path, folders: Iterable[str], what: str = "the images"):
+        self.root = root
+        self.folders = [root / f for f in folders if (root / f).is_dir()]
+        if not self.folders:
+            logger.warning("No folder of %s (%s) under %s: the image column will be None.", what, ", ".join(folders), root)
+
+    def __call__(self, rel_path: str) -> Optional[Path]:
+        if not self.folders:
+            return None
+        name = Path(rel_path).name
+        for path in (self.root / rel_path, *(folder / name for folder in self.folders)):
+            if path.is_file():
+                return path
+        raise DataError(f"Image {rel_path!r} is missing from {', '.join(map(str, self.folders))}: incomplete image folder.")
 
 
 def load_image(path: Path, check: bool = True) -> dict[str, Any]:
@@ -135,15 +187,6 @@ def image_folder(root: Path, name: str, needed: bool = False) -> Optional[Path]:
         raise DataError(f"Expected the image folder {str(folder)!r}, but it does not exist.")
     logger.warning("No image folder %s: the image column will be None.", folder)
     return None
-
-
-def find_file(root: Path, names: str | Iterable[str], what: str) -> Path:
-    candidates = [names] if isinstance(names, str) else list(names)
-    for name in candidates:
-        for path in (root / name, *root.rglob(name)):
-            if path.is_file():
-                return path
-    raise DataError(f"Expected {what} ({' or '.join(candidates)}) under {str(root)!r}, but found none.")
 
 
 def check_unique_ids(rows: list[dict[str, Any]], where: str) -> None:
@@ -174,6 +217,19 @@ def stable_id(prefix: str, *parts: Any) -> str:
     """A short id that depends only on the content (stable across runs and machines)."""
     digest = hashlib.sha1("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()[:12]
     return f"{prefix}-{digest}"
+
+
+def content_ids(prefix: str, keys: Iterable[tuple]) -> list[str]:
+    """One id per key, from the key's content (:func:`stable_id`), so the original release and a
+    preprocessed copy give the same ids whatever order or numbering they use; the k-th repeat of a key
+    (upstream files do repeat some entries) gets ``-k``."""
+    seen: dict[str, int] = {}
+    ids = []
+    for key in keys:
+        base = stable_id(prefix, *key)
+        seen[base] = seen.get(base, 0) + 1
+        ids.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return ids
 
 
 def squash(text: str) -> str:

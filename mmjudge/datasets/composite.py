@@ -1,5 +1,7 @@
 """Composite (Aditya et al. 2018): AMT correctness ratings (1–5) of captions for Flickr8k, Flickr30k and
-COCO images. One row per (image, caption); references are the other captions shown with it.
+COCO images. One row per judged caption, read from the release's CSVs or from ``composite.json`` (FLEUR's
+``annotations/``, ``{subset: [{"image", "caption", "human"}]}``) with the same rows and ids; references are
+the other captions judged for the same image.
 
 >>> from mmjudge.datasets.composite import Composite
 >>> Composite.PRETTY_NAME
@@ -9,21 +11,30 @@ COCO images. One row per (image, caption); references are the other captions sho
 from __future__ import annotations
 
 import csv
+import json
 import logging
+import math
+from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_range, image_folder, squash, stable_id
-from mmjudge.judgments import HumanJudgments
+from mmjudge.datasets._base import (
+    BenchmarkBuilder, DataError, ImageLocator, check_range, content_ids, default_configs, squash,
+)
+from mmjudge.datasets._judgments import caption_judgments
+from mmjudge.human_judgments import HumanJudgments
 
 logger = logging.getLogger(__name__)
 CSV = src.COMPOSITE_CSV
+JSON = src.COMPOSITE_JSON
 
 
 class Composite(BenchmarkBuilder):
+    # 1.1.0: the same rows from the original release or the preprocessed JSON (ids from content)
+    BUILDER_CONFIGS = default_configs("1.1.0")
     PRETTY_NAME = "Composite"
     DESCRIPTION = (
         "Composite dataset of Aditya et al. (2018): Amazon Mechanical Turk workers rated the correctness of "
@@ -36,10 +47,13 @@ class Composite(BenchmarkBuilder):
 }"""
     HOMEPAGE = src.COMPOSITE_HOMEPAGE
     LICENSE = "research use (see the authors' page); images under their sources' terms"
-    SOURCE_FILES = "`8k_correctness.csv`, `30k_correctness.csv`, `coco_correctness.csv` (`;`-separated AMT exports); images optional"
+    SOURCE_FILES = ("`8k_correctness.csv`, `30k_correctness.csv`, `coco_correctness.csv` (`;`-separated AMT exports), or "
+                    "`composite.json`; images in `Flicker8k_Dataset/`, `flickr30k_images/`, `val2014/` (optional)")
     KNOWN_ISSUES = (
         "Rows whose rating is empty are dropped (the reference code drops them too); the count is logged.",
-        "References exclude the candidate itself (public evaluation code often keeps it, inflating reference-based metrics).",
+        "References are the other captions judged for the same image in the same subset, the candidate itself "
+        "excluded (public evaluation code often keeps it, inflating reference-based metrics).",
+        "Ids come from (subset, image, caption), so both layouts give the same ids; a repeated caption gets `-2`.",
         "No exact upstream row count could be verified here.",
     )
     FEATURES = datasets.Features({
@@ -53,20 +67,21 @@ class Composite(BenchmarkBuilder):
     })
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
-        rows: list[dict[str, Any]] = []
-        found = 0
-        for subset, (file_name, n_texts, folder_name) in src.COMPOSITE_FILES.items():
-            path = next((p for p in (source / file_name, *source.rglob(file_name)) if p.is_file()), None)
-            if path is None:
+        layout, paths = self.detect_layout(source)
+        judged = self.read_csvs(paths) if layout.name == "original" else self.read_json(paths[JSON["file"]])
+        return {"test": self.rows(source, judged)}
+
+    # Both readers yield (subset, image file name, caption, score) in file order; `rows` does the rest.
+    def read_csvs(self, paths: dict[str, Path]) -> list[tuple[str, str, str, float]]:
+        judged = []
+        for subset, (file_name, n_texts, _folder) in src.COMPOSITE_FILES.items():
+            if file_name not in paths:
                 logger.warning("Composite: %s not found, subset %s skipped.", file_name, subset)
                 continue
-            found += 1
-            rows.extend(self.read_subset(source, path, subset, n_texts, image_folder(source, folder_name)))
-        if not found:
-            raise DataError(f"Expected Composite CSVs ({', '.join(f for f, _, _ in src.COMPOSITE_FILES.values())}) under {str(source)!r}.")
-        return {"test": rows}
+            judged += self.read_csv(paths[file_name], subset, n_texts)
+        return judged
 
-    def read_subset(self, root: Path, path: Path, subset: str, n_texts: int, images: Path | None) -> list[dict]:
+    def read_csv(self, path: Path, subset: str, n_texts: int) -> list[tuple[str, str, str, float]]:
         with path.open(encoding="utf-8", newline="") as f:
             reader = csv.DictReader(f, delimiter=CSV["sep"])
             needed = [CSV["image_url"], *(CSV["text"].format(i) for i in range(1, n_texts + 1)),
@@ -74,28 +89,73 @@ class Composite(BenchmarkBuilder):
             missing = [c for c in needed if c not in (reader.fieldnames or [])]
             if missing:
                 raise DataError(f"{path.name}: missing columns {missing}.")
-            rows, dropped = [], 0
+            judged, dropped = [], 0
             for n, record in enumerate(reader, 2):
                 values = [record.get(c) for c in needed]
                 if any(v is None or not str(v).strip() for v in values):
                     dropped += 1
                     continue
                 image_name = Path(record[CSV["image_url"]]).name
-                texts = [squash(record[CSV["text"].format(i)]) for i in range(1, n_texts + 1)]
-                image = self.image(images / image_name) if images else None
-                for i, text in enumerate(texts):
-                    score = check_range(record[CSV["answer"].format(i + 1)], 1, 5, f"{path.name}:{n}")
-                    rows.append({
-                        "id": stable_id(f"composite-{subset}", image_name, i, text), "subset": subset,
-                        "image": image, "image_path": f"{images.name if images else ''}/{image_name}".lstrip("/"),
-                        "text": text, "references": texts[:i] + texts[i + 1:], "score": score,
-                    })
+                for i in range(1, n_texts + 1):
+                    score = check_range(record[CSV["answer"].format(i)], 1, 5, f"{path.name}:{n}")
+                    judged.append((subset, image_name, squash(record[CSV["text"].format(i)]), score))
         if dropped:
             logger.warning("%s: dropped %d rows with empty cells.", path.name, dropped)
+        return judged
+
+    def read_json(self, path: Path) -> list[tuple[str, str, str, float]]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
+        if not isinstance(data, dict) or not data:
+            raise DataError(f"{path.name}: expected {{subset: [samples]}} with subsets {list(src.COMPOSITE_FILES)}, "
+                            f"but got {type(data).__name__}.")
+        unknown = [k for k in data if k not in src.COMPOSITE_FILES]
+        if unknown:
+            raise DataError(f"{path.name}: expected subsets among {list(src.COMPOSITE_FILES)}, but got {unknown}.")
+        judged, dropped = [], 0
+        for subset in src.COMPOSITE_FILES:  # the CSV layout's order, whatever the file's key order
+            for n, sample in enumerate(data.get(subset, [])):
+                where = f"{path.name}: {subset}[{n}]"
+                needed = (JSON["image"], JSON["text"], JSON["score"])
+                if not isinstance(sample, dict) or any(k not in sample for k in needed):
+                    raise DataError(f"{where}: expected an object with {JSON['image']!r}, {JSON['text']!r} and "
+                                    f"{JSON['score']!r}, but got {str(sample)[:80]!r}.")
+                score = sample[JSON["score"]]
+                if score is None or (isinstance(score, float) and math.isnan(score)):
+                    dropped += 1  # the CSV layout drops unrated rows too
+                    continue
+                judged.append((subset, Path(str(sample[JSON["image"]])).name, squash(sample[JSON["text"]]),
+                               check_range(score, 1, 5, where)))
+        if dropped:
+            logger.warning("%s: dropped %d captions without a rating.", path.name, dropped)
+        return judged
+
+    def rows(self, source: Path, judged: list[tuple[str, str, str, float]]) -> list[dict[str, Any]]:
+        """One row per judged caption. References: the other captions judged for the same image in the same
+        subset (the candidate itself excluded); ids from (subset, image, caption)."""
+        captions: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for subset, image_name, text, _score in judged:
+            captions[(subset, image_name)].append(text)
+        locators = {subset: ImageLocator(source, folders, f"Composite {subset} images")
+                    for subset, folders in src.COMPOSITE_IMAGE_FOLDERS.items() if any(j[0] == subset for j in judged)}
+        images: dict[tuple[str, str], Optional[dict]] = {}
+        rows = []
+        for subset in src.COMPOSITE_FILES:
+            mine = [j for j in judged if j[0] == subset]
+            ids = content_ids(f"composite-{subset}", [(image_name, text) for _, image_name, text, _ in mine])
+            for row_id, (_, image_name, text, score) in zip(ids, mine):
+                key = (subset, image_name)
+                if key not in images:
+                    images[key] = self.image(locators[subset](image_name))
+                others = list(captions[key])
+                others.remove(text)
+                rows.append({"id": row_id, "subset": subset, "image": images[key],
+                             "image_path": f"{src.COMPOSITE_FILES[subset][2]}/{image_name}", "text": text,
+                             "references": others, "score": score})
         return rows
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import caption_judgments
-
     return caption_judgments("composite", dataset, correlation="tau_c", per_rating=False)

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._flickr8k import Flickr8kBuilder, find_layout, read_crowdflower_original, read_json
-from mmjudge.judgments import HumanJudgments
+from mmjudge.datasets._flickr8k import Flickr8kBuilder, read_crowdflower_original, read_json
+from mmjudge.datasets._judgments import caption_judgments
+from mmjudge.human_judgments import HumanJudgments
 
 
 class Flickr8kCF(Flickr8kBuilder):
@@ -29,13 +30,11 @@ class Flickr8kCF(Flickr8kBuilder):
     )
     DEFAULT_COUNTS = dict(src.FLICKR8K_CF_COUNTS)
 
-    def read_rows(self, root: Path) -> list[dict[str, Any]]:
-        if find_layout(root, src.FLICKR8K_FILES["crowdflower_json"], src.FLICKR8K_FILES["crowdflower"]) == "original":
-            return read_crowdflower_original(root)
-        return read_json(root / src.FLICKR8K_FILES["crowdflower_json"], "f8k-cf", 0, 1, per_caption=None)
+    def read_rows(self, layout: str, paths: dict[str, Path]) -> list[dict[str, Any]]:
+        if layout == "original":
+            return read_crowdflower_original(paths)
+        return read_json(paths[src.FLICKR8K_FILES["crowdflower_json"]], "f8k-cf", 0, 1, per_caption=None)
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import caption_judgments
-
     return caption_judgments("flickr8k_cf", dataset, correlation="tau_b", per_rating=True)

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._flickr8k import Flickr8kBuilder, find_layout, read_expert_original, read_json
-from mmjudge.judgments import HumanJudgments
+from mmjudge.datasets._flickr8k import Flickr8kBuilder, read_expert_original, read_json
+from mmjudge.datasets._judgments import caption_judgments
+from mmjudge.human_judgments import HumanJudgments
 
 
 class Flickr8kExpert(Flickr8kBuilder):
@@ -30,13 +31,11 @@ class Flickr8kExpert(Flickr8kBuilder):
     )
     DEFAULT_COUNTS = dict(src.FLICKR8K_EXPERT_COUNTS)
 
-    def read_rows(self, root: Path) -> list[dict[str, Any]]:
-        if find_layout(root, src.FLICKR8K_FILES["expert_json"], src.FLICKR8K_FILES["expert"]) == "original":
-            return read_expert_original(root)
-        return read_json(root / src.FLICKR8K_FILES["expert_json"], "f8k-ex", 1, 4, per_caption=3)
+    def read_rows(self, layout: str, paths: dict[str, Path]) -> list[dict[str, Any]]:
+        if layout == "original":
+            return read_expert_original(paths)
+        return read_json(paths[src.FLICKR8K_FILES["expert_json"]], "f8k-ex", 1, 4, per_caption=3)
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import caption_judgments
-
     return caption_judgments("flickr8k_expert", dataset, correlation="tau_c", per_rating=True)

@@ -20,7 +20,8 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, stable_id
-from mmjudge.judgments import HumanJudgments
+from mmjudge.datasets._judgments import rows_of
+from mmjudge.human_judgments import HumanJudgments
 
 logger = logging.getLogger(__name__)
 COL = src.LONGCAP_COLUMNS
@@ -159,12 +160,10 @@ def _image_cell(value: Any, name: str) -> Optional[dict[str, Any]]:
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import rows_of
-
     items, ratings = [], []
     for split, row in rows_of(dataset):
         items.append({"id": row["id"], "task": "ic", "text": row["text"], "image": row["image"],
-                      "references": list(row["references"]), "split": split})
+                      "image_path": row["image_name"], "references": list(row["references"]), "split": split})
         for crit in src.LONGCAP_CRITERIA:
             ratings.append({"id": row["id"], "task": "ic", "criterion": crit, "score": float(row[crit]),
                             "annotator": None, "split": split})

@@ -18,11 +18,15 @@ from typing import Any
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, find_file
-from mmjudge.judgments import HumanJudgments
+from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count
+from mmjudge.datasets._judgments import rows_of
+from mmjudge.human_judgments import HumanJudgments
+from mmjudge.prompts import load_prompt_set
 
 F = src.MMHE_FIELDS
 N = src.MMHE_COUNTS
+# The five criteria, in the paper's order, from the prompt set the HarmonicEval metric judges with.
+CRITERIA = list(load_prompt_set(src.MMHE_PROMPT_SET).criteria)
 
 
 class MMHE(BenchmarkBuilder):
@@ -59,7 +63,7 @@ class MMHE(BenchmarkBuilder):
         "box": datasets.Sequence(datasets.Value("float32")),
         "text": datasets.Value("string"),
         "annotators": datasets.Sequence(datasets.Value("string")),
-        **{c: datasets.Sequence(datasets.Value("int32")) for c in src.MMHE_CRITERIA},
+        **{c: datasets.Sequence(datasets.Value("int32")) for c in CRITERIA},
         "chosen_by": datasets.Sequence(datasets.Value("bool")),
     })
     DEFAULT_COUNTS = {
@@ -69,7 +73,8 @@ class MMHE(BenchmarkBuilder):
     }
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
-        path = find_file(source, src.MMHE_FILES["annotations"], "the MMHE annotation file")
+        _layout, paths = self.detect_layout(source)
+        path = next(paths[n] for n in src.MMHE_FILES["annotations"] if n in paths)
         instances = _read_instances(path)
         rows: list[dict[str, Any]] = []
         per_task = {t: 0 for t in src.MMHE_TASKS}
@@ -77,7 +82,7 @@ class MMHE(BenchmarkBuilder):
             where = f"{path.name}: instance {n}"
             task = str(inst.get(F["task"], "")).upper()
             if task not in per_task:
-                raise DataError(f"{where}: expected task in {src.MMHE_TASKS}, but got {inst.get(F['task'])!r}.")
+                raise DataError(f"{where}: expected task in {list(src.MMHE_TASKS)}, but got {inst.get(F['task'])!r}.")
             per_task[task] += 1
             rows.extend(self._instance_rows(source, inst, task, where))
         expected = self.expected_counts
@@ -85,7 +90,7 @@ class MMHE(BenchmarkBuilder):
             for task, count in per_task.items():
                 check_count(f"MMHE {task} instances", count, expected["instances_per_task"])
         if expected.get("ratings") is not None:
-            check_count("MMHE ratings", sum(len(r[c]) for r in rows for c in src.MMHE_CRITERIA), expected["ratings"])
+            check_count("MMHE ratings", sum(len(r[c]) for r in rows for c in CRITERIA), expected["ratings"])
         return {"test": rows}
 
     def _instance_rows(self, source: Path, inst: dict, task: str, where: str) -> list[dict[str, Any]]:
@@ -118,7 +123,7 @@ class MMHE(BenchmarkBuilder):
                 "text": str(cand.get(F["text"], "")), "annotators": annotators,
                 "chosen_by": [b == k for b in best],
             }
-            for criterion in src.MMHE_CRITERIA:
+            for criterion in CRITERIA:
                 values = ratings.get(criterion)
                 if not isinstance(values, list) or len(values) != N["annotators"] or any(
                         not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 5 for v in values):
@@ -140,18 +145,14 @@ def _read_instances(path: Path) -> list[dict]:
     return data if isinstance(data, list) else data.get("instances", [])
 
 
-TASK_NAMES = {"REG": "reg", "VQA": "vqa", "VDU": "vdu", "IC": "ic"}  # the metrics' task names
-
-
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import rows_of
-
     items, ratings, groups = [], [], {}
     for _split, row in rows_of(dataset):
-        task = TASK_NAMES[row["task"]]
+        task = src.MMHE_TASKS[row["task"]]
         items.append({"id": row["id"], "task": task, "text": row["text"], "image": row["image"],
-                      "question": row["question"], "box": row["box"], "model": row["model"]})
-        for criterion in src.MMHE_CRITERIA:
+                      "image_path": row["image_path"], "question": row["question"], "box": row["box"],
+                      "model": row["model"]})
+        for criterion in CRITERIA:
             for annotator, score in zip(row["annotators"], row[criterion]):
                 ratings.append({"id": row["id"], "task": task, "criterion": criterion, "score": float(score),
                                 "annotator": annotator})
@@ -165,4 +166,4 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
         for (task, instance), g in groups.items() for a in g["annotators"] if (best := g["best"].get(a))
     ]
     return HumanJudgments(name="mmhe", items=items, ratings=ratings, choices=choices, correlation="tau_b",
-                          criteria=list(src.MMHE_CRITERIA))
+                          criteria=list(CRITERIA))

@@ -1,6 +1,8 @@
 """Pascal-50S (Vedantam et al. 2015): 4,000 caption pairs (1,000 each of HC, HI, HM, MM) for PASCAL
 images, each judged by 48 workers against one of 50 reference sentences ("which caption is more similar
-to the reference?"). One row per pair with both vote counts and the 48 references.
+to the reference?"). One row per pair, read from the release's ``.mat`` files (vote counts, 48
+references) or from ``pascal_50s.json`` (FLEUR's ``annotations/``: the preferred caption's index, 5
+references); both give the same ids, ``label`` and preference pair.
 
 >>> from mmjudge.datasets.pascal50s import flatten
 >>> import numpy as np
@@ -10,6 +12,8 @@ to the reference?"). One row per pair with both vote counts and the 48 reference
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +21,20 @@ import datasets
 import numpy as np
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, find_file, image_folder, squash
-from mmjudge.judgments import HumanJudgments
+from mmjudge.datasets._base import (
+    BenchmarkBuilder, DataError, ImageLocator, check_count, content_ids, default_configs, squash,
+)
+from mmjudge.datasets._judgments import rows_of
+from mmjudge.human_judgments import HumanJudgments
 
+logger = logging.getLogger(__name__)
 CATEGORIES = src.PASCAL50S_CATEGORIES
+JSON = src.PASCAL50S_JSON
 
 
 class Pascal50S(BenchmarkBuilder):
+    # 1.1.0: the same rows from the original release or the preprocessed JSON (ids from content)
+    BUILDER_CONFIGS = default_configs("1.1.0")
     PRETTY_NAME = "Pascal-50S"
     DESCRIPTION = (
         "Pascal-50S triplet judgments from the CIDEr paper: for 1,000 UIUC PASCAL images, pairs of candidate "
@@ -37,11 +48,17 @@ class Pascal50S(BenchmarkBuilder):
 }"""
     HOMEPAGE = src.PASCAL50S_HOMEPAGE
     LICENSE = "research use; images under the PASCAL VOC terms"
-    SOURCE_FILES = "`pair_pascal.mat` and `consensus_pascal.mat` (pyCIDErConsensus); VOC images in `JPEGImages/` (optional)"
+    SOURCE_FILES = ("`pair_pascal.mat` and `consensus_pascal.mat` (pyCIDErConsensus), or `pascal_50s.json`; "
+                    "VOC images in `JPEGImages/` (optional)")
     KNOWN_ISSUES = (
-        "Human ties (24 vs 24 votes) are kept: `better` is then caption A with weight 0.5; public code breaks "
-        "them at random, which makes accuracies differ slightly between papers.",
-        "References are the 48 sentences the workers compared against (one per vote).",
+        "`label` is the caption humans preferred (0: text_a, 1: text_b). From the .mat files it is the majority of "
+        "the 48 votes, and a 24–24 tie makes text_a the preferred caption (public code breaks ties at random, so "
+        "accuracies differ slightly between papers; the number of ties is logged). pascal_50s.json carries the "
+        "label its authors chose and no votes (votes_a / votes_b are then null).",
+        "References: the 48 sentences the workers compared against (.mat), or the 5 of them that pascal_50s.json "
+        "keeps — reference-based metrics score the two layouts differently.",
+        "Ids come from (category, image, text_a, text_b), so both layouts give the same ids; pascal_50s.json "
+        "repeats two MM pairs, whose second copies get `-2`.",
     )
     FEATURES = datasets.Features({
         "id": datasets.Value("string"),
@@ -50,6 +67,7 @@ class Pascal50S(BenchmarkBuilder):
         "image_path": datasets.Value("string"),
         "text_a": datasets.Value("string"),
         "text_b": datasets.Value("string"),
+        "label": datasets.Value("int32"),
         "votes_a": datasets.Value("int32"),
         "votes_b": datasets.Value("int32"),
         "references": datasets.Sequence(datasets.Value("string")),
@@ -58,10 +76,31 @@ class Pascal50S(BenchmarkBuilder):
                       "votes_per_pair": src.PASCAL50S_COUNTS["votes_per_pair"]}
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
+        layout, paths = self.detect_layout(source)
+        if layout.name == "original":
+            pairs = self.read_mat(paths[src.PASCAL50S_FILES["pairs"]], paths[src.PASCAL50S_FILES["votes"]])
+        else:
+            pairs = self.read_json(paths[JSON["file"]])
+        per_category = self.expected_counts.get("per_category")
+        if per_category is not None:
+            for label in CATEGORIES.values():
+                check_count(f"Pascal-50S {label} pairs", sum(p["category"] == label for p in pairs), per_category)
+        # One order for both layouts: by category (HC, HI, HM, MM), each in its file's order.
+        locate = ImageLocator(source, src.PASCAL50S_IMAGE_FOLDERS, "Pascal VOC images")
+        rows = []
+        for label in CATEGORIES.values():
+            mine = [p for p in pairs if p["category"] == label]
+            ids = content_ids(f"pascal50s-{label.lower()}", [(p["image_name"], p["text_a"], p["text_b"]) for p in mine])
+            for row_id, pair in zip(ids, mine):
+                image_name = pair.pop("image_name")
+                rows.append({"id": row_id, **pair, "image": self.image(locate(image_name)),
+                             "image_path": f"{src.PASCAL50S_FILES['images']}/{image_name}"})
+        return {"test": rows}
+
+    def read_mat(self, pairs_path: Path, votes_path: Path) -> list[dict[str, Any]]:
         from scipy.io import loadmat
 
-        pairs_mat = loadmat(str(find_file(source, src.PASCAL50S_FILES["pairs"], "the Pascal-50S pairs")))
-        votes_mat = loadmat(str(find_file(source, src.PASCAL50S_FILES["votes"], "the Pascal-50S votes")))
+        pairs_mat, votes_mat = loadmat(str(pairs_path)), loadmat(str(votes_path))
         for mat, key in ((pairs_mat, "new_input"), (pairs_mat, "category"), (votes_mat, "triplets")):
             if key not in mat:
                 raise DataError(f"Pascal-50S: field {key!r} is missing from the .mat files.")
@@ -72,8 +111,7 @@ class Pascal50S(BenchmarkBuilder):
             raise DataError(f"Pascal-50S: {len(pairs)} pairs but {len(categories)} categories.")
         per_pair = self.expected_counts.get("votes_per_pair") or (len(triplets) // max(len(pairs), 1))
         check_count("Pascal-50S votes", len(triplets), per_pair * len(pairs))
-        images = image_folder(source, src.PASCAL50S_FILES["images"])
-        rows = []
+        out, ties = [], 0
         for i, (pair, category) in enumerate(zip(pairs, categories)):
             if len(pair) != 3 or category not in CATEGORIES:
                 raise DataError(f"Pascal-50S pair {i}: expected (image, caption A, caption B) and category 1-4, got {pair!r}, {category!r}.")
@@ -89,16 +127,49 @@ class Pascal50S(BenchmarkBuilder):
                     raise DataError(f"Pascal-50S vote {j} is for {chosen[:40]!r}, not a caption of pair {i}: files out of sync.")
                 votes[chosen] += 1
                 refs.append(squash(ref))
-            rows.append({"id": f"pascal50s-{i:04d}", "category": CATEGORIES[category],
-                         "image": self.image(images / image_name) if images else None,
-                         "image_path": f"{src.PASCAL50S_FILES['images']}/{image_name}",
-                         "text_a": text_a, "text_b": text_b, "votes_a": votes[text_a], "votes_b": votes[text_b],
-                         "references": refs})
-        per_category = self.expected_counts.get("per_category")
-        if per_category is not None:
-            for code, label in CATEGORIES.items():
-                check_count(f"Pascal-50S {label} pairs", sum(c == code for c in categories), per_category)
-        return {"test": rows}
+            ties += votes[text_a] == votes[text_b]
+            out.append({"category": CATEGORIES[category], "image_name": image_name, "text_a": text_a, "text_b": text_b,
+                        "label": preferred(votes[text_a], votes[text_b]), "votes_a": votes[text_a],
+                        "votes_b": votes[text_b], "references": refs})
+        if ties:
+            logger.warning("Pascal-50S: %d pairs have as many votes for each caption; text_a is taken as preferred.", ties)
+        return out
+
+    def read_json(self, path: Path) -> list[dict[str, Any]]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
+        names = list(CATEGORIES.values())
+        if not isinstance(data, dict) or not data or any(k not in names for k in data):
+            got = list(data) if isinstance(data, dict) else type(data).__name__
+            raise DataError(f"{path.name}: expected {{category: [pairs]}} with categories {names}, but got {got}.")
+        out = []
+        for category in names:
+            for n, sample in enumerate(data.get(category, [])):
+                where = f"{path.name}: {category}[{n}]"
+                captions = sample.get(JSON["captions"]) if isinstance(sample, dict) else None
+                if not isinstance(captions, list) or len(captions) != 2 or JSON["image"] not in sample:
+                    raise DataError(f"{where}: expected {JSON['image']!r} and two {JSON['captions']!r}, "
+                                    f"but got {str(sample)[:80]!r}.")
+                label = sample.get(JSON["label"])
+                if label not in (0, 1) or isinstance(label, bool):
+                    raise DataError(f"{where}: expected {JSON['label']!r} 0 or 1 (the index of the preferred caption), "
+                                    f"but got {label!r}.")
+                out.append({"category": category, "image_name": Path(str(sample[JSON["image"]])).name,
+                            "text_a": squash(captions[0]), "text_b": squash(captions[1]), "label": int(label),
+                            "votes_a": None, "votes_b": None,
+                            "references": [squash(r) for r in sample.get(JSON["references"]) or []]})
+        return out
+
+
+def preferred(votes_a: int, votes_b: int) -> int:
+    """The human label of a pair from its votes: 0 (caption A) or 1 (caption B); a tie counts for A.
+
+    >>> preferred(30, 18), preferred(18, 30), preferred(24, 24)
+    (0, 1, 0)
+    """
+    return 1 if votes_b > votes_a else 0
 
 
 def flatten(value: Any) -> list[Any]:
@@ -124,16 +195,14 @@ def flatten(value: Any) -> list[Any]:
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import rows_of
-
+    """Two items per pair (``<id>-a``, ``<id>-b``) and one preference pair from ``label`` — the same from
+    either layout."""
     items, pairs = [], []
     for _split, row in rows_of(dataset):
         a, b = f"{row['id']}-a", f"{row['id']}-b"
         for item_id, text in ((a, row["text_a"]), (b, row["text_b"])):
             items.append({"id": item_id, "task": "ic", "text": text, "image": row["image"],
-                          "references": list(row["references"])})
-        total = max(row["votes_a"] + row["votes_b"], 1)
-        better, worse, share = (a, b, row["votes_a"]) if row["votes_a"] >= row["votes_b"] else (b, a, row["votes_b"])
-        pairs.append({"task": "ic", "better": better, "worse": worse, "kind": "pascal50s",
-                      "category": row["category"], "weight": share / total})
+                          "image_path": row["image_path"], "references": list(row["references"])})
+        better, worse = (a, b) if row["label"] == 0 else (b, a)
+        pairs.append({"task": "ic", "better": better, "worse": worse, "kind": "pascal50s", "category": row["category"]})
     return HumanJudgments(name="pascal50s", items=items, pairs=pairs, correlation="accuracy")

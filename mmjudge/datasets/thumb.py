@@ -16,8 +16,9 @@ from typing import Any
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, check_range, find_file, image_folder
-from mmjudge.judgments import HumanJudgments
+from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, check_range, image_folder
+from mmjudge.datasets._judgments import caption_judgments
+from mmjudge.human_judgments import HumanJudgments
 
 UPSTREAM = {"precision": "P", "recall": "R", "fluency": "Flu", "conciseness": "Con", "inclusive": "Inc", "total": "human_score"}
 CRITERIA = list(UPSTREAM)
@@ -62,8 +63,9 @@ class THumB(BenchmarkBuilder):
         return folder
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
-        scores = find_file(source, src.THUMB_FILES["scores"], "the THumB scores")
-        refs_path = find_file(source, src.THUMB_FILES["references"], "the THumB references")
+        _layout, paths = self.detect_layout(source)
+        scores = paths[src.THUMB_FILES["scores"]]
+        refs_path = next(paths[n] for n in src.THUMB_FILES["references"] if n in paths)
         refs = {}
         for line in _lines(refs_path):
             refs[str(line["seg_id"])] = [str(r) for r in line["refs"]]
@@ -105,8 +107,6 @@ def _lines(path: Path) -> list[dict]:
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:
-    from mmjudge.datasets import caption_judgments
-
     hj = caption_judgments("thumb", dataset, correlation="tau_c", per_rating=False, criteria=CRITERIA)
     for rating in hj.ratings:  # total is THumB's overall score
         if rating["criterion"] == "total":

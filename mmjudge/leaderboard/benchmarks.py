@@ -2,7 +2,7 @@
 
 A :class:`Benchmark` names its track, its item ids (what an upload must cover exactly) and, lazily,
 what the worker needs: the inputs a model answered (Models track: ``id``, ``task``, ``image``,
-``question``, ``box``) or the human judgments (Metrics track, :class:`~mmjudge.judgments.HumanJudgments`).
+``question``, ``box``) or the human judgments (Metrics track, :class:`~mmjudge.human_judgments.HumanJudgments`).
 
 Real benchmarks come from the engine's dataset loaders (``mmjudge.load_dataset``): configure them with
 :func:`configure` (name, track, ``data_dir``), e.g. MMHE's inputs for the Models track and MMHE,
@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 
 CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
 MODEL_TASKS = ["ic", "vqa", "vdu", "reg"]

@@ -4,7 +4,7 @@ Correlations (Kendall τ-b / τ-c, Pearson, Spearman) per task and criterion, pa
 best-of-N choices and preference pairs, bootstrap intervals for every figure, and the HarmonicEval
 paper's table layouts (Tables 2, 3 and 8) as Markdown, CSV and JSON plus a heatmap.
 
->>> from mmjudge.judgments import HumanJudgments
+>>> from mmjudge.human_judgments import HumanJudgments
 >>> from mmjudge.metaeval import meta_evaluate, accuracy_table
 >>> hj = HumanJudgments(
 ...     name="toy", items=[{"id": i, "task": "ic"} for i in "abc"],

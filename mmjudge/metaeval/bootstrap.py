@@ -15,8 +15,6 @@ table is resampled identically (a paired bootstrap): differences between metrics
 from __future__ import annotations
 
 import hashlib
-from typing import Optional
-
 import numpy as np
 
 DEFAULT_RESAMPLES = 1000
@@ -58,6 +56,3 @@ def percentile_interval(values: np.ndarray, confidence: float = DEFAULT_CONFIDEN
     low, high = np.quantile(finite, [alpha, 1.0 - alpha])
     return float(low), float(high)
 
-
-def interval_or_nan(values: Optional[np.ndarray], confidence: float) -> tuple[float, float]:
-    return (float("nan"), float("nan")) if values is None else percentile_interval(values, confidence)

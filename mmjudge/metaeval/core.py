@@ -1,6 +1,6 @@
 """From metric scores and human judgments to every figure of a meta-evaluation, with bootstrap CIs.
 
-:func:`meta_evaluate` joins each metric's per-item scores to a :class:`~mmjudge.judgments.HumanJudgments`
+:func:`meta_evaluate` joins each metric's per-item scores to a :class:`~mmjudge.human_judgments.HumanJudgments`
 by id and computes
 
 - correlations (Kendall τ-b, τ-c, Pearson, Spearman) per task (and ``"all"`` tasks) and per human
@@ -13,7 +13,13 @@ by id and computes
   the seed and the figure only, so all metrics share them and :meth:`MetaEvalResult.compare` gives a
   paired interval for the difference between two metrics.
 
->>> from mmjudge.judgments import HumanJudgments
+A NaN score is a **failed item** (its judge gave no rating): each figure that needs that score leaves
+the item out (a correlation drops its rows, an accuracy the pairs it is a side of), the other figures keep
+it, and every record counts what it left out (``n_failed``); :meth:`MetaEvalResult.failure_lines` says
+it per metric. Score files keyed by (image, text) are joined by content first
+(:func:`~mmjudge.metaeval.scores.join_scores`).
+
+>>> from mmjudge.human_judgments import HumanJudgments
 >>> hj = HumanJudgments(
 ...     name="toy", items=[{"id": i, "task": "ic"} for i in "abcd"], criteria=["overall"],
 ...     ratings=[{"id": i, "task": "ic", "criterion": "overall", "score": s} for i, s in zip("abcd", [1, 2, 3, 5])],
@@ -34,7 +40,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 from mmjudge.metaeval.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -46,11 +52,12 @@ from mmjudge.metaeval.bootstrap import (
 )
 from mmjudge.metaeval.correlation import MEASURES, correlation, correlation_batch, check_measure
 from mmjudge.metaeval.pairwise import BEST_OF, TIES, check_option, pair_outcomes, pairs_from_choices
-from mmjudge.metaeval.scores import Scores, check_scores, score_key
+from mmjudge.metaeval.scores import Scores, is_failed, join_scores, score_key
 
 PROTOCOLS = ("per_judgment", "averaged")
 ALL = "all"
 AVG = "avg"
+OVERALL = "overall"
 
 
 @dataclass
@@ -58,9 +65,13 @@ class MetaEvalResult:
     """All figures of one benchmark, as flat records (one dict per figure and metric).
 
     Correlation records: ``dataset, metric, measure (tau_b|tau_c|pearson|spearman), task, criterion,
-    protocol, score_key, value, ci_low, ci_high, n_rows, n_items``. Accuracy records: ``dataset, metric,
-    measure="accuracy", kind (best_of_n|pascal50s|foil|…), subset (task or category, or "avg"), value,
-    ci_low, ci_high, n_pairs, n_units``. Values are in [-1, 1] / [0, 1] (tables show ×100).
+    protocol, score_key, value, ci_low, ci_high, n_rows, n_items, n_failed``. Accuracy records: ``dataset,
+    metric, measure="accuracy", kind (best_of_n|pascal50s|foil|…), criterion, subset (task or category, or
+    "avg"), value, ci_low, ci_high, n_pairs, n_units, n_failed``. ``n_rows`` / ``n_items`` / ``n_pairs``
+    count what the figure used; ``n_failed`` the items it left out because the metric had no score for
+    them. Values are in [-1, 1] / [0, 1] (tables show ×100). ``coverage`` holds, per metric, how its
+    scores were joined (``by`` id or content, ``items``, ``unjoined_rows``) and how many items failed
+    (``failed``: no score in a column some figure used).
     """
 
     dataset: str
@@ -70,6 +81,7 @@ class MetaEvalResult:
     correlation: str = "tau_c"
     criteria: list[str] = field(default_factory=list)
     tasks: list[str] = field(default_factory=list)
+    coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
     # (figure key, metric) -> bootstrap values; kept in memory only, for paired comparisons.
     resamples: dict[tuple, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -95,7 +107,8 @@ class MetaEvalResult:
         if acc:
             kind = acc[0]["kind"]
             same = [r for r in acc if r["kind"] == kind]
-            return next((r for r in same if r["subset"] == AVG), same[0])
+            overall = [r for r in same if r.get("criterion", "overall") == "overall"] or same
+            return next((r for r in overall if r["subset"] == AVG), overall[0])
         corr = self.find(metric, measure=self.correlation_measure)
         if not corr:
             return None
@@ -126,6 +139,12 @@ class MetaEvalResult:
             "share_b_not_worse": float(np.mean(finite <= 0)) if finite.size else float("nan"),
         }
 
+    def failure_lines(self) -> list[str]:
+        """One line per metric with failed items, e.g. ``harmonic_eval: 3 of 5,664 items had no score and
+        were left out``."""
+        return [f"{metric}: {c['failed']:,} of {c['items']:,} items had no score and were left out"
+                for metric, c in self.coverage.items() if c.get("failed")]
+
     # --------------------------------------------------------------------------- persistence
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +154,7 @@ class MetaEvalResult:
             "criteria": self.criteria,
             "tasks": self.tasks,
             "options": self.options,
+            "coverage": self.coverage,
             "records": [{k: _jsonable(v) for k, v in r.items()} for r in self.records],
         }
 
@@ -152,6 +172,7 @@ class MetaEvalResult:
             correlation=data.get("correlation", "tau_c"),
             criteria=list(data.get("criteria", [])),
             tasks=list(data.get("tasks", [])),
+            coverage=dict(data.get("coverage", {})),
         )
 
     @classmethod
@@ -215,9 +236,13 @@ def meta_evaluate(
         criterion_scores: correlate a human criterion with the metric's column of the same name when it
             has one (criterion-wise metrics, as in HarmonicEval's Table 3), else with its overall score.
 
+    Scores keyed by (image, text) instead of id (:func:`~mmjudge.metaeval.scores.read_scores` of such a
+    file) are joined by content first. A NaN score is a failed item, left out of the figures that need it.
+
     Raises:
-        ValueError: bad options; scores with NaN/inf, missing, duplicate or unknown ids; ratings naming
-            unknown items or holding non-finite scores; a benchmark with nothing to evaluate.
+        ValueError: bad options; scores with inf, missing, duplicate or unknown ids (or content that does
+            not join); ratings naming unknown items or holding non-finite scores; a benchmark with nothing
+            to evaluate.
     """
     measures = [check_measure(m) for m in measures]
     check_option(protocol, PROTOCOLS, "protocol")
@@ -233,8 +258,7 @@ def meta_evaluate(
     if len(set(ids)) != len(ids):
         dup = [i for i in dict.fromkeys(ids) if ids.count(i) > 1]
         raise ValueError(f"{judgments.name}: duplicate item ids {dup[:5]}.")
-    for name, table in scores.items():
-        check_scores(table, ids, name)
+    scores = {name: join_scores(table, judgments, name) for name, table in scores.items()}
     ratings = _check_ratings(judgments, set(ids))
     if not ratings and not judgments.choices and not judgments.pairs:
         raise ValueError(f"{judgments.name}: no ratings, choices or pairs: nothing to meta-evaluate.")
@@ -247,11 +271,17 @@ def meta_evaluate(
                      confidence=confidence, criterion_scores=criterion_scores, measures=list(measures)),
         correlation=judgments.correlation,
     )
+    used: dict[str, set] = {name: set() for name in scores}  # score columns some figure read
     if ratings:
-        _correlations(judgments, ratings, scores, result, measures, protocol, bootstrap, seed, confidence, criterion_scores, progress)
+        _correlations(judgments, ratings, scores, result, measures, protocol, bootstrap, seed, confidence,
+                      criterion_scores, progress, used)
     pair_sets = _pair_sets(judgments, best_of)
     if pair_sets:
-        _accuracies(judgments.name, pair_sets, scores, result, ties, bootstrap, seed, confidence)
+        _accuracies(judgments.name, pair_sets, scores, result, ties, bootstrap, seed, confidence, criterion_scores, used)
+    for name, table in scores.items():
+        failed = sum(1 for i in ids if any(is_failed(table[i][k]) for k in used[name]))
+        result.coverage[name] = {**(getattr(table, "join", None) or {"by": "id", "items": len(ids), "joined": len(ids),
+                                                                     "unjoined_rows": 0}), "failed": failed}
     return result
 
 
@@ -269,7 +299,8 @@ def _check_ratings(judgments: HumanJudgments, known: set) -> list[dict[str, Any]
     return out
 
 
-def _correlations(hj, ratings, scores, result, measures, protocol, bootstrap, seed, confidence, criterion_scores, progress):
+def _correlations(hj, ratings, scores, result, measures, protocol, bootstrap, seed, confidence, criterion_scores,
+                  progress, used):
     tasks = list(dict.fromkeys(r["task"] for r in ratings))
     criteria = [c for c in hj.criteria if any(r["criterion"] == c for r in ratings)]
     criteria += [c for c in dict.fromkeys(r["criterion"] for r in ratings) if c not in criteria]
@@ -300,15 +331,22 @@ def _correlations(hj, ratings, scores, result, measures, protocol, bootstrap, se
             weights = counts_b[:, row_items]
         for name, table in scores.items():
             key = keys[name][criterion]
+            used[name].add(key)
             metric = np.array([table[item_ids[k]][key] for k in row_items])
+            # Failed items (NaN) leave this figure; the resample weights of the others are unchanged, so
+            # the bootstrap stays paired with the other metrics'.
+            keep = ~np.isnan(metric)
+            failed = len({int(k) for k in row_items[~keep]})
+            x, y, w = metric[keep], human[keep], None if weights is None else weights[:, keep]
             where = f"{name} on {hj.name} task={task} criterion={criterion}"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                boot = correlation_batch(metric, human, weights, measures) if weights is not None else {}
+                boot = correlation_batch(x, y, w, measures) if w is not None else {}
             for measure in measures:
-                value = correlation(metric, human, measure, where=where)
+                value = correlation(x, y, measure, where=where)
                 record = dict(dataset=hj.name, metric=name, measure=measure, task=task, criterion=criterion,
-                              protocol=protocol, score_key=key, value=value, n_rows=len(rows), n_items=len(item_ids))
+                              protocol=protocol, score_key=key, value=value, n_rows=int(keep.sum()),
+                              n_items=len(item_ids) - failed, n_failed=failed)
                 low, high = percentile_interval(boot[measure], confidence) if measure in boot else (math.nan, math.nan)
                 record.update(ci_low=low, ci_high=high)
                 result.records.append(record)
@@ -316,65 +354,75 @@ def _correlations(hj, ratings, scores, result, measures, protocol, bootstrap, se
                     result.resamples[(_figure_key(record), name)] = boot[measure]
 
 
-def _pair_sets(hj: HumanJudgments, best_of: str) -> dict[tuple[str, str], list[dict]]:
-    """(kind, subset) → pairs. Best-of-N pairs are split by task, ready-made pairs by category."""
-    sets: dict[tuple[str, str], list[dict]] = {}
+def _pair_sets(hj: HumanJudgments, best_of: str) -> dict[tuple[str, str, str], list[dict]]:
+    """(kind, criterion, subset) → pairs. Best-of-N pairs are split by task, ready-made pairs by category;
+    a pair or choice without ``criterion`` is an overall preference."""
+    sets: dict[tuple[str, str, str], list[dict]] = {}
     known = set(hj.ids())
     for pair in pairs_from_choices(hj.choices, best_of) if hj.choices else []:
-        sets.setdefault(("best_of_n", str(pair["task"] or ALL)), []).append(pair)
+        sets.setdefault(("best_of_n", pair["criterion"], str(pair["task"] or ALL)), []).append(pair)
     for n, pair in enumerate(hj.pairs):
         for side in ("better", "worse"):
             if pair.get(side) not in known:
                 raise ValueError(f"{hj.name}: pair {n} names unknown item id {pair.get(side)!r} as {side!r}.")
         group = {**pair, "group": pair.get("group", f"pair{n}")}
-        sets.setdefault((str(pair.get("kind") or "pairs"), str(pair.get("category") or ALL)), []).append(group)
-    for (kind, subset), pairs in sets.items():
-        if not pairs:
-            raise ValueError(f"{hj.name}: no pairs for {kind} {subset}.")
+        key = (str(pair.get("kind") or "pairs"), str(pair.get("criterion") or OVERALL), str(pair.get("category") or ALL))
+        sets.setdefault(key, []).append(group)
     return sets
 
 
-def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confidence):
-    kinds = list(dict.fromkeys(kind for kind, _ in pair_sets))
-    for kind in kinds:
-        subsets = [s for k, s in pair_sets if k == kind]
+def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confidence, criterion_scores, used):
+    for kind, criterion in dict.fromkeys((kind, criterion) for kind, criterion, _ in pair_sets):
+        subsets = [s for k, c, s in pair_sets if (k, c) == (kind, criterion)]
+        # The overall criterion keeps the resampling key it always had (same intervals as before criteria).
+        rng_key = (kind,) if criterion == OVERALL else (kind, criterion)
         boots: dict[str, list[np.ndarray]] = {name: [] for name in scores}
         values: dict[str, list[float]] = {name: [] for name in scores}
+        totals: dict[str, list[int]] = {name: [0, 0, 0] for name in scores}  # pairs, units, failed items
         for subset in subsets:
-            pairs = pair_sets[(kind, subset)]
+            pairs = pair_sets[(kind, criterion, subset)]
             groups = list(dict.fromkeys(str(p["group"]) for p in pairs))
             position = {g: k for k, g in enumerate(groups)}
             unit = np.array([position[str(p["group"])] for p in pairs])
-            pairs_per_unit = np.bincount(unit, minlength=len(groups)).astype(np.float64)
             counts_b = None
             if bootstrap:
-                counts_b = resample_counts(len(groups), bootstrap, rng_for(seed, dataset, "acc", kind, subset)).astype(np.float64)
+                rng = rng_for(seed, dataset, "acc", *rng_key, subset)
+                counts_b = resample_counts(len(groups), bootstrap, rng).astype(np.float64)
             for name, table in scores.items():
-                key = score_key(table, name)
+                key = score_key(table, name, criterion if criterion_scores and criterion != OVERALL else None)
+                used[name].add(key)
                 flat = {i: v[key] for i, v in table.items()}
                 outcome = pair_outcomes([(p["better"], p["worse"]) for p in pairs], flat, ties)
-                value = float(outcome.mean())
+                # A pair with a failed side (NaN outcome) leaves the figure.
+                keep = ~np.isnan(outcome)
+                failed = len({i for p in pairs for i in (p["better"], p["worse"]) if is_failed(flat[i])})
+                value = float(outcome[keep].mean()) if keep.any() else math.nan
                 boot = None
                 if counts_b is not None:
-                    correct_per_unit = np.bincount(unit, weights=outcome, minlength=len(groups))
-                    with np.errstate(invalid="ignore"):
+                    correct_per_unit = np.bincount(unit[keep], weights=outcome[keep], minlength=len(groups))
+                    pairs_per_unit = np.bincount(unit[keep], minlength=len(groups)).astype(np.float64)
+                    with np.errstate(invalid="ignore", divide="ignore"):
                         boot = (counts_b @ correct_per_unit) / (counts_b @ pairs_per_unit)
                     boots[name].append(boot)
                 values[name].append(value)
-                _add_accuracy(result, dataset, name, kind, subset, value, boot, confidence, len(pairs), len(groups), key)
+                n_units = len(set(unit[keep].tolist()))
+                for t, n in enumerate((int(keep.sum()), n_units, failed)):
+                    totals[name][t] += n
+                _add_accuracy(result, dataset, name, kind, criterion, subset, value, boot, confidence,
+                              int(keep.sum()), n_units, failed, key)
         if len(subsets) > 1:  # the mean over tasks / categories ("Avg." of Table 2)
             for name in scores:
                 boot = np.mean(boots[name], axis=0) if boots[name] else None
-                n_pairs = sum(len(pair_sets[(kind, s)]) for s in subsets)
-                n_units = sum(len({str(p["group"]) for p in pair_sets[(kind, s)]}) for s in subsets)
-                _add_accuracy(result, dataset, name, kind, AVG, float(np.mean(values[name])), boot, confidence,
-                              n_pairs, n_units, score_key(scores[name], name))
+                key = score_key(scores[name], name, criterion if criterion_scores and criterion != OVERALL else None)
+                _add_accuracy(result, dataset, name, kind, criterion, AVG, float(np.mean(values[name])), boot,
+                              confidence, *totals[name], key)
 
 
-def _add_accuracy(result, dataset, name, kind, subset, value, boot, confidence, n_pairs, n_units, key):
+def _add_accuracy(result, dataset, name, kind, criterion, subset, value, boot, confidence, n_pairs, n_units, n_failed, key):
     low, high = percentile_interval(boot, confidence) if boot is not None else (math.nan, math.nan)
-    record = dict(dataset=dataset, metric=name, measure="accuracy", kind=kind, subset=subset, score_key=key,
-                  value=value, ci_low=low, ci_high=high, n_pairs=n_pairs, n_units=n_units)
+    record = dict(dataset=dataset, metric=name, measure="accuracy", kind=kind, criterion=criterion, subset=subset,
+                  score_key=key, value=value, ci_low=low, ci_high=high, n_pairs=n_pairs, n_units=n_units,
+                  n_failed=n_failed)
     result.records.append(record)
     if boot is not None:
         result.resamples[(_figure_key(record), name)] = boot

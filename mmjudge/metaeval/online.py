@@ -4,7 +4,7 @@ Items are scored as a stream (:meth:`mmjudge.metrics.base.Metric.stream`: bounde
 its own task), reading only the inputs the metric declares. Every per-sample numeric output becomes a score
 column, so a criterion-wise metric (HarmonicEval) brings its ``overall`` and one column per criterion.
 
->>> from mmjudge.judgments import HumanJudgments
+>>> from mmjudge.human_judgments import HumanJudgments
 >>> hj = HumanJudgments(name="toy", items=[{"id": "a", "task": "ic", "text": "A dog."}])
 >>> scores = score_items(hj, "harmonic_eval", judge="dummy", cache=False, criteria=["fluency"], progress=False)
 >>> sorted(scores["a"]), scores.primary
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from mmjudge.judgments import HumanJudgments
+from mmjudge.human_judgments import HumanJudgments
 from mmjudge.metaeval.scores import Scores, ScoreTable, scores_from_columns
 
 DEFAULT_TASK = "ic"

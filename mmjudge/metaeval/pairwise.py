@@ -12,8 +12,8 @@ wrong by default (the Pascal-50S convention) or half right with ``ties="half"``.
 [('a', 'b'), ('a', 'c')]
 >>> len(pairs_from_choices(choices, best_of="unanimous")), len(pairs_from_choices(choices, best_of="per_annotator"))
 (0, 6)
->>> pair_outcomes([("a", "b"), ("a", "c")], {"a": 0.9, "b": 0.1, "c": 0.9}).tolist()
-[1.0, 0.0]
+>>> pair_outcomes([("a", "b"), ("a", "c"), ("b", "d")], {"a": 0.9, "b": 0.1, "c": 0.9, "d": float("nan")}).tolist()
+[1.0, 0.0, nan]
 """
 
 from __future__ import annotations
@@ -45,22 +45,23 @@ def check_option(value: str, allowed: Sequence[str], name: str) -> str:
 def pairs_from_choices(choices: Iterable[Mapping[str, Any]], best_of: str = "majority") -> list[dict[str, Any]]:
     """Best-vs-other preference pairs from best-of-N choices (``HumanJudgments.choices`` rows).
 
-    Each returned pair has ``task``, ``group``, ``better``, ``worse``, ``kind="best_of_n"``. Groups
-    keep their first-seen order; within a group, candidates keep their listed order.
+    Each returned pair has ``task``, ``group``, ``criterion`` (``"overall"`` unless the choice names one),
+    ``better``, ``worse``, ``kind="best_of_n"``. Choices are grouped by (group, criterion); groups keep their
+    first-seen order; within a group, candidates keep their listed order.
 
     Raises:
         ValueError: unknown ``best_of``; a group whose rows disagree on the candidates, or whose
             ``best`` is not one of them; one annotator choosing twice in a group.
     """
     check_option(best_of, BEST_OF, "best_of")
-    groups: dict[str, list[Mapping[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for n, row in enumerate(choices):
         for key in ("group", "candidates", "best"):
             if key not in row:
                 raise ValueError(f"choices[{n}]: missing key {key!r}.")
-        groups.setdefault(str(row["group"]), []).append(row)
+        groups.setdefault((str(row["group"]), str(row.get("criterion") or "overall")), []).append(row)
     pairs: list[dict[str, Any]] = []
-    for group, rows in groups.items():
+    for (group, criterion), rows in groups.items():
         candidates = [str(c) for c in rows[0]["candidates"]]
         annotators = [r.get("annotator") for r in rows]
         if None not in annotators and len(set(annotators)) != len(annotators):
@@ -81,13 +82,15 @@ def pairs_from_choices(choices: Iterable[Mapping[str, Any]], best_of: str = "maj
         for winner in winners:
             for other in candidates:
                 if other != winner:
-                    pairs.append({"task": task, "group": group, "better": winner, "worse": other, "kind": "best_of_n"})
+                    pairs.append({"task": task, "group": group, "criterion": criterion, "better": winner, "worse": other,
+                                  "kind": "best_of_n"})
     return pairs
 
 
 def pair_outcomes(pairs: Sequence[tuple[str, str]], scores: Mapping[str, float], ties: str = "wrong") -> np.ndarray:
     """1.0 where ``scores[better] > scores[worse]``, 0.0 where lower, and for equal scores 0.0
-    (``ties="wrong"``) or 0.5 (``ties="half"``).
+    (``ties="wrong"``) or 0.5 (``ties="half"``); NaN where a side has no score (a failed item, NaN), so
+    the caller can leave the pair out.
 
     Raises:
         ValueError: unknown ``ties``, or a pair naming an id without a score.
@@ -100,5 +103,5 @@ def pair_outcomes(pairs: Sequence[tuple[str, str]], scores: Mapping[str, float],
             if item not in scores:
                 raise ValueError(f"pair {k} ({better!r} > {worse!r}): no score for id {item!r}.")
         a, b = scores[better], scores[worse]
-        out[k] = 1.0 if a > b else (tie_value if a == b else 0.0)
+        out[k] = np.nan if a != a or b != b else 1.0 if a > b else (tie_value if a == b else 0.0)  # x != x: NaN
     return out

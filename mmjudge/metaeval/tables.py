@@ -9,6 +9,8 @@
 
 Every cell carries its bootstrap interval: Markdown shows ``53.1 (50.2–55.9)``, CSV has ``…_ci_low`` /
 ``…_ci_high`` columns, JSON nests ``{"value", "ci_low", "ci_high", "mark"}``. NaN shows as ``–``.
+Items a metric had no score for (failed items) are counted with every table: a note under the Markdown
+table, an ``n_failed`` column in CSV and field in JSON (the most any cell of that row left out).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class Table:
     title: str
     columns: list[tuple[str, str]]
     rows: dict[str, list[Cell]] = field(default_factory=dict)
+    failed: dict[str, int] = field(default_factory=dict)  # metric -> items left out (most of any cell)
+    notes: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------------------ renderers
     def markdown(self, ci: bool = True) -> str:
@@ -63,6 +67,8 @@ class Table:
         lines = [f"**{self.title}**", "", "| Metric | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
         for metric, cells in self.rows.items():
             lines.append(f"| {metric} | " + " | ".join(_md_cell(c, ci) for c in cells) + " |")
+        if self.notes:
+            lines += [""] + [f"_{note}._" for note in self.notes]
         return "\n".join(lines) + "\n"
 
     def csv(self) -> str:
@@ -72,12 +78,12 @@ class Table:
         for g, c in self.columns:
             label = f"{g} {c}".strip()
             head += [label, f"{label}_ci_low", f"{label}_ci_high", f"{label}_mark"]
-        writer.writerow(head)
+        writer.writerow(head + ["n_failed"])
         for metric, cells in self.rows.items():
             row: list[Any] = [metric]
             for cell in cells:
                 row += [_num(cell.value), _num(cell.ci_low), _num(cell.ci_high), cell.mark]
-            writer.writerow(row)
+            writer.writerow(row + [self.failed.get(metric, 0)])
         return buffer.getvalue()
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,9 +94,10 @@ class Table:
             "rows": [
                 {"metric": metric, "cells": [
                     {"value": _json(c.value), "ci_low": _json(c.ci_low), "ci_high": _json(c.ci_high), "mark": c.mark, "best": c.best}
-                    for c in cells]}
+                    for c in cells], "n_failed": self.failed.get(metric, 0)}
                 for metric, cells in self.rows.items()
             ],
+            "notes": self.notes,
         }
 
     def write(self, out_dir: str | Path, formats: Sequence[str] = FORMATS, ci: bool = True) -> list[Path]:
@@ -164,32 +171,39 @@ def _task_label(task: str) -> str:
 
 # ------------------------------------------------------------------------------------ tables
 def accuracy_table(result: MetaEvalResult) -> Optional[Table]:
-    """Table 2 shape: pairwise accuracy (%) per task (best-of-N) or category (pairs), plus Avg."""
+    """Table 2 shape: pairwise accuracy (%) per task (best-of-N) or category (pairs), plus Avg.; one group
+    of columns per kind of pairs and per criterion when there are several."""
     records = [r for r in result.records if r["measure"] == "accuracy"]
     if not records:
         return None
-    kinds = list(dict.fromkeys(r["kind"] for r in records))
-    columns = []
-    for kind in kinds:
-        subsets = list(dict.fromkeys(r["subset"] for r in records if r["kind"] == kind))
-        group = kind if len(kinds) > 1 else ""
-        columns += [(group, s) for s in subsets]
-    labels = [(g, "Avg." if s == AVG else ("All" if s == ALL else _task_label(s))) for g, s in columns]
+    figure = lambda r: (r["kind"], r.get("criterion", "overall"), r["subset"])  # noqa: E731
+    columns = list(dict.fromkeys(figure(r) for r in records))
+    kinds = list(dict.fromkeys(k for k, _, _ in columns))
+    criteria = list(dict.fromkeys(c for _, c, _ in columns))
+
+    def group(kind: str, criterion: str) -> str:
+        return " ".join(([kind] if len(kinds) > 1 else []) + ([abbreviation(criterion)] if len(criteria) > 1 else []))
+
+    labels = [(group(k, c), "Avg." if s == AVG else ("All" if s == ALL else _task_label(s))) for k, c, s in columns]
     table = Table("accuracy", f"Pairwise accuracy (%) on {result.dataset}", labels)
     for metric in result.metrics:
-        cells = []
-        for (group, subset), kind in zip(columns, _kinds_of(columns, kinds, records)):
-            found = result.find(metric, measure="accuracy", kind=kind, subset=subset)
-            cells.append(_cell(found[0] if found else None))
-        table.rows[metric] = cells
+        mine = {figure(r): r for r in records if r["metric"] == metric}
+        table.rows[metric] = [_cell(mine.get(column)) for column in columns]
+        _count_failed(table, metric, mine.values())
     _mark_best(table)
+    _note_failed(table, [result])
     return table
 
 
-def _kinds_of(columns, kinds, records) -> list[str]:
-    if len(kinds) == 1:
-        return [kinds[0]] * len(columns)
-    return [group for group, _ in columns]
+def _count_failed(table: Table, metric: str, records) -> None:
+    table.failed[metric] = max((int(r.get("n_failed") or 0) for r in records), default=0)
+
+
+def _note_failed(table: Table, results: Sequence[MetaEvalResult]) -> None:
+    """Under the table: the metrics that had no score for some items (the CLI prints the same lines)."""
+    for result in results:
+        lines = result.failure_lines()
+        table.notes += [f"{line} ({result.dataset})" if len(results) > 1 else line for line in lines]
 
 
 def criterion_table(result: MetaEvalResult, measure: Optional[str] = None, include_all: bool = False) -> Optional[Table]:
@@ -218,7 +232,9 @@ def criterion_table(result: MetaEvalResult, measure: Optional[str] = None, inclu
                     next(c for c in block if c.value == max(finite)).mark = MOST
                     next(c for c in block if c.value == min(finite)).mark = LEAST
         table.rows[metric] = cells
+        _count_failed(table, metric, [r for r in records if r["metric"] == metric])
     _mark_best(table)
+    _note_failed(table, [result])
     return table
 
 
@@ -237,8 +253,11 @@ def benchmark_table(results: Sequence[MetaEvalResult]) -> Optional[Table]:
         return None
     table = Table("benchmarks", "Headline figure per benchmark (×100)", heads)
     for metric in metrics:
-        table.rows[metric] = [_cell(r.headline(metric) if metric in r.metrics else None) for r in columns]
+        heads = [r.headline(metric) if metric in r.metrics else None for r in columns]
+        table.rows[metric] = [_cell(h) for h in heads]
+        _count_failed(table, metric, [h for h in heads if h])
     _mark_best(table)
+    _note_failed(table, columns)
     return table
 
 
@@ -258,7 +277,7 @@ def all_tables(results: Sequence[MetaEvalResult], measure: Optional[str] = None)
 def records_csv(results: Sequence[MetaEvalResult]) -> str:
     """Every figure in long form (one row per record), intervals included."""
     fields = ["dataset", "metric", "measure", "task", "criterion", "protocol", "kind", "subset", "score_key",
-              "value", "ci_low", "ci_high", "n_rows", "n_items", "n_pairs", "n_units"]
+              "value", "ci_low", "ci_high", "n_rows", "n_items", "n_pairs", "n_units", "n_failed"]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
