@@ -12,7 +12,7 @@ import pytest
 from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores, get_benchmark
 from mmjudge.leaderboard.hub_sync import HubSync
 from mmjudge.leaderboard.intake import submit
-from mmjudge.leaderboard.protection import RateLimit, check_admin, safe_link, safe_text
+from mmjudge.leaderboard.protection import AdminGuard, RateLimit, check_admin, markdown_text, safe_link
 from mmjudge.leaderboard.ranking import competition_ranks, group_by_signature, rank_metrics, rank_models
 from mmjudge.leaderboard.store import Store
 from mmjudge.leaderboard.validation import SubmissionError, validate_outputs, validate_scores
@@ -179,7 +179,9 @@ def test_requeue_deletes_old_results(tmp_path):
 
 # ------------------------------------------------------------------------------------- protection
 def test_escaping_and_links():
-    assert safe_text("<script>alert('x')</script>") == "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;"
+    assert markdown_text("<script>alert('x')</script>") == "&lt;script&gt;alert('x')&lt;/script&gt;"
+    assert markdown_text("a\n# heading\n- item") == "a \\# heading - item"  # one line: no block can start
+    assert markdown_text("![x](http://e.x/i.png) <http://e.x> www.e.x") == "\\!\\[x\\](http\\://e.x/i.png) &lt;http\\://e.x&gt; www\\.e.x"
     assert safe_link('https://x.org/"onmouseover="a') == ""
     assert safe_link("data:text/html,<b>") == ""
 
@@ -192,11 +194,35 @@ def test_admin_token(monkeypatch):
     check_admin("s3cret", env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
 
 
+def test_admin_guard_delay_grows_per_client_and_is_capped():
+    clock = [100.0]
+    guard = AdminGuard(base_delay_s=1.0, max_delay_s=5.0, clock=lambda: clock[0], env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
+
+    def attempt(token, client="ip:1"):
+        try:
+            guard.check(token, client)
+            return "ok"
+        except PermissionError as err:
+            return str(err)
+
+    waits = []
+    for _ in range(5):  # each wrong token is tried as soon as the previous wait is over
+        assert attempt("guess") == "wrong admin token."
+        refused = attempt("s3cret")
+        waits.append(int(refused.split("wait ")[1].split(" s")[0]))
+        clock[0] += waits[-1]
+    assert waits == [1, 2, 4, 5, 5]  # doubling, capped at max_delay_s
+    assert attempt("guess", "ip:2") == "wrong admin token."  # another client has its own record
+    assert attempt("s3cret") == "ok" and attempt("guess") == "wrong admin token."  # the right token clears it
+    with pytest.raises(PermissionError, match="disabled"):
+        AdminGuard(env={}).check("anything", "ip:1")
+
+
 def test_intake_refusals_are_logged_with_reason(tmp_path):
     store = Store(tmp_path)
     good = jsonl(demo_outputs(0))
     limit = RateLimit(max_submissions=3, window_s=3600)
-    kw = dict(track="models", benchmark="demo-inputs", submitter="eve", rate_limit=limit)
+    kw = dict(track="models", benchmark="demo-inputs", submitter="eve", rate_limit=limit, client="ip:10.0.0.9")
     first = submit(store, name="<b>bold</b>", data=good, **kw)
     assert first.accepted and store.get(first.id)["name"] == "<b>bold</b>"  # stored as data
     dup = submit(store, name="again", data=good, **kw)
@@ -204,7 +230,7 @@ def test_intake_refusals_are_logged_with_reason(tmp_path):
     bad = submit(store, name="bad", data=b"{", **kw)
     assert bad.message == "invalid file: line 1: not valid JSON (Expecting property name enclosed in double quotes at column 2)."
     limited = submit(store, name="more", data=jsonl(demo_outputs(1)), **kw)
-    assert limited.message.startswith("rate limit: 'eve' has sent 3 submissions")
+    assert limited.message.startswith("rate limit: your address (10.0.0.9) sent 3 submissions in the last 60 minutes")
     wrong_track = submit(store, track="metrics", benchmark="demo-inputs", name="x", submitter="z", data=good)
     assert wrong_track.message == "benchmark 'demo-inputs' belongs to the models track, not metrics."
     reasons = [r["reason"].split(":")[0] for r in store.rejections()]
@@ -218,7 +244,7 @@ def test_rate_limit_counts_the_client_not_the_typed_name(tmp_path):
     assert submit(store, name="a", submitter="ana", data=jsonl(demo_outputs(0)), **kw).accepted
     assert submit(store, name="b", submitter="bo", data=jsonl(demo_outputs(1)), **kw).accepted
     third = submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **kw)
-    assert third.message.startswith("rate limit: 'ip:10.0.0.7' has sent 2 submissions")
+    assert third.message.startswith("rate limit: your address (10.0.0.7) sent 2 submissions")
     assert submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **{**kw, "client": "ip:10.0.0.8"}).accepted
     assert [r["submitter"] for r in store.submissions()] == ["ana", "bo", "cy"]  # the name stays display data
 

@@ -3,17 +3,21 @@ submission, an admin panel. Layout only — the data comes from :mod:`mmjudge.le
 submissions go through :func:`mmjudge.leaderboard.intake.submit_path`, scoring is the worker's.
 
 HTTP API (``gradio_client``): ``/submit``, ``/models_table``, ``/metrics_table``, ``/queue``,
-``/submission``, ``/admin``.
-"""
+``/submission``, ``/admin``. API replies are plain text (never HTML-escaped); the page shows the same
+messages as Markdown through :func:`~mmjudge.leaderboard.protection.markdown_text`.
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: Gradio injects a ``gr.Request`` only into parameters
+whose annotation *is* ``gr.Request``, and with postponed annotations the hint would stay the string
+"gr.Request", which Gradio cannot resolve (gradio is imported inside :func:`build_app`). Without the
+request, the rate limit would key on whatever the client typed (issue 21).
+"""
 
 import functools
 from typing import Any, Optional
 
 from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS, available_benchmarks, configure
 from mmjudge.leaderboard.intake import submit_path
-from mmjudge.leaderboard.protection import RateLimit, check_admin, safe_text
+from mmjudge.leaderboard.protection import AdminGuard, RateLimit, markdown_text
 from mmjudge.leaderboard.ranking import ALL
 from mmjudge.leaderboard.settings import load_settings
 from mmjudge.leaderboard.store import Store
@@ -50,29 +54,40 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
         choices = views.signature_choices(store, track, benchmark or None)
         return gr.Dropdown(choices=choices, value=choices[0][1] if choices else None)
 
-    def submit(track, benchmark, name, submitter, link, description, upload, request: gr.Request = None):
+    guard = AdminGuard(float(settings["admin_delay_s"]), float(settings["admin_max_delay_s"]))
+
+    def receive(track, benchmark, name, submitter, link, description, upload, request) -> str:
+        """The plain-text reply to one upload (the API's answer; the form shows it as Markdown)."""
         client = client_key(request)
-        if not submitter and client.startswith("ip:"):
-            submitter = client
+        if not str(submitter or "").strip():
+            submitter = client[len("user:"):] if client.startswith("user:") else "anonymous"  # never the address
         path = upload if isinstance(upload, str) or upload is None else getattr(upload, "name", None)
         receipt = submit_path(store, path, max_bytes=max_bytes, track=track, benchmark=benchmark, name=name,
                               submitter=submitter, link=link, description=description, rate_limit=rate,
                               client=client)  # fmt: skip
-        if receipt.accepted:
-            return f"✅ {safe_text(receipt.message)}"
-        return f"❌ Not accepted — {safe_text(receipt.message)}"
+        return f"✅ {receipt.message}" if receipt.accepted else f"❌ Not accepted — {receipt.message}"
 
-    def admin(token: str, sid: str, action: str) -> str:
+    def submit_api(track, benchmark, name, submitter, link, description, upload, request: gr.Request = None) -> str:
+        return receive(track, benchmark, name, submitter, link, description, upload, request)
+
+    def submit_form(track, benchmark, name, submitter, link, description, upload, request: gr.Request = None) -> str:
+        return markdown_text(receive(track, benchmark, name, submitter, link, description, upload, request))
+
+    def admin(token: str, sid: str, action: str, request: gr.Request = None) -> str:
+        """Plain text (the API's answer); the page shows it as Markdown."""
         try:
-            check_admin(token)
+            guard.check(token, client_key(request))
         except PermissionError as err:
-            return f"❌ {safe_text(err)}"
+            return f"❌ {err}"
         sid = (sid or "").strip()
         done = {"hide": lambda: store.set_hidden(sid, True), "unhide": lambda: store.set_hidden(sid, False),
                 "delete": lambda: store.delete(sid), "re-run": lambda: store.requeue(sid)}.get(action)  # fmt: skip
         if done is None:
-            return f"❌ unknown action {safe_text(action)}"
-        return f"✅ {safe_text(action)} {safe_text(sid)}" if done() else f"❌ no submission {safe_text(sid)}"
+            return f"❌ unknown action {action!r}"
+        return f"✅ {action} {sid}" if done() else f"❌ no submission {sid!r}"
+
+    def admin_form(token: str, sid: str, action: str, request: gr.Request = None) -> str:
+        return markdown_text(admin(token, sid, action, request))
 
     def benchmarks_for(track: str):
         names = model_benchmarks if track == "models" else metric_benchmarks
@@ -92,7 +107,7 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
                 m_refresh = gr.Button("Refresh", size="sm")
                 m_table = gr.Dataframe(label="Models", interactive=False, show_search="search", pinned_columns=2,
                                        max_height=420, elem_id="models-table")  # fmt: skip
-                m_caption = gr.Markdown(elem_classes=["lb-note"])
+                m_caption = gr.Markdown(latex_delimiters=[], elem_classes=["lb-note"])
                 # One line per model across the criteria (Gradio's BarPlot stacks colours, which misreads as sums).
                 m_plot = gr.LinePlot(x="criterion", y="score", color="place", title="Criterion profile of the top models",
                                      y_lim=[1, 5], height=300, sort=list(CRITERIA), color_map=views.PLACE_COLOURS,
@@ -108,7 +123,7 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
                 x_refresh = gr.Button("Refresh", size="sm")
                 x_table = gr.Dataframe(label="Metrics", interactive=False, show_search="search", pinned_columns=3,
                                        max_height=420, elem_id="metrics-table")  # fmt: skip
-                x_caption = gr.Markdown(elem_classes=["lb-note"])
+                x_caption = gr.Markdown(latex_delimiters=[], elem_classes=["lb-note"])
             with gr.Tab("Submit", id="submit"):
                 with gr.Row():
                     s_track = gr.Radio(["models", "metrics"], value="models", label="Track")
@@ -121,21 +136,21 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
                 s_desc = gr.Textbox(label="Description", lines=2)
                 s_file = gr.File(label="JSONL file", file_types=[".jsonl", ".json", ".txt"], elem_id="submit-file")
                 s_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
-                s_result = gr.Markdown(elem_id="submit-result")
+                s_result = gr.Markdown(latex_delimiters=[], elem_id="submit-result")
             with gr.Tab("Queue", id="queue"):
                 q_refresh = gr.Button("Refresh", size="sm")
                 q_table = gr.Dataframe(label="Queue (oldest first)", interactive=False, elem_id="queue-table")
             with gr.Tab("Submission", id="submission"):
                 p_id = gr.Textbox(label="Submission id", max_lines=1)
                 p_button = gr.Button("Show")
-                p_page = gr.Markdown()
+                p_page = gr.Markdown(latex_delimiters=[])
                 p_table = gr.Dataframe(label="Breakdown", interactive=False)
             with gr.Tab("Admin", id="admin"):
                 a_token = gr.Textbox(label="Admin token", type="password", max_lines=1)
                 a_id = gr.Textbox(label="Submission id", max_lines=1)
                 a_action = gr.Radio(["hide", "unhide", "delete", "re-run"], value="re-run", label="Action")
                 a_button = gr.Button("Apply")
-                a_result = gr.Markdown()
+                a_result = gr.Markdown(latex_delimiters=[])
 
         m_inputs = [m_task, m_rank, m_cols, m_group]
         m_outputs = [m_table, m_caption, m_plot]
@@ -148,12 +163,17 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
         x_refresh.click(lambda b: groups("metrics", b), x_bench, x_group, api_name=False)
         x_bench.change(lambda b: groups("metrics", b), x_bench, x_group, api_name=False)  # groups are per benchmark
         s_track.change(benchmarks_for, s_track, s_bench, api_name=False)
-        s_button.click(submit, [s_track, s_bench, s_name, s_who, s_link, s_desc, s_file], s_result, api_name="submit",
-                       concurrency_limit=8)  # fmt: skip
+        s_fields = [s_track, s_bench, s_name, s_who, s_link, s_desc, s_file]
+        s_button.click(submit_form, s_fields, s_result, api_name=False, concurrency_limit=8, concurrency_id="submit")
         q_refresh.click(lambda: views.queue_view(store), None, q_table, api_name="queue")
         p_button.click(lambda sid: views.submission_view(store, sid), p_id, [p_page, p_table], api_name="submission")
-        a_button.click(admin, [a_token, a_id, a_action], a_result, api_name="admin")
-        # API-only views (hidden components keep the HTTP API simple for clients and tests).
+        a_button.click(admin_form, [a_token, a_id, a_action], a_result, api_name=False)
+        # API-only endpoints (hidden components keep the HTTP API simple for clients and tests); their
+        # replies are plain text or JSON, never Markdown, so they carry no escapes.
+        api_text = gr.Textbox(visible=False)
+        gr.Button(visible=False).click(submit_api, s_fields, api_text, api_name="submit", concurrency_limit=8,
+                                       concurrency_id="submit")  # fmt: skip
+        gr.Button(visible=False).click(admin, [a_token, a_id, a_action], api_text, api_name="admin")
         api_task = gr.Textbox(visible=False)
         api_rank = gr.Textbox(visible=False)
         api_out = gr.JSON(visible=False)
@@ -175,12 +195,18 @@ def build_app(data_dir: str, settings: Optional[dict] = None):
 
 
 def client_key(request: Any) -> str:
-    """Who sends a request, the rate limit's key: the signed-in Hub user, else the IP address."""
+    """Who sends a request, the rate limit's and the admin throttle's key: the signed-in Hub user, else
+    the network address — never a field the client fills in. A request without either (not served
+    over HTTP) shares the one key ``ip:unknown``.
+
+    >>> client_key(None)
+    'ip:unknown'
+    """
     user = getattr(request, "username", None)
     if user:
         return f"user:{user}"
     host = getattr(getattr(request, "client", None), "host", None)
-    return f"ip:{host}" if host else ""
+    return f"ip:{host}" if host else "ip:unknown"
 
 
 def launch(demo: Any, host: str = "127.0.0.1", port: Optional[int] = None, **kwargs: Any):

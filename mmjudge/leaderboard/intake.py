@@ -45,10 +45,11 @@ def submit(
 ) -> Receipt:  # fmt: skip
     """Check, then store durably. Never raises for a user mistake: the receipt carries the reason.
 
-    ``client`` is who sends the upload, the rate limit's key (the app passes the Hub user or the IP
-    address); without it the submitter name stands in (library callers, tests)."""
+    ``client`` is who sends the upload, the rate limit's key: the app passes the Hub user or the network
+    address. It is never taken from a field the uploader fills in (the submitter name is display data);
+    a library call without one is the ``local`` client."""
     data = bytes(data or b"")
-    client = str(client or submitter or "")[:200]
+    client = str(client or "local")[:200]
     try:
         if track not in TRACKS:
             raise RefusedError(f"track must be one of {', '.join(TRACKS)}, not {track!r}.")
@@ -98,7 +99,7 @@ def submit_path(store: Store, path: Optional[str], max_bytes: int = MAX_BYTES, *
         store.add_rejection(submitter=str(fields.get("submitter") or "")[:100], track=str(fields.get("track"))[:20],
                             benchmark=str(fields.get("benchmark"))[:100], name=str(fields.get("name") or "")[:100],
                             data=b"", reason=reason,
-                            client=str(fields.get("client") or fields.get("submitter") or "")[:200])  # fmt: skip
+                            client=str(fields.get("client") or "local")[:200])  # fmt: skip
         return Receipt(False, reason)
     with open(path, "rb") as f:
         data = f.read()

@@ -33,10 +33,14 @@ DEFAULTS: dict[str, Any] = {
     "ties": "wrong",
     # Benchmarks read by the dataset loaders (see mmjudge.leaderboard.benchmarks.configure).
     "benchmarks": [],
-    # Protection.
+    # Protection: submissions per client (Hub user, else address) per window; the upload size limit;
+    # the admin throttle (after the k-th wrong token in a row a client waits admin_delay_s * 2^(k-1) s,
+    # at most admin_max_delay_s).
     "rate_limit": 5,
     "rate_window_s": 3600,
     "max_upload_bytes": 4 * 1024 * 1024,
+    "admin_delay_s": 1.0,
+    "admin_max_delay_s": 900.0,
     # Optional Hub sync (mmjudge.leaderboard.hub_sync): dataset repo ids, or null for none.
     "hub_requests_repo": None,
     "hub_results_repo": None,

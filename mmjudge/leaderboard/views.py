@@ -1,7 +1,7 @@
 """What the board shows, as plain data (pandas DataFrames and escaped Markdown), built from the store.
 
 The Gradio layout (:mod:`mmjudge.leaderboard.app`) only places these; tests read them directly.
-Every user-supplied string that goes into Markdown passes :func:`~mmjudge.leaderboard.protection.safe_text`.
+Every user-supplied string that goes into Markdown passes :func:`~mmjudge.leaderboard.protection.markdown_text`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from typing import Any, Optional
 
 from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS
-from mmjudge.leaderboard.protection import safe_code, safe_link, safe_text
+from mmjudge.leaderboard.protection import markdown_text, safe_code, safe_link
 from mmjudge.leaderboard.ranking import ALL, public_rows, rank_metrics, rank_models
 from mmjudge.leaderboard.store import Store
 
@@ -64,10 +64,10 @@ def models_view(store: Store, task: str = ALL, rank_by: str = "overall", columns
     else:
         body = [c for c in CRITERIA if any(c in r for r in rows)]
     frame = _frame(rows, head + body + ["submitter", "id"])
-    caption = (f"Ranked by **{safe_text(rank_by)}** on task **{safe_text(task)}** among {len(rows)} submission(s) "
+    caption = (f"Ranked by **{markdown_text(rank_by)}** on task **{markdown_text(task)}** among {len(rows)} submission(s) "
                f"with comparable signatures. Signature: `{safe_code(table['signature'])}`"
                + (f" — {len(tables) - 1} other signature group(s) are listed separately." if len(tables) > 1 else "")
-               + "  \nPlot: " + ", ".join(f"{PLACES[k]} = {safe_text(r['name'])}" for k, r in enumerate(rows[:TOP_PLOTTED])))  # fmt: skip
+               + "  \nPlot: " + ", ".join(f"{PLACES[k]} = {markdown_text(r['name'])}" for k, r in enumerate(rows[:TOP_PLOTTED])))  # fmt: skip
     plot = [{"place": PLACES[k], "name": r["name"], "criterion": c, "score": _round(r[c])}
             for k, r in enumerate(rows[:TOP_PLOTTED]) for c in CRITERIA if r.get(c) is not None]
     # Empty places still appear (no score, so no line): the first rendering fixes the colour domain.
@@ -87,7 +87,7 @@ def metrics_view(store: Store, benchmark: Optional[str] = None, task: str = ALL,
     rows = public_rows(table)
     figures = [k for k in dict.fromkeys(k for r in rows for k in r) if ":" in k]
     frame = _frame(rows, ["rank", "name", "headline"] + figures + ["submitter", "id"])
-    caption = (f"Benchmark **{safe_text(table['benchmark'])}**; headline = {safe_text(table['headline'])}. "
+    caption = (f"Benchmark **{markdown_text(table['benchmark'])}**; headline = {markdown_text(table['headline'])}. "
                f"Intervals: bootstrap, on each submission's page. Signature: `{safe_code(table['signature'])}`")  # fmt: skip
     return frame, caption
 
@@ -115,14 +115,14 @@ def submission_view(store: Store, sid: str) -> tuple[str, Any]:
     sid = (sid or "").strip()
     row = store.get(sid) if sid else None
     if row is None or row["hidden"]:
-        return f"No submission with id `{safe_code(sid)}`.", _frame([])
-    lines = [f"### {safe_text(row['name'])}",
-             f"**Status:** {row['status']}" + (f" — {safe_text(row['reason'])}" if row["reason"] else ""),
-             f"**Track:** {row['track']} · **Benchmark:** {safe_text(row['benchmark'])} · **Submitted by:** {safe_text(row['submitter'])}"]  # fmt: skip
+        return f"No submission with id {markdown_text(sid)}.", _frame([])
+    lines = [f"### {markdown_text(row['name'])}",
+             f"**Status:** {row['status']}" + (f" — {markdown_text(row['reason'])}" if row["reason"] else ""),
+             f"**Track:** {row['track']} · **Benchmark:** {markdown_text(row['benchmark'])} · **Submitted by:** {markdown_text(row['submitter'])}"]  # fmt: skip
     if row["link"]:
         lines.append(f"**Link:** {safe_link(row['link'])}")
     if row["description"]:
-        lines.append(f"> {safe_text(row['description'])}")
+        lines.append(f"> {markdown_text(row['description'])}")
     result = store.result(sid) if row["status"] == "DONE" else None
     if row["status"] in ("PENDING", "RUNNING"):
         position = store.position(sid)
@@ -137,12 +137,12 @@ def submission_view(store: Store, sid: str) -> tuple[str, Any]:
         if summary.get("examples"):
             lines.append("#### Example explanations")
             for ex in summary["examples"]:
-                lines.append(f"- **{safe_text(ex['criterion'])}** on `{safe_code(ex['id'])}` ({safe_text(ex['task'])}), "
-                             f"score {_round(ex['score'], 2)}: text “{safe_text(ex['text'])}” — {safe_text(ex['explanation'])}")  # fmt: skip
+                lines.append(f"- **{markdown_text(ex['criterion'])}** on `{safe_code(ex['id'])}` ({markdown_text(ex['task'])}), "
+                             f"score {_round(ex['score'], 2)}: text “{markdown_text(ex['text'])}” — {markdown_text(ex['explanation'])}")  # fmt: skip
         return "\n\n".join(lines), _frame(table, ["task", "overall"] + CRITERIA + ["n"])
     head = summary.get("headline") or {}
     if head:
-        lines.append(f"**Headline:** {safe_text(head.get('label'))} = {_round(head.get('value'))} "
+        lines.append(f"**Headline:** {markdown_text(head.get('label'))} = {_round(head.get('value'))} "
                      f"[{_round(head.get('ci_low'))}, {_round(head.get('ci_high'))}]")  # fmt: skip
     table = [{"figure": f"{summary['measure']} {k}", **v} for k, v in summary["correlations"].items()]
     table += [{"figure": f"accuracy {k}", **v} for k, v in summary["accuracy"].items()]
