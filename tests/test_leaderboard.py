@@ -36,7 +36,8 @@ def test_valid_outputs_come_back_in_benchmark_order():
 @pytest.mark.parametrize(
     "data, message",
     [
-        (b"x" * 101, "the file has 101 bytes; the limit is 100."),
+        (b"x" * 101, 'the file is 101 bytes; this board accepts at most 100 bytes. Keep only the fields the track needs in each '
+                     'line: "id" and "text" (Models) or "id" and the scores (Metrics).'),
         (b'{"id": "a", "text": "caf\xe9"}\n', "line 1: not UTF-8 (byte 24); save the file as UTF-8."),
         (b"", "the file holds no JSON lines."),
         (b'{"id": "a", "text": "x"}\n{"id": "b", "text": \n', "line 2: not valid JSON (Expecting value at column 21)."),
@@ -58,7 +59,8 @@ def test_parse_rejections(data, message):
         (GOOD + [{"id": "z", "text": "x"}], "line 4: 1 id(s) are not in the benchmark: 'z'."),
         (GOOD + [{"id": "a", "text": "again"}], "line 4: duplicate id 'a' (first on line 1)."),
         ([GOOD[0], {"id": "b", "text": "  "}, GOOD[2]], "line 2 (id 'b'): 'text' is empty."),
-        ([GOOD[0], {"id": "b"}, GOOD[2]], "line 2 (id 'b'): 'text' must be a string, but got NoneType."),
+        ([GOOD[0], {"id": "b"}, GOOD[2]], "line 2 (id 'b'): no 'text'; each line needs {\"id\": \"b\", \"text\": \"<your model's output>\"}."),
+        ([GOOD[0], {"id": "b", "text": 3}, GOOD[2]], "line 2 (id 'b'): 'text' must be a string, but got int."),
         ([GOOD[0], GOOD[1], {"id": "c", "text": "y" * 11}], "line 3 (id 'c'): 'text' has 11 characters; the limit is 10."),
     ],
 )
@@ -68,11 +70,23 @@ def test_output_rejections(rows, message):
     assert str(err.value) == message
 
 
+def test_a_file_sent_to_the_wrong_track_says_so():
+    scores = jsonl([{"id": i, "score": 0.5} for i in IDS])
+    with pytest.raises(SubmissionError, match=r"^line 1 \(id 'a'\): no 'text'. This looks like a Metrics-track score file"):
+        validate_outputs(scores, IDS)
+    with pytest.raises(SubmissionError, match=r"This looks like a Models-track outputs file"):
+        validate_scores(jsonl(GOOD), IDS)
+
+
 def test_score_rejections():
     ok = [{"id": i, "score": 0.5, "fluency": 1} for i in IDS]
     assert validate_scores(jsonl(ok), IDS) == {i: {"score": 0.5, "fluency": 1.0} for i in IDS}
     cases = [
-        ([{"id": i, "text": "x"} for i in IDS], "no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}."),
+        ([{"id": i, "text": "x"} for i in IDS], "no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}. This looks "
+                                                "like a Models-track outputs file ({\"id\", \"text\"}); to submit a model's outputs, choose the Models track."),
+        (ok[:2], "no score for 1 id(s) of the benchmark: 'c'."),  # the ids are checked by the meta-evaluation's check_scores
+        (ok + [{"id": "z", "score": 0.1, "fluency": 1}], "line 4: 1 id(s) are not in the benchmark: 'z'."),
+        (ok + [{"id": "a", "score": 0.1, "fluency": 1}], "line 4: duplicate id 'a' (first on line 1)."),
         (ok[:2] + [{"id": "c", "score": 0.1}], "line 3 (id 'c'): missing score 'fluency' (other lines have it)."),
         (ok[:2] + [{"id": "c", "score": "high", "fluency": 1}], "line 3 (id 'c'): 'score' is 'high', not a number."),
         (ok[:2] + [{"id": "c", "score": True, "fluency": 1}], "line 3 (id 'c'): 'score' is True, not a number."),

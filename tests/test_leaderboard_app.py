@@ -168,3 +168,21 @@ def test_admin_guesses_are_throttled_per_client(tmp_path, monkeypatch):
         assert client.predict("guess", "x", "hide", api_name="/admin") == "❌ wrong admin token."  # the record was cleared
     finally:
         demo.close()
+
+
+def test_oversized_and_missing_uploads_say_what_to_do(tmp_path):
+    demo, client = launched(tmp_path / "board")
+    big = tmp_path / "big.jsonl"
+    line = json.dumps({"id": "demo-ic-1", "text": "x" * 1000}) + "\n"
+    big.write_text(line * (20 * 2**20 // len(line) + 1))
+    try:
+        reply = client.predict("models", "demo-inputs", "big", "ana", "", "", gradio_client.handle_file(str(big)), api_name="/submit")
+        assert reply == ('❌ Not accepted — invalid file: the file is 20.0 MB; this board accepts at most 4.0 MB (4,194,304 bytes). '
+                         'Keep only the fields the track needs in each line: "id" and "text" (Models) or "id" and the scores (Metrics).')  # fmt: skip
+        reply = client.predict("models", "demo-inputs", "none", "ana", "", "", None, api_name="/submit")
+        assert reply.startswith("❌ Not accepted — no file arrived. Choose a .jsonl file of at most 4.0 MB")
+        scores = write(tmp_path / "scores.jsonl", demo_scores(0.1))
+        reply = client.predict("models", "demo-inputs", "wrong-track", "ana", "", "", scores, api_name="/submit")
+        assert "This looks like a Metrics-track score file" in reply and "NoneType" not in reply
+    finally:
+        demo.close()

@@ -16,7 +16,7 @@ import functools
 from typing import Any, Optional
 
 from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS, available_benchmarks, configure
-from mmjudge.leaderboard.intake import submit_path
+from mmjudge.leaderboard.intake import submit_path, upload_cap
 from mmjudge.leaderboard.protection import AdminGuard, RateLimit, markdown_text
 from mmjudge.leaderboard.ranking import ALL
 from mmjudge.leaderboard.settings import load_settings
@@ -210,6 +210,7 @@ def client_key(request: Any) -> str:
 
 
 def launch(demo: Any, host: str = "127.0.0.1", port: Optional[int] = None, **kwargs: Any):
-    """Launch with the board's theme/CSS (Gradio 6 takes them at launch) and the upload size limit."""
-    return demo.launch(server_name=host, server_port=port, css=CSS, max_file_size=getattr(demo, "lb_max_bytes", None),
-                       **kwargs)  # fmt: skip
+    """Launch with the board's theme/CSS (Gradio 6 takes them at launch) and the web server's upload cap
+    (above the board's limit: :func:`~mmjudge.leaderboard.intake.upload_cap`)."""
+    cap = upload_cap(demo.lb_max_bytes) if hasattr(demo, "lb_max_bytes") else None
+    return demo.launch(server_name=host, server_port=port, css=CSS, max_file_size=cap, **kwargs)
