@@ -460,3 +460,108 @@ def test_cli_commands_are_registered():
     assert (args.demo, args.port, args.data_dir, args.host, args.worker) == (True, 7999, "d", "0.0.0.0", None)
     args = parser.parse_args(["leaderboard-worker", "--data-dir", "d", "--once", "--poll", "0.5", "--lease", "5"])
     assert (args.data_dir, args.once, args.poll, args.lease) == ("d", True, 0.5, 5.0)
+
+
+# ------------------------------------------------------------------- intervals, pairs, judge failures
+def items_entry(sid, name, values, created, failed_status=None, criteria=("fluency",)):
+    """A DONE Models-track entry summarised from hand-made per-item rows (``None`` = the judge failed)."""
+    from mmjudge.leaderboard.ranking import summarise_models
+
+    rows = []
+    for k, v in enumerate(values):
+        row = {"id": f"i{k}", "task": "ic" if k % 2 else "vqa", "overall": v, **{c: v for c in criteria}}
+        if v is None:
+            row.update({f"{c}_status": failed_status or "no_rating" for c in criteria})
+        rows.append(row)
+    return {"id": sid, "name": name, "benchmark": "b", "signature": "mmjudge=0.1.0|metric=he", "created_at": created,
+            "summary": summarise_models(rows, list(criteria))}
+
+
+def test_intervals_and_paired_separability_of_neighbouring_rows():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    difficulty = rng.uniform(1.5, 4.5, 60)  # items differ a lot; models differ by a steady margin
+    strong = items_entry("s", "strong", list(difficulty + 0.3), 1)
+    weak = items_entry("w", "weak", list(difficulty), 2)
+    twin = items_entry("t", "twin", list(difficulty + rng.normal(0, 0.05, 60)), 3)
+    table = rank_models([weak, strong, twin], bootstrap=500, seed=0)[0]
+    rows = {r["name"]: r for r in table["rows"]}
+    assert [r["name"] for r in table["rows"]][0] == "strong"
+    for r in rows.values():
+        assert r["ci_low"] < r["overall"] < r["ci_high"]
+    # The unpaired intervals of strong and weak overlap (item difficulty dominates them) ...
+    assert rows["strong"]["ci_low"] < rows["weak"]["ci_high"]
+    # ... yet on the same items strong is better every time: the paired bootstrap separates them.
+    second = table["rows"][1]
+    assert second["separable"] is True and table["rows"][0]["separable"] is None
+    assert table["rows"][2]["separable"] is False  # weak and twin differ by noise only
+    # Same seed, same resamples: the figures do not move between two views of the board.
+    assert rank_models([weak, strong, twin], bootstrap=500, seed=0)[0]["rows"] == table["rows"]
+
+
+def test_judge_failures_are_counted_and_too_many_unrank_a_row():
+    from mmjudge.leaderboard.ranking import summarise_models
+
+    ok = [3.0] * 20
+    five_percent = [4.0] * 19 + [None]  # 1 of 20 failed: ranked (the limit is "more than 5%")
+    ten_percent = [4.5] * 18 + [None, None]  # 2 of 20: shown, not ranked
+    entries = [items_entry("a", "ok", ok, 1), items_entry("b", "five", five_percent, 2, "low_mass"),
+               items_entry("c", "ten", ten_percent, 3, "error")]  # fmt: skip
+    assert entries[2]["summary"]["failures"] == {"fluency": 2} and entries[2]["summary"]["failed_items"] == 2
+    assert entries[2]["summary"]["overall"] == 4.5  # failed items are left out of the mean, never counted as a score
+    rows = rank_models(entries, bootstrap=0)[0]["rows"]
+    assert [(r["name"], r["rank"], r["failed"]) for r in rows] == [("five", 1, 1), ("ok", 2, 0), ("ten", None, 2)]
+    assert rows[2]["note"] == "not ranked: the judge failed on 2 of 20 items (10.0%: fluency 2), more than the 5% allowed"
+    # The threshold is a setting.
+    assert [r["rank"] for r in rank_models(entries, bootstrap=0, max_failed_share=0.1)[0]["rows"]] == [1, 2, 3]
+    # A criterion failing makes the item's overall fail too, whatever the row says.
+    s = summarise_models([{"id": "x", "task": "ic", "overall": 3.0, "fluency": None, "fluency_status": "no_rating"}], ["fluency"])
+    assert s["failed_items"] == 1 and s["failures"] == {"fluency": 1}
+    # Rows scored before failures were recorded (no status, no counts) stay ranked, with no failure figure.
+    old = {**entries[0], "summary": {k: v for k, v in entries[0]["summary"].items() if k not in ("failures", "failed_items")}}
+    assert rank_models([old], bootstrap=0)[0]["rows"][0]["failed"] is None
+
+
+def test_worker_stores_judge_failures_as_null_and_the_board_says_why_a_row_is_unranked(tmp_path, monkeypatch):
+    """The engine's contract: a criterion the judge failed on is NaN with <c>_status, and the overall
+    that needs it is NaN. Stand in for it by failing one item's fluency in the real rows."""
+    import mmjudge.report as report
+    from mmjudge.leaderboard import views
+
+    real = report.Report.from_items.__func__
+
+    def failing(cls, metric, items, **kw):
+        out = real(cls, metric, items, **kw)
+        for row in out.rows:
+            if row["id"] == "demo-vqa-2":
+                row.update(fluency=float("nan"), overall=float("nan"), fluency_status="no_rating")
+        return out
+
+    monkeypatch.setattr(report.Report, "from_items", classmethod(failing))
+    store = Store(tmp_path)
+    sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
+    Worker(store, {"judge": "dummy", "explain_examples": 0}, progress=False).run_once()
+    result = store.result(sid)
+    assert store.get(sid)["status"] == "DONE"
+    failed_row = next(r for r in result["rows"] if r["id"] == "demo-vqa-2")
+    assert failed_row["fluency"] is None and failed_row["overall"] is None and failed_row["fluency_status"] == "no_rating"
+    assert result["summary"]["failed_items"] == 1 and result["summary"]["failures"]["fluency"] == 1
+    frame, caption, _ = views.models_view(store)
+    assert frame["judge failures"].tolist() == ["1 (12.5%)"] and frame["rank"].isna().all()
+    assert frame["note"].tolist()[0].startswith("not ranked: the judge failed on 1 of 8 items (12.5%: fluency 1)")
+    page, breakdown = views.submission_view(store, sid)
+    assert "**Judge failures:** 1 of 8 items (fluency 1)" in page and "not ranked" in page
+
+
+def test_metric_rows_carry_the_headline_interval_and_paired_separability(tmp_path):
+    store = Store(tmp_path)
+    for name, noise in (("close", 0.0), ("close-too", 0.01), ("noisy", 3.0)):
+        assert submit(store, track="metrics", benchmark="demo-judgments", name=name, submitter="s",
+                      data=jsonl(demo_scores(noise, seed=1))).accepted  # fmt: skip
+    Worker(store, {"judge": "dummy", "bootstrap": 300}, progress=False).run(once=True)
+    rows = rank_metrics(store.done("metrics"))[0]["rows"]
+    assert [r["name"] for r in rows][-1] == "noisy"
+    assert all(r["ci_low"] <= r["headline"] <= r["ci_high"] for r in rows)
+    assert rows[0]["separable"] is None and rows[1]["separable"] is False and rows[2]["separable"] is True
+    assert len(store.done("metrics")[0]["summary"]["headline"]["resamples"]) == 300

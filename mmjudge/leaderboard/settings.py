@@ -25,7 +25,11 @@ DEFAULTS: dict[str, Any] = {
     "judge_options": {},
     "batch_size": 16,  # items per scoring batch; the lease is renewed between batches
     "explain_examples": 2,  # items whose explanations are generated for the submission page
-    # Metrics track: the meta-evaluation protocol (part of every row's signature).
+    # Models track: a submission whose judge failed on more than this share of its items is shown but
+    # not ranked (mmjudge.leaderboard.ranking.MAX_FAILED_SHARE explains the 5%).
+    "max_failed_share": 0.05,
+    # Metrics track: the meta-evaluation protocol (part of every row's signature). Also the resamples
+    # and seed of the Models track's intervals and paired comparisons (bootstrap over items).
     "bootstrap": 200,
     "seed": 0,
     "protocol": "per_judgment",
