@@ -186,3 +186,60 @@ def test_oversized_and_missing_uploads_say_what_to_do(tmp_path):
         assert "This looks like a Metrics-track score file" in reply and "NoneType" not in reply
     finally:
         demo.close()
+
+
+def test_a_builder_downloads_the_inputs_and_submits_from_the_cli(tmp_path, capsys):
+    """The participant's path with nothing but the board's URL: download the inputs (zip and Parquet),
+    build a submission from them, submit it with `mmjudge leaderboard submit`, which waits for the
+    ranked row; the worker runs beside the board."""
+    import threading
+    import zipfile
+
+    from mmjudge.cli import main
+
+    demo, client = launched(tmp_path / "board", rate_limit=100)
+    url = client.src
+    stop = threading.Event()
+    worker = threading.Thread(target=Worker(Store(tmp_path / "board"), {**DEFAULTS, "judge": "dummy", "explain_examples": 0},
+                                            progress=False).run, kwargs={"poll_s": 0.2, "stop": stop}, daemon=True)  # fmt: skip
+    worker.start()
+    try:
+        listed = client.predict(api_name="/benchmarks")
+        assert [(b["name"], b["track"], b["items"]) for b in listed] == [("demo-inputs", "models", 8), ("demo-judgments", "metrics", 24)]
+        assert listed[0]["example"] == {"id": "demo-ic-1", "text": "<your model's caption for this image>"}
+        assert main(["leaderboard", "download", "--url", url, "--benchmark", "demo-inputs", "--out", str(tmp_path / "in.zip")]) == 0
+        with zipfile.ZipFile(tmp_path / "in.zip") as zf:
+            items = [json.loads(line) for line in zf.read("demo-inputs/inputs.jsonl").decode().splitlines()]
+            first_image = zf.read(f"demo-inputs/{items[0]['image']}")
+        assert [it["id"] for it in items] == get_benchmark_ids("demo-inputs") and first_image.startswith(b"\x89PNG")
+        assert main(["leaderboard", "download", "--url", url, "--benchmark", "demo-inputs", "--format", "parquet",
+                     "--out", str(tmp_path / "in.parquet")]) == 0  # fmt: skip
+        import datasets
+
+        table = datasets.load_dataset("parquet", data_files=str(tmp_path / "in.parquet"), split="train")
+        assert table["id"] == [it["id"] for it in items] and table[0]["image"].size == (64, 64)
+        # A "model" that answers from the inputs it was given.
+        outputs = [{"id": it["id"], "text": f"A shape; asked {it['question']!r}, box {it['box']}." } for it in items]
+        (tmp_path / "outputs.jsonl").write_text("".join(json.dumps(o) + "\n" for o in outputs))
+        capsys.readouterr()
+        assert main(["leaderboard", "submit", "--url", url, "--benchmark", "demo-inputs", "--file", str(tmp_path / "outputs.jsonl"),
+                     "--name", "cli-vlm", "--poll", "0.2", "--timeout", "60"]) == 0  # fmt: skip
+        printed = capsys.readouterr().out.splitlines()
+        assert printed[0].startswith("accepted: submission ") and re.fullmatch(
+            r"DONE: rank 1 of 1 by overall = \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]; judge failures 0", printed[-1]), printed
+        # Refused: the same file again is one line, exit status 2.
+        assert main(["leaderboard", "submit", "--url", url, "--benchmark", "demo-inputs", "--file", str(tmp_path / "outputs.jsonl"),
+                     "--name", "again"]) == 2  # fmt: skip
+        assert capsys.readouterr().err.startswith("mmjudge leaderboard: error: Not accepted — duplicate: the same file")
+        assert main(["leaderboard", "download", "--url", url, "--benchmark", "nope"]) == 2
+        assert "has no benchmark 'nope'; it has demo-inputs, demo-judgments" in capsys.readouterr().err
+    finally:
+        stop.set()
+        worker.join(timeout=10)
+        demo.close()
+
+
+def get_benchmark_ids(name):
+    from mmjudge.leaderboard.benchmarks import get_benchmark
+
+    return get_benchmark(name).ids
