@@ -133,22 +133,27 @@ def get_benchmark(name: str) -> Benchmark:
 def configure(entries: list[dict]) -> None:
     """Register benchmarks read by the engine's dataset loaders, e.g.
     ``[{"name": "mmhe", "track": "models", "data_dir": "~/data/mmhe"}, {"name": "mmhe", "track": "metrics", …}]``.
-    The registered name is ``<name>`` for the metrics track and ``<name>-inputs`` for the models track.
+    ``name`` is the loader (:func:`mmjudge.load_dataset`); every other key but ``track`` and ``benchmark``
+    goes to it (``data_dir``, ``split``, ``expected_counts``, ``cache_dir`` …). The board's name is
+    ``benchmark`` when given (two splits of one loader: ``longcap-testA``, ``longcap-testB``), else
+    ``<name>`` for the metrics track and ``<name>-inputs`` for the models track.
     Idempotent: configuring the same entries again (every app and worker start) keeps what was loaded."""
     for entry in entries:
         name, track = entry["name"], entry.get("track", "metrics")
-        options = {k: v for k, v in entry.items() if k not in ("name", "track")}
-        key = json.dumps(options, sort_keys=True, default=str)
+        options = {k: v for k, v in entry.items() if k not in ("name", "track", "benchmark")}
+        key = json.dumps([name, options], sort_keys=True, default=str)
         if track == "models":
-            register(f"{name}-inputs", "models", lambda n=name, o=options: _loader_inputs(n, o), key=key)
+            board = entry.get("benchmark") or f"{name}-inputs"
+            register(board, "models", lambda n=name, b=board, o=options: _loader_inputs(n, o, b), key=key)
         elif track == "metrics":
-            register(name, "metrics", lambda n=name, o=options: _loader_judgments(n, o), key=key)
+            board = entry.get("benchmark") or name
+            register(board, "metrics", lambda n=name, b=board, o=options: _loader_judgments(n, o, b), key=key)
         else:
             raise ValueError(f"benchmark {name!r}: track must be 'models' or 'metrics', not {track!r}.")
 
 
 # ------------------------------------------------------------------------------ from the loaders
-def _loader_judgments(name: str, options: dict) -> Benchmark:
+def _loader_judgments(name: str, options: dict, board: Optional[str] = None) -> Benchmark:
     from mmjudge.datasets import human_judgments, load_dataset, rows_of
 
     dataset = load_dataset(name, **options)
@@ -157,11 +162,13 @@ def _loader_judgments(name: str, options: dict) -> Benchmark:
     # path lets a participant find them.
     paths = {row["id"]: {"image_path": row["image_path"]} for _, row in rows_of(dataset) if row.get("image_path")}
     tasks = list(dict.fromkeys(str(it.get("task") or "all") for it in hj.items))
-    return Benchmark(name, "metrics", name, f"human judgments of {name} (mmjudge.load_dataset)", hj.ids(), tasks,
+    board = board or name
+    split = f", split {options['split']}" if options.get("split") else ""
+    return Benchmark(board, "metrics", board, f"human judgments of {name}{split} (mmjudge.load_dataset)", hj.ids(), tasks,
                      _judgments=lambda: hj, _extra=lambda: paths)  # fmt: skip
 
 
-def _loader_inputs(name: str, options: dict) -> Benchmark:
+def _loader_inputs(name: str, options: dict, board: Optional[str] = None) -> Benchmark:
     """One input per instance of the benchmark (MMHE: the image, question and box the three candidates answered)."""
     from mmjudge.datasets import load_dataset, rows_of
 
@@ -173,7 +180,8 @@ def _loader_inputs(name: str, options: dict) -> Benchmark:
             inputs[key] = {"id": key, "task": task, "image": row.get("image"), "question": row.get("question") or None,
                            "box": row.get("box") or None}  # fmt: skip
     items = list(inputs.values())
-    return Benchmark(f"{name}-inputs", "models", f"{name} inputs", f"the inputs of {name}; submit one text per id",
+    board = board or f"{name}-inputs"
+    return Benchmark(board, "models", f"{name} inputs", f"the inputs of {name}; submit one text per id",
                      [it["id"] for it in items], list(dict.fromkeys(it["task"] for it in items)), _inputs=lambda: items)  # fmt: skip
 
 
