@@ -227,6 +227,9 @@ def test_a_builder_downloads_the_inputs_and_submits_from_the_cli(tmp_path, capsy
         printed = capsys.readouterr().out.splitlines()
         assert printed[0].startswith("accepted: submission ") and re.fullmatch(
             r"DONE: rank 1 of 1 by overall = \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]; judge failures 0", printed[-1]), printed
+        records = client.predict("models", "demo-inputs", "", "", api_name="/results")
+        assert [(r["rank"], r["name"], r["failed"]) for r in records] == [(1, "cli-vlm", 0)]
+        assert records[0]["ci_low"] < records[0]["overall"] < records[0]["ci_high"] and records[0]["benchmark"] == "demo-inputs"
         # Refused: the same file again is one line, exit status 2.
         assert main(["leaderboard", "submit", "--url", url, "--benchmark", "demo-inputs", "--file", str(tmp_path / "outputs.jsonl"),
                      "--name", "again"]) == 2  # fmt: skip

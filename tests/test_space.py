@@ -540,3 +540,35 @@ def test_browser_bad_inputs(browser, served_demo, tmp_path, not_an_image):
     assert status.startswith("Error: Image: the file is not an image that can be read"), status
     assert "Traceback" not in browser.find_element(By.TAG_NAME, "body").text
     browser.save_screenshot(str(tmp_path / "bad_input.png"))
+
+
+@pytest.mark.slow
+def test_browser_shows_payloads_as_text_and_the_size_limit(browser, served_demo, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    picture = tmp_path / "ok.png"
+    Image.new("RGB", (40, 30), "white").save(picture)
+    _open(browser, served_demo)
+    assert "images up to 40 megapixels" in browser.find_element(By.CSS_SELECTOR, "#limits").text
+    [label for label in browser.find_elements(By.CSS_SELECTOR, "#task label") if "Referring expression" in label.text][0].click()
+    _wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#box textarea, #box input").is_displayed())
+    _upload(browser, str(picture))
+    _set_text(browser, "#text textarea", "the white square")
+    for payload in PAYLOADS:
+        box = browser.find_element(By.CSS_SELECTOR, "#box textarea, #box input")
+        browser.execute_script(
+            "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input', {bubbles: true}));", box, payload)
+        status = _score_and_wait(browser)
+        assert status.startswith("Error: Box: expected four numbers") and payload in status, status  # shown literally
+        assert not browser.find_elements(By.CSS_SELECTOR, "#status a, #status img"), "the payload became markup"
+    browser.save_screenshot(str(tmp_path / "payload_as_text.png"))
+    if os.access("/tmp", os.W_OK):
+        os.makedirs("/tmp/mmjudge-board-shots", exist_ok=True)
+        shutil.copy(tmp_path / "payload_as_text.png", "/tmp/mmjudge-board-shots/space-payload-as-text.png")
+    _open(browser, served_demo)
+    big = tmp_path / "big.png"
+    Image.new("1", (7000, 6000)).save(big)
+    _upload(browser, str(big))
+    _set_text(browser, "#text textarea", "A dog.")
+    status = _score_and_wait(browser)
+    assert status.startswith("Error: Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up to 40"), status
