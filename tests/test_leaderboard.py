@@ -12,7 +12,7 @@ import pytest
 from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores, get_benchmark
 from mmjudge.leaderboard.hub_sync import HubSync
 from mmjudge.leaderboard.intake import submit
-from mmjudge.leaderboard.protection import RateLimit, check_admin, safe_link, safe_text
+from mmjudge.leaderboard.protection import AdminGuard, RateLimit, check_admin, markdown_text, safe_link
 from mmjudge.leaderboard.ranking import competition_ranks, group_by_signature, rank_metrics, rank_models
 from mmjudge.leaderboard.store import Store
 from mmjudge.leaderboard.validation import SubmissionError, validate_outputs, validate_scores
@@ -36,7 +36,8 @@ def test_valid_outputs_come_back_in_benchmark_order():
 @pytest.mark.parametrize(
     "data, message",
     [
-        (b"x" * 101, "the file has 101 bytes; the limit is 100."),
+        (b"x" * 101, 'the file is 101 bytes; this board accepts at most 100 bytes. Keep only the fields the track needs in each '
+                     'line: "id" and "text" (Models) or "id" and the scores (Metrics).'),
         (b'{"id": "a", "text": "caf\xe9"}\n', "line 1: not UTF-8 (byte 24); save the file as UTF-8."),
         (b"", "the file holds no JSON lines."),
         (b'{"id": "a", "text": "x"}\n{"id": "b", "text": \n', "line 2: not valid JSON (Expecting value at column 21)."),
@@ -58,7 +59,8 @@ def test_parse_rejections(data, message):
         (GOOD + [{"id": "z", "text": "x"}], "line 4: 1 id(s) are not in the benchmark: 'z'."),
         (GOOD + [{"id": "a", "text": "again"}], "line 4: duplicate id 'a' (first on line 1)."),
         ([GOOD[0], {"id": "b", "text": "  "}, GOOD[2]], "line 2 (id 'b'): 'text' is empty."),
-        ([GOOD[0], {"id": "b"}, GOOD[2]], "line 2 (id 'b'): 'text' must be a string, but got NoneType."),
+        ([GOOD[0], {"id": "b"}, GOOD[2]], "line 2 (id 'b'): no 'text'; each line needs {\"id\": \"b\", \"text\": \"<your model's output>\"}."),
+        ([GOOD[0], {"id": "b", "text": 3}, GOOD[2]], "line 2 (id 'b'): 'text' must be a string, but got int."),
         ([GOOD[0], GOOD[1], {"id": "c", "text": "y" * 11}], "line 3 (id 'c'): 'text' has 11 characters; the limit is 10."),
     ],
 )
@@ -68,11 +70,23 @@ def test_output_rejections(rows, message):
     assert str(err.value) == message
 
 
+def test_a_file_sent_to_the_wrong_track_says_so():
+    scores = jsonl([{"id": i, "score": 0.5} for i in IDS])
+    with pytest.raises(SubmissionError, match=r"^line 1 \(id 'a'\): no 'text'. This looks like a Metrics-track score file"):
+        validate_outputs(scores, IDS)
+    with pytest.raises(SubmissionError, match=r"This looks like a Models-track outputs file"):
+        validate_scores(jsonl(GOOD), IDS)
+
+
 def test_score_rejections():
     ok = [{"id": i, "score": 0.5, "fluency": 1} for i in IDS]
     assert validate_scores(jsonl(ok), IDS) == {i: {"score": 0.5, "fluency": 1.0} for i in IDS}
     cases = [
-        ([{"id": i, "text": "x"} for i in IDS], "no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}."),
+        ([{"id": i, "text": "x"} for i in IDS], "no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}. This looks "
+                                                "like a Models-track outputs file ({\"id\", \"text\"}); to submit a model's outputs, choose the Models track."),
+        (ok[:2], "no score for 1 id(s) of the benchmark: 'c'."),  # the ids are checked by the meta-evaluation's check_scores
+        (ok + [{"id": "z", "score": 0.1, "fluency": 1}], "line 4: 1 id(s) are not in the benchmark: 'z'."),
+        (ok + [{"id": "a", "score": 0.1, "fluency": 1}], "line 4: duplicate id 'a' (first on line 1)."),
         (ok[:2] + [{"id": "c", "score": 0.1}], "line 3 (id 'c'): missing score 'fluency' (other lines have it)."),
         (ok[:2] + [{"id": "c", "score": "high", "fluency": 1}], "line 3 (id 'c'): 'score' is 'high', not a number."),
         (ok[:2] + [{"id": "c", "score": True, "fluency": 1}], "line 3 (id 'c'): 'score' is True, not a number."),
@@ -179,7 +193,9 @@ def test_requeue_deletes_old_results(tmp_path):
 
 # ------------------------------------------------------------------------------------- protection
 def test_escaping_and_links():
-    assert safe_text("<script>alert('x')</script>") == "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;"
+    assert markdown_text("<script>alert('x')</script>") == "&lt;script&gt;alert('x')&lt;/script&gt;"
+    assert markdown_text("a\n# heading\n- item") == "a \\# heading - item"  # one line: no block can start
+    assert markdown_text("![x](http://e.x/i.png) <http://e.x> www.e.x") == "\\!\\[x\\](http\\://e.x/i.png) &lt;http\\://e.x&gt; www\\.e.x"
     assert safe_link('https://x.org/"onmouseover="a') == ""
     assert safe_link("data:text/html,<b>") == ""
 
@@ -192,11 +208,35 @@ def test_admin_token(monkeypatch):
     check_admin("s3cret", env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
 
 
+def test_admin_guard_delay_grows_per_client_and_is_capped():
+    clock = [100.0]
+    guard = AdminGuard(base_delay_s=1.0, max_delay_s=5.0, clock=lambda: clock[0], env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
+
+    def attempt(token, client="ip:1"):
+        try:
+            guard.check(token, client)
+            return "ok"
+        except PermissionError as err:
+            return str(err)
+
+    waits = []
+    for _ in range(5):  # each wrong token is tried as soon as the previous wait is over
+        assert attempt("guess") == "wrong admin token."
+        refused = attempt("s3cret")
+        waits.append(int(refused.split("wait ")[1].split(" s")[0]))
+        clock[0] += waits[-1]
+    assert waits == [1, 2, 4, 5, 5]  # doubling, capped at max_delay_s
+    assert attempt("guess", "ip:2") == "wrong admin token."  # another client has its own record
+    assert attempt("s3cret") == "ok" and attempt("guess") == "wrong admin token."  # the right token clears it
+    with pytest.raises(PermissionError, match="disabled"):
+        AdminGuard(env={}).check("anything", "ip:1")
+
+
 def test_intake_refusals_are_logged_with_reason(tmp_path):
     store = Store(tmp_path)
     good = jsonl(demo_outputs(0))
     limit = RateLimit(max_submissions=3, window_s=3600)
-    kw = dict(track="models", benchmark="demo-inputs", submitter="eve", rate_limit=limit)
+    kw = dict(track="models", benchmark="demo-inputs", submitter="eve", rate_limit=limit, client="ip:10.0.0.9")
     first = submit(store, name="<b>bold</b>", data=good, **kw)
     assert first.accepted and store.get(first.id)["name"] == "<b>bold</b>"  # stored as data
     dup = submit(store, name="again", data=good, **kw)
@@ -204,7 +244,7 @@ def test_intake_refusals_are_logged_with_reason(tmp_path):
     bad = submit(store, name="bad", data=b"{", **kw)
     assert bad.message == "invalid file: line 1: not valid JSON (Expecting property name enclosed in double quotes at column 2)."
     limited = submit(store, name="more", data=jsonl(demo_outputs(1)), **kw)
-    assert limited.message.startswith("rate limit: 'eve' has sent 3 submissions")
+    assert limited.message.startswith("rate limit: your address (10.0.0.9) sent 3 submissions in the last 60 minutes")
     wrong_track = submit(store, track="metrics", benchmark="demo-inputs", name="x", submitter="z", data=good)
     assert wrong_track.message == "benchmark 'demo-inputs' belongs to the models track, not metrics."
     reasons = [r["reason"].split(":")[0] for r in store.rejections()]
@@ -218,7 +258,7 @@ def test_rate_limit_counts_the_client_not_the_typed_name(tmp_path):
     assert submit(store, name="a", submitter="ana", data=jsonl(demo_outputs(0)), **kw).accepted
     assert submit(store, name="b", submitter="bo", data=jsonl(demo_outputs(1)), **kw).accepted
     third = submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **kw)
-    assert third.message.startswith("rate limit: 'ip:10.0.0.7' has sent 2 submissions")
+    assert third.message.startswith("rate limit: your address (10.0.0.7) sent 2 submissions")
     assert submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **{**kw, "client": "ip:10.0.0.8"}).accepted
     assert [r["submitter"] for r in store.submissions()] == ["ana", "bo", "cy"]  # the name stays display data
 
@@ -420,3 +460,108 @@ def test_cli_commands_are_registered():
     assert (args.demo, args.port, args.data_dir, args.host, args.worker) == (True, 7999, "d", "0.0.0.0", None)
     args = parser.parse_args(["leaderboard-worker", "--data-dir", "d", "--once", "--poll", "0.5", "--lease", "5"])
     assert (args.data_dir, args.once, args.poll, args.lease) == ("d", True, 0.5, 5.0)
+
+
+# ------------------------------------------------------------------- intervals, pairs, judge failures
+def items_entry(sid, name, values, created, failed_status=None, criteria=("fluency",)):
+    """A DONE Models-track entry summarised from hand-made per-item rows (``None`` = the judge failed)."""
+    from mmjudge.leaderboard.ranking import summarise_models
+
+    rows = []
+    for k, v in enumerate(values):
+        row = {"id": f"i{k}", "task": "ic" if k % 2 else "vqa", "overall": v, **{c: v for c in criteria}}
+        if v is None:
+            row.update({f"{c}_status": failed_status or "no_rating" for c in criteria})
+        rows.append(row)
+    return {"id": sid, "name": name, "benchmark": "b", "signature": "mmjudge=0.1.0|metric=he", "created_at": created,
+            "summary": summarise_models(rows, list(criteria))}
+
+
+def test_intervals_and_paired_separability_of_neighbouring_rows():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    difficulty = rng.uniform(1.5, 4.5, 60)  # items differ a lot; models differ by a steady margin
+    strong = items_entry("s", "strong", list(difficulty + 0.3), 1)
+    weak = items_entry("w", "weak", list(difficulty), 2)
+    twin = items_entry("t", "twin", list(difficulty + rng.normal(0, 0.05, 60)), 3)
+    table = rank_models([weak, strong, twin], bootstrap=500, seed=0)[0]
+    rows = {r["name"]: r for r in table["rows"]}
+    assert [r["name"] for r in table["rows"]][0] == "strong"
+    for r in rows.values():
+        assert r["ci_low"] < r["overall"] < r["ci_high"]
+    # The unpaired intervals of strong and weak overlap (item difficulty dominates them) ...
+    assert rows["strong"]["ci_low"] < rows["weak"]["ci_high"]
+    # ... yet on the same items strong is better every time: the paired bootstrap separates them.
+    second = table["rows"][1]
+    assert second["separable"] is True and table["rows"][0]["separable"] is None
+    assert table["rows"][2]["separable"] is False  # weak and twin differ by noise only
+    # Same seed, same resamples: the figures do not move between two views of the board.
+    assert rank_models([weak, strong, twin], bootstrap=500, seed=0)[0]["rows"] == table["rows"]
+
+
+def test_judge_failures_are_counted_and_too_many_unrank_a_row():
+    from mmjudge.leaderboard.ranking import summarise_models
+
+    ok = [3.0] * 20
+    five_percent = [4.0] * 19 + [None]  # 1 of 20 failed: ranked (the limit is "more than 5%")
+    ten_percent = [4.5] * 18 + [None, None]  # 2 of 20: shown, not ranked
+    entries = [items_entry("a", "ok", ok, 1), items_entry("b", "five", five_percent, 2, "low_mass"),
+               items_entry("c", "ten", ten_percent, 3, "error")]  # fmt: skip
+    assert entries[2]["summary"]["failures"] == {"fluency": 2} and entries[2]["summary"]["failed_items"] == 2
+    assert entries[2]["summary"]["overall"] == 4.5  # failed items are left out of the mean, never counted as a score
+    rows = rank_models(entries, bootstrap=0)[0]["rows"]
+    assert [(r["name"], r["rank"], r["failed"]) for r in rows] == [("five", 1, 1), ("ok", 2, 0), ("ten", None, 2)]
+    assert rows[2]["note"] == "not ranked: the judge failed on 2 of 20 items (10.0%: fluency 2), more than the 5% allowed"
+    # The threshold is a setting.
+    assert [r["rank"] for r in rank_models(entries, bootstrap=0, max_failed_share=0.1)[0]["rows"]] == [1, 2, 3]
+    # A criterion failing makes the item's overall fail too, whatever the row says.
+    s = summarise_models([{"id": "x", "task": "ic", "overall": 3.0, "fluency": None, "fluency_status": "no_rating"}], ["fluency"])
+    assert s["failed_items"] == 1 and s["failures"] == {"fluency": 1}
+    # Rows scored before failures were recorded (no status, no counts) stay ranked, with no failure figure.
+    old = {**entries[0], "summary": {k: v for k, v in entries[0]["summary"].items() if k not in ("failures", "failed_items")}}
+    assert rank_models([old], bootstrap=0)[0]["rows"][0]["failed"] is None
+
+
+def test_worker_stores_judge_failures_as_null_and_the_board_says_why_a_row_is_unranked(tmp_path, monkeypatch):
+    """The engine's contract: a criterion the judge failed on is NaN with <c>_status, and the overall
+    that needs it is NaN. Stand in for it by failing one item's fluency in the real rows."""
+    import mmjudge.report as report
+    from mmjudge.leaderboard import views
+
+    real = report.Report.from_items.__func__
+
+    def failing(cls, metric, items, **kw):
+        out = real(cls, metric, items, **kw)
+        for row in out.rows:
+            if row["id"] == "demo-vqa-2":
+                row.update(fluency=float("nan"), overall=float("nan"), fluency_status="no_rating")
+        return out
+
+    monkeypatch.setattr(report.Report, "from_items", classmethod(failing))
+    store = Store(tmp_path)
+    sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
+    Worker(store, {"judge": "dummy", "explain_examples": 0}, progress=False).run_once()
+    result = store.result(sid)
+    assert store.get(sid)["status"] == "DONE"
+    failed_row = next(r for r in result["rows"] if r["id"] == "demo-vqa-2")
+    assert failed_row["fluency"] is None and failed_row["overall"] is None and failed_row["fluency_status"] == "no_rating"
+    assert result["summary"]["failed_items"] == 1 and result["summary"]["failures"]["fluency"] == 1
+    frame, caption, _ = views.models_view(store)
+    assert frame["judge failures"].tolist() == ["1 (12.5%)"] and frame["rank"].isna().all()
+    assert frame["note"].tolist()[0].startswith("not ranked: the judge failed on 1 of 8 items (12.5%: fluency 1)")
+    page, breakdown = views.submission_view(store, sid)
+    assert "**Judge failures:** 1 of 8 items (fluency 1)" in page and "not ranked" in page
+
+
+def test_metric_rows_carry_the_headline_interval_and_paired_separability(tmp_path):
+    store = Store(tmp_path)
+    for name, noise in (("close", 0.0), ("close-too", 0.01), ("noisy", 3.0)):
+        assert submit(store, track="metrics", benchmark="demo-judgments", name=name, submitter="s",
+                      data=jsonl(demo_scores(noise, seed=1))).accepted  # fmt: skip
+    Worker(store, {"judge": "dummy", "bootstrap": 300}, progress=False).run(once=True)
+    rows = rank_metrics(store.done("metrics"))[0]["rows"]
+    assert [r["name"] for r in rows][-1] == "noisy"
+    assert all(r["ci_low"] <= r["headline"] <= r["ci_high"] for r in rows)
+    assert rows[0]["separable"] is None and rows[1]["separable"] is False and rows[2]["separable"] is True
+    assert len(store.done("metrics")[0]["summary"]["headline"]["resamples"]) == 300

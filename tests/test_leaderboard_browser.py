@@ -103,3 +103,106 @@ def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
             shutil.copy(shot, SCREENSHOT_COPY)
     finally:
         demo.close()
+
+
+SHOTS = Path(os.environ.get("MMJUDGE_BOARD_SHOTS", "/tmp/mmjudge-board-shots"))
+
+
+def shoot(browser, tmp_path, name):
+    """Keep a screenshot (in the test's tmp dir, and in SHOTS when writable) for the record."""
+    path = tmp_path / f"{name}.png"
+    browser.save_screenshot(str(path))
+    try:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, SHOTS / path.name)
+    except OSError:
+        pass
+    return path
+
+
+def tab(browser, label):
+    from selenium.webdriver.common.by import By
+
+    wait_for(lambda: [b for b in browser.find_elements(By.CSS_SELECTOR, "button[role=tab]") if b.text.strip() == label])[0].click()
+
+
+@pytest.mark.slow
+def test_a_builder_downloads_inputs_submits_and_sees_the_ranked_row_with_its_interval(browser, tmp_path):
+    """What a model builder does in the page: open *How to take part*, download the inputs zip, build a
+    submission from it (the "model" answers from the inputs), submit it on *Submit*, and find it ranked
+    on *Models* with its interval; a payload name is shown as text."""
+    import re
+    import zipfile
+
+    from selenium.webdriver.common.by import By
+
+    from mmjudge.leaderboard.app import build_app, launch
+    from mmjudge.leaderboard.demo import seed_demo
+
+    data_dir = tmp_path / "board"
+    settings = {**DEFAULTS, "demo": True, "judge": "dummy", "bootstrap": 200, "explain_examples": 0}
+    store = Store(data_dir)
+    seed_demo(store)
+    worker = Worker(Store(data_dir), settings, progress=False)
+    worker.run(once=True)
+    demo = build_app(str(data_dir), settings)
+    _, url, _ = launch(demo, host="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    browser.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    try:
+        browser.get(url)
+        wait_for(lambda: "demo-vlm-terse" in browser.find_element(By.ID, "models-table").text)
+        tab(browser, "How to take part")
+        guide = " ".join(wait_for(lambda: browser.find_element(By.ID, "take-part-guide").text).split())
+        assert "How to take part in demo-inputs (models track)" in guide and '{"id": "demo-ic-1", "text":' in guide
+        assert f"mmjudge leaderboard submit --url {url.rstrip('/')} --benchmark demo-inputs" in guide  # the board's own address
+        shoot(browser, tmp_path, "1-how-to-take-part")
+        wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#inputs-zip button, button#inputs-zip").is_enabled())
+        browser.find_element(By.CSS_SELECTOR, "#inputs-zip button, button#inputs-zip").click()
+        zipped = wait_for(lambda: [p for p in downloads.glob("*.zip") if not p.name.endswith(".crdownload")])[0]
+        time.sleep(0.5)
+        with zipfile.ZipFile(zipped) as zf:
+            items = [json.loads(line) for line in zf.read("demo-inputs/inputs.jsonl").decode().splitlines()]
+            assert all(zf.read(f"demo-inputs/{it['image']}").startswith(b"\x89PNG") for it in items)
+        outputs = tmp_path / "my-outputs.jsonl"
+        outputs.write_text("".join(json.dumps({"id": it["id"], "text": f"A shape ({it['task']}); {it['question'] or 'no question'}."}) + "\n"
+                                   for it in items), encoding="utf-8")  # fmt: skip
+
+        tab(browser, "Submit")
+        name = "[Session expired: click here](https://evil.example/)"
+        wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#submit-name input, #submit-name textarea")).send_keys(name)
+        browser.find_element(By.CSS_SELECTOR, "#submit-file input[type=file]").send_keys(str(outputs))
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#submit-file [aria-label='my-outputs.jsonl']"))
+        browser.find_element(By.ID, "submit-button").click()
+        result = wait_for(lambda: browser.find_element(By.ID, "submit-result").text)
+        assert "received: submission" in result, result
+        shoot(browser, tmp_path, "2-submitted")
+        sid = re.search(r"[0-9a-f]{32}", result).group(0)
+
+        assert worker.run(once=True) == 1
+        tab(browser, "Models")
+        wait_for(lambda: [b for b in browser.find_elements(By.TAG_NAME, "button") if b.text.strip() == "Refresh" and b.is_displayed()])[0].click()
+        table = wait_for(lambda: browser.find_element(By.ID, "models-table").text if "Session expired" in browser.find_element(By.ID, "models-table").text else "")
+        assert "interval" in table and "vs above" in table and "judge failures" in table
+        assert re.search(r"\[\d\.\d{3}, \d\.\d{3}\]", table), table
+        assert not browser.find_elements(By.CSS_SELECTOR, "a[href^='https://evil']")  # the name is text, never a link
+        caption = browser.find_element(By.ID, "models-caption").text
+        assert "95% bootstrap" in caption and "Session expired" in caption
+        time.sleep(3.0)  # let the plot draw
+        shot = shoot(browser, tmp_path, "3-ranked")
+        assert shot.stat().st_size > 10_000
+        # The table as a file: the CSV download holds the numbers behind the interval and "vs above".
+        browser.find_element(By.CSS_SELECTOR, "#models-csv button, button#models-csv").click()
+        csv_file = wait_for(lambda: [p for p in downloads.glob("*.csv")])[0]
+        time.sleep(0.5)
+        import pandas as pd
+
+        results = pd.read_csv(csv_file)
+        assert {"rank", "name", "overall", "ci_low", "ci_high", "separable", "failed", "signature"} <= set(results.columns)
+        assert results.loc[results["id"] == sid, "name"].item() == name
+        standing = __import__("mmjudge.leaderboard.views", fromlist=["standing"]).standing(Store(data_dir), sid, settings)
+        assert standing["status"] == "DONE" and standing["ci_low"] < standing["value"] < standing["ci_high"]
+        assert f"[{standing['ci_low']:.3f}, {standing['ci_high']:.3f}]" in table  # its own interval, as the page shows it
+    finally:
+        demo.close()

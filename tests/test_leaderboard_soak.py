@@ -159,3 +159,135 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
     assert figures["integrity"] == "ok"
     rows = [len(store.result(sid)["rows"]) for sid in valid_ids if store.get(sid)["track"] == "models"]
     assert rows == [8] * 56
+
+
+def start_server(data_dir: Path, port: int, log) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "mmjudge.cli", "leaderboard", "--data-dir", str(data_dir), "--no-worker", "--host", "127.0.0.1",
+           "--port", str(port)]  # fmt: skip
+    return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))
+
+
+def wait_until_serving(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    import urllib.request
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise AssertionError(f"the board exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/config", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the board did not start in time")
+
+
+@pytest.mark.slow
+def test_soak_server_and_worker_killed_while_200_uploads_arrive(tmp_path):
+    """200 concurrent uploads (140 valid, 60 invalid) to a board running as its own process, which is
+    SIGKILLed twice mid-stream and restarted, while a worker is SIGKILLed once. Clients retry an upload
+    whose reply never came (the server died), as any uploader would. Afterwards: every valid file is in
+    the board exactly once (a retry of a file whose first attempt had committed is refused as a
+    duplicate naming it), every one is DONE once, nothing refused was stored, integrity_check is ok."""
+    import socket
+
+    from mmjudge.leaderboard.store import content_hash
+
+    data_dir = tmp_path / "board"
+    save_settings(data_dir, {**DEFAULTS, "demo": True, "judge": "dummy", "bootstrap": 20, "rate_limit": 100_000,
+                             "batch_size": 2, "explain_examples": 0})  # fmt: skip
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    log = open(tmp_path / "processes.log", "w")
+    files = uploads(random.Random(1)) + uploads(random.Random(2))
+    for k, f in enumerate(files):  # every valid body unique across the two batches (a text field: not a score)
+        if f["valid"]:
+            f["body"] = f["body"].replace("}\n", f', "tag": "upload {k}"}}\n', 1)
+        f["path"] = tmp_path / f"upload-{k}.jsonl"
+        f["path"].write_text(f["body"], encoding="utf-8")
+    valid_hashes = {content_hash(f["body"].encode()) for f in files if f["valid"]}
+    assert len(files) == 200 and len(valid_hashes) == 140
+    server = start_server(data_dir, port, log)
+    workers = [start_worker(data_dir, "w-a", log), start_worker(data_dir, "w-b", log)]
+    started = time.monotonic()
+    server_kills = worker_kills = retries = 0
+    try:
+        wait_until_serving(url, server)
+
+        def send(k: int) -> tuple[str, int]:
+            f, attempts = files[k], 0
+            while time.monotonic() - started < DEADLINE_S * 2:
+                attempts += 1
+                try:
+                    client = gradio_client.Client(url, verbose=False)
+                    return client.predict(f["track"], f["benchmark"], f"sub-{k}", f"user-{k % 7}", "", "",
+                                          gradio_client.handle_file(str(f["path"])), api_name="/submit"), attempts  # fmt: skip
+                except Exception:  # noqa: BLE001 — the server was killed under us: try again, as an uploader would
+                    time.sleep(0.3)
+            return "", attempts
+
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            pending = [pool.submit(send, k) for k in range(len(files))]
+            for when in (0.25, 0.6):  # kill the server after a quarter and after 60% of the replies
+                while sum(p.done() for p in pending) < when * len(files) and time.monotonic() - started < DEADLINE_S:
+                    time.sleep(0.05)
+                server.send_signal(signal.SIGKILL)
+                server.wait(timeout=10)
+                server_kills += 1
+                if server_kills == 1:
+                    workers[0].send_signal(signal.SIGKILL)
+                    workers[0].wait(timeout=10)
+                    worker_kills += 1
+                    workers[0] = start_worker(data_dir, "w-a2", log)
+                server = start_server(data_dir, port, log)
+                wait_until_serving(url, server)
+            results = [p.result(timeout=DEADLINE_S * 2) for p in pending]
+        store = Store(data_dir)
+        while time.monotonic() - started < DEADLINE_S * 2:
+            counts = store.counts()
+            if counts["PENDING"] == 0 and counts["RUNNING"] == 0:
+                break
+            time.sleep(0.5)
+        elapsed = time.monotonic() - started
+    finally:
+        for proc in [server, *workers]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+        log.close()
+
+    db = store.connect()
+    rows = [dict(r) for r in db.execute("SELECT id, content_hash, status, track FROM submissions")]
+    result_ids = [r[0] for r in db.execute("SELECT submission_id FROM results")]
+    stored_hashes = [r["content_hash"] for r in rows]
+    received, recovered, refused, unanswered = 0, 0, 0, 0
+    for f, (reply, attempts) in zip(files, results):
+        retries += attempts - 1
+        if not reply:
+            unanswered += 1
+        elif f["valid"]:
+            if "received: submission" in reply:
+                received += 1
+            else:  # its first attempt committed, the reply was lost with the server: the retry names it
+                assert reply.startswith("❌ Not accepted — duplicate: the same file was already submitted as"), reply
+                recovered += 1
+        else:
+            assert reply.startswith("❌ Not accepted — invalid file: ") and f["reason"] in reply, reply
+            refused += 1
+    lost = len(valid_hashes - set(stored_hashes))
+    duplicated = len(stored_hashes) - len(set(stored_hashes))
+    figures = dict(uploads=len(files), valid=len(valid_hashes), received=received, recovered_by_retry=recovered,
+                   refused=refused, unanswered=unanswered, client_retries=retries, server_kills=server_kills,
+                   worker_kills=worker_kills, stored=len(rows), done=sum(r["status"] == "DONE" for r in rows),
+                   results=len(result_ids), lost=lost, duplicated=duplicated, integrity=store.integrity_check(),
+                   seconds=round(elapsed, 1))  # fmt: skip
+    print("SOAK-SERVER " + " ".join(f"{k}={v}" for k, v in figures.items()))
+    assert unanswered == 0 and lost == 0 and duplicated == 0
+    assert set(stored_hashes) == valid_hashes and len(rows) == len(valid_hashes)  # nothing refused was stored
+    assert received + recovered == len(valid_hashes) and refused == len(files) - len(valid_hashes)
+    assert all(r["status"] == "DONE" for r in rows) and sorted(result_ids) == sorted(r["id"] for r in rows)
+    assert server_kills == 2 and worker_kills == 1 and figures["integrity"] == "ok"

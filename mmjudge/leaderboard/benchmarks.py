@@ -28,9 +28,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from mmjudge.human_judgments import HumanJudgments
+from mmjudge.prompts import load_prompt_set
 
-CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
-MODEL_TASKS = ["ic", "vqa", "vdu", "reg"]
+# The Models track is scored by HarmonicEval: its prompt set says which tasks and criteria there are
+# (and what each task needs), so the board never types them again.
+PROMPTS = load_prompt_set("harmonic_eval")
+CRITERIA = PROMPTS.criteria
+MODEL_TASKS = list(PROMPTS.tasks)
+# What a participant is given for each item (the inputs download). Metrics track: the texts to score
+# and what a metric may use — never the human judgments the submission is compared with.
+MODEL_FIELDS = ("id", "task", "image", "question", "box")
+METRIC_FIELDS = ("id", "task", "text", "image", "question", "box", "references", "image_path", "split")
 
 
 @dataclass
@@ -55,6 +63,7 @@ class Benchmark:
     demo: bool = False
     _inputs: Optional[Callable[[], list[dict]]] = field(default=None, repr=False)
     _judgments: Optional[Callable[[], HumanJudgments]] = field(default=None, repr=False)
+    _extra: Optional[Callable[[], dict[str, dict]]] = field(default=None, repr=False)  # id -> public columns the judgments lack
 
     def inputs(self) -> list[dict]:
         """Models track: one dict per item (``id``, ``task``, ``image``, ``question``, ``box``)."""
@@ -67,6 +76,16 @@ class Benchmark:
         if self._judgments is None:
             raise ValueError(f"Benchmark {self.name!r} is a {self.track}-track benchmark; it has no human judgments.")
         return self._judgments()
+
+    def public_items(self) -> list[dict]:
+        """What a participant gets for each item, in the benchmark's order (the inputs download):
+        Models track :data:`MODEL_FIELDS`, Metrics track :data:`METRIC_FIELDS` (the items' texts and
+        what a metric may use, plus ``image_path`` where the images are not shipped) — never a rating."""
+        if self.track == "models":
+            return [{k: it.get(k) for k in MODEL_FIELDS} for it in self.inputs()]
+        extra = self._extra() if self._extra is not None else {}
+        return [{k: v for k, v in {**it, **extra.get(it["id"], {})}.items() if k in METRIC_FIELDS and v is not None}
+                for it in self.judgments().items]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -114,31 +133,42 @@ def get_benchmark(name: str) -> Benchmark:
 def configure(entries: list[dict]) -> None:
     """Register benchmarks read by the engine's dataset loaders, e.g.
     ``[{"name": "mmhe", "track": "models", "data_dir": "~/data/mmhe"}, {"name": "mmhe", "track": "metrics", …}]``.
-    The registered name is ``<name>`` for the metrics track and ``<name>-inputs`` for the models track.
+    ``name`` is the loader (:func:`mmjudge.load_dataset`); every other key but ``track`` and ``benchmark``
+    goes to it (``data_dir``, ``split``, ``expected_counts``, ``cache_dir`` …). The board's name is
+    ``benchmark`` when given (two splits of one loader: ``longcap-testA``, ``longcap-testB``), else
+    ``<name>`` for the metrics track and ``<name>-inputs`` for the models track.
     Idempotent: configuring the same entries again (every app and worker start) keeps what was loaded."""
     for entry in entries:
         name, track = entry["name"], entry.get("track", "metrics")
-        options = {k: v for k, v in entry.items() if k not in ("name", "track")}
-        key = json.dumps(options, sort_keys=True, default=str)
+        options = {k: v for k, v in entry.items() if k not in ("name", "track", "benchmark")}
+        key = json.dumps([name, options], sort_keys=True, default=str)
         if track == "models":
-            register(f"{name}-inputs", "models", lambda n=name, o=options: _loader_inputs(n, o), key=key)
+            board = entry.get("benchmark") or f"{name}-inputs"
+            register(board, "models", lambda n=name, b=board, o=options: _loader_inputs(n, o, b), key=key)
         elif track == "metrics":
-            register(name, "metrics", lambda n=name, o=options: _loader_judgments(n, o), key=key)
+            board = entry.get("benchmark") or name
+            register(board, "metrics", lambda n=name, b=board, o=options: _loader_judgments(n, o, b), key=key)
         else:
             raise ValueError(f"benchmark {name!r}: track must be 'models' or 'metrics', not {track!r}.")
 
 
 # ------------------------------------------------------------------------------ from the loaders
-def _loader_judgments(name: str, options: dict) -> Benchmark:
-    from mmjudge.datasets import human_judgments
+def _loader_judgments(name: str, options: dict, board: Optional[str] = None) -> Benchmark:
+    from mmjudge.datasets import human_judgments, load_dataset, rows_of
 
-    hj = human_judgments(name, **options)
+    dataset = load_dataset(name, **options)
+    hj = human_judgments(name, dataset)
+    # Where the benchmark does not ship its images (Flickr8k: not redistributable), its upstream image
+    # path lets a participant find them.
+    paths = {row["id"]: {"image_path": row["image_path"]} for _, row in rows_of(dataset) if row.get("image_path")}
     tasks = list(dict.fromkeys(str(it.get("task") or "all") for it in hj.items))
-    return Benchmark(name, "metrics", name, f"human judgments of {name} (mmjudge.load_dataset)", hj.ids(), tasks,
-                     _judgments=lambda: hj)  # fmt: skip
+    board = board or name
+    split = f", split {options['split']}" if options.get("split") else ""
+    return Benchmark(board, "metrics", board, f"human judgments of {name}{split} (mmjudge.load_dataset)", hj.ids(), tasks,
+                     _judgments=lambda: hj, _extra=lambda: paths)  # fmt: skip
 
 
-def _loader_inputs(name: str, options: dict) -> Benchmark:
+def _loader_inputs(name: str, options: dict, board: Optional[str] = None) -> Benchmark:
     """One input per instance of the benchmark (MMHE: the image, question and box the three candidates answered)."""
     from mmjudge.datasets import load_dataset, rows_of
 
@@ -150,7 +180,8 @@ def _loader_inputs(name: str, options: dict) -> Benchmark:
             inputs[key] = {"id": key, "task": task, "image": row.get("image"), "question": row.get("question") or None,
                            "box": row.get("box") or None}  # fmt: skip
     items = list(inputs.values())
-    return Benchmark(f"{name}-inputs", "models", f"{name} inputs", f"the inputs of {name}; submit one text per id",
+    board = board or f"{name}-inputs"
+    return Benchmark(board, "models", f"{name} inputs", f"the inputs of {name}; submit one text per id",
                      [it["id"] for it in items], list(dict.fromkeys(it["task"] for it in items)), _inputs=lambda: items)  # fmt: skip
 
 
@@ -175,18 +206,20 @@ def demo_image(color: str, shape: str, size: int = 64):
     return img
 
 
+_DEMO_QUESTIONS = ["What colour is the shape?", "What shape does the page show?"]
+
+
 def _demo_inputs() -> list[dict]:
-    items = []
+    items, asking = [], PROMPTS.tasks_needing("question")
     for t, task in enumerate(MODEL_TASKS):
+        needs = PROMPTS.task_info[task].needs
         for k in (1, 2):
-            color, shape = _SHAPES[2 * t + k - 1]
+            color, shape = _SHAPES[(2 * t + k - 1) % len(_SHAPES)]
             item: dict[str, Any] = {"id": f"demo-{task}-{k}", "task": task, "image": demo_image(color, shape),
                                     "question": None, "box": None}  # fmt: skip
-            if task == "vqa":
-                item["question"] = "What colour is the shape?"
-            elif task == "vdu":
-                item["question"] = "What shape does the page show?"
-            elif task == "reg":
+            if "question" in needs:
+                item["question"] = _DEMO_QUESTIONS[asking.index(task) % len(_DEMO_QUESTIONS)]
+            if "box" in needs:
                 item["box"] = [16.0, 16.0, 32.0, 32.0]
             items.append(item)
     return items
@@ -198,7 +231,7 @@ def demo_outputs(quality: int = 0) -> list[dict]:
     out = []
     for t, task in enumerate(MODEL_TASKS):
         for k in (1, 2):
-            color, shape = _SHAPES[2 * t + k - 1]
+            color, shape = _SHAPES[(2 * t + k - 1) % len(_SHAPES)]
             out.append({"id": f"demo-{task}-{k}", "text": f"A {color} {shape}{words[quality % len(words)]}."})
     return out
 

@@ -26,7 +26,8 @@ from mmjudge.leaderboard import TRACKS
 from mmjudge.leaderboard.benchmarks import get_benchmark
 from mmjudge.leaderboard.protection import RateLimit, RefusedError, check_fields, duplicate_reason
 from mmjudge.leaderboard.store import DuplicateError, RateLimitedError, Store
-from mmjudge.leaderboard.validation import MAX_BYTES, SubmissionError, validate_outputs, validate_scores
+from mmjudge.leaderboard.validation import (MAX_BYTES, SubmissionError, human_size, size_reason, validate_outputs,
+                                           validate_scores)
 
 
 @dataclass
@@ -45,10 +46,11 @@ def submit(
 ) -> Receipt:  # fmt: skip
     """Check, then store durably. Never raises for a user mistake: the receipt carries the reason.
 
-    ``client`` is who sends the upload, the rate limit's key (the app passes the Hub user or the IP
-    address); without it the submitter name stands in (library callers, tests)."""
+    ``client`` is who sends the upload, the rate limit's key: the app passes the Hub user or the network
+    address. It is never taken from a field the uploader fills in (the submitter name is display data);
+    a library call without one is the ``local`` client."""
     data = bytes(data or b"")
-    client = str(client or submitter or "")[:200]
+    client = str(client or "local")[:200]
     try:
         if track not in TRACKS:
             raise RefusedError(f"track must be one of {', '.join(TRACKS)}, not {track!r}.")
@@ -91,15 +93,26 @@ def submit_path(store: Store, path: Optional[str], max_bytes: int = MAX_BYTES, *
 
     reason = None
     if not path or not os.path.isfile(path):
-        reason = "invalid file: choose a JSONL file to upload."
+        reason = (f"no file arrived. Choose a .jsonl file of at most {human_size(max_bytes)} and wait until its name "
+                  "shows in the file box before pressing Submit.")  # fmt: skip
     elif os.path.getsize(path) > max_bytes:
-        reason = f"invalid file: the file has {os.path.getsize(path):,} bytes; the limit is {max_bytes:,}."
+        reason = f"invalid file: {size_reason(os.path.getsize(path), max_bytes)}"
     if reason is not None:
         store.add_rejection(submitter=str(fields.get("submitter") or "")[:100], track=str(fields.get("track"))[:20],
                             benchmark=str(fields.get("benchmark"))[:100], name=str(fields.get("name") or "")[:100],
-                            data=b"", reason=reason,
-                            client=str(fields.get("client") or fields.get("submitter") or "")[:200])  # fmt: skip
+                            data=b"", reason=reason, client=str(fields.get("client") or "local")[:200])  # fmt: skip
         return Receipt(False, reason)
     with open(path, "rb") as f:
         data = f.read()
     return submit(store, data=data, max_bytes=max_bytes, **fields)
+
+
+def upload_cap(max_bytes: int) -> int:
+    """What the web server lets through (Gradio's ``max_file_size``): well above the board's own limit,
+    so that a file over the limit reaches :func:`submit_path` and gets its one line with sizes, instead
+    of vanishing in the upload and leaving "no file arrived".
+
+    >>> upload_cap(4 * 2**20) == 32 * 2**20
+    True
+    """
+    return max(4 * int(max_bytes), 32 * 2**20)

@@ -1,23 +1,34 @@
-"""What keeps a public board safe: rate limits, duplicate messages, escaping, admin tokens.
+r"""What keeps a public board (and the Space) safe: rate limits, duplicate messages, escaping, admin tokens.
 
-Names, links and descriptions are stored as the submitter typed them (data) and escaped every time
-they are rendered (:func:`safe_text`, :func:`safe_link`), so no HTML or script reaches a visitor.
-Uploaded files never keep their name (the store generates one), so no path can be traversed.
-Admin actions (hide, delete, re-run / re-queue) need the token in ``MMJUDGE_LEADERBOARD_ADMIN_TOKEN``;
-without that variable they are disabled.
+Names, links, descriptions and every other string a visitor typed are stored as typed (data) and
+escaped every time they are put into Markdown, by ONE helper, :func:`markdown_text`, which both apps
+use for every message that repeats user input; links go through :func:`safe_link`. So no HTML, script
+or Markdown link reaches a visitor. API replies are plain text (they are never rendered as HTML), so
+they carry no escapes at all. Uploaded files never keep their name (the store generates one), so no
+path can be traversed.
 
->>> safe_text('<img src=x onerror="alert(1)">')
-'&lt;img src=x onerror=&quot;alert(1)&quot;&gt;'
+Rate limits count per *client* (the signed-in Hub user, else the network address), never per a field
+the client writes. Admin actions (hide, delete, re-run / re-queue) need the token in
+``MMJUDGE_LEADERBOARD_ADMIN_TOKEN`` (without it they are disabled); wrong guesses are throttled per
+client with a growing delay (:class:`AdminGuard`).
+
+>>> markdown_text("[Session expired: click here](https://evil.example/)")
+'\\[Session expired: click here\\](https\\://evil.example/)'
+>>> markdown_text("<img src=x onerror=alert(1)>")
+'&lt;img src=x onerror=alert(1)&gt;'
 >>> safe_link("javascript:alert(1)"), safe_link("https://huggingface.co/org/model")
 ('', '<a href="https://huggingface.co/org/model" target="_blank" rel="noopener noreferrer">https://huggingface.co/org/model</a>')
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import html
+import math
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -33,12 +44,26 @@ class RefusedError(ValueError):
     """A submission refused by a protection rule (rate limit, duplicate, bad field)."""
 
 
+def client_label(client: str) -> str:
+    """A client key (the rate limit's) in words, for messages.
+
+    >>> client_label("ip:10.0.0.7"), client_label("user:ana"), client_label("local")
+    ('your address (10.0.0.7)', 'Hub user ana', "'local'")
+    """
+    kind, _, value = str(client).partition(":")
+    if kind == "ip" and value:
+        return f"your address ({value})"
+    if kind == "user" and value:
+        return f"Hub user {value}"
+    return repr(client)
+
+
 @dataclass
 class RateLimit:
     """At most ``max_submissions`` per client within ``window_s`` seconds (refused uploads count too).
 
-    The client is who sends the upload (the app passes the signed-in Hub user, else the IP address),
-    never the free-text submitter name, which anyone can change between uploads."""
+    The client is who sends the upload (the app passes the signed-in Hub user, else the network
+    address), never the free-text submitter name, which anyone can change between uploads."""
 
     max_submissions: int = 5
     window_s: float = 3600.0
@@ -56,17 +81,17 @@ class RateLimit:
         return self.max_submissions, self.window_s
 
     def reason(self, client: str, used: int) -> str:
-        return (f"rate limit: {client!r} has sent {used} submissions in the last {self.window_s / 60:g} minutes "
-                f"(limit {self.max_submissions}); try again later.")  # fmt: skip
+        return (f"rate limit: {client_label(client)} sent {used} submissions in the last {self.window_s / 60:g} minutes; "
+                f"the limit is {self.max_submissions} per {self.window_s / 60:g} minutes (refused uploads count). "
+                "Try again later.")  # fmt: skip
 
 
 def check_fields(name: str, link: str, description: str, submitter: str) -> tuple[str, str, str, str]:
-    """Trimmed fields, or :class:`RefusedError` naming the field that is missing or too long."""
+    """Trimmed fields, or :class:`RefusedError` naming the field that is missing or too long. An empty
+    submitter is allowed (the app shows the Hub user, else "anonymous")."""
     name, link, description, submitter = (str(v or "").strip() for v in (name, link, description, submitter))
     if not name:
         raise RefusedError("give the model or metric a name.")
-    if not submitter:
-        raise RefusedError("say who submits (your name or Hub user).")
     for label, value, limit in (("name", name, MAX_NAME_CHARS), ("submitter", submitter, MAX_NAME_CHARS),
                                 ("link", link, MAX_LINK_CHARS), ("description", description, MAX_DESCRIPTION_CHARS)):  # fmt: skip
         if len(value) > limit:
@@ -81,14 +106,45 @@ def duplicate_reason(previous: dict) -> str:
             f"(submission {previous['id'][:8]}, status {previous['status']}).")  # fmt: skip
 
 
-def safe_text(value: object) -> str:
-    """``value`` escaped for HTML and Markdown tables (``|`` and newlines would break a table row)."""
-    return html.escape(str(value), quote=True).replace("|", "&#124;").replace("\n", " ")
+# Characters Markdown (marked + GFM, as gr.Markdown renders it) reads as syntax anywhere in a line:
+# links and images ([ ] !), emphasis (* _ ~), code (`), tables (|), headings (#), e-mail autolinks (@),
+# and the backslash itself. ( ) { } + - . are syntax only next to these or at a line start, which a
+# one-line message never gives them.
+_MARKDOWN_SYNTAX = frozenset("\\`*_[]|~#@!")
+_AUTOLINK = re.compile(r"(://|(?i:\bwww)\.)")
+
+
+def markdown_text(value: object) -> str:
+    """``value`` as literal text inside Markdown: the one escaping helper of the board and the Space.
+
+    HTML's ``& < >`` become entities (so ``<img onerror=…>`` is text, not an element), Markdown syntax
+    is backslash-escaped (so ``[text](url)`` is not a link), bare URLs are broken (``https\\://``,
+    ``www\\.``: GFM would autolink them), and line breaks become spaces (one line; no heading or list
+    can start). Quotes stay as they are: they are syntax only inside HTML attributes, which never hold
+    user text here.
+
+    >>> markdown_text("**bold** `x` | y_z www.evil.example a@b.c")
+    '\\\\*\\\\*bold\\\\*\\\\* \\\\`x\\\\` \\\\| y\\\\_z www\\\\.evil.example a\\\\@b.c'
+    """
+    text = " ".join(str(value).split())
+    out = []
+    for ch in text:
+        if ch == "&":
+            out.append("&amp;")
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch == ">":
+            out.append("&gt;")
+        elif ch in _MARKDOWN_SYNTAX:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return _AUTOLINK.sub(lambda m: "\\" + m.group(0) if m.group(0) == "://" else m.group(0)[:-1] + "\\.", "".join(out))
 
 
 def safe_code(value: object) -> str:
-    """``value`` for a Markdown code span: HTML is shown literally there, so only backticks and line
-    breaks (which would end the span) are replaced.
+    """``value`` for a Markdown code span (the engine's signatures): HTML is shown literally there, so
+    only backticks and line breaks (which would end the span) are replaced.
 
     >>> safe_code("a`b|c")
     "a'b|c"
@@ -105,10 +161,74 @@ def safe_link(url: str) -> str:
     return f'<a href="{escaped}" target="_blank" rel="noopener noreferrer">{escaped}</a>'
 
 
+def _token_digest(token: object) -> bytes:
+    # Hashing first makes the comparison's time independent of the lengths too.
+    return hashlib.sha256(str(token).encode("utf-8", "surrogatepass")).digest()
+
+
 def check_admin(token: Optional[str], env: Optional[dict] = None) -> None:
-    """Raise :class:`PermissionError` unless ``token`` equals the configured admin token."""
+    """Raise :class:`PermissionError` unless ``token`` equals the configured admin token (compared in
+    constant time, on SHA-256 digests so that not even the length leaks)."""
     expected = (env if env is not None else os.environ).get(ADMIN_TOKEN_ENV, "")
     if not expected:
         raise PermissionError(f"admin actions are disabled: set {ADMIN_TOKEN_ENV} on the server.")
-    if not token or not hmac.compare_digest(str(token).encode(), expected.encode()):
+    if not hmac.compare_digest(_token_digest(token or ""), _token_digest(expected)) or not token:
         raise PermissionError("wrong admin token.")
+
+
+class AdminGuard:
+    """Admin-token checks throttled per client with a growing delay.
+
+    After the k-th wrong token in a row, the client must wait ``base_delay_s · 2^(k−1)`` seconds (at
+    most ``max_delay_s``) before its next try is even looked at; a try during the wait is refused with
+    the time left, without comparing the token, so guessing cannot go faster than the delays allow
+    (1 + 2 + 4 + … seconds: ten guesses take 17 minutes with the defaults). The right token clears the
+    client's record. Kept in memory: one app process serves the board.
+
+    >>> t = [0.0]
+    >>> guard = AdminGuard(base_delay_s=1.0, clock=lambda: t[0], env={ADMIN_TOKEN_ENV: "s3cret"})
+    >>> for token in ("guess", "again"):
+    ...     try:
+    ...         guard.check(token, "ip:10.0.0.7")
+    ...     except PermissionError as err:
+    ...         print(err)
+    wrong admin token.
+    too many wrong admin tokens from your address (10.0.0.7): wait 1 s before trying again.
+    >>> t[0] = 1.0; guard.check("s3cret", "ip:10.0.0.7")  # waited: the right token works (and clears the record)
+    """
+
+    def __init__(self, base_delay_s: float = 1.0, max_delay_s: float = 900.0, clock=time.monotonic,
+                 env: Optional[dict] = None, max_clients: int = 10_000):  # fmt: skip
+        if base_delay_s < 0 or max_delay_s < base_delay_s:
+            raise ValueError(f"Expected 0 <= base_delay_s <= max_delay_s, but got {base_delay_s} and {max_delay_s}.")
+        self.base_delay_s, self.max_delay_s, self.clock, self.env = float(base_delay_s), float(max_delay_s), clock, env
+        self.max_clients = max_clients
+        self._failures: dict[str, tuple[int, float]] = {}  # client -> (wrong tokens in a row, may try again at)
+        self._lock = threading.Lock()
+
+    def check(self, token: Optional[str], client: str) -> None:
+        """:func:`check_admin`, unless ``client`` must still wait; raises :class:`PermissionError`."""
+        now = self.clock()
+        with self._lock:
+            failures, until = self._failures.get(client, (0, now))
+            if now < until:
+                wait = math.ceil(until - now)
+                raise PermissionError(f"too many wrong admin tokens from {client_label(client)}: wait {wait} s before trying again.")
+        try:
+            check_admin(token, self.env)
+        except PermissionError as err:
+            if "disabled" not in str(err):
+                self._record_failure(client, now)
+            raise
+        with self._lock:
+            self._failures.pop(client, None)
+
+    def _record_failure(self, client: str, now: float) -> None:
+        with self._lock:
+            failures = self._failures.get(client, (0, now))[0] + 1
+            delay = min(self.base_delay_s * 2 ** min(failures - 1, 60), self.max_delay_s)
+            self._failures[client] = (failures, now + delay)
+            if len(self._failures) > self.max_clients:  # forget clients whose wait is long over
+                stale = [c for c, (_, until) in self._failures.items() if now - until > self.max_delay_s]
+                for c in stale:
+                    del self._failures[c]

@@ -6,9 +6,12 @@ Metrics track: the meta-evaluation of the submitted scores (:func:`mmjudge.metae
 summarised as Kendall τ per task × criterion and best-of-N accuracy per task, each with its bootstrap
 interval (:func:`summarise_metaeval`).
 
-Tables are built per **signature group** (:func:`group_by_signature`): rows whose signatures are not
-:func:`~mmjudge.signature.comparable` (other judge, prompts, γ, protocol…) go to separate groups, each
-with its own ranks.
+Tables are built per benchmark and **signature group** (:func:`group_by_signature`): rows whose
+signatures are not :func:`~mmjudge.signature.comparable` (other judge, prompts, γ, protocol…) go to
+separate groups, each with its own ranks. Each row carries its figure's interval (bootstrap over items)
+and whether it is separable from the row above (paired bootstrap on the same items,
+:mod:`mmjudge.leaderboard.uncertainty`). A Models-track submission whose judge failed on more than
+``max_failed_share`` of its items is listed without a rank, with the reason (:data:`MAX_FAILED_SHARE`).
 
 >>> a = {"id": "1", "name": "A", "signature": "mmjudge=0.1.0|metric=he|gamma=0.75", "created_at": 1,
 ...      "summary": {"overall": 3.0, "criteria": {"fluency": 4.0}, "tasks": {}}}
@@ -26,10 +29,19 @@ from __future__ import annotations
 import math
 from typing import Any, Optional, Sequence
 
+from mmjudge.leaderboard.uncertainty import mean_interval, paired, separable_resamples
 from mmjudge.signature import comparable
 
 ALL = "all"
 MAX_EXAMPLES = 3
+# A judge that fails (no rating, too little probability mass on the scale, an error) gives no score for
+# that criterion of that item, and the item's overall needs every criterion. Means leave failed items
+# out, so a submission that failed on many items would be ranked on the easier rest: above 5 % of its
+# items failed, it is shown but not ranked. 5 %: a working judge fails on a handful of odd inputs; one
+# that fails on one item in twenty is broken for that model's outputs, and its mean is no longer a
+# mean over the benchmark.
+MAX_FAILED_SHARE = 0.05
+STATUS_OK = "ok"
 
 
 # ------------------------------------------------------------------------------------- summaries
@@ -38,20 +50,34 @@ def _mean(values: Sequence[Any]) -> Optional[float]:
     return sum(xs) / len(xs) if xs else None
 
 
+def _failed(row: dict, criterion: str) -> bool:
+    """The judge gave no score for ``criterion`` of this item (``<c>_status`` other than ``ok``, or no
+    value; rows from before the status existed have none and count as ``ok``)."""
+    return row.get(f"{criterion}_status", STATUS_OK) != STATUS_OK or _number(row.get(criterion)) is None
+
+
 def summarise_models(rows: Sequence[dict], criteria: Sequence[str], max_examples: int = MAX_EXAMPLES) -> dict:
-    """Means of ``overall`` and each criterion, over all rows and per task, plus a few explanations.
+    """Means of ``overall`` and each criterion, over all rows and per task (failed items left out), the
+    judge's failures per criterion, the per-item values (for intervals) and a few explanations.
 
     >>> rows = [{"id": "a", "task": "ic", "overall": 3.0, "fluency": 4.0, "fluency_explanation": "Reads well."},
-    ...         {"id": "b", "task": "vqa", "overall": 4.0, "fluency": 2.0}]
+    ...         {"id": "b", "task": "vqa", "overall": 4.0, "fluency": 2.0},
+    ...         {"id": "c", "task": "vqa", "overall": None, "fluency": None, "fluency_status": "no_rating"}]
     >>> s = summarise_models(rows, ["fluency"])
     >>> s["overall"], s["criteria"], s["tasks"]["vqa"], s["examples"][0]["explanation"]
-    (3.5, {'fluency': 3.0}, {'overall': 4.0, 'fluency': 2.0, 'n': 1}, 'Reads well.')
+    (3.5, {'fluency': 3.0}, {'overall': 4.0, 'fluency': 2.0, 'n': 2, 'failed': 1}, 'Reads well.')
+    >>> s["failures"], s["failed_items"], s["items"]["overall"]
+    ({'fluency': 1}, 1, [3.0, 4.0, None])
     """
+    def failed_item(r: dict) -> bool:
+        return any(_failed(r, c) for c in criteria) or _number(r.get("overall")) is None
+
     tasks: dict[str, dict] = {}
     for task in dict.fromkeys(str(r.get("task") or ALL) for r in rows):
         part = [r for r in rows if str(r.get("task") or ALL) == task]
         tasks[task] = {"overall": _mean([r.get("overall") for r in part]),
-                       **{c: _mean([r.get(c) for r in part]) for c in criteria}, "n": len(part)}  # fmt: skip
+                       **{c: _mean([r.get(c) for r in part]) for c in criteria}, "n": len(part),
+                       "failed": sum(1 for r in part if failed_item(r))}  # fmt: skip
     examples = []
     for r in rows:
         for c in criteria:
@@ -64,13 +90,26 @@ def summarise_models(rows: Sequence[dict], criteria: Sequence[str], max_examples
         "criteria": {c: _mean([r.get(c) for r in rows]) for c in criteria},
         "tasks": tasks,
         "n": len(rows),
+        "failures": {c: sum(1 for r in rows if _failed(r, c)) for c in criteria},
+        "failed_items": sum(1 for r in rows if failed_item(r)),
+        # Per-item values in the benchmark's order: every submission of a benchmark has the same items,
+        # so the board can bootstrap a row's interval and compare two rows item by item.
+        "items": {"task": [str(r.get("task") or ALL) for r in rows], "overall": [_number(r.get("overall")) for r in rows],
+                  **{c: [_number(r.get(c)) for r in rows] for c in criteria}},  # fmt: skip
         "examples": examples,
     }
 
 
+def _number(value: Any) -> Optional[float]:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
 def summarise_metaeval(result: Any, metric: str) -> dict:
     """The figures of ``metric`` in a :class:`~mmjudge.metaeval.MetaEvalResult`: the benchmark's
-    correlation per ``task/criterion`` and accuracy per ``kind/subset``, with intervals, and the headline."""
+    correlation per ``task/criterion`` and accuracy per ``kind/subset``, with intervals, and the headline
+    with its bootstrap values (``resamples``: every submission under the same protocol and seed was
+    resampled identically, so two rows' values give a paired comparison)."""
     measure = result.correlation_measure
 
     def fig(r: dict) -> dict:
@@ -83,9 +122,18 @@ def summarise_metaeval(result: Any, metric: str) -> dict:
     headline = None
     if head is not None:
         label = f"accuracy {head['kind']}/{head['subset']}" if head["measure"] == "accuracy" else f"{measure} {head['task']}/{head['criterion']}"
-        headline = {"label": label, **fig(head)}
+        headline = {"label": label, **fig(head), "resamples": _resamples_of(result, metric, head)}
     return {"measure": measure, "correlations": correlations, "accuracy": accuracy, "headline": headline,
             "options": dict(result.options)}  # fmt: skip
+
+
+def _resamples_of(result: Any, metric: str, record: dict) -> Optional[list]:
+    """The in-memory bootstrap values of one figure (``resamples`` is keyed by the figure's fields and
+    the metric's name)."""
+    for (key, name), values in getattr(result, "resamples", {}).items():
+        if name == metric and all(record.get(field) == value for field, value in key):
+            return [_number(v) for v in values]
+    return None
 
 
 # ------------------------------------------------------------------------------------- grouping
@@ -120,7 +168,8 @@ def competition_ranks(values: Sequence[Optional[float]], higher_is_better: bool 
 
 
 def _ranked(rows: list[dict], key: str) -> list[dict]:
-    ranks = competition_ranks([r.get(key) for r in rows])
+    """Competition ranks by ``key`` among the rows that may be ranked (``ranked`` not False)."""
+    ranks = competition_ranks([r.get(key) if r.get("ranked", True) else None for r in rows])
     for r, k in zip(rows, ranks):
         r["rank"] = k
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["_created"], r["id"]))
@@ -131,6 +180,14 @@ def _base(entry: dict) -> dict:
             "_created": entry.get("created_at", 0)}  # fmt: skip
 
 
+def by_benchmark(entries: Sequence[dict]) -> dict[str, list[dict]]:
+    """Entries per benchmark, in first-seen order: different benchmarks are never ranked together."""
+    out: dict[str, list[dict]] = {}
+    for e in entries:
+        out.setdefault(str(e.get("benchmark") or ""), []).append(e)
+    return out
+
+
 # -------------------------------------------------------------------------------------- tables
 def model_columns(summary: dict, task: Optional[str] = None) -> dict[str, Optional[float]]:
     """``overall`` and each criterion, over all tasks or for one task; plus one column per task."""
@@ -138,21 +195,72 @@ def model_columns(summary: dict, task: Optional[str] = None) -> dict[str, Option
         part = summary.get("tasks", {}).get(task)
         if part is None:
             return {"overall": None}
-        return {k: v for k, v in part.items() if k != "n"}
+        return {k: v for k, v in part.items() if k not in ("n", "failed")}
     out = {"overall": summary.get("overall"), **summary.get("criteria", {})}
     for t, part in summary.get("tasks", {}).items():
         out[f"task:{t}"] = part.get("overall")
     return out
 
 
-def rank_models(entries: Sequence[dict], task: Optional[str] = None, criterion: str = "overall") -> list[dict]:
-    """One table per signature group: rows with ``rank`` by ``criterion`` (``overall`` or a criterion
-    name) over all tasks or one ``task``; groups with more rows first."""
+def failure_note(summary: dict, max_failed_share: float = MAX_FAILED_SHARE) -> tuple[Optional[int], Optional[str]]:
+    """(items the judge failed on, why the row is not ranked — None when it is ranked).
+
+    >>> failure_note({"n": 100, "failed_items": 7, "failures": {"clarity": 7, "fluency": 0}})
+    (7, 'not ranked: the judge failed on 7 of 100 items (7.0%: clarity 7), more than the 5% allowed')
+    >>> failure_note({"n": 100, "failed_items": 5, "failures": {"clarity": 5}})
+    (5, None)
+    """
+    failed, n = summary.get("failed_items"), summary.get("n") or 0
+    if failed is None:  # scored before failures were counted
+        return None, None
+    if n and failed / n > max_failed_share:
+        which = ", ".join(f"{c} {k}" for c, k in (summary.get("failures") or {}).items() if k)
+        return failed, (f"not ranked: the judge failed on {failed} of {n} items ({100 * failed / n:.1f}%: {which}), "
+                        f"more than the {100 * max_failed_share:g}% allowed")  # fmt: skip
+    return failed, None
+
+
+def rank_models(entries: Sequence[dict], task: Optional[str] = None, criterion: str = "overall",
+                max_failed_share: float = MAX_FAILED_SHARE, bootstrap: int = 0, seed: int = 0) -> list[dict]:  # fmt: skip
+    """One table per benchmark and signature group: rows with ``rank`` by ``criterion`` (``overall`` or a
+    criterion name) over all tasks or one ``task``; groups with more rows first. Each row has
+    ``failed`` (items the judge failed on), ``ranked`` and ``note`` (why not); with ``bootstrap``
+    resamples also ``ci_low``/``ci_high`` and ``separable`` (from the ranked row above)."""
     tables = []
-    for group in group_by_signature(entries):
-        rows = [{**_base(e), **model_columns(e["summary"], task)} for e in group]
-        tables.append({"signature": group[0]["signature"], "rows": _ranked(rows, criterion), "by": criterion})
+    for benchmark, entries_b in by_benchmark(entries).items():
+        for group in group_by_signature(entries_b):
+            rows = []
+            for e in group:
+                failed, note = failure_note(e["summary"], max_failed_share)
+                rows.append({**_base(e), **model_columns(e["summary"], task), "failed": failed, "ranked": note is None,
+                             "note": note or "", "_items": _item_values(e["summary"], task, criterion)})  # fmt: skip
+            rows = _ranked(rows, criterion)
+            _add_uncertainty(rows, bootstrap, seed, (benchmark, task or ALL, criterion))
+            tables.append({"benchmark": benchmark, "signature": group[0]["signature"], "rows": rows, "by": criterion})
     return sorted(tables, key=lambda t: -len(t["rows"]))
+
+
+def _item_values(summary: dict, task: Optional[str], key: str) -> Optional[list]:
+    items = summary.get("items")
+    if not items or key not in items:
+        return None
+    if not task or task == ALL:
+        return list(items[key])
+    return [v for t, v in zip(items["task"], items[key]) if t == task]
+
+
+def _add_uncertainty(rows: list[dict], bootstrap: int, seed: int, key: tuple) -> None:
+    """``ci_low``/``ci_high`` of each row and ``separable`` from the ranked row above (paired)."""
+    above: Optional[list] = None
+    for r in rows:
+        values = r.pop("_items")
+        r["ci_low"], r["ci_high"] = mean_interval(values, bootstrap, seed, key) if values else (None, None)
+        r["separable"] = None
+        if r["rank"] is None:
+            continue
+        if above is not None and values:
+            r["separable"] = paired(above, values, bootstrap, seed, key)["separable"]
+        above = values
 
 
 def metric_columns(summary: dict, task: Optional[str] = None, criterion: Optional[str] = None) -> dict[str, Optional[float]]:
@@ -171,14 +279,27 @@ def metric_columns(summary: dict, task: Optional[str] = None, criterion: Optiona
 
 def rank_metrics(entries: Sequence[dict], task: Optional[str] = None, criterion: Optional[str] = None,
                  by: str = "headline") -> list[dict]:  # fmt: skip
-    """One table per (benchmark, signature group): rows ranked by ``by`` (default the headline)."""
+    """One table per (benchmark, signature group): rows ranked by ``by`` (default the headline), each
+    with the headline's interval (``ci_low``/``ci_high``) and, ranked by the headline, ``separable``
+    from the row above (their bootstrap values share the resamples)."""
     tables = []
-    for benchmark in dict.fromkeys(e["benchmark"] for e in entries):
-        for group in group_by_signature([e for e in entries if e["benchmark"] == benchmark]):
-            rows = [{**_base(e), **metric_columns(e["summary"], task, criterion)} for e in group]
+    for benchmark, entries_b in by_benchmark(entries).items():
+        for group in group_by_signature(entries_b):
+            rows = []
+            for e in group:
+                head = e["summary"].get("headline") or {}
+                rows.append({**_base(e), **metric_columns(e["summary"], task, criterion), "ci_low": head.get("ci_low"),
+                             "ci_high": head.get("ci_high"), "_resamples": head.get("resamples")})  # fmt: skip
+            rows = _ranked(rows, by)
+            above: Optional[list] = None
+            for r in rows:
+                resamples = r.pop("_resamples")
+                r["separable"] = separable_resamples(above, resamples) if by == "headline" and above else None
+                if r["rank"] is not None:
+                    above = resamples
             label = (group[0]["summary"].get("headline") or {}).get("label", "")
             tables.append({"benchmark": benchmark, "signature": group[0]["signature"], "headline": label,
-                           "rows": _ranked(rows, by), "by": by})  # fmt: skip
+                           "rows": rows, "by": by})  # fmt: skip
     return sorted(tables, key=lambda t: -len(t["rows"]))
 
 

@@ -25,7 +25,11 @@ DEFAULTS: dict[str, Any] = {
     "judge_options": {},
     "batch_size": 16,  # items per scoring batch; the lease is renewed between batches
     "explain_examples": 2,  # items whose explanations are generated for the submission page
-    # Metrics track: the meta-evaluation protocol (part of every row's signature).
+    # Models track: a submission whose judge failed on more than this share of its items is shown but
+    # not ranked (mmjudge.leaderboard.ranking.MAX_FAILED_SHARE explains the 5%).
+    "max_failed_share": 0.05,
+    # Metrics track: the meta-evaluation protocol (part of every row's signature). Also the resamples
+    # and seed of the Models track's intervals and paired comparisons (bootstrap over items).
     "bootstrap": 200,
     "seed": 0,
     "protocol": "per_judgment",
@@ -33,10 +37,14 @@ DEFAULTS: dict[str, Any] = {
     "ties": "wrong",
     # Benchmarks read by the dataset loaders (see mmjudge.leaderboard.benchmarks.configure).
     "benchmarks": [],
-    # Protection.
+    # Protection: submissions per client (Hub user, else address) per window; the upload size limit;
+    # the admin throttle (after the k-th wrong token in a row a client waits admin_delay_s * 2^(k-1) s,
+    # at most admin_max_delay_s).
     "rate_limit": 5,
     "rate_window_s": 3600,
     "max_upload_bytes": 4 * 1024 * 1024,
+    "admin_delay_s": 1.0,
+    "admin_max_delay_s": 900.0,
     # Optional Hub sync (mmjudge.leaderboard.hub_sync): dataset repo ids, or null for none.
     "hub_requests_repo": None,
     "hub_results_repo": None,

@@ -14,15 +14,23 @@ mmjudge.leaderboard.validation.SubmissionError: missing 1 id(s) of the benchmark
 Traceback (most recent call last):
 ...
 mmjudge.leaderboard.validation.SubmissionError: line 2 (id 'b'): 'score' is nan; scores must be finite numbers.
+>>> validate_outputs(b'{"id": "a", "score": 0.5}\\n', ["a"])
+Traceback (most recent call last):
+...
+mmjudge.leaderboard.validation.SubmissionError: line 1 (id 'a'): no 'text'. This looks like a Metrics-track score file; the Models track wants one line per item like {"id": "a", "text": "<your model's output>"}. To submit scores, choose the Metrics track.
+>>> human_size(20 * 2**20), human_size(4 * 2**20), human_size(900)
+('20.0 MB', '4.0 MB', '900 bytes')
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Optional, Sequence
 
 from mmjudge.errors import shown_ids
 from mmjudge.jsonl import JsonLineError, decode, json_lines
+from mmjudge.metaeval.scores import check_scores
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_TEXT_CHARS = 4000
@@ -31,6 +39,23 @@ MAX_ID_CHARS = 200
 
 class SubmissionError(ValueError):
     """An upload that cannot be accepted; the message says what is wrong and where."""
+
+
+def human_size(n_bytes: int) -> str:
+    """A size as people read it (MB = 2^20 bytes, as upload limits are set)."""
+    if n_bytes < 2**10:
+        return f"{n_bytes} bytes"
+    if n_bytes < 2**20:
+        return f"{n_bytes / 2**10:.1f} KB"
+    return f"{n_bytes / 2**20:.1f} MB"
+
+
+def size_reason(n_bytes: int, max_bytes: int) -> str:
+    """The one line for a file over the limit, in the user's terms."""
+    exact = f" ({max_bytes:,} bytes)" if max_bytes >= 2**10 else ""
+    return (f"the file is {human_size(n_bytes)}; this board accepts at most {human_size(max_bytes)}{exact}. "
+            "Keep only the fields the track needs in each line: \"id\" and \"text\" (Models) or \"id\" and the "
+            "scores (Metrics).")  # fmt: skip
 
 
 def parse_jsonl(data: bytes, max_bytes: Optional[int] = MAX_BYTES) -> list[tuple[int, dict]]:
@@ -43,7 +68,7 @@ def parse_jsonl(data: bytes, max_bytes: Optional[int] = MAX_BYTES) -> list[tuple
     if not isinstance(data, (bytes, bytearray)):
         raise SubmissionError(f"expected the file's bytes, but got {type(data).__name__}.")
     if max_bytes is not None and len(data) > max_bytes:
-        raise SubmissionError(f"the file has {len(data):,} bytes; the limit is {max_bytes:,}.")
+        raise SubmissionError(size_reason(len(data), max_bytes))
     try:
         located = list(json_lines(decode(data)))
     except JsonLineError as err:
@@ -90,6 +115,13 @@ def validate_outputs(data: bytes, ids: Sequence[str], max_bytes: Optional[int] =
     rows = parse_jsonl(data, max_bytes)
     for n, obj in rows:
         text = obj.get("text")
+        if "text" not in obj:
+            example = json.dumps({"id": obj["id"], "text": "<your model's output>"}, ensure_ascii=False)
+            if any(_is_number(v) for k, v in obj.items() if k != "id"):
+                raise SubmissionError(f"line {n} (id {obj['id']!r}): no 'text'. This looks like a Metrics-track score file; "
+                                      f"the Models track wants one line per item like {example}. To submit scores, choose "
+                                      "the Metrics track.")  # fmt: skip
+            raise SubmissionError(f"line {n} (id {obj['id']!r}): no 'text'; each line needs {example}.")
         if not isinstance(text, str):
             raise SubmissionError(f"line {n} (id {obj['id']!r}): 'text' must be a string, but got {type(text).__name__}.")
         if not text.strip():
@@ -104,9 +136,14 @@ def validate_outputs(data: bytes, ids: Sequence[str], max_bytes: Optional[int] =
 def validate_scores(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = MAX_BYTES) -> dict[str, dict[str, float]]:
     """A Metrics-track upload as ``id → {column: value}`` (numeric columns; ``signature``/``text`` kept out).
 
+    Each line is checked here, naming its line number; the ids as a whole (every benchmark id scored,
+    no unknown one, every value finite) by the meta-evaluation's own check,
+    :func:`mmjudge.metaeval.scores.check_scores`, so the board accepts exactly what the worker's
+    meta-evaluation accepts.
+
     Raises:
-        SubmissionError: any :func:`parse_jsonl` / :func:`check_ids` problem, no numeric column, a row
-            lacking a column the others have, a non-number, NaN or infinity.
+        SubmissionError: any :func:`parse_jsonl` problem, no numeric column, a row lacking a column the
+            others have, a non-number, NaN or infinity, a duplicate id, missing or unknown ids.
     """
     rows = parse_jsonl(data, max_bytes)
     columns: list[str] = []
@@ -115,9 +152,17 @@ def validate_scores(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = 
             if key != "id" and key not in columns and _is_number(value):
                 columns.append(key)
     if not columns:
-        raise SubmissionError("no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}.")
+        hint = ""
+        if any(isinstance(obj.get("text"), str) for _, obj in rows):
+            hint = (" This looks like a Models-track outputs file ({\"id\", \"text\"}); to submit a model's outputs, "
+                    "choose the Models track.")  # fmt: skip
+        raise SubmissionError("no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}." + hint)
     out: dict[str, dict[str, float]] = {}
+    line_of: dict[str, int] = {}
     for n, obj in rows:
+        if obj["id"] in line_of:
+            raise SubmissionError(f"line {n}: duplicate id {obj['id']!r} (first on line {line_of[obj['id']]}).")
+        line_of[obj["id"]] = n
         values = {}
         for key in columns:
             if key not in obj:
@@ -129,8 +174,16 @@ def validate_scores(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = 
                 raise SubmissionError(f"line {n} (id {obj['id']!r}): {key!r} is {value}; scores must be finite numbers.")
             values[key] = float(value)
         out[obj["id"]] = values
-    check_ids(rows, ids)
+    try:
+        check_scores(out, ids, _SCORES)
+    except ValueError as err:
+        message = str(err).removeprefix(f"{_SCORES}: ")
+        unknown = [i for i in out if i not in set(ids)]
+        raise SubmissionError(f"line {line_of[unknown[0]]}: {message}" if unknown and not message.startswith("no score") else message) from None
     return {i: out[i] for i in ids}
+
+
+_SCORES = "the file"  # the name check_scores puts before its messages (taken off again: the board's lines name the file)
 
 
 def _is_number(value: Any) -> bool:

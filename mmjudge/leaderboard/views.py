@@ -1,7 +1,7 @@
 """What the board shows, as plain data (pandas DataFrames and escaped Markdown), built from the store.
 
 The Gradio layout (:mod:`mmjudge.leaderboard.app`) only places these; tests read them directly.
-Every user-supplied string that goes into Markdown passes :func:`~mmjudge.leaderboard.protection.safe_text`.
+Every user-supplied string that goes into Markdown passes :func:`~mmjudge.leaderboard.protection.markdown_text`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import time
 from typing import Any, Optional
 
 from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS
-from mmjudge.leaderboard.protection import safe_code, safe_link, safe_text
+from mmjudge.leaderboard.protection import markdown_text, safe_code, safe_link
 from mmjudge.leaderboard.ranking import ALL, public_rows, rank_metrics, rank_models
+from mmjudge.leaderboard.settings import DEFAULTS
 from mmjudge.leaderboard.store import Store
 
 TOP_PLOTTED = 5
@@ -37,37 +38,91 @@ def _frame(rows: list[dict], columns: Optional[list[str]] = None):
     return frame
 
 
+def _options(settings: Optional[dict]) -> dict:
+    """The ranking options the views read from the board's settings."""
+    s = {**DEFAULTS, **(settings or {})}
+    return {"bootstrap": int(s["bootstrap"]), "seed": int(s["seed"]), "max_failed_share": float(s["max_failed_share"])}
+
+
+def default_benchmark(store: Store, track: str) -> Optional[str]:
+    """The benchmark a track's table shows first: the one with the most scored submissions."""
+    counts: dict[str, int] = {}
+    for e in store.done(track):
+        counts[e["benchmark"]] = counts.get(e["benchmark"], 0) + 1
+    return max(counts, key=lambda b: counts[b]) if counts else None
+
+
+def _tables(store: Store, track: str, benchmark: Optional[str], task: Optional[str] = None, by: Optional[str] = None,
+            criterion: Optional[str] = None, settings: Optional[dict] = None) -> list[dict]:  # fmt: skip
+    benchmark = benchmark or default_benchmark(store, track)
+    entries = [e for e in store.done(track) if e["benchmark"] == benchmark]
+    if track == "models":
+        o = _options(settings)
+        return rank_models(entries, task=task, criterion=by or "overall", max_failed_share=o["max_failed_share"],
+                           bootstrap=o["bootstrap"], seed=o["seed"])  # fmt: skip
+    return rank_metrics(entries, task=task, criterion=criterion)
+
+
 def signature_choices(store: Store, track: str, benchmark: Optional[str] = None) -> list[tuple[str, int]]:
-    """The signature groups of a track (of one benchmark when given; largest first) as the group
-    selector's ``(label, index)`` choices; the index is the ``group`` of :func:`models_view` /
-    :func:`metrics_view` (given the same benchmark)."""
-    entries = [e for e in store.done(track) if benchmark in (None, e["benchmark"])]
-    tables = rank_models(entries) if track == "models" else rank_metrics(entries)
+    """The signature groups of one benchmark of a track (largest first; the track's default benchmark
+    when none is given) as the group selector's ``(label, index)`` choices; the index is the ``group``
+    of :func:`models_view` / :func:`metrics_view` (given the same benchmark)."""
+    tables = _tables(store, track, benchmark, settings={"bootstrap": 0})
     return [(f"{i + 1}: {t['signature']}", i) for i, t in enumerate(tables)]
 
 
-def models_view(store: Store, task: str = ALL, rank_by: str = "overall", columns: str = "criteria",
-                group: int = 0) -> tuple[Any, str, Any]:  # fmt: skip
-    """(table, caption, profile-plot data) for the Models track: signature group ``group``, ranked by
-    ``rank_by`` on ``task``; ``columns`` = ``"criteria"`` (overall + criteria) or ``"tasks"`` (per task)."""
+def _interval(row: dict, digits: int = 3) -> str:
+    low, high = row.get("ci_low"), row.get("ci_high")
+    return "" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _separable(row: dict) -> str:
+    return {True: "yes", False: "no (within noise)", None: ""}[row.get("separable")]
+
+
+def _failures(row: dict, n: Optional[int]) -> str:
+    failed = row.get("failed")
+    if failed is None:
+        return ""
+    return f"{failed} ({100 * failed / n:.1f}%)" if n and failed else str(failed)
+
+
+INTERVAL_NOTE = ("**interval**: 95% bootstrap over the benchmark's items; **vs above**: *yes* when a paired bootstrap "
+                 "on the same items separates this row from the one above (the interval of their difference excludes "
+                 "0), *no* when chance could swap them.")  # fmt: skip
+
+
+def models_view(store: Store, task: str = ALL, rank_by: str = "overall", columns: str = "criteria", group: int = 0,
+                benchmark: Optional[str] = None, settings: Optional[dict] = None) -> tuple[Any, str, Any]:  # fmt: skip
+    """(table, caption, profile-plot data) for the Models track: one benchmark's signature group
+    ``group``, ranked by ``rank_by`` on ``task``; ``columns`` = ``"criteria"`` (overall + criteria) or
+    ``"tasks"`` (per task). Each row shows the ranked figure's interval, whether it is separable from
+    the row above, and how many items the judge failed on; a row the judge failed on too often is
+    listed without a rank, with the reason."""
     import pandas as pd
 
-    task = task or ALL
-    tables = rank_models(store.done("models"), task=None if task == ALL else task, criterion=rank_by or "overall")
+    task, rank_by = task or ALL, rank_by or "overall"
+    tables = _tables(store, "models", benchmark, None if task == ALL else task, rank_by, settings=settings)
     if not tables:
         return _frame([], ["rank", "name"]), "No scored model submissions yet.", pd.DataFrame(columns=["place", "name", "criterion", "score"])
     table = tables[min(max(int(group or 0), 0), len(tables) - 1)]
     rows = public_rows(table)
-    head = ["rank", "name", "overall"]
+    sizes = {e["id"]: e["summary"].get("n") for e in store.done("models")}
+    head = ["rank", "name", "overall"] + ([rank_by] if rank_by != "overall" else []) + ["interval", "vs above", "judge failures"]
     if columns == "tasks" and task == ALL:
         body = [f"task:{t}" for t in MODEL_TASKS if any(f"task:{t}" in r for r in rows)]
     else:
-        body = [c for c in CRITERIA if any(c in r for r in rows)]
-    frame = _frame(rows, head + body + ["submitter", "id"])
-    caption = (f"Ranked by **{safe_text(rank_by)}** on task **{safe_text(task)}** among {len(rows)} submission(s) "
-               f"with comparable signatures. Signature: `{safe_code(table['signature'])}`"
+        body = [c for c in CRITERIA if c != rank_by and any(c in r for r in rows)]
+    shown = [{**r, "interval": _interval(r), "vs above": _separable(r), "judge failures": _failures(r, sizes.get(r["id"]))}
+             for r in rows]  # fmt: skip
+    frame = _frame(shown, head + body + ["note", "submitter", "id"])
+    max_failed = _options(settings)["max_failed_share"]
+    caption = (f"Benchmark **{markdown_text(table['benchmark'])}**: ranked by **{markdown_text(rank_by)}** on task "
+               f"**{markdown_text(task)}** among {len(rows)} submission(s) with comparable signatures; "
+               f"{INTERVAL_NOTE} **judge failures**: items the judge could not rate; above {100 * max_failed:g}% a row "
+               f"is listed without a rank. Signature: `{safe_code(table['signature'])}`"
                + (f" — {len(tables) - 1} other signature group(s) are listed separately." if len(tables) > 1 else "")
-               + "  \nPlot: " + ", ".join(f"{PLACES[k]} = {safe_text(r['name'])}" for k, r in enumerate(rows[:TOP_PLOTTED])))  # fmt: skip
+               + "  \nPlot: " + ", ".join(f"{PLACES[k]} = {markdown_text(r['name'])}" for k, r in enumerate(rows[:TOP_PLOTTED])))  # fmt: skip
     plot = [{"place": PLACES[k], "name": r["name"], "criterion": c, "score": _round(r[c])}
             for k, r in enumerate(rows[:TOP_PLOTTED]) for c in CRITERIA if r.get(c) is not None]
     # Empty places still appear (no score, so no line): the first rendering fixes the colour domain.
@@ -77,19 +132,75 @@ def models_view(store: Store, task: str = ALL, rank_by: str = "overall", columns
 
 def metrics_view(store: Store, benchmark: Optional[str] = None, task: str = ALL, criterion: str = "",
                  group: int = 0) -> tuple[Any, str]:  # fmt: skip
-    """(table, caption) for the Metrics track: one benchmark's signature group, headline first, then
-    the correlation (τ) and accuracy figures filtered by ``task`` / ``criterion``."""
-    entries = [e for e in store.done("metrics") if benchmark in (None, "", e["benchmark"])]
-    tables = rank_metrics(entries, task=None if task in (None, "", ALL) else task, criterion=criterion or None)
+    """(table, caption) for the Metrics track: one benchmark's signature group, headline first with its
+    interval and whether it is separable from the row above, then the correlation (τ) and accuracy
+    figures filtered by ``task`` / ``criterion``."""
+    tables = _tables(store, "metrics", benchmark or None, None if task in (None, "", ALL) else task, criterion=criterion or None)
     if not tables:
         return _frame([], ["rank", "name", "headline"]), "No scored metric submissions yet."
     table = tables[min(max(int(group or 0), 0), len(tables) - 1)]
-    rows = public_rows(table)
+    rows = [{**r, "interval": _interval(r), "vs above": _separable(r)} for r in public_rows(table)]
     figures = [k for k in dict.fromkeys(k for r in rows for k in r) if ":" in k]
-    frame = _frame(rows, ["rank", "name", "headline"] + figures + ["submitter", "id"])
-    caption = (f"Benchmark **{safe_text(table['benchmark'])}**; headline = {safe_text(table['headline'])}. "
-               f"Intervals: bootstrap, on each submission's page. Signature: `{safe_code(table['signature'])}`")  # fmt: skip
+    frame = _frame(rows, ["rank", "name", "headline", "interval", "vs above"] + figures + ["submitter", "id"])
+    caption = (f"Benchmark **{markdown_text(table['benchmark'])}**; headline = {markdown_text(table['headline'])}. "
+               f"{INTERVAL_NOTE} Every figure's interval is on the submission's page. "
+               f"Signature: `{safe_code(table['signature'])}`")  # fmt: skip
     return frame, caption
+
+
+def results_records(store: Store, track: str, benchmark: Optional[str] = None, task: str = ALL, by: str = "",
+                    group: int = 0, settings: Optional[dict] = None) -> list[dict]:  # fmt: skip
+    """The ranked rows of one benchmark's signature group as plain records (numbers, not display
+    strings): what the CSV / JSON downloads and the ``/results`` API give. ``benchmark`` and
+    ``signature`` are repeated on every row so a file stands on its own."""
+    task = task or ALL
+    if track == "models":
+        tables = _tables(store, track, benchmark, None if task == ALL else task, by or "overall", settings=settings)
+    else:
+        tables = _tables(store, track, benchmark, None if task == ALL else task, settings=settings)
+    if not tables:
+        return []
+    table = tables[min(max(int(group or 0), 0), len(tables) - 1)]
+    return [{"benchmark": table["benchmark"], **{k: _round(v, 6) for k, v in r.items()}, "signature": table["signature"]}
+            for r in public_rows(table)]  # fmt: skip
+
+
+def write_results(records: list[dict], folder: str, stem: str) -> tuple[str, str]:
+    """``records`` as ``<stem>.csv`` and ``<stem>.json`` in ``folder`` (the downloads); returns both paths."""
+    import json
+    import os
+
+    import pandas as pd
+
+    os.makedirs(folder, exist_ok=True)
+    csv_path, json_path = os.path.join(folder, f"{stem}.csv"), os.path.join(folder, f"{stem}.json")
+    pd.DataFrame(records).to_csv(csv_path, index=False)
+    with open(json_path, "w", encoding="utf-8") as f:
+        json.dump(records, f, ensure_ascii=False, indent=1, allow_nan=False)
+    return csv_path, json_path
+
+
+def standing(store: Store, sid: str, settings: Optional[dict] = None) -> dict:
+    """Where one submission stands, as plain data (the ``/status`` API and ``mmjudge leaderboard submit``):
+    status, reason, queue position; once DONE its ranked row (rank, value, interval, separable, judge
+    failures, note) in its benchmark's table."""
+    sid = str(sid or "").strip()
+    row = store.get(sid) if sid else None
+    if row is None or row["hidden"]:
+        return {"id": sid, "status": "UNKNOWN", "reason": f"no submission {sid!r}"}
+    out = {"id": sid, "status": row["status"], "reason": row["reason"], "track": row["track"], "benchmark": row["benchmark"],
+           "name": row["name"], "position": store.position(sid)}  # fmt: skip
+    if row["status"] != "DONE":
+        return out
+    for table in _tables(store, row["track"], row["benchmark"], settings=settings):
+        for r in public_rows(table):
+            if r["id"] == sid:
+                key = "overall" if row["track"] == "models" else "headline"
+                out.update(rank=r.get("rank"), of=sum(1 for x in table["rows"] if x.get("rank") is not None), by=key,
+                           value=r.get(key), ci_low=r.get("ci_low"), ci_high=r.get("ci_high"), separable=r.get("separable"),
+                           failed=r.get("failed"), note=r.get("note", ""), signature=table["signature"])  # fmt: skip
+                return out
+    return out
 
 
 def queue_view(store: Store, now: Optional[float] = None):
@@ -109,20 +220,21 @@ def _age(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def submission_view(store: Store, sid: str) -> tuple[str, Any]:
-    """(Markdown page, breakdown table) of one submission: status or reason, per-criterion and per-task
-    breakdown, a few explanations (Models) or every figure with its interval (Metrics)."""
+def submission_view(store: Store, sid: str, settings: Optional[dict] = None) -> tuple[str, Any]:
+    """(Markdown page, breakdown table) of one submission: status or reason, its place in its table
+    (rank, interval, separable from the row above), per-criterion and per-task breakdown with the
+    judge's failures and a few explanations (Models) or every figure with its interval (Metrics)."""
     sid = (sid or "").strip()
     row = store.get(sid) if sid else None
     if row is None or row["hidden"]:
-        return f"No submission with id `{safe_code(sid)}`.", _frame([])
-    lines = [f"### {safe_text(row['name'])}",
-             f"**Status:** {row['status']}" + (f" — {safe_text(row['reason'])}" if row["reason"] else ""),
-             f"**Track:** {row['track']} · **Benchmark:** {safe_text(row['benchmark'])} · **Submitted by:** {safe_text(row['submitter'])}"]  # fmt: skip
+        return f"No submission with id {markdown_text(sid)}.", _frame([])
+    lines = [f"### {markdown_text(row['name'])}",
+             f"**Status:** {row['status']}" + (f" — {markdown_text(row['reason'])}" if row["reason"] else ""),
+             f"**Track:** {row['track']} · **Benchmark:** {markdown_text(row['benchmark'])} · **Submitted by:** {markdown_text(row['submitter'])}"]  # fmt: skip
     if row["link"]:
         lines.append(f"**Link:** {safe_link(row['link'])}")
     if row["description"]:
-        lines.append(f"> {safe_text(row['description'])}")
+        lines.append(f"> {markdown_text(row['description'])}")
     result = store.result(sid) if row["status"] == "DONE" else None
     if row["status"] in ("PENDING", "RUNNING"):
         position = store.position(sid)
@@ -130,19 +242,29 @@ def submission_view(store: Store, sid: str) -> tuple[str, Any]:
     if result is None:
         return "\n\n".join(lines), _frame([])
     lines.append(f"**Signature:** `{safe_code(result['signature'])}`")
+    place = standing(store, sid, settings)
+    if place.get("rank") is not None:
+        lines.append(f"**Rank:** {place['rank']} of {place['of']} by {place['by']} = {_round(place['value'])} "
+                     f"{_interval(place)} · separable from the row above: {_separable(place) or '—'}")  # fmt: skip
+    elif place.get("note"):
+        lines.append(f"**{markdown_text(place['note'])}**")
     summary = result["summary"]
     if row["track"] == "models":
+        if "failed_items" in summary:
+            which = ", ".join(f"{c} {k}" for c, k in summary.get("failures", {}).items() if k)
+            lines.append(f"**Judge failures:** {summary['failed_items']} of {summary['n']} items" + (f" ({which})" if which else ""))
         table = [{"task": t, **{k: v for k, v in part.items()}} for t, part in summary["tasks"].items()]
-        table.append({"task": ALL, "overall": summary["overall"], **summary["criteria"], "n": summary["n"]})
+        table.append({"task": ALL, "overall": summary["overall"], **summary["criteria"], "n": summary["n"],
+                      "failed": summary.get("failed_items")})  # fmt: skip
         if summary.get("examples"):
             lines.append("#### Example explanations")
             for ex in summary["examples"]:
-                lines.append(f"- **{safe_text(ex['criterion'])}** on `{safe_code(ex['id'])}` ({safe_text(ex['task'])}), "
-                             f"score {_round(ex['score'], 2)}: text “{safe_text(ex['text'])}” — {safe_text(ex['explanation'])}")  # fmt: skip
-        return "\n\n".join(lines), _frame(table, ["task", "overall"] + CRITERIA + ["n"])
+                lines.append(f"- **{markdown_text(ex['criterion'])}** on `{safe_code(ex['id'])}` ({markdown_text(ex['task'])}), "
+                             f"score {_round(ex['score'], 2)}: text “{markdown_text(ex['text'])}” — {markdown_text(ex['explanation'])}")  # fmt: skip
+        return "\n\n".join(lines), _frame(table, ["task", "overall"] + CRITERIA + ["n", "failed"])
     head = summary.get("headline") or {}
     if head:
-        lines.append(f"**Headline:** {safe_text(head.get('label'))} = {_round(head.get('value'))} "
+        lines.append(f"**Headline:** {markdown_text(head.get('label'))} = {_round(head.get('value'))} "
                      f"[{_round(head.get('ci_low'))}, {_round(head.get('ci_high'))}]")  # fmt: skip
     table = [{"figure": f"{summary['measure']} {k}", **v} for k, v in summary["correlations"].items()]
     table += [{"figure": f"accuracy {k}", **v} for k, v in summary["accuracy"].items()]

@@ -27,6 +27,7 @@ makes the repeated work cheap. Several workers may run at once on the same data 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -125,7 +126,8 @@ class Worker:
         # No size check on re-reading: intake accepted the file under the board's own limit
         # (settings["max_upload_bytes"]), which may exceed validation's default.
         if job["track"] == "models":
-            return self._score_models(bench, validate_outputs(data, bench.ids, max_bytes=None), beat)
+            signature, summary, rows = self._score_models(bench, validate_outputs(data, bench.ids, max_bytes=None), beat)
+            return signature, summary, [_json_safe(r) for r in rows]
         return self._score_metrics(bench, validate_scores(data, bench.ids, max_bytes=None), beat)
 
     def metric(self, explain: bool = False) -> Any:
@@ -198,6 +200,11 @@ class Worker:
                                    confidence=result.options.get("confidence"))  # fmt: skip
         records = result.to_dict()["records"]  # JSON-safe: NaN/inf → None, numpy scalars → numbers
         return str(signature), summarise_metaeval(result, SUBMISSION_METRIC), records
+
+
+def _json_safe(row: dict) -> dict:
+    """A result row for strict JSON: a criterion the judge failed on is NaN in memory and null when stored."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
 
 
 class _Heartbeat:

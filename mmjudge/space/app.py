@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from mmjudge.space.handlers import DEMO_WARNING, PRIMARY, Scorer, criterion_label, score_page, spec_criteria
-from mmjudge.space.inputs import QUESTION_TASKS, TASKS, TEXT_NAMES
+from mmjudge.space.inputs import BOX_TASKS, QUESTION_TASKS, TASKS, TEXT_NAMES
 from mmjudge.space.settings import Settings
 
 TITLE = "mmjudge: why does this text score what it scores?"
@@ -35,6 +35,18 @@ def example_rows(folder: Optional[Path] = None) -> list[list[Any]]:
         box = ", ".join(f"{v:g}" for v in ex["box"]) if ex.get("box") else ""
         rows.append([ex["task"], str(path), ex["text"], ex.get("question", ""), box])
     return rows
+
+
+def limits_text(settings: Settings) -> str:
+    """What the page accepts, stated in the user's terms (the same numbers the checks use)."""
+    side = int((settings.max_pixels * 4 / 3) ** 0.5)  # a 4:3 picture at the limit
+    return (f"**Limits**: images up to {settings.max_pixels / 1e6:g} megapixels (e.g. {side:,} × {side * 3 // 4:,}); "
+            f"texts, questions and references up to {settings.max_chars:,} characters each, at most "
+            f"{settings.max_references} references. Requests scored at once: {settings.concurrency}; waiting in line "
+            f"at most: {settings.max_queue}; beyond that the page answers that the Space is busy: try again in a minute. "
+            "Scores that need a corpus (CIDEr-D weighs words by how rare they are across the references of many "
+            "items) cannot be computed for the one item scored here: they are shown as *not computed*, with why, "
+            "never as 0.")  # fmt: skip
 
 
 def _empty_frame():
@@ -88,26 +100,23 @@ def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = N
                 explain = gr.Checkbox(label="Explain each criterion (slower: the judge writes one explanation per criterion)",
                                       elem_id="explain")  # fmt: skip
                 score = gr.Button("Score", variant="primary", elem_id="score")
-                gr.Markdown(
-                    f"Texts, questions and references: at most {settings.max_chars:,} characters each. "
-                    f"Requests scored at once: {settings.concurrency}; waiting in line at most: {settings.max_queue}. "
-                    "Beyond that the page answers that the Space is busy: try again in a minute."
-                )
+                gr.Markdown(limits_text(settings), elem_id="limits")
             with gr.Column(scale=1):
-                status = gr.Markdown("Pick a task, give an image and a text, press **Score**.", elem_id="status")
-                overall = gr.Markdown(elem_id="overall")
+                # latex_delimiters=[]: these show what visitors typed (escaped) and what the judge wrote.
+                status = gr.Markdown("Pick a task, give an image and a text, press **Score**.", latex_delimiters=[], elem_id="status")
+                overall = gr.Markdown(latex_delimiters=[], elem_id="overall")
                 chart = gr.BarPlot(_empty_frame(), x="criterion", y="score", y_lim=[1, 5], sort=criteria or None,
                                    title="HarmonicEval per criterion (1–5)", y_title="score", elem_id="chart")  # fmt: skip
-                table = gr.Markdown(elem_id="criteria")
+                table = gr.Markdown(latex_delimiters=[], elem_id="criteria")
                 boxed = gr.Image(label="The box the judge sees", visible=False, interactive=False, elem_id="boxed")
                 gr.Markdown("### Explanations")
                 accordions, explanations = [], []
                 for c in criteria:
                     with gr.Accordion(c, open=False, elem_id=f"explain-{c}") as acc:
-                        explanations.append(gr.Markdown())
+                        explanations.append(gr.Markdown(latex_delimiters=[]))
                     accordions.append(acc)
                 gr.Markdown("### Other metrics")
-                others = gr.Markdown(elem_id="others")
+                others = gr.Markdown(latex_delimiters=[], elem_id="others")
                 with gr.Accordion("Share this result", open=False, elem_id="share"):
                     signatures = gr.Textbox(label="Signature (what was run, to reproduce the numbers)", lines=2,
                                             interactive=False, buttons=["copy"], elem_id="signature")  # fmt: skip
@@ -116,8 +125,8 @@ def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = N
 
         def on_task(key: str):
             return (
-                gr.update(visible=key == "reg"),
-                gr.update(visible=key == "reg"),
+                gr.update(visible=key in BOX_TASKS),
+                gr.update(visible=key in BOX_TASKS),
                 gr.update(visible=key in QUESTION_TASKS),
                 gr.update(label=f"Text to score (the {TEXT_NAMES.get(key, 'text')})"),
             )

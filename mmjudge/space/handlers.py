@@ -1,8 +1,12 @@
 """Scoring for the Space: which metrics apply, running them, and what the page shows.
 
-Metrics are offered from :func:`mmjudge.available_metrics` and their declarations
-(:meth:`~mmjudge.metrics.base.Metric.spec_for`): a metric that needs images, references or a task the
+Metrics are offered from the engine's registry (:data:`mmjudge.metrics.METRICS`) and their declarations
+(:meth:`~mmjudge.metrics.base.Metric.spec_for`: ``label``, ``judged``, ``requires``, ``tasks``,
+``inputs``, ``description``); which labels the page offers, and in what order, is data in the settings
+(:data:`~mmjudge.space.settings.DEFAULT_METRICS`). A metric that needs images, references or a task the
 item lacks is skipped with the reason; results are read only through :class:`mmjudge.report.Report`.
+Every message that repeats what a visitor typed (or what the judge wrote) goes into Markdown through
+the one escaping helper, :func:`~mmjudge.leaderboard.protection.markdown_text`.
 
 >>> from mmjudge.space import Settings
 >>> [c.label for c in metric_choices(Settings())]
@@ -21,7 +25,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from mmjudge.metrics import METRICS, available_metrics
+from mmjudge.leaderboard.protection import markdown_text
+from mmjudge.metrics import METRICS
 from mmjudge.metrics.base import MetricSpec
 from mmjudge.report import Report
 from mmjudge.space.inputs import TASKS
@@ -29,23 +34,7 @@ from mmjudge.space.settings import Settings
 
 Progress = Callable[..., Any]
 
-# (label on the page, metric module, configuration); offered when the module exists.
-_KNOWN = (
-    ("HarmonicEval", "harmonic_eval", None),
-    ("FLEUR", "fleur", "fleur"),
-    ("RefFLEUR", "fleur", "reffleur"),
-    ("CLIP-S", "clip_score", "clip_score"),
-    ("RefCLIP-S", "clip_score", "ref_clip_score"),
-    ("BLEU", "baselines", "bleu"),
-    ("ROUGE-L", "baselines", "rouge_l"),
-    ("CIDEr-D", "baselines", "cider"),
-    ("VELA", "vela", None),
-)
-# Metrics that load a learned checkpoint appear only once one is configured (MMJUDGE_SPACE_METRIC_OPTIONS).
-_NEEDS_OPTIONS = ("vela",)
-# Metrics scored by the shared VLM judge.
-_JUDGED = ("harmonic_eval", "fleur")
-PRIMARY = "HarmonicEval"
+PRIMARY = "HarmonicEval"  # the page's subject: its per-criterion chart, table and explanations
 _NEEDS = {
     "image": "needs an image",
     "references": "needs reference texts (one per line under References)",
@@ -81,16 +70,34 @@ class MetricChoice:
         return None
 
 
-def metric_choices(settings: Settings, names: Optional[Sequence[str]] = None) -> list[MetricChoice]:
-    """The metric configurations this install offers, HarmonicEval first."""
-    installed = set(available_metrics() if names is None else names)
-    out = []
-    for label, name, config in _KNOWN:
-        if name not in installed or (name in _NEEDS_OPTIONS and not settings.metric_options.get(name)):
-            continue
+def declared_configurations(names: Optional[Sequence[str]] = None) -> dict[str, tuple[str, Optional[str], MetricSpec]]:
+    """label → (metric name, configuration, spec) for every configuration the registry declares (of the
+    metrics in ``names`` when given); a metric that cannot even declare itself here is left out. The
+    configuration is ``None`` for metrics that have only one (they take no ``config_name``)."""
+    out: dict[str, tuple[str, Optional[str], MetricSpec]] = {}
+    for name in METRICS.names() if names is None else names:
         try:
-            spec = METRICS.get(name).spec_for(config)
-        except Exception:  # a metric that cannot even declare itself here is not offered
+            cls = METRICS.get(name)
+            configs = list(cls.configs) or [None]
+            for config in configs:
+                spec = cls.spec_for(config)
+                out.setdefault(spec.label, (name, config if len(configs) > 1 else None, spec))
+        except Exception:  # noqa: BLE001 - a broken optional metric must not take the page down
+            logging.getLogger("mmjudge.space").warning("metric %s cannot declare itself; not offered", name, exc_info=True)
+    return out
+
+
+def metric_choices(settings: Settings, names: Optional[Sequence[str]] = None) -> list[MetricChoice]:
+    """The metric configurations this install offers: the settings' labels, in their order, that the
+    registry declares and whose required options (``spec.requires``) the settings give."""
+    declared = declared_configurations(names)
+    out = []
+    for label in settings.metrics:
+        if label not in declared:
+            continue
+        name, config, spec = declared[label]
+        options = settings.options_for(name)
+        if any(option not in options for option in spec.requires):
             continue
         out.append(MetricChoice(label, name, config, spec))
     return out
@@ -150,17 +157,11 @@ class Scorer:
     def _load(self, choice: MetricChoice, explain: bool = False) -> Any:
         import mmjudge
 
-        kwargs: dict[str, Any] = dict(self.settings.metric_options.get(choice.name, {}))
+        kwargs: dict[str, Any] = self.settings.options_for(choice.name)
         if explain:
             kwargs["explain"] = True
-        if choice.name in _JUDGED:
-            kwargs.update(judge=self.judge(), cache=False)  # the shared judge carries the cache
-            if choice.name == "fleur" and self.settings.demo:
-                kwargs.setdefault("max_new_tokens", 16)  # a random model never prints a score: stop early
-        elif choice.name == "clip_score":
-            kwargs.setdefault("model", self.settings.clip_model)
-            if self.settings.device:
-                kwargs.setdefault("device", self.settings.device)
+        if choice.spec.judged:
+            kwargs.update(judge=self.judge(), cache=False)  # one judge for all judged metrics; it carries the cache
         return mmjudge.load(choice.name, choice.config, **kwargs)
 
     def score(
@@ -287,14 +288,34 @@ def explanation_texts(result: SpaceResult) -> dict[str, str]:
     row = result.harmonic or {}
     out = {}
     for c in criteria(result):
-        text = row.get(f"{c}_explanation")
-        out[c] = text if text else "No explanation asked for: tick *Explain each criterion* and score again."
+        text = row.get(f"{c}_explanation")  # the judge's words, which may echo the visitor's text: escaped
+        out[c] = markdown_text(text) if text else "No explanation asked for: tick *Explain each criterion* and score again."
     return out
+
+
+def not_computed(row: dict, name: str) -> Optional[str]:
+    """Why ``row`` has no value for score ``name`` (``None`` when it has one): the metric's own reason
+    when it gives one (an output ``<name>_reason``), else a general one. A score the engine cannot
+    compute (CIDEr-D on one item: its IDF needs a corpus) is NaN, never a number.
+
+    >>> not_computed({"cider": float("nan"), "cider_reason": "CIDEr-D needs a corpus: not computed for one item"}, "cider")
+    'CIDEr-D needs a corpus: not computed for one item'
+    >>> not_computed({"bleu_4": 0.0}, "bleu_4") is None
+    True
+    """
+    value = row.get(name)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return None
+    for key in (f"{name}_reason", f"{name}_note", "reason"):
+        if isinstance(row.get(key), str) and row[key].strip():
+            return row[key].strip()
+    return "the metric gave no value for this input"
 
 
 def others_markdown(result: SpaceResult, choices: dict[str, MetricChoice]) -> str:
     """Every other metric's primary score (and its other scores) side by side, each with what it
     measures; metrics that could not run, with why."""
+    md = markdown_text  # labels may be anything an API client sent; reasons may repeat its input
     lines = ["| Metric | Score | What it measures |", "|---|---:|---|"]
     any_row = False
     for label, report in result.reports.items():
@@ -302,21 +323,20 @@ def others_markdown(result: SpaceResult, choices: dict[str, MetricChoice]) -> st
             continue
         row = report.rows[0]
         names = [n for n in report.spec.score_names() if n in row]
-        score = _num(row[names[0]])
-        if score == "—":
-            score = "— (no score)"
-        extra = ", ".join(f"{n} {_num(row[n])}" for n in names[1:])
+        why = not_computed(row, names[0])
+        score = _num(row[names[0]]) if why is None else f"not computed: {md(why)}"
+        extra = ", ".join(f"{n} {_num(row[n])}" if not_computed(row, n) is None else f"{n} not computed" for n in names[1:])
         primary = report.spec.output(report.spec.primary)
         note = f"{report.spec.description}; {primary.name}: {primary.description}" + (f" (also {extra})" if extra else "")
-        lines.append(f"| {label} | {score} | {note} |")
+        lines.append(f"| {md(label)} | {score} | {md(note)} |")
         any_row = True
     for label, reason in result.skipped.items():
         note = choices[label].note if label in choices else ""
-        lines.append(f"| {label} | not run: {reason} | {note} |")
+        lines.append(f"| {md(label)} | not run: {md(reason)} | {md(note)} |")
         any_row = True
     for label, reason in result.failed.items():
         note = choices[label].note if label in choices else ""
-        lines.append(f"| {label} | failed: {reason} | {note} |")
+        lines.append(f"| {md(label)} | failed: {md(reason)} | {md(note)} |")
         any_row = True
     return "\n".join(lines) if any_row else "No other metric chosen."
 
@@ -371,7 +391,7 @@ class PageValues:
 def error_line(err: BaseException) -> str:
     """The one line the page shows for a failed request."""
     if isinstance(err, ValueError):
-        return f"**Error:** {err}"
+        return f"**Error:** {markdown_text(err)}"  # user mistakes often repeat the input
     # Not a user mistake: say so without a traceback (the server log has it).
     return (f"**Error:** scoring failed ({type(err).__name__}). This is a problem of the Space, not of your "
             "input; the details are in its log.")  # fmt: skip
@@ -406,10 +426,10 @@ def score_page(
         return PageValues(status=error_line(err))
     if not result.reports:
         why = "; ".join(f"{k}: {v}" for k, v in {**result.skipped, **result.failed}.items())
-        return PageValues(status=f"**Error:** no chosen metric could score this input ({why}).")
-    ran = ", ".join(result.reports)
-    skipped = f" Not run: {', '.join(result.skipped)}." if result.skipped else ""
-    failed = f" Failed: {', '.join(result.failed)} (see Other metrics)." if result.failed else ""
+        return PageValues(status=f"**Error:** {markdown_text(f'no chosen metric could score this input ({why}).')}")
+    ran = markdown_text(", ".join(result.reports))
+    skipped = f" Not run: {markdown_text(', '.join(result.skipped))}." if result.skipped else ""
+    failed = f" Failed: {markdown_text(', '.join(result.failed))} (see Other metrics)." if result.failed else ""
     return PageValues(
         status=f"Scored with {ran}.{skipped}{failed}",
         overall=overall_markdown(result),

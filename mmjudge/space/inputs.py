@@ -19,22 +19,26 @@ mmjudge.space.inputs.SpaceInputError: Text: empty. Type the text to score.
 
 from __future__ import annotations
 
+import io
+import math
+import os
+import re
+import warnings
 from typing import Any, Optional, Sequence
 
 from PIL import Image
 
 from mmjudge.images import ImageReadError, check_box, load_image
 from mmjudge.images import parse_box as parse_image_box
+from mmjudge.prompts import load_prompt_set
 
-# The paper's four tasks, as the page names them (keys are HarmonicEval's task names).
-TASKS = {
-    "ic": "Image captioning",
-    "vqa": "Visual question answering",
-    "vdu": "Document VQA",
-    "reg": "Referring expression",
-}
-QUESTION_TASKS = ("vqa", "vdu")
-TEXT_NAMES = {"ic": "caption", "vqa": "answer", "vdu": "answer", "reg": "referring expression"}
+# The tasks the page offers, as HarmonicEval's prompt set declares them (key -> label on the page, what
+# the judged text is called, which tasks need a question or a box): read, never typed again here.
+PROMPTS = load_prompt_set("harmonic_eval")
+TASKS = {t: info.label for t, info in PROMPTS.task_info.items()}
+QUESTION_TASKS = PROMPTS.tasks_needing("question")
+BOX_TASKS = PROMPTS.tasks_needing("box")
+TEXT_NAMES = {t: info.text_name for t, info in PROMPTS.task_info.items()}
 
 
 UNREADABLE = ("the file is not an image that can be read (PNG, JPEG, WebP, GIF, BMP, TIFF). "
@@ -46,7 +50,7 @@ class SpaceInputError(ValueError):
 
 
 def check_task(task: str) -> str:
-    """A task key (``ic``, ``vqa``, ``vdu``, ``reg``) from a key or its label."""
+    """A task key (``ic``, ``vqa``, ``vdu``, ``reg``: the prompt set's) from a key or its label."""
     for key, label in TASKS.items():
         if task in (key, label):
             return key
@@ -81,12 +85,60 @@ def read_image(value: Any, field: str = "Image", max_pixels: int = 40_000_000) -
     """
     if _is_empty(value):
         return None
+    check_pixels(value, field, max_pixels)
     try:
         return load_image(value, where=field, max_pixels=max_pixels)
     except ImageReadError:  # PIL's own message names a temporary path: leave it out
         raise SpaceInputError(f"{field}: {UNREADABLE}") from None
     except ValueError as err:
         raise SpaceInputError(str(err)) from None
+
+
+def image_size(value: Any) -> Optional[tuple[int, int]]:
+    """(width, height) read from the file's header without decoding the pixels; ``None`` when it cannot
+    be told here (the full read reports that). Larger than PIL's own bomb limit: ``(pixels, 1)``."""
+    if isinstance(value, dict):
+        value = value.get("bytes") or value.get("path")
+    elif hasattr(value, "path") and not isinstance(value, (str, os.PathLike)):
+        value = value.path
+    if isinstance(value, Image.Image):
+        return value.size
+    if hasattr(value, "shape") and len(getattr(value, "shape", ())) >= 2:
+        return int(value.shape[1]), int(value.shape[0])
+    source = io.BytesIO(value) if isinstance(value, (bytes, bytearray)) else value
+    if not isinstance(source, (io.BytesIO, str, os.PathLike)):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(source) as img:
+                return img.size
+    except Image.DecompressionBombError as err:  # over twice PIL's limit: it says how many pixels
+        found = re.search(r"\((\d+) pixels\)", str(err))
+        return (int(found.group(1)), 1) if found else None
+    except Exception:  # noqa: BLE001 - not an image: the full read says so in its own words
+        return None
+
+
+def check_pixels(value: Any, field: str, max_pixels: int) -> None:
+    """An image over the Space's size limit is refused in the user's terms (what it is, what the page
+    accepts, what size to resize to), before anything is decoded.
+
+    >>> check_pixels(Image.new("RGB", (7000, 6000)), "Image", 40_000_000)
+    Traceback (most recent call last):
+    ...
+    mmjudge.space.inputs.SpaceInputError: Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up to 40 megapixels. Resize it, e.g. to 6,831 × 5,855, and upload it again.
+    """
+    size = image_size(value)
+    if size is None or size[0] * size[1] <= max_pixels:
+        return
+    width, height = size
+    limit = f"this Space accepts images up to {max_pixels / 1e6:g} megapixels"
+    if height == 1 and width > max_pixels:  # only the pixel count is known (a decompression bomb)
+        raise SpaceInputError(f"{field}: the image has {width / 1e6:.0f} megapixels; {limit}. Resize it and upload it again.")
+    scale = math.sqrt(max_pixels / (width * height))
+    raise SpaceInputError(f"{field}: the image is {width:,} × {height:,} pixels ({width * height / 1e6:.1f} megapixels); "
+                          f"{limit}. Resize it, e.g. to {int(width * scale):,} × {int(height * scale):,}, and upload it again.")  # fmt: skip
 
 
 def box_from_editor(value: Any, max_pixels: int = 40_000_000) -> Optional[list[int]]:
@@ -102,6 +154,7 @@ def box_from_editor(value: Any, max_pixels: int = 40_000_000) -> Optional[list[i
     for k, layer in enumerate(value.get("layers") or []):
         if _is_empty(layer):
             continue
+        check_pixels(layer, f"Box: drawn layer {k + 1}", max_pixels)
         try:
             layer = load_image(layer, where=f"Box: drawn layer {k + 1}", max_pixels=max_pixels, mode=None)
         except ImageReadError:
@@ -162,7 +215,7 @@ def build_item(
     given there, and the box is the typed one, else the drawn one."""
     task = check_task(task)
     picture = None
-    if task == "reg" and isinstance(editor, dict):
+    if task in BOX_TASKS and isinstance(editor, dict):
         picture = read_image(editor.get("background"), "Image", max_pixels)
     if picture is None:
         picture = read_image(image, "Image", max_pixels)
@@ -172,7 +225,7 @@ def build_item(
     item["text"] = check_text(text, "Text", max_chars, f"the {TEXT_NAMES[task]} to score")
     if task in QUESTION_TASKS:
         item["question"] = check_text(question, "Question", max_chars, "the question the answer responds to")
-    if task == "reg":
+    if task in BOX_TASKS:
         box: Optional[Sequence[float]] = parse_box(box_text)
         if box is None:
             box = box_from_editor(editor, max_pixels)

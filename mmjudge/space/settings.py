@@ -13,7 +13,10 @@ overridden by ``mmjudge space`` flags. Every variable is optional:
 ``MMJUDGE_SPACE_QUEUE_SIZE``        requests allowed to wait; beyond it the page says it is busy
 ``MMJUDGE_SPACE_MAX_CHARS``         longest text, question or reference accepted (characters)
 ``MMJUDGE_SPACE_METRIC_OPTIONS``    JSON ``{"metric name": {option: value}}`` passed to ``mmjudge.load``
-                                    (e.g. a VELA checkpoint: the VELA choice appears only with one)
+                                    (e.g. a VELA checkpoint: a metric whose spec ``requires`` options
+                                    appears only once they are given)
+``MMJUDGE_SPACE_METRICS``           the metric configurations offered, by label, in page order
+                                    (comma-separated; default :data:`DEFAULT_METRICS`)
 ``MMJUDGE_SPACE_CACHE``             judge cache file; ``0`` turns the cache off (default off)
 ==================================  ===========================================================
 
@@ -44,6 +47,16 @@ DEFAULT_MAX_REFERENCES = 20
 # Larger images are refused before decoding (PIL's own bomb limit is ~89 Mpx; a Space has less memory).
 DEFAULT_MAX_PIXELS = 40_000_000
 
+# The metric configurations the page offers, by their label (MetricSpec.label), in page order. Which
+# metric and configuration a label is, whether it is judged and what it requires come from the engine's
+# registry (mmjudge.metrics.METRICS); this list is data, not code.
+DEFAULT_METRICS = ("HarmonicEval", "FLEUR", "RefFLEUR", "CLIP-S", "RefCLIP-S", "BLEU", "ROUGE-L", "CIDEr-D", "VELA")
+# Options the page passes to some metrics by default (a user's MMJUDGE_SPACE_METRIC_OPTIONS wins).
+# {clip_model} / {device} are filled from the settings.
+DEFAULT_METRIC_OPTIONS: Mapping[str, Mapping[str, Any]] = {"clip_score": {"model": "{clip_model}", "device": "{device}"}}
+# In the demo a random-weight judge never prints FLEUR's number: stop its generation early.
+DEMO_METRIC_OPTIONS: Mapping[str, Mapping[str, Any]] = {"fleur": {"max_new_tokens": 16}}
+
 _PREFIX = "MMJUDGE_SPACE_"
 
 
@@ -64,6 +77,7 @@ class Settings:
         max_pixels: largest image accepted.
         metric_options: per-metric keyword arguments for :func:`mmjudge.load`.
         cache: judge cache file, or ``False``.
+        metrics: labels of the metric configurations offered, in page order.
     """
 
     model: str = DEFAULT_MODEL
@@ -78,6 +92,7 @@ class Settings:
     max_pixels: int = DEFAULT_MAX_PIXELS
     metric_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     cache: Any = False
+    metrics: tuple[str, ...] = DEFAULT_METRICS
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "max_queue", "max_chars", "max_references", "max_pixels"):
@@ -99,6 +114,8 @@ class Settings:
                 kwargs[name] = _whole(env[_PREFIX + var], _PREFIX + var)
         if env.get(_PREFIX + "METRIC_OPTIONS", "").strip():
             kwargs["metric_options"] = _options(env[_PREFIX + "METRIC_OPTIONS"], _PREFIX + "METRIC_OPTIONS")
+        if env.get(_PREFIX + "METRICS", "").strip():
+            kwargs["metrics"] = tuple(x.strip() for x in env[_PREFIX + "METRICS"].split(",") if x.strip())
         cache = env.get(_PREFIX + "CACHE", "").strip()
         if cache:
             kwargs["cache"] = False if cache.lower() in ("0", "false", "no", "off") else cache
@@ -117,6 +134,25 @@ class Settings:
         """A copy with the given (non-``None``) values; used by ``mmjudge space`` flags."""
         given = {k: v for k, v in values.items() if v is not None}
         return replace(self, **given) if given else self
+
+    def options_for(self, name: str) -> dict[str, Any]:
+        """Keyword arguments for ``mmjudge.load(name, …)``: the page's defaults (with the settings filled
+        in; an unset one left out), the demo's, then the user's ``metric_options``.
+
+        >>> Settings(clip_model="my/clip").options_for("clip_score")
+        {'model': 'my/clip'}
+        """
+        values = {"clip_model": self.clip_model, "device": self.device}
+        out: dict[str, Any] = {}
+        for key, value in DEFAULT_METRIC_OPTIONS.get(name, {}).items():
+            if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+                value = values.get(value[1:-1])
+            if value is not None:
+                out[key] = value
+        if self.demo:
+            out.update(DEMO_METRIC_OPTIONS.get(name, {}))
+        out.update(self.metric_options.get(name, {}))
+        return out
 
     @property
     def judge_label(self) -> str:
