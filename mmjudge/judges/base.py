@@ -241,6 +241,10 @@ class Capabilities:
             results carry ``mass_exact=False``.
         reads_prefix_steps: ``read_prefix`` requests get the distributions inside the prefix.
         can_generate: free-running greedy generation (explanations, FLEUR's fallback).
+        exact_choices: the probability of each choice is its full-vocabulary probability even though
+            the judge does not see every token (a server that returns the log-probabilities of chosen
+            token ids: vLLM's ``logprob_token_ids``, SGLang's ``token_ids_logprob``); results then carry
+            ``mass_exact=True``. Implied by ``full_distribution``.
 
     >>> Capabilities(teacher_forcing=False).missing(("teacher_forcing", "can_generate"))
     ['teacher_forcing']
@@ -250,6 +254,12 @@ class Capabilities:
     full_distribution: bool = True
     reads_prefix_steps: bool = False
     can_generate: bool = True
+    exact_choices: bool = False
+
+    @property
+    def exact_mass(self) -> bool:
+        """Whether a rating's probability mass on the scale is exact (not a top-k lower bound)."""
+        return self.full_distribution or self.exact_choices
 
     def missing(self, wanted: Sequence[str]) -> list[str]:
         """The capabilities of ``wanted`` this judge lacks."""

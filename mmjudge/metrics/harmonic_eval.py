@@ -177,7 +177,7 @@ class HarmonicEval(Metric):
             smoothing="expectation" if self.smoothing else "argmax",
             scale=f"{scale[0]}-{scale[-1]}",
             decoding=self.decoding,
-            mass="exact" if self.judge.capabilities.full_distribution else "top-k-lower-bound",
+            mass="exact" if self.judge.capabilities.exact_mass else "top-k-lower-bound",
         )
 
     # ---------------------------------------------------------------------------------------- scoring
