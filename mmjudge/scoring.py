@@ -26,7 +26,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -120,6 +120,8 @@ def aggregate(
     ratings: Sequence[float] = DEFAULT_RATINGS,
     smoothing: bool = True,
     sigma_floor: float = DEFAULT_SIGMA_FLOOR,
+    answered: Optional[np.ndarray | Sequence] = None,
+    partial: bool = False,
 ) -> Aggregate:
     """HarmonicEval's overall score from rating distributions of shape ``(samples, criteria, ratings)``.
 
@@ -130,14 +132,20 @@ def aggregate(
         smoothing: ``True`` uses the expected rating; ``False`` uses the most probable rating (the
             paper's "w/o score smoothing" ablation). The weights use σ of the distribution either way.
         sigma_floor: lower bound on σ so one-hot distributions give finite weights.
+        answered: ``(samples, criteria)`` booleans, ``False`` where the judge gave no rating (default: all
+            answered). Such a criterion's score, σ and weight are NaN — never a made-up distribution —
+            and its row in ``probs`` is not read.
+        partial: how ``overall`` treats a sample with a criterion missing: NaN (default: the overall
+            score needs every criterion), or (``True``) the harmonic weighting over the criteria that
+            answered, renormalised. A sample without any answered criterion is NaN either way.
 
     Returns:
         :class:`Aggregate` with ``overall`` (samples,) and ``scores``, ``sigmas``, ``weights``
         (samples, criteria).
 
     Raises:
-        ValueError: if ``probs`` is not 3-D, holds negative/non-finite values or a zero-mass row, or
-            ``gamma`` lies outside (0, 1].
+        ValueError: if ``probs`` is not 3-D, holds negative/non-finite values or a zero-mass row where
+            the judge answered, or ``gamma`` lies outside (0, 1].
 
     Example:
         >>> import numpy as np
@@ -147,14 +155,31 @@ def aggregate(
         [[0.0, 1.0]]
         >>> round(float(out.overall[0]), 4)
         3.0
+        >>> p = np.array([[[0, 0, 0, 1.0, 0], [0, 0, 0, 0, 0]]])   # the second criterion got no rating
+        >>> aggregate(p, answered=[[True, False]]).overall.tolist(), aggregate(p, answered=[[True, False]], partial=True).overall.tolist()
+        ([nan], [4.0])
     """
     r = np.asarray(ratings, dtype=np.float64)
-    p = _as_distributions(probs, len(r))
-    if p.ndim != 3:
-        raise ValueError(f"Expected `probs` of shape (samples, criteria, ratings), but got shape {p.shape}.")
+    raw = np.asarray(probs, dtype=np.float64)
+    if raw.ndim != 3:
+        raise ValueError(f"Expected `probs` of shape (samples, criteria, ratings), but got shape {raw.shape}.")
+    ok = np.ones(raw.shape[:2], dtype=bool) if answered is None else np.asarray(answered, dtype=bool)
+    if ok.shape != raw.shape[:2]:
+        raise ValueError(f"Expected `answered` of shape {raw.shape[:2]}, but got {ok.shape}.")
+    # Rows without an answer are set to a placeholder so the arithmetic runs; their results are masked below.
+    p = _as_distributions(np.where(ok[..., None], raw, 1.0), len(r))
     gamma = check_gamma(gamma)
-    sigmas = sigma(p, r)
-    scores = p @ r if smoothing else r[np.argmax(p, axis=-1)]
-    weights = harmonic_weights(sigmas, gamma=gamma, sigma_floor=sigma_floor)
-    overall = np.sum(weights * scores, axis=-1)
+    sigmas = np.where(ok, sigma(p, r), np.nan)
+    scores = np.where(ok, p @ r if smoothing else r[np.argmax(p, axis=-1)], np.nan)
+    logits = np.where(ok, -2.0 * (1.0 - gamma) / gamma * np.log(np.maximum(np.nan_to_num(sigmas, nan=1.0), sigma_floor)), -np.inf)
+    any_ok = ok.any(axis=-1, keepdims=True)
+    logits = logits - np.where(any_ok, np.max(logits, axis=-1, keepdims=True), 0.0)
+    weights = np.exp(logits)
+    weights = np.where(ok, weights / np.where(any_ok, weights.sum(axis=-1, keepdims=True), 1.0), np.nan)
+    if sigma_floor <= 0:
+        raise ValueError(f"Expected argument `sigma_floor` to be positive, but got {sigma_floor}.")
+    complete = ok.all(axis=-1) if not partial else any_ok[:, 0]
+    overall = np.where(complete, np.nansum(np.where(ok, weights * scores, 0.0), axis=-1), np.nan)
+    if not partial:
+        weights = np.where(complete[:, None], weights, np.nan)
     return Aggregate(overall=overall, scores=scores, sigmas=sigmas, weights=weights)

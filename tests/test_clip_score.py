@@ -59,7 +59,7 @@ def test_matches_independent_recomputation(clip_dir):
     assert out["mean_clip_score"] == pytest.approx(np.mean(expected_s))
     assert "metric=clip_score|config=ref_clip_score" in out["signature"] and "w=2.5" in out["signature"]
     assert set(CLIPScore(model=clip_dir).compute(predictions=TEXTS, images=IMAGES, progress=False)) == {
-        "clip_score", "mean_clip_score", "signature"}
+        "clip_score", "mean_clip_score", "signature", "scored", "failures"}
 
 
 def test_preprocessing_bicubic_resize_and_centre_crop():

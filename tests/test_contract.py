@@ -146,14 +146,16 @@ def test_metrics_check_judge_capabilities_before_building_requests():
     assert parse(HarmonicEval(judge="dummy", cache=False).signature)["decoding"] == "forced-prefix-1pass"
 
 
-def test_low_mass_warning_only_for_exact_masses():
+def test_low_mass_is_no_score_only_for_exact_masses():
     low = {"fluency": [0.01, 0.01, 0.01, 0.01, 0.01]}
-    with pytest.warns(UserWarning, match="under 50% of its probability"):
-        HarmonicEval(judge=ScriptedJudge(low), cache=False, criteria=["fluency"]).compute(predictions=["a"], progress=False)
+    with pytest.warns(UserWarning, match="1 of 1 items got no rating: fluency 1 \\(low_mass\\)"):
+        out = HarmonicEval(judge=ScriptedJudge(low), cache=False, criteria=["fluency"]).compute(predictions=["a"], progress=False)
+    assert math.isnan(out["fluency"][0]) and math.isnan(out["overall"][0]) and out["fluency_status"] == ["low_mass"]
     top_k = HarmonicEval(judge=ScriptedJudge(low, full_distribution=False), cache=False, criteria=["fluency"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        top_k.compute(predictions=["a"], progress=False)  # a lower bound says nothing certain: no warning
+        kept = top_k.compute(predictions=["a"], progress=False)  # a top-k mass is a lower bound: it says nothing certain
+    assert kept["fluency"] == [3.0] and kept["fluency_status"] == ["ok"]
     assert parse(top_k.signature)["mass"] == "top-k-lower-bound"
 
 
@@ -174,8 +176,8 @@ def test_injected_model_gives_the_same_scores_as_its_folder(tmp_path):
 
     folder = tiny_text_lm(tmp_path / "lm")
     factory = lambda: (AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder))  # noqa: E731
-    by_folder = HarmonicEval(model=folder, cache=False, criteria=["fluency"])
-    injected = HarmonicEval(model=factory, cache=False, criteria=["fluency"])
+    by_folder = HarmonicEval(model=folder, cache=False, criteria=["fluency"], min_mass=0)  # random weights: keep the rating
+    injected = HarmonicEval(model=factory, cache=False, criteria=["fluency"], min_mass=0)
     a = by_folder.compute(predictions=["A dog runs on the beach."], progress=False)
     b = injected.compute(predictions=["A dog runs on the beach."], progress=False)
     assert a["fluency"] == pytest.approx(b["fluency"], abs=1e-6)
@@ -241,13 +243,19 @@ def test_cli_output_rows_carry_primary_and_signature(tmp_path, capsys):
     from mmjudge.cli import main
 
     out = tmp_path / "s.jsonl"
-    code = main(["score", "--metric", "baselines", "--config", "coco", "--text", "a dog runs",
-                 "--references", "a dog runs", "a dog", "--output", str(out)])  # fmt: skip
-    assert code == 0
-    [row] = [json.loads(line) for line in out.read_text().splitlines()]
-    assert row["primary"] == "cider" and parse(row["signature"])["config"] == "coco"
-    table = ScoreTable({"0": {k: v for k, v in row.items() if isinstance(v, float)}}, primary=row["primary"])
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"text": "a dog runs", "references": ["a dog runs", "a dog"]}) + "\n"
+                     + json.dumps({"text": "two cats", "references": ["a cat sleeps"]}) + "\n")
+    assert main(["score", "--metric", "baselines", "--config", "coco", "--input", str(items), "--output", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["primary"] for r in rows] == ["cider", "cider"] and parse(rows[0]["signature"])["config"] == "coco"
+    table = ScoreTable({r["id"]: {k: v for k, v in r.items() if isinstance(v, float)} for r in rows}, primary=rows[0]["primary"])
     assert score_key(table, "coco") == "cider"
+    # One item alone has no CIDEr-D (its idf would be 0 for every n-gram): null with the reason, never 0.0.
+    assert main(["score", "--metric", "baselines", "--config", "cider", "--text", "a dog runs", "--references", "a dog runs",
+                 "--output", str(tmp_path / "one.jsonl")]) == 0  # fmt: skip
+    [alone] = [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
+    assert alone["cider"] is None and alone["cider_status"] == "needs_corpus" and "needs a corpus" in alone["cider_note"]
 
 
 def test_metaeval_ranks_by_the_declared_primary_not_a_guess():

@@ -30,7 +30,7 @@ TASK_INPUTS = {
 
 @pytest.fixture(scope="module")
 def tiny_he(tiny_qwen_dir):
-    return HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=4)
+    return HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=4, min_mass=0)  # random weights: keep every rating
 
 
 @pytest.mark.parametrize("task", list(TASK_INPUTS))
@@ -52,7 +52,7 @@ def test_all_tasks_end_to_end(tiny_he, task):
 
 @pytest.mark.parametrize("family", ["llava", "llava_next", "idefics3"])
 def test_other_vlm_families_end_to_end(family, tiny_vlm_dirs):
-    he = HarmonicEval(model=tiny_vlm_dirs[family], cache=False, batch_size=4)
+    he = HarmonicEval(model=tiny_vlm_dirs[family], cache=False, batch_size=4, min_mass=0)
     for task in ("ic", "reg"):
         out = he.compute(task=task, progress=False, **TASK_INPUTS[task])
         weights = np.array([out[f"{c}_weight"] for c in CRITERIA]).T
@@ -110,15 +110,15 @@ def test_reg_draws_the_box_in_red():
 
 
 def test_determinism_and_batch_size_invariance(tiny_qwen_dir):
-    a = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=1).compute(progress=False, **TASK_INPUTS["ic"])
-    b = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=16).compute(progress=False, **TASK_INPUTS["ic"])
-    c = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=16).compute(progress=False, **TASK_INPUTS["ic"])
+    a = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=1, min_mass=0).compute(progress=False, **TASK_INPUTS["ic"])
+    b = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=16, min_mass=0).compute(progress=False, **TASK_INPUTS["ic"])
+    c = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=16, min_mass=0).compute(progress=False, **TASK_INPUTS["ic"])
     assert a["overall"] == pytest.approx(b["overall"], abs=1e-5)
     assert b == c
 
 
 def test_explanations_one_per_criterion(tiny_llava_dir):
-    he = HarmonicEval(model=tiny_llava_dir, cache=False, explain=True, max_explanation_tokens=6)
+    he = HarmonicEval(model=tiny_llava_dir, cache=False, explain=True, max_explanation_tokens=6, min_mass=0)
     out = he.compute(progress=False, **TASK_INPUTS["ic"])
     for c in CRITERIA:
         assert len(out[f"{c}_explanation"]) == 2 and all(isinstance(t, str) for t in out[f"{c}_explanation"])
@@ -249,6 +249,8 @@ def test_bad_options_are_rejected(kwargs, message):
         HarmonicEval(judge="dummy", cache=False, **kwargs)
 
 
-def test_low_mass_warning_names_the_problem():
-    with pytest.warns(UserWarning, match="under 50% of its probability on the rating scale"):
-        HarmonicEval(judge=DummyJudge(mass=0.1), cache=False).compute(predictions=["x"], images=[IMG], progress=False)
+def test_low_mass_is_a_status_and_one_warning_line():
+    with pytest.warns(UserWarning, match="HarmonicEval: 1 of 1 items got no rating: correctness 1 \\(low_mass\\)"):
+        out = HarmonicEval(judge=DummyJudge(mass=0.1), cache=False).compute(predictions=["x"], images=[IMG], progress=False)
+    assert out["correctness_status"] == ["low_mass"] and "0.1 of the judge's probability" in out["correctness_note"][0]
+    assert out["failures"] == {c: {"low_mass": 1} for c in CRITERIA} and out["scored"]["overall"] == 0

@@ -169,7 +169,7 @@ def test_rating_absent_or_split_reads_after_score_or_gives_zero_mass():
     absent = [_entry("I", 0.0, [("I", 0.0)]), _entry(" cannot", 0.0, [(" cannot", 0.0)])]
     r = read_rating(absent, CHOICES, first_position=False)
     assert r.raw == [0.0] * 5 and r.mass == 0.0 and r.greedy == "I cannot"
-    assert r.probs == [0.2] * 5  # nothing to go on: uniform, with mass 0 to say so
+    assert all(math.isnan(p) for p in r.probs)  # no rating: no distribution (a uniform one would be a made-up 3.0)
 
 
 def test_duplicate_top_entries_count_once():
@@ -378,7 +378,7 @@ def test_serve_text_model_equals_local_backend_through_harmonic_eval(tiny_text_s
     # served raw probabilities are the exact ones (with top 20 a random model's ratings may fall out).
     vocab = len(local.tokenizer)
     texts = ["A dog runs on the beach.", "Two cats sleep on a red sofa in the sun.", "A man."]
-    kwargs = dict(criteria=["fluency", "conciseness"], image_criteria=[], cache=False)
+    kwargs = dict(criteria=["fluency", "conciseness"], image_criteria=[], cache=False, min_mass=0)  # random weights
     expected = HarmonicEval(judge=local, **kwargs).compute(predictions=texts, progress=False)
     api = HarmonicEval(judge="openai", base_url=url, prefill="continue", top_logprobs=vocab, **kwargs)
     got = api.compute(predictions=texts, progress=False)

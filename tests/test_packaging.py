@@ -26,7 +26,7 @@ def test_evaluate_load_by_bare_name_offline_for_all_tasks(tmp_path, tiny_qwen_di
         import json, evaluate
         from PIL import Image
         img = Image.new("RGB", (64, 48), "green")
-        he = evaluate.load("harmonic_eval", model={tiny_qwen_dir!r}, batch_size=4)
+        he = evaluate.load("harmonic_eval", model={tiny_qwen_dir!r}, batch_size=4, min_mass=0)
         out = {{}}
         out["ic"] = he.compute(predictions=["A green field."], images=[img], task="ic")
         out["vqa"] = he.compute(predictions=["Green."], images=[img], task="vqa", questions=["What colour?"])

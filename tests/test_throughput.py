@@ -203,7 +203,7 @@ def test_harmonic_eval_scores_do_not_depend_on_the_batch_plan(tiny_qwen_dir):
     images = [Image.new("RGB", (64 + 8 * i, 48), (20 * i, 120, 200)) for i in range(3)]
     texts = ["A blue square.", "A blue square on a table with a cup.", "Blue."]
     outs = [
-        HarmonicEval(model=tiny_qwen_dir, cache=False, **kw).compute(predictions=texts, images=images, progress=False)
+        HarmonicEval(model=tiny_qwen_dir, cache=False, min_mass=0, **kw).compute(predictions=texts, images=images, progress=False)
         for kw in (dict(batch_size=1, share_prefix=False, prefetch=False), dict(batch_size=32), dict(batch_size=3))
     ]
     for out in outs[1:]:

@@ -279,7 +279,7 @@ def test_evaluate_shell_and_cli(checkpoint, tiny_lm_dir, clip_dir, tmp_path, off
     run = subprocess.run([sys.executable, "-c", code, checkpoint, clip_dir, tiny_lm_dir, str(tmp_path / "img.png")],
                          capture_output=True, text=True, env=offline_env, cwd=str(__import__("pathlib").Path(__file__).parents[1]))  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "['descriptiveness', 'fluency', 'relevance', 'signature', 'vela'] True" in run.stdout
+    assert "['descriptiveness', 'failures', 'fluency', 'relevance', 'scored', 'signature', 'vela'] True" in run.stdout
 
 
 def test_metaeval_cli_gives_tau_per_criterion(checkpoint, tiny_lm_dir, clip_dir, tmp_path, offline_env):

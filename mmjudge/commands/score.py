@@ -28,7 +28,8 @@ from mmjudge.commands._options import add_judge_options, judge_options
 from mmjudge.models import TINY_RANDOM
 from mmjudge.report import json_safe
 from mmjudge.scoring import DEFAULT_GAMMA
-from mmjudge.stream import score_file, stream_rows
+from mmjudge.metrics.statuses import failure_line
+from mmjudge.stream import count_row_failures, score_file, stream_rows
 from mmjudge.stream.outputs import csv_cell
 from mmjudge.stream.sources import FORMATS, open_source, parse_columns
 
@@ -139,16 +140,18 @@ def run(args: argparse.Namespace) -> int:
         else:
             resumed = f" ({summary.resumed} were there from an earlier run)" if summary.resumed else ""
             say(f"wrote {summary.written + summary.resumed} rows to {args.output}{resumed}", file=note_stream)
-        failed, first = summary.failed, summary.first_failure
+        failed, first, unrated, counts = summary.failed, summary.first_failure, summary.unrated, summary.failures_by_output
         total = summary.written + summary.resumed
     else:
-        failed, first, total = 0, None, 0
+        failed, first, unrated, counts, total = 0, None, 0, {}, 0
         rows = stream_rows(metric, source if args.input else items, args.task, strict, chunk_size=args.chunk_size,
                            progress=not args.quiet, **options)  # fmt: skip
         for _, row in rows:
             total += 1
             if row.get("error") is not None:
                 failed, first = failed + 1, first or row["error"]
+            elif count_row_failures(counts, row):
+                unrated += 1
             printer.row(row)
     printer.finish()
     if notes:
@@ -156,8 +159,11 @@ def run(args: argparse.Namespace) -> int:
             if failed:
                 print(f"{failed} of {total} items could not be scored (their rows hold NaN and the reason in `error`); "
                       f"first: {first}")  # fmt: skip
+            if unrated:
+                print(failure_line(counts, unrated, total))
             print_usage(metric)
-    return 0
+    # --strict: a run in which the judge gave no rating for some item is a failed run (exit status 3).
+    return 3 if args.strict and unrated else 0
 
 
 class _RowPrinter:
@@ -249,8 +255,8 @@ def add_parser(sub) -> None:
     p.add_argument("--columns", help="item key=column pairs for inputs with other column names, e.g. "
                    "text=caption,image=file_name,references=refs")
     p.add_argument("--strict", action="store_true",
-                   help="stop at the first item that cannot be scored (one line naming it); by default its row records the "
-                   "reason and the run goes on")
+                   help="stop at the first item that cannot be scored (one line naming it; by default its row records the "
+                   "reason and the run goes on), and end with exit status 3 when the judge gave no rating for some item")
     p.add_argument("--overwrite", action="store_true",
                    help="score --output again from the start; by default a run resumes where an earlier one stopped")
     p.add_argument("--chunk-size", dest="chunk_size", type=int,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import warnings
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ClassVar, Mapping, Optional, Sequence
@@ -33,9 +33,6 @@ from PIL import Image
 from mmjudge.images import image_digest
 
 logger = logging.getLogger(__name__)
-
-# Below this much probability mass on the scale the model is probably not answering with a rating.
-LOW_MASS_WARNING = 0.5
 
 BatchCallback = Callable[[Sequence[int], list], None]
 """``on_batch(indices, answers)``: the positions (in the call's ``requests``) of one finished batch and their answers."""
@@ -159,10 +156,11 @@ class RatingResult:
 
     @property
     def probs(self) -> list[float]:
-        """``raw`` renormalised over the scale (uniform if the model put no mass on it at all)."""
+        """``raw`` renormalised over the scale; NaN when the judge put no mass on it at all (it gave no
+        rating: there is no distribution to renormalise, and inventing one would make a score)."""
         total = self.mass
-        if total <= 0:
-            return [1.0 / len(self.raw)] * len(self.raw)
+        if not total > 0:
+            return [math.nan] * len(self.raw)
         return [x / total for x in self.raw]
 
     def to_json(self) -> dict:
@@ -197,24 +195,6 @@ class PrefixStep:
     offset: int
     raw: list[float]
     greedy: str
-
-
-def warn_low_mass(results: Sequence["RatingResult"], source: str, threshold: float = LOW_MASS_WARNING) -> None:
-    """Warn when the judge put little probability on the rating scale: it is probably not answering
-    in the expected format, and the renormalised distribution rests on a small remainder.
-
-    Only exact masses count: a top-k judge's mass is a lower bound (a rating outside the top k reads
-    as 0), so a small value there says nothing certain and is not warned about."""
-    exact = [r.mass for r in results if r.mass_exact]
-    low = [m for m in exact if m < threshold]
-    if low:
-        warnings.warn(
-            f"{source}: the judge put under {threshold:.0%} of its probability on the rating scale in "
-            f"{len(low)} of {len(exact)} ratings (lowest {min(low):.3f}), so it may not answer in the prompt's "
-            "format. Check the judge model and prompt set (a chat/instruct model is expected); the per-criterion "
-            "`_mass` outputs show which items are affected.",
-            stacklevel=3,
-        )
 
 
 def request_key(identity: Mapping[str, Any], kind: str, request: RatingRequest) -> str:

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Optional, Sequence
 
-from mmjudge.inputs import check_column, check_reference_list, check_text, check_text_length, finite_mean
+from mmjudge.inputs import check_column, check_reference_list, check_text, check_text_length, finite_mean, is_number
+from mmjudge.metrics.statuses import count_failures, failure_line
 from mmjudge.signature import Signature
 
 INPUT_KINDS = ("text", "image", "question", "box", "references")
@@ -158,7 +160,7 @@ class MetricSpec:
     primary: str
     description: str = ""
     tasks: tuple[str, ...] = ("ic",)
-    extra_keys: tuple[str, ...] = field(default=("signature",))
+    extra_keys: tuple[str, ...] = field(default=("signature", "scored", "failures"))
     label: str = ""
     judged: bool = False
     requires: tuple[str, ...] = ()
@@ -457,6 +459,13 @@ class Metric(ABC):
         out: dict[str, Any] = {o.name: [r.values[o.name] for r in results] for o in present}
         out.update(aggregates)
         add_means(out, self.spec)
+        # How many items each score has, and why the others have none (the `_status` outputs).
+        out["scored"] = {o.name: sum(1 for v in out[o.name] if is_number(v) and math.isfinite(v))
+                         for o in present if o.kind == "score"}  # fmt: skip
+        out["failures"] = count_failures(r.values for r in results)
+        if out["failures"]:
+            failed = sum(1 for v in out[self.spec.primary] if not (is_number(v) and math.isfinite(v)))
+            warnings.warn(f"{self.spec.label}: {failure_line(out['failures'], failed, n)}.", stacklevel=3)
         out["signature"] = self.signature
         return out
 

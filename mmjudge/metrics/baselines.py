@@ -23,6 +23,7 @@ document frequencies (and BERTScore's idf) come from the references of the whole
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -55,6 +56,15 @@ _SCORES = {
     **{f"bertscore_{p}": OutputSpec(f"bertscore_{p}", "score", f"BERTScore {p}", True, aggregates=_CORPUS) for p in ("precision", "recall", "f1")},
     "bartscore": OutputSpec("bartscore", "score", "BARTScore: mean token log-likelihood", True, (float("-inf"), 0.0), _CORPUS),
 }  # fmt: skip
+# CIDEr-D's idf is log(N / df) over the N items scored together: with one item every n-gram has df = N and
+# the score is 0 whatever the text. That is no score: it is NaN with this status instead.
+NEEDS_CORPUS = "needs_corpus"
+CIDER_ALONE = ("CIDEr-D needs a corpus: not computed for one item (its document frequencies come from the references "
+               "of all the items scored together; score a test set in one call)")
+_CIDER_STATUS = (
+    OutputSpec("cider_status", "text", "ok, or needs_corpus: one item alone has no CIDEr-D", None, aggregates=()),
+    OutputSpec("cider_note", "text", "why CIDEr-D was not computed", None, aggregates=()),
+)
 _CONFIG_OUTPUTS = {
     "bleu": (["bleu_1", "bleu_2", "bleu_3", "bleu_4"], "bleu_4"),
     "rouge_l": (["rouge_l"], "rouge_l"),
@@ -130,6 +140,8 @@ class Baselines(Metric):
             if config == "coco" and name == "meteor":  # only with meteor=True
                 out = OutputSpec(out.name, out.kind, out.description, True, out.bounds, out.aggregates, optional=True)
             outputs.append(out)
+        if "cider" in names:
+            outputs += _CIDER_STATUS
         return MetricSpec("baselines", config, (_CANDIDATES, _REFERENCES), tuple(outputs), primary,
                           "classic reference-based caption metric(s)", label=LABELS[config])  # fmt: skip
 
@@ -199,6 +211,12 @@ class Baselines(Metric):
                 texts, references, direction=self.direction, reduction=self.reduction, progress=progress
             )
             self._put(out, "bartscore", scores, float(np.mean(scores)))
+        if "cider" in out:
+            alone = len(items) < 2
+            if alone:
+                out["cider"], out["corpus_cider"] = [math.nan] * len(items), math.nan
+            out["cider_status"] = [NEEDS_CORPUS if alone else "ok"] * len(items)
+            out["cider_note"] = [CIDER_ALONE if alone else ""] * len(items)
         values = {k: v for k, v in out.items() if not k.startswith("corpus_")}
         return ChunkScores(values, {k: v for k, v in out.items() if k.startswith("corpus_")})
 

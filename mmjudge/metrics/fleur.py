@@ -25,14 +25,13 @@ The score arithmetic and the walk live in :mod:`mmjudge.fleur`; this module is t
 >>> from mmjudge.metrics.fleur import FLEUR
 >>> fleur = FLEUR(judge="dummy", cache=False)  # a hash-based stand-in judge: it never prints a score
 >>> out = fleur.compute(predictions=["A dog on a beach."], images=[Image.new("RGB", (32, 32))], progress=False)
->>> out["method"], out["score"], fleur.primary
-(['generate'], [nan], 'score')
+>>> out["method"], out["score"], out["score_status"], fleur.primary
+(['generate'], [nan], ['no_rating'], 'score')
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, Optional, Sequence, Union
 
 from mmjudge.errors import check_bool
@@ -53,6 +52,7 @@ from mmjudge.metrics.base import (
     OutputSpec,
 )
 from mmjudge.metrics.options import CacheOption, build_text_judge
+from mmjudge.metrics.statuses import NO_RATING, OK
 from mmjudge.prompts import load_prompt_file
 
 __all__ = ["FLEUR", "parse_score", "smooth_decimals", "smooth_one", "FLEUR_PROMPT", "REFFLEUR_PROMPT"]
@@ -70,6 +70,8 @@ _OUTPUTS = (
     OutputSpec("score", "score", "smoothed score (NaN when the judge printed none)", True, (0.0, 1.0)),
     OutputSpec("raw_score", "diagnostic", "the number the judge prints", None, (0.0, 1.0), ()),
     OutputSpec("method", "text", "'fast' (teacher-forced walk) or 'generate' (fallback)", None, aggregates=()),
+    OutputSpec("score_status", "text", "ok, or no_rating: the judge printed no score in [0, 1]", None, aggregates=()),
+    OutputSpec("score_note", "text", "what the judge wrote instead of a score", None, aggregates=()),
     OutputSpec("explanation", "text", "the judge's explanation", None, aggregates=(), optional=True),
 )
 
@@ -216,6 +218,7 @@ class FLEUR(Metric):
         prompts = [self.prompt(it.text, it.references) for it in items]
         n = len(items)
         scores, printed, methods = [math.nan] * n, [math.nan] * n, ["generate"] * n
+        written = [""] * n
         todo = list(range(n))
         if self.method == "fast":
             walks = self._walk(prompts, pictures, digests, progress)
@@ -231,16 +234,12 @@ class FLEUR(Metric):
             )
             generated = self._generate_scores([prompts[i] for i in todo], [pictures[i] for i in todo],
                                               [digests[i] for i in todo], progress)  # fmt: skip
-            for i, (score, number) in zip(todo, generated):
+            for i, (score, number, text) in zip(todo, generated):
                 scores[i], printed[i] = score, number
-        missing = [i for i, s in enumerate(scores) if math.isnan(s)]
-        if missing:
-            warnings.warn(
-                f"FLEUR: the judge printed no score in [0, 1] for {len(missing)} of {n} captions "
-                f"(first: {items[missing[0]].where(PREDICTIONS)}); their score is NaN and left out of mean_score.",
-                stacklevel=2,
-            )
-        out: dict[str, Any] = {"score": scores, "raw_score": printed, "method": methods}
+                written[i] = text
+        status = [OK if not math.isnan(s) else NO_RATING for s in scores]
+        notes = ["" if s == OK else f"the judge wrote {_shortened(written[i])!r}, no score in [0, 1]" for i, s in enumerate(status)]
+        out: dict[str, Any] = {"score": scores, "raw_score": printed, "method": methods, "score_status": status, "score_note": notes}
         if explain:
             out["explanation"] = self._explain(prompts, pictures, digests, scores, progress)
         return ChunkScores(out)
@@ -281,8 +280,9 @@ class FLEUR(Metric):
                     speculate[i] = False  # the guess could not be read: go one position at a time
         return walks
 
-    def _generate_scores(self, prompts, pictures, digests, progress) -> list[tuple[float, float]]:
-        """The reference procedure through the judge: generate, parse, read digit distributions."""
+    def _generate_scores(self, prompts, pictures, digests, progress) -> list[tuple[float, float, str]]:
+        """The reference procedure through the judge: generate, parse, read digit distributions. Returns
+        ``(score, printed number, generated text)`` per prompt (NaN, NaN when no score was printed)."""
         requests = []
         for prompt, picture, digest in zip(prompts, pictures, digests):
             requests.append(GenerationRequest(
@@ -307,11 +307,11 @@ class FLEUR(Metric):
         out = []
         for k, match in enumerate(matches):
             if match is None:
-                out.append((math.nan, math.nan))
+                out.append((math.nan, math.nan, texts[k]))
             elif match.group("one"):
-                out.append((smooth_one(raw[(k, "lead")]), 1.0))
+                out.append((smooth_one(raw[(k, "lead")]), 1.0, texts[k]))
             else:
-                out.append((smooth_decimals(raw[(k, "d1")], raw.get((k, "d2"))), float(match.group(0))))
+                out.append((smooth_decimals(raw[(k, "d1")], raw.get((k, "d2"))), float(match.group(0)), texts[k]))
         return out
 
     def _explain(self, prompts, pictures, digests, scores, progress) -> list[str]:
@@ -325,6 +325,11 @@ class FLEUR(Metric):
                 max_new_tokens=self.max_explanation_tokens, conversation=self.conversation, image_digest=digest,
             ))  # fmt: skip
         return self.judge.generate(requests, progress=progress)
+
+
+def _shortened(text: str, limit: int = 120) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _resolve_conversation(conversation: Optional[str], judge: Judge) -> Optional[str]:

@@ -26,7 +26,6 @@ from mmjudge.errors import check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, Turn
-from mmjudge.judges.base import warn_low_mass
 from mmjudge.metrics.base import (
     EXPLAIN,
     PREDICTIONS,
@@ -40,6 +39,7 @@ from mmjudge.metrics.base import (
     OutputSpec,
 )
 from mmjudge.metrics.options import CacheOption, build_text_judge
+from mmjudge.metrics.statuses import DEFAULT_MIN_MASS, OK, check_min_mass, rating_status
 from mmjudge.prompts import PromptSet, load_prompt_set
 from mmjudge.scoring import DEFAULT_GAMMA, aggregate, check_gamma
 
@@ -58,6 +58,8 @@ def harmonic_eval_spec(prompt_set: PromptSet, criteria: Sequence[str], image_cri
             OutputSpec(f"{c}_sigma", "diagnostic", f"{c}: standard deviation of the rating distribution", None, aggregates=()),
             OutputSpec(f"{c}_weight", "diagnostic", f"{c}: harmonic weight in the overall score", None, (0.0, 1.0), ()),
             OutputSpec(f"{c}_mass", "diagnostic", f"{c}: probability the judge put on the rating scale", None, (0.0, 1.0), ()),
+            OutputSpec(f"{c}_status", "text", f"{c}: ok, or why there is no score (no_rating, low_mass, error)", None, aggregates=()),
+            OutputSpec(f"{c}_note", "text", f"{c}: what the judge said instead of a rating, or why the request failed", None, aggregates=()),
             OutputSpec(f"{c}_explanation", "text", f"{c}: the judge's explanation", None, aggregates=(), optional=True),
         ]
     seeing = sorted(image_criteria)
@@ -91,6 +93,12 @@ class HarmonicEval(Metric):
         max_explanation_tokens: token limit of each explanation.
         box_format: REG boxes as ``"xywh"`` (COCO/RefCOCO) or ``"xyxy"``.
         max_pixels: larger images are refused as possible decompression bombs.
+        min_mass: a rating on which the judge put less probability than this (summed over the scale) is no
+            rating: its score is NaN with status ``low_mass`` (default 0.5; only exact masses are held to it,
+            a top-k API's mass being a lower bound). No mass at all is ``no_rating`` whatever this is.
+        partial_overall: ``False`` (default): ``overall`` is NaN when a criterion it weighs has no score.
+            ``True``: ``overall`` is the harmonic weighting over the criteria that answered, renormalised
+            (recorded in the signature as ``overall=partial``).
         max_text_chars: longest text judged, in characters (default 20,000); ``None`` for no limit.
         long_texts: ``"error"`` (default: refuse, naming the item) or ``"truncate"`` (cut, with a
             warning naming the item) for texts over ``max_text_chars``.
@@ -119,10 +127,14 @@ class HarmonicEval(Metric):
         max_pixels: int = DEFAULT_MAX_PIXELS,
         max_text_chars: Optional[int] = DEFAULT_MAX_TEXT_CHARS,
         long_texts: str = "error",
+        min_mass: float = DEFAULT_MIN_MASS,
+        partial_overall: bool = False,
         cache: CacheOption = True,
         **judge_kwargs: Any,
     ):
         self.prompt_set: PromptSet = load_prompt_set(prompts)
+        self.min_mass = check_min_mass(min_mass)
+        self.partial_overall = check_bool(partial_overall, "partial_overall")
         self.default_task = self.prompt_set.check_task(task)
         self.criteria = self.prompt_set.check_criteria(list(criteria) if criteria is not None else None)
         self.gamma = check_gamma(gamma)
@@ -178,6 +190,8 @@ class HarmonicEval(Metric):
             scale=f"{scale[0]}-{scale[-1]}",
             decoding=self.decoding,
             mass="exact" if self.judge.capabilities.exact_mass else "top-k-lower-bound",
+            min_mass=self.min_mass,
+            overall="partial" if self.partial_overall else None,
         )
 
     # ---------------------------------------------------------------------------------------- scoring
@@ -241,26 +255,33 @@ class HarmonicEval(Metric):
         n, k = len(items), len(self.criteria)
         raw = np.array([r.raw for r in results], dtype=np.float64).reshape(k, n, -1).transpose(1, 0, 2)
         mass = raw.sum(axis=-1)
-        probs = np.array([r.probs for r in results], dtype=np.float64).reshape(k, n, -1).transpose(1, 0, 2)
-        agg = aggregate(probs, gamma=self.gamma, ratings=self.ratings, smoothing=self.smoothing)
-        warn_low_mass(results, "HarmonicEval")
+        statuses = [rating_status(r, self.min_mass) for r in results]  # criterion-major, as the requests
+        answered = np.array([s == OK for s, _ in statuses]).reshape(k, n).T
+        agg = aggregate(raw, gamma=self.gamma, ratings=self.ratings, smoothing=self.smoothing, answered=answered,
+                        partial=self.partial_overall)  # fmt: skip
         out: dict[str, Any] = {"overall": agg.overall.tolist()}
         for j, criterion in enumerate(self.criteria):
             out[criterion] = agg.scores[:, j].tolist()
             out[f"{criterion}_sigma"] = agg.sigmas[:, j].tolist()
             out[f"{criterion}_weight"] = agg.weights[:, j].tolist()
             out[f"{criterion}_mass"] = mass[:, j].tolist()
+            out[f"{criterion}_status"] = [s for s, _ in statuses[j * n : (j + 1) * n]]
+            out[f"{criterion}_note"] = [note for _, note in statuses[j * n : (j + 1) * n]]
         if explain:
-            self._explain(requests, probs, out, progress)
+            self._explain(requests, raw, answered, out, progress)
         return ChunkScores(out)
 
-    def _explain(self, requests: list[RatingRequest], probs: np.ndarray, out: dict, progress: bool) -> None:
-        """The paper's follow-up turn: after the assistant's rating (the most probable one), ask why."""
-        n = probs.shape[0]
-        follow_ups = []
+    def _explain(self, requests: list[RatingRequest], raw: np.ndarray, answered: np.ndarray, out: dict, progress: bool) -> None:
+        """The paper's follow-up turn: after the assistant's rating (the most probable one), ask why. A
+        criterion without a rating has nothing to explain (``None``)."""
+        n = raw.shape[0]
+        follow_ups, asked = [], []
         for idx, request in enumerate(requests):
             j, i = divmod(idx, n)
-            rating = self.prompt_set.scale[int(np.argmax(probs[i, j]))]
+            if not answered[i, j]:
+                continue
+            asked.append(idx)
+            rating = self.prompt_set.scale[int(np.argmax(raw[i, j]))]
             follow_ups.append(
                 GenerationRequest(
                     turns=[
@@ -274,6 +295,8 @@ class HarmonicEval(Metric):
                     image_digest=request.image_digest,
                 )
             )
-        texts = self.judge.generate(follow_ups, progress=progress)
+        texts: list = [None] * len(requests)
+        for idx, text in zip(asked, self.judge.generate(follow_ups, progress=progress) if follow_ups else []):
+            texts[idx] = text
         for j, criterion in enumerate(self.criteria):
             out[f"{criterion}_explanation"] = texts[j * n : (j + 1) * n]

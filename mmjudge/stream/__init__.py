@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from mmjudge import distributed
+from mmjudge.metrics.statuses import add_failures
 from mmjudge.report import result_row
 from mmjudge.stream.outputs import PartFile, existing_parts, merge_parts, output_format, remove_outputs
 from mmjudge.stream.sources import ItemSource, open_source
@@ -53,7 +54,8 @@ class RunSummary:
     complete: bool = False
     output: Optional[str] = None
     read: int = 0
-    failures_by_output: dict[str, int] = field(default_factory=dict)
+    unrated: int = 0
+    failures_by_output: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def add(self, other: "RunSummary") -> None:
         self.total += other.total
@@ -61,9 +63,12 @@ class RunSummary:
         self.resumed += other.resumed
         self.failed += other.failed
         self.read += other.read
+        self.unrated += other.unrated
         self.first_failure = self.first_failure or other.first_failure
-        for key, count in other.failures_by_output.items():
-            self.failures_by_output[key] = self.failures_by_output.get(key, 0) + count
+        for key, per in other.failures_by_output.items():
+            mine = self.failures_by_output.setdefault(key, {})
+            for status, count in per.items():
+                mine[status] = mine.get(status, 0) + count
 
 
 def score_file(
@@ -172,12 +177,21 @@ def _score_share(metric: Any, items: ItemSource, part: PartFile, task: Optional[
             if row.get("error") is not None:
                 summary.failed += 1
                 summary.first_failure = summary.first_failure or row["error"]
+            elif count_row_failures(summary.failures_by_output, row):
+                summary.unrated += 1
             if on_row is not None:
                 on_row(row)
             if bar is not None:
                 bar.update(1)
     summary.read = items.read
     return summary
+
+
+def count_row_failures(counts: dict, row: dict) -> bool:
+    """Count ``row``'s failed statuses into ``counts``; whether it had any."""
+    before = sum(sum(per.values()) for per in counts.values())
+    add_failures(counts, row)
+    return sum(sum(per.values()) for per in counts.values()) > before
 
 
 @contextlib.contextmanager

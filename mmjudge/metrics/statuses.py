@@ -1,0 +1,95 @@
+"""Why a score is missing: one status per score and item, so a judge's failure is never a number.
+
+A score output ``x`` that a judge may fail to give has two companions: ``x_status`` — ``ok``,
+``no_rating`` (the judge put no probability on the scale: it said something else), ``low_mass`` (it put
+less than ``min_mass`` on it: the renormalised remainder is not its answer), ``error`` (the request
+failed after its retries) or a metric's own reason (``needs_corpus``) — and ``x_note``: what the judge
+said instead (its most likely token, or its generated text), or why the request failed. When the status
+is not ``ok``, ``x`` is NaN (``null`` in JSON and CSV) and means leave it out.
+
+>>> from mmjudge.judges.base import RatingResult
+>>> rating_status(RatingResult(raw=[0.2, 0.3, 0.1, 0.1, 0.1], greedy="3"), min_mass=0.5)
+('ok', '')
+>>> rating_status(RatingResult(raw=[0.0] * 5, greedy=" I"), min_mass=0.5)
+('no_rating', "the judge answered ' I'")
+>>> rating_status(RatingResult(raw=[0.05] * 5, greedy="The"), min_mass=0.5)
+('low_mass', "0.25 of the judge's probability was on the scale; it answered 'The'")
+>>> rating_status(RatingResult(raw=[0.05] * 5, greedy="The", mass_exact=False), min_mass=0.5)  # a top-k lower bound
+('ok', '')
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+from mmjudge.judges.base import RatingResult
+
+OK = "ok"
+NO_RATING = "no_rating"
+LOW_MASS = "low_mass"
+ERROR = "error"
+STATUSES = (OK, NO_RATING, LOW_MASS, ERROR)
+# Below half its probability on the scale, a judge is mostly saying something other than a rating: the
+# renormalised remainder is not its answer. Only exact masses are held to it (a top-k API's mass is a
+# lower bound: a rating outside the top k reads as 0).
+DEFAULT_MIN_MASS = 0.5
+
+
+def check_min_mass(value: Any) -> float:
+    """``min_mass`` as a float in [0, 1].
+
+    >>> check_min_mass(1.5)
+    Traceback (most recent call last):
+    ValueError: Expected argument `min_mass` to be a number in [0, 1], but got 1.5.
+    """
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not 0.0 <= number <= 1.0:
+        raise ValueError(f"Expected argument `min_mass` to be a number in [0, 1], but got {value!r}.")
+    return number
+
+
+def rating_status(result: RatingResult, min_mass: float = DEFAULT_MIN_MASS) -> tuple[str, str]:
+    """``(status, note)`` of one rating (see the module)."""
+    if result.error is not None:
+        return ERROR, result.error
+    mass = result.mass
+    said = result.greedy.strip() and f"it answered {result.greedy!r}"
+    if not mass > 0:
+        return NO_RATING, f"the judge answered {result.greedy!r}" if result.greedy else "the judge gave no rating"
+    if result.mass_exact and mass < min_mass:
+        return LOW_MASS, f"{mass:.2g} of the judge's probability was on the scale" + (f"; {said}" if said else "")
+    return OK, ""
+
+
+def count_failures(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """``{output: {status: items}}`` over result rows, for every ``<output>_status`` that is not ``ok``.
+
+    >>> count_failures([{"fluency_status": "ok"}, {"fluency_status": "no_rating", "clarity_status": "error"}])
+    {'fluency': {'no_rating': 1}, 'clarity': {'error': 1}}
+    """
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        add_failures(out, row)
+    return out
+
+
+def add_failures(counts: dict[str, dict[str, int]], row: Mapping[str, Any]) -> None:
+    """Count one row's failed statuses into ``counts`` (see :func:`count_failures`)."""
+    for key, value in row.items():
+        if key.endswith("_status") and value not in (OK, None):
+            per = counts.setdefault(key[: -len("_status")], {})
+            per[str(value)] = per.get(str(value), 0) + 1
+
+
+def failure_line(counts: Mapping[str, Mapping[str, int]], failed_items: int, total: int) -> str:
+    """The one line a front door prints after a run with failures.
+
+    >>> failure_line({"fluency": {"no_rating": 9}, "clarity": {"low_mass": 3}}, 12, 10_000)
+    '12 of 10,000 items got no rating: fluency 9 (no_rating), clarity 3 (low_mass) — see the `_status` columns'
+    """
+    parts = ", ".join(f"{name} {sum(per.values())} ({', '.join(sorted(per))})" for name, per in counts.items())
+    return f"{failed_items:,} of {total:,} items got no rating: {parts} — see the `_status` columns"
