@@ -139,7 +139,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return _run(args)
 
 
+def _notice(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one line a user can read (``mmjudge: note: …``), not Python's two lines that end with a
+    line of package source."""
+    text = " ".join(str(message).split())
+    print(f"mmjudge: note: {text}", file=file or sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
+    import warnings
+
+    if not args.debug:
+        warnings.showwarning = _notice
     try:
         return int(args.func(args) or 0)
     except (*USER_ERRORS, ModuleNotFoundError, sqlite3.Error) as err:

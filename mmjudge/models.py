@@ -127,8 +127,9 @@ class ModelIdentity:
     """What names a model in cache keys and signatures: never a local path.
 
     Attributes:
-        name: the Hub id, ``"local"`` for a folder, ``"injected"`` for a caller's object (with its
-            ``model_type`` when known, e.g. ``"injected:qwen2_vl"``).
+        name: the Hub id, ``"local"`` for a folder, ``"tiny-random:<family>"`` for the offline random-weight
+            demo model, ``"injected"`` for a caller's object (with its ``model_type`` when known, e.g.
+            ``"injected:qwen2_vl"``).
         revision: the Hub revision or commit, or a content fingerprint.
         dtype: the dtype the weights run in.
     """
@@ -287,6 +288,8 @@ def load_pretrained(
         built.to(resolved_device)
     built.eval()
     ident = identity_of(source, built, dtype_name, revision)
+    if model == TINY_RANDOM:  # say what it is: a random-weight demo model, not some local folder
+        ident = ModelIdentity(f"{TINY_RANDOM}:{family or default_vlm_family()}", ident.revision, ident.dtype)
     return LoadedModel(built, processor, ident, str(built.device) if device_map is None else "auto")
 
 

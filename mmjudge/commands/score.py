@@ -161,6 +161,9 @@ def run(args: argparse.Namespace) -> int:
                       f"first: {first}")  # fmt: skip
             if unrated:
                 print(failure_line(counts, unrated, total))
+                if args.model == TINY_RANDOM:
+                    print(f"('{TINY_RANDOM}' has random weights: it barely answers with a rating. --set min_mass=0 shows its "
+                          "renormalised numbers anyway; they mean nothing.)")  # fmt: skip
             print_usage(metric)
     # --strict: a run in which the judge gave no rating for some item is a failed run (exit status 3).
     return 3 if args.strict and unrated else 0
@@ -215,10 +218,19 @@ def _print_table(i: int, row: dict, spec: Any) -> None:
         print(f"  not scored: {row['error']}")
         return
     print(f"  {'':14s} {'score':>7s} {'sigma':>7s} {'weight':>7s}")
+    missing = [k for k in spec.score_names() if row.get(f"{k}_status") not in (None, "ok")]
     for key in spec.score_names():  # primary first, criteria in their order
         if key not in row:
             continue
+        status = row.get(f"{key}_status")
+        if status not in (None, "ok"):  # no score: say why instead of an empty cell
+            print(f"  {key:14s} {'—':>7s}  {status}: {row.get(f'{key}_note') or ''}".rstrip())
+            continue
         cells = [_fmt(row.get(key)), _fmt(row.get(f"{key}_sigma")), _fmt(row.get(f"{key}_weight"))]
+        if key == spec.primary and cells[0] == "" and missing:
+            cells[0] = "—"
+            print(f"  {key:14s} " + " ".join(f"{c:>7s}" for c in cells) + f"  (no rating for {', '.join(missing)})")
+            continue
         print(f"  {key:14s} " + " ".join(f"{c:>7s}" for c in cells))
     for out in spec.outputs:
         if out.kind == "text" and row.get(out.name) and out.name.endswith("explanation"):
