@@ -511,28 +511,34 @@ class Metric(ABC):
         """Chunks of results, in input order, with each chunk's aggregates."""
         size = chunk_size if chunk_size is not None else self.chunk_size
         for chunk in _chunks(items, size, self._decode_images(on_error)):
-            prepared: list[Item] = []
-            for position, item in enumerate(chunk):
-                if not isinstance(item, Item):
-                    continue
-                try:
-                    prepared.append(self._prepare_item(item))
-                    chunk[position] = prepared[-1]
-                except ValueError as err:
-                    if on_error == "raise":
-                        raise
-                    chunk[position] = _failed_item(item, str(err))
-            _set_digests(prepared)
-            scores = self._score_chunk(prepared, progress=progress, **options) if prepared else ChunkScores({})
-            by_index = {it.index: k for k, it in enumerate(prepared)}
-            results = []
-            for entry in chunk:
-                if isinstance(entry, ItemResult):
-                    results.append(self._with_empty_values(entry))
-                elif entry.index in by_index:
-                    k = by_index[entry.index]
-                    results.append(ItemResult(entry.index, entry.id, entry.task, {n: v[k] for n, v in scores.values.items()}))
-            yield results, scores.aggregates
+            scored = self._score_one_chunk(chunk, on_error, progress, options)
+            del chunk  # released before the next chunk is read and decoded: one chunk of images alive at a time
+            yield scored
+
+    def _score_one_chunk(self, chunk: list, on_error: str, progress: bool, options: dict) -> tuple[list[ItemResult], dict]:
+        """Prepare, score and turn one chunk into results (in input order)."""
+        prepared: list[Item] = []
+        for position, item in enumerate(chunk):
+            if not isinstance(item, Item):
+                continue
+            try:
+                prepared.append(self._prepare_item(item))
+                chunk[position] = prepared[-1]
+            except ValueError as err:
+                if on_error == "raise":
+                    raise
+                chunk[position] = _failed_item(item, str(err))
+        _set_digests(prepared)
+        scores = self._score_chunk(prepared, progress=progress, **options) if prepared else ChunkScores({})
+        by_index = {it.index: k for k, it in enumerate(prepared)}
+        results = []
+        for entry in chunk:
+            if isinstance(entry, ItemResult):
+                results.append(self._with_empty_values(entry))
+            elif entry.index in by_index:
+                k = by_index[entry.index]
+                results.append(ItemResult(entry.index, entry.id, entry.task, {n: v[k] for n, v in scores.values.items()}))
+        return results, scores.aggregates
 
     def _with_empty_values(self, failed: ItemResult) -> ItemResult:
         failed.values = {o.name: o.empty for o in self.spec.outputs if not o.optional}
@@ -556,9 +562,12 @@ class Metric(ABC):
                 try:
                     if key not in decoded:
                         kwargs = {} if max_pixels is None else {"max_pixels": max_pixels}
-                        decoded[key] = load_image(item.image, item.where(spec), max_aspect_ratio=max_ratio, **kwargs)
-                        added += decoded[key].width * decoded[key].height * len(decoded[key].getbands())
-                    item.image = decoded[key]
+                        image = load_image(item.image, item.where(spec), max_aspect_ratio=max_ratio, **kwargs)
+                        # The source object stays referenced for the chunk: an object's id() is its key, and a
+                        # freed object's id can be reused by the next row's bytes.
+                        decoded[key] = (item.image, image)
+                        added += image.width * image.height * len(image.getbands())
+                    item.image = decoded[key][1]
                 except ValueError as err:
                     if on_error == "raise":
                         raise

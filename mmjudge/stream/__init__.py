@@ -54,6 +54,7 @@ class RunSummary:
     complete: bool = False
     output: Optional[str] = None
     read: int = 0
+    read_by_process: list[int] = field(default_factory=list)
     unrated: int = 0
     failures_by_output: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -183,7 +184,7 @@ def _score_share(metric: Any, items: ItemSource, part: PartFile, task: Optional[
                 on_row(row)
             if bar is not None:
                 bar.update(1)
-    summary.read = items.read
+    summary.read, summary.read_by_process = items.read, [items.read]
     return summary
 
 
@@ -215,4 +216,5 @@ def _gathered(summary: RunSummary) -> RunSummary:
     total = RunSummary()
     for part in gather_object([summary]):
         total.add(part)
+        total.read_by_process.append(part.read)
     return total
