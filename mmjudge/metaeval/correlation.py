@@ -19,7 +19,6 @@ import warnings
 from typing import Optional, Sequence
 
 import numpy as np
-from scipy import stats
 
 MEASURES = ("tau_b", "tau_c", "pearson", "spearman")
 """Correlation measures, by the names used in results and tables."""
@@ -82,6 +81,8 @@ def correlation(x: Sequence[float], y: Sequence[float], measure: str = "tau_c", 
             stacklevel=2,
         )
         return float("nan")
+    from scipy import stats  # here, not at import: scipy.stats takes a second to import and the CLI starts without it
+
     if measure == "pearson":
         return float(stats.pearsonr(x, y).statistic)
     if measure == "spearman":
@@ -184,6 +185,8 @@ def _kendall_matrix(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict:
 
 
 def _kendall_loop(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict:
+    from scipy import stats
+
     # scipy's O(n log n) τ-b per resample; τ-c then follows from the same concordance count:
     # C − D = τ_b · sqrt((n0 − n1)(n0 − n2)), with the tie counts computed from the weights.
     ties_x, distinct_x = _tie_pairs(x, w)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -510,14 +511,16 @@ class Metric(ABC):
              chunk_size: Optional[int] = None) -> Iterator[tuple[list[ItemResult], dict]]:  # fmt: skip
         """Chunks of results, in input order, with each chunk's aggregates."""
         size = chunk_size if chunk_size is not None else self.chunk_size
-        for chunk in _chunks(items, size, self._decode_images(on_error)):
-            scored = self._score_one_chunk(chunk, on_error, progress, options)
-            del chunk  # released before the next chunk is read and decoded: one chunk of images alive at a time
-            yield scored
+        with self._chunk_images(on_error) as images:
+            for chunk in _chunks(items, size, images):
+                scored = self._score_one_chunk(chunk, on_error, progress, options)
+                del chunk  # released before the next chunk is read and decoded: one chunk of images alive at a time
+                yield scored
 
     def _score_one_chunk(self, chunk: list, on_error: str, progress: bool, options: dict) -> tuple[list[ItemResult], dict]:
         """Prepare, score and turn one chunk into results (in input order)."""
         prepared: list[Item] = []
+        hashed = {id(it.image): it.digest for it in chunk if isinstance(it, Item) and it.digest is not None}
         for position, item in enumerate(chunk):
             if not isinstance(item, Item):
                 continue
@@ -528,7 +531,7 @@ class Metric(ABC):
                 if on_error == "raise":
                     raise
                 chunk[position] = _failed_item(item, str(err))
-        _set_digests(prepared)
+        _set_digests(prepared, hashed)
         scores = self._score_chunk(prepared, progress=progress, **options) if prepared else ChunkScores({})
         by_index = {it.index: k for k, it in enumerate(prepared)}
         results = []
@@ -544,37 +547,9 @@ class Metric(ABC):
         failed.values = {o.name: o.empty for o in self.spec.outputs if not o.optional}
         return failed
 
-    def _decode_images(self, on_error: str) -> Callable[[list, int, dict], int]:
-        """A function that decodes the images of a chunk's new items in place (each distinct image once per
-        chunk) and returns how many bytes of pixels they hold; a bad image fails its item."""
-        from mmjudge.images import load_image
-
-        max_pixels, max_ratio = self.max_pixels, self.max_aspect_ratio
+    def _chunk_images(self, on_error: str) -> "ChunkImages":
         spec = next((s for s in self.spec.inputs if s.kind == "image"), None)
-
-        def decode(chunk: list, start: int, decoded: dict) -> int:
-            added = 0
-            for k in range(start, len(chunk)):
-                item = chunk[k]
-                if not isinstance(item, Item) or item.image is None:
-                    continue
-                key = _image_key(item.image)
-                try:
-                    if key not in decoded:
-                        kwargs = {} if max_pixels is None else {"max_pixels": max_pixels}
-                        image = load_image(item.image, item.where(spec), max_aspect_ratio=max_ratio, **kwargs)
-                        # The source object stays referenced for the chunk: an object's id() is its key, and a
-                        # freed object's id can be reused by the next row's bytes.
-                        decoded[key] = (item.image, image)
-                        added += image.width * image.height * len(image.getbands())
-                    item.image = decoded[key][1]
-                except ValueError as err:
-                    if on_error == "raise":
-                        raise
-                    chunk[k] = _failed_item(item, str(err))
-            return added
-
-        return decode
+        return ChunkImages(spec, on_error, self.max_pixels, self.max_aspect_ratio)
 
 
 @contextlib.contextmanager
@@ -605,9 +580,8 @@ def _failed_item(item: Item, error: str) -> ItemResult:
 
 
 def _image_key(image: Any) -> Any:
-    """What makes two inputs the same image within a chunk: the path of a file, else the object itself."""
-    import os
-
+    """What makes two inputs the same image within a chunk: the path of a file, else the object itself
+    (whose id the chunk's items keep valid: they hold the object until it is decoded)."""
     if isinstance(image, (str, os.PathLike)):
         return ("path", os.fspath(image))
     if isinstance(image, Mapping) and image.get("path") and image.get("bytes") is None:
@@ -615,11 +589,12 @@ def _image_key(image: Any) -> Any:
     return ("object", id(image))
 
 
-def _set_digests(items: list[Item]) -> None:
-    """Each item's pixel digest, computed once per distinct image object."""
+def _set_digests(items: list[Item], decoded: dict[int, str]) -> None:
+    """Each item's pixel digest, computed once per distinct image object: ``decoded`` holds the digests
+    hashed while decoding (by image id); an image ``_prepare_item`` replaced (a REG box drawn) is hashed here."""
     from mmjudge.images import image_digest
 
-    seen: dict[int, str] = {}
+    seen = dict(decoded)
     for item in items:
         if item.image is not None:
             key = id(item.image)
@@ -628,20 +603,127 @@ def _set_digests(items: list[Item]) -> None:
             item.digest = seen[key]
 
 
-def _chunks(items: Iterable[Any], size: Optional[int], decode: Callable) -> Iterator[list]:
-    """Lists of at most ``size`` items (``None``: one list of all), closed early once their decoded images
-    hold :data:`MAX_CHUNK_IMAGE_BYTES`; ``decode(chunk, start, decoded)`` decodes the new items' images."""
+def _chunks(items: Iterable[Any], size: Optional[int], images: "ChunkImages") -> Iterator[list]:
+    """Lists of at most ``size`` items (``None``: one list of all), closed early once their images (sized from
+    their headers) would hold :data:`MAX_CHUNK_IMAGE_BYTES` decoded; each list's images are decoded when it
+    closes (:class:`ChunkImages`)."""
     chunk: list = []
-    decoded: dict = {}
     image_bytes = 0
     for item in items:
         chunk.append(item)
-        image_bytes += decode(chunk, len(chunk) - 1, decoded)
+        image_bytes += images.measure(item)
         if (size is not None and len(chunk) >= size) or image_bytes >= MAX_CHUNK_IMAGE_BYTES:
+            images.decode(chunk)
             yield chunk
-            chunk, decoded, image_bytes = [], {}, 0  # the chunk's images are released with it
+            chunk, image_bytes = [], 0  # the chunk's images are released with it
+            images.forget()
     if chunk:
+        images.decode(chunk)
         yield chunk
+
+
+class ChunkImages:
+    """The images of the chunks of one stream: each distinct image (by path, else by object) decoded once per
+    chunk, the distinct ones in parallel threads (PIL releases the GIL while it decodes), and a bad one
+    failing only its items (``on_error="record"``) or stopping the stream at the first item in order that
+    has it (``"raise"``). Before decoding, :meth:`measure` sizes an item's image from its header, so a chunk
+    closes before its pixels pass the bound."""
+
+    def __init__(self, spec: Optional[InputSpec], on_error: str, max_pixels: Optional[int], max_aspect_ratio: Optional[float]):
+        self.spec, self.on_error = spec, on_error
+        self.limits = {"max_aspect_ratio": max_aspect_ratio, **({} if max_pixels is None else {"max_pixels": max_pixels})}
+        self._seen: set = set()
+        self._pool: Any = None
+
+    def __enter__(self) -> "ChunkImages":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+
+    def measure(self, item: Any) -> int:
+        """Bytes the item's image will hold decoded (0 for none, one already counted in this chunk, or one
+        whose header cannot be read: decoding reports that)."""
+        if not isinstance(item, Item) or item.image is None:
+            return 0
+        key = _image_key(item.image)
+        if key in self._seen:
+            return 0
+        self._seen.add(key)
+        return _decoded_size(item.image)
+
+    def forget(self) -> None:
+        self._seen = set()
+
+    def decode(self, chunk: list) -> None:
+        """Decode the chunk's images in place (``item.image`` becomes the decoded image)."""
+        from mmjudge.images import image_digest, load_image
+
+        first: dict[Any, int] = {}  # image key -> position of the first item that has it
+        for position, item in enumerate(chunk):
+            if isinstance(item, Item) and item.image is not None:
+                first.setdefault(_image_key(item.image), position)
+        if not first:
+            return
+
+        def one(position: int) -> Any:
+            item = chunk[position]
+            try:
+                image = load_image(item.image, item.where(self.spec), **self.limits)
+            except ValueError as err:
+                return err
+            return image, image_digest(image)  # hashed here too: hashlib also releases the GIL
+
+        if len(first) > 1 and (os.cpu_count() or 1) > 1:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="mmjudge-decode")
+            decoded = dict(zip(first, self._pool.map(one, first.values())))
+        else:
+            decoded = {key: one(position) for key, position in first.items()}
+        for position, item in enumerate(chunk):
+            if not isinstance(item, Item) or item.image is None:
+                continue
+            key = _image_key(item.image)
+            answer = decoded[key]
+            if isinstance(answer, ValueError):
+                # The message names the first item with this image; each item's own row names itself.
+                where = chunk[first[key]].where(self.spec)
+                message = str(answer).replace(where, item.where(self.spec), 1)
+                if self.on_error == "raise":
+                    raise ValueError(message)
+                chunk[position] = _failed_item(item, message)
+                continue
+            item.image, item.digest = answer
+
+
+def _decoded_size(image: Any) -> int:
+    """Bytes of ``image`` once decoded, from what is known without decoding it (0 when unknown)."""
+    import io
+
+    from PIL import Image
+
+    try:
+        if isinstance(image, Image.Image):
+            return image.width * image.height * len(image.getbands())
+        if hasattr(image, "__array_interface__"):
+            return int(getattr(image, "nbytes", 0))
+        if isinstance(image, Mapping):
+            image = image.get("bytes") if image.get("bytes") is not None else image.get("path")
+        if isinstance(image, (bytes, bytearray, memoryview)):
+            image = io.BytesIO(bytes(image))
+        elif isinstance(image, (str, os.PathLike)):
+            image = os.path.expanduser(os.fspath(image))
+        elif isinstance(getattr(image, "path", None), (str, os.PathLike)):
+            image = image.path
+        else:
+            return 0
+        with Image.open(image) as header:  # reads the header only
+            return header.width * header.height * max(3, len(header.getbands()))
+    except Exception:  # noqa: BLE001 - an unreadable image is reported by decoding, not here
+        return 0
 
 
 def add_means(out: dict, spec: MetricSpec) -> dict:
