@@ -524,21 +524,21 @@ def test_judge_failures_are_counted_and_too_many_unrank_a_row():
 
 
 def test_worker_stores_judge_failures_as_null_and_the_board_says_why_a_row_is_unranked(tmp_path, monkeypatch):
-    """The engine's contract: a criterion the judge failed on is NaN with <c>_status, and the overall
-    that needs it is NaN. Stand in for it by failing one item's fluency in the real rows."""
-    import mmjudge.report as report
+    """The engine's contract: a criterion the judge gave no rating for is NaN with <c>_status, and the
+    overall that needs it is NaN. The dummy judge puts no probability on the scale for one item's fluency."""
+    from mmjudge.judges.base import RatingResult
+    from mmjudge.judges.dummy import DummyJudge
     from mmjudge.leaderboard import views
 
-    real = report.Report.from_items.__func__
+    real = DummyJudge._rate_batch
+    target = next(o["text"] for o in demo_outputs(0) if o["id"] == "demo-vqa-2")
 
-    def failing(cls, metric, items, **kw):
-        out = real(cls, metric, items, **kw)
-        for row in out.rows:
-            if row["id"] == "demo-vqa-2":
-                row.update(fluency=float("nan"), overall=float("nan"), fluency_status="no_rating")
-        return out
+    def silent_on_one(self, requests):
+        answers = real(self, requests)
+        return [RatingResult(raw=[0.0] * 5, greedy=" I") if r.group == "fluency" and target in r.turns[0].text else a
+                for r, a in zip(requests, answers)]  # fmt: skip
 
-    monkeypatch.setattr(report.Report, "from_items", classmethod(failing))
+    monkeypatch.setattr(DummyJudge, "_rate_batch", silent_on_one)
     store = Store(tmp_path)
     sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
     Worker(store, {"judge": "dummy", "explain_examples": 0}, progress=False).run_once()

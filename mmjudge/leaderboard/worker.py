@@ -1,9 +1,10 @@
 """The worker: claims queued submissions, scores them, commits the results — and survives being killed.
 
 Each job is claimed atomically under a lease (:meth:`Store.claim`); a heartbeat thread renews it while
-the job runs. Models-track outputs are scored in batches by HarmonicEval through the engine's judge
-and cache (``mmjudge.load("harmonic_eval", judge=…, cache=<data dir>/judge_cache.sqlite)``), rows made by
-:class:`mmjudge.report.Report`; Metrics-track scores go through :func:`mmjudge.metaeval.meta_evaluate`.
+the job runs. Models-track outputs are scored by HarmonicEval through the engine's judge and cache
+(``mmjudge.load("harmonic_eval", judge=…, cache=<data dir>/judge_cache.sqlite)``) as a stream of rows
+(:func:`mmjudge.stream.stream_rows`: bounded chunks, the results layer's rows); Metrics-track scores go
+through :func:`mmjudge.metaeval.meta_evaluate`.
 Results are committed together with DONE, only while the lease is still this worker's. A killed
 worker's job is re-queued when its lease expires and scored again from the start; the judge cache
 makes the repeated work cheap. Several workers may run at once on the same data dir.
@@ -27,7 +28,6 @@ makes the repeated work cheap. Several workers may run at once on the same data 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import socket
 import threading
@@ -41,6 +41,7 @@ from mmjudge.leaderboard.ranking import summarise_metaeval, summarise_models
 from mmjudge.leaderboard.settings import DEFAULTS
 from mmjudge.leaderboard.store import DEFAULT_LEASE_S, Store
 from mmjudge.leaderboard.validation import validate_outputs, validate_scores
+from mmjudge.report import json_safe
 from mmjudge.signature import Signature
 
 logger = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class Worker:
         self.lease_s = float(lease_s)
         self.progress = progress
         self.hub = hub
-        self._metrics: dict[bool, Any] = {}
+        self._metric: Any = None
 
     # ---------------------------------------------------------------------------------- the loop
     def run(self, poll_s: float = 2.0, once: bool = False, stop: Optional[threading.Event] = None,
@@ -126,67 +127,59 @@ class Worker:
         # No size check on re-reading: intake accepted the file under the board's own limit
         # (settings["max_upload_bytes"]), which may exceed validation's default.
         if job["track"] == "models":
-            signature, summary, rows = self._score_models(bench, validate_outputs(data, bench.ids, max_bytes=None), beat)
-            return signature, summary, [_json_safe(r) for r in rows]
+            return self._score_models(bench, validate_outputs(data, bench.ids, max_bytes=None), beat)
         return self._score_metrics(bench, validate_scores(data, bench.ids, max_bytes=None), beat)
 
-    def metric(self, explain: bool = False) -> Any:
-        """HarmonicEval with the configured judge, through the shared judge cache (built once).
-
-        The instance with explanations reuses the plain instance's judge (``cache=False``: that judge
-        already carries the cache), so the judge model is loaded once, not once per instance."""
-        if explain not in self._metrics:
+    def metric(self) -> Any:
+        """HarmonicEval with the configured judge, through the shared judge cache (built once; explanations
+        are asked per call, so the same instance and judge give them)."""
+        if self._metric is None:
             import mmjudge
 
             s = self.settings
-            if explain:
-                self._metrics[explain] = mmjudge.load("harmonic_eval", judge=self.metric().judge, gamma=s["gamma"],
-                                                      cache=False, explain=True)  # fmt: skip
-            else:
-                options = dict(s.get("judge_options") or {})
-                if s.get("model"):
-                    options["model"] = s["model"]
-                cache = str(self.store.data_dir / "judge_cache.sqlite")
-                self._metrics[explain] = mmjudge.load("harmonic_eval", judge=s["judge"], gamma=s["gamma"], cache=cache,
-                                                      **options)  # fmt: skip
-        return self._metrics[explain]
+            options = dict(s.get("judge_options") or {})
+            if s.get("model"):
+                options["model"] = s["model"]
+            cache = str(self.store.data_dir / "judge_cache.sqlite")
+            self._metric = mmjudge.load("harmonic_eval", judge=s["judge"], gamma=s["gamma"], cache=cache, **options)
+        return self._metric
 
     def _score_models(self, bench, outputs: list[dict], beat: "_Heartbeat") -> tuple[str, dict, list]:
-        from mmjudge.report import Report
+        from mmjudge.stream import stream_rows
 
         inputs = {it["id"]: it for it in bench.inputs()}
         items = [{**inputs[o["id"]], "text": o["text"]} for o in outputs]
         metric = self.metric()
-        size = max(1, int(self.settings["batch_size"]))
         rows: list[dict] = []
-        for start in range(0, len(items), size):
+        # The engine's stream: bounded chunks, each distinct image decoded once per chunk; the lease is
+        # checked at every row, so a job re-queued while it ran stops within a chunk.
+        for _, row in stream_rows(metric, items, chunk_size=max(1, int(self.settings["batch_size"]))):
             beat.check()
-            rows += Report.from_items(metric, items[start : start + size], keep=["text"], progress=False).to_records()
-        self._add_explanations(items, rows, beat)
+            rows.append(json_safe(row))  # a criterion the judge failed on is NaN in memory, null when stored
+        self._add_explanations(metric, items, rows, beat)
         beat.check()
         signatures = list(dict.fromkeys(r["signature"] for r in rows))
         if len(signatures) != 1:
             raise RuntimeError(f"one submission gave {len(signatures)} signatures")
         return signatures[0], summarise_models(rows, metric.criteria), rows
 
-    def _add_explanations(self, items: list[dict], rows: list[dict], beat: "_Heartbeat") -> None:
+    def _add_explanations(self, metric: Any, items: list[dict], rows: list[dict], beat: "_Heartbeat") -> None:
         """The judge's explanations for the first few items (shown on the submission page)."""
-        from mmjudge.report import Report
+        from mmjudge.judges import JudgeCapabilityError
+        from mmjudge.stream import stream_rows
 
         k = int(self.settings.get("explain_examples") or 0)
         if k <= 0:
             return
-        try:
-            metric = self.metric(explain=True)
-        except ValueError:  # the judge cannot generate text: no explanations, scores unaffected
-            return
         beat.check()
-        explained = Report.from_items(metric, items[:k], progress=False).to_records()
         by_id = {r["id"]: r for r in rows}
-        for r in explained:
-            for key, value in r.items():
-                if key.endswith("_explanation"):
-                    by_id[r["id"]][key] = value
+        try:
+            for _, explained in stream_rows(metric, items[:k], explain=True):
+                for key, value in explained.items():
+                    if key.endswith("_explanation"):
+                        by_id[explained["id"]][key] = value
+        except JudgeCapabilityError:  # the judge cannot generate text: no explanations, scores unaffected
+            return
 
     def _score_metrics(self, bench, scores: dict, beat: "_Heartbeat") -> tuple[str, dict, list]:
         from mmjudge.metaeval import meta_evaluate
@@ -200,11 +193,6 @@ class Worker:
                                    confidence=result.options.get("confidence"))  # fmt: skip
         records = result.to_dict()["records"]  # JSON-safe: NaN/inf → None, numpy scalars → numbers
         return str(signature), summarise_metaeval(result, SUBMISSION_METRIC), records
-
-
-def _json_safe(row: dict) -> dict:
-    """A result row for strict JSON: a criterion the judge failed on is NaN in memory and null when stored."""
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
 
 
 class _Heartbeat:

@@ -31,7 +31,7 @@ import os
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, ClassVar, Iterable, Iterator, Mapping, Optional, Sequence
 
 from mmjudge.inputs import check_column, check_reference_list, check_text, check_text_length, finite_mean, is_number
 from mmjudge.metrics.statuses import count_failures, failure_line

@@ -145,21 +145,18 @@ class Scorer:
             self._judge = build_judge(self.settings.model, self.settings.judge, cache, **options)
         return self._judge
 
-    def metric(self, label: str, explain: bool = False) -> Any:
-        """The loaded metric of choice ``label`` (HarmonicEval: the instance with or without
-        explanations; both share the judge, so concurrent requests never flip a shared flag)."""
-        key = (label, bool(explain) and self.choices[label].name == "harmonic_eval")
+    def metric(self, label: str) -> Any:
+        """The loaded metric of choice ``label``, loaded once (explanations are a per-call option, so one
+        instance serves requests with and without them)."""
         with self._lock:
-            if key not in self._metrics:
-                self._metrics[key] = self._load(self.choices[label], explain=key[1])
-            return self._metrics[key]
+            if label not in self._metrics:
+                self._metrics[label] = self._load(self.choices[label])
+            return self._metrics[label]
 
-    def _load(self, choice: MetricChoice, explain: bool = False) -> Any:
+    def _load(self, choice: MetricChoice) -> Any:
         import mmjudge
 
         kwargs: dict[str, Any] = self.settings.options_for(choice.name)
-        if explain:
-            kwargs["explain"] = True
         if choice.spec.judged:
             kwargs.update(judge=self.judge(), cache=False)  # one judge for all judged metrics; it carries the cache
         return mmjudge.load(choice.name, choice.config, **kwargs)
@@ -184,8 +181,10 @@ class Scorer:
             if progress is not None:
                 progress(k / len(todo), desc=f"{label}: loading and scoring")
             try:
-                metric = self.metric(label, explain)
-                result.reports[label] = Report.from_items(metric, [item], default_task=item["task"], progress=None)
+                metric = self.metric(label)
+                # Explanations are HarmonicEval's per-criterion "why?" (the page's tick box asks for those).
+                options = {"explain": True} if explain and metric.name == "harmonic_eval" else {}
+                result.reports[label] = Report.from_items(metric, [item], default_task=item["task"], **options)
             except Exception as err:  # noqa: BLE001 - one metric failing (no weights, no GPU) spares the others
                 if len(todo) == 1:
                     raise
