@@ -14,6 +14,19 @@ from typing import Any, Iterable
 SHOWN_IDS = 5  # ids named in one message; the rest are counted
 
 
+def id_differences(found: Iterable[str], wanted: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``(missing, unknown)``: the ``wanted`` ids not ``found`` (in ``wanted``'s order), and the ``found``
+    ids not wanted (in ``found``'s order). The one comparison behind every "the file must cover exactly the
+    benchmark's ids" check.
+
+    >>> id_differences(["a", "x"], ["a", "b"])
+    (['b'], ['x'])
+    """
+    found, wanted = list(found), list(dict.fromkeys(wanted))
+    have, known = set(found), set(wanted)
+    return [i for i in wanted if i not in have], [i for i in found if i not in known]
+
+
 def shown_ids(ids: Iterable[str]) -> str:
     """The first :data:`SHOWN_IDS` ids, quoted, and how many more there are (error messages stay one line).
 

@@ -28,7 +28,7 @@ import json
 import math
 from typing import Any, Optional, Sequence
 
-from mmjudge.errors import shown_ids
+from mmjudge.errors import id_differences, shown_ids
 from mmjudge.jsonl import JsonLineError, decode, json_lines
 from mmjudge.metaeval.scores import check_scores
 
@@ -95,11 +95,9 @@ def check_ids(rows: list[tuple[int, dict]], ids: Sequence[str]) -> None:
         if obj["id"] in seen:
             raise SubmissionError(f"line {n}: duplicate id {obj['id']!r} (first on line {seen[obj['id']]}).")
         seen[obj["id"]] = n
-    known = set(ids)
-    extra = [i for i in seen if i not in known]
+    missing, extra = id_differences(seen, ids)
     if extra:
         raise SubmissionError(f"line {seen[extra[0]]}: {len(extra)} id(s) are not in the benchmark: {shown_ids(extra)}.")
-    missing = [i for i in ids if i not in seen]
     if missing:
         raise SubmissionError(f"missing {len(missing)} id(s) of the benchmark: {shown_ids(missing)}.")
 

@@ -32,7 +32,7 @@ from collections import defaultdict
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from mmjudge.errors import shown_ids
+from mmjudge.errors import id_differences, shown_ids
 from mmjudge.jsonl import JsonLineError, decode, json_lines
 
 Scores = dict[str, dict[str, float]]
@@ -212,12 +212,9 @@ def check_scores(scores: Scores, ids: Iterable[str], name: str) -> Scores:
     Raises:
         ValueError: naming (up to five of) the missing or unknown ids.
     """
-    wanted = list(dict.fromkeys(ids))
-    known = set(wanted)
-    missing = [i for i in wanted if i not in scores]
+    missing, unknown = id_differences(scores, ids)
     if missing:
         raise ValueError(f"{name}: no score for {len(missing)} id(s) of the benchmark: {shown_ids(missing)}.")
-    unknown = [i for i in scores if i not in known]
     if unknown:
         raise ValueError(f"{name}: {len(unknown)} id(s) are not in the benchmark: {shown_ids(unknown)}.")
     for item_id, values in scores.items():

@@ -345,8 +345,22 @@ class Metric(ABC):
         return item
 
     def _check_options(self, options: dict) -> dict:
-        """The call's options (``explain`` …), checked; the default accepts none beyond ``progress``."""
-        return options
+        """The call's options, checked against the declared ones. ``explain`` (for metrics that declare it):
+        ``None`` takes the metric's own ``explain`` setting, and explaining needs a generating judge —
+        checked here, where the effective value is known."""
+        declared = self.spec.option_names()
+        for key in options:
+            if key not in declared or key in ("task", "progress"):
+                raise ValueError(f"{self.spec.label}: unknown option {key!r}; it takes {', '.join(declared)}.")
+        if EXPLAIN not in self.spec.options:
+            return {}
+        from mmjudge.errors import check_bool
+
+        explain = options.get("explain")
+        explain = bool(getattr(self, "explain", False)) if explain is None else check_bool(explain, "explain")
+        if explain:
+            self.judge.require("can_generate", f"{self.spec.label} with explain=True", "explanations are generated text")
+        return {"explain": explain}
 
     def _check_task(self, task: Optional[str]) -> str:
         task = str(task or self.default_task).lower()

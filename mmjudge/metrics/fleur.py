@@ -189,15 +189,6 @@ class FLEUR(Metric):
             columns["references"] = references
         return self._compute(columns, None, progress, explain=explain)
 
-    def _check_options(self, options: dict) -> dict:
-        explain = options.pop("explain", None)
-        if options:
-            raise ValueError(f"FLEUR: unknown option {next(iter(options))!r}; it takes explain and progress.")
-        explain = self.explain if explain is None else check_bool(explain, "explain")
-        if explain:
-            self.judge.require("can_generate", "FLEUR with explain=True", "explanations are generated text")
-        return {"explain": explain}
-
     def _request(
         self, prompt: str, picture, digest: str, prefix: str = "", turns=None, read_prefix: bool = False
     ) -> RatingRequest:

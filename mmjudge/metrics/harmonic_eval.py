@@ -219,15 +219,6 @@ class HarmonicEval(Metric):
         return self._compute({k: v for k, v in columns.items() if v is not None or k == "predictions"}, task,
                              progress, explain=explain)  # fmt: skip
 
-    def _check_options(self, options: dict) -> dict:
-        explain = options.pop("explain", None)
-        if options:
-            raise ValueError(f"HarmonicEval: unknown option {next(iter(options))!r}; it takes task, explain and progress.")
-        explain = self.explain if explain is None else check_bool(explain, "explain")
-        if explain:
-            self.judge.require("can_generate", "HarmonicEval with explain=True", "explanations are generated text")
-        return {"explain": explain}
-
     def _prepare_item(self, item: Item) -> Item:
         """REG: the target box drawn in red on (a copy of) the image, as MMHE shows it to annotators."""
         if item.task in self.prompt_set.tasks_needing("box"):

@@ -202,35 +202,41 @@ def _lines(path: Path, begin: int, end: int) -> Iterator[bytes]:
             yield line
 
 
+def _numbered(path: Path, begin: int, end: int, line0: int, first: int, skip: int) -> Iterator[tuple[int, int, bytes]]:
+    """``(line number, input position, line)`` of the non-blank lines in ``[begin, end)``, the first ``skip``
+    of them passed over (counted, not parsed)."""
+    number, index = line0, first
+    for raw in _lines(path, begin, end):
+        number += 1
+        if not raw.strip():
+            continue
+        index += 1
+        if index - first > skip:
+            yield number, index - 1, raw
+
+
 def _jsonl_source(path: Path, mapping: Mapping[str, str], rank: int, world: int, folder: Path) -> ItemSource:
     begin, end = _byte_range(path, rank, world)
     line0, first = _count_items_before(path, begin)
     total = sum(1 for line in _lines(path, begin, end) if line.strip())
 
     def rows(skip: int) -> Iterator[dict]:
-        number, index = line0, first
-        for raw in _lines(path, begin, end):
-            number += 1
-            if not raw.strip():
-                continue
-            index += 1
-            if index - first <= skip:
-                continue
+        for number, index, raw in _numbered(path, begin, end, line0, first, skip):
             where = f"{path}:{number}"
             try:
                 text = decode(raw[3:] if number == 1 and raw.startswith(b"\xef\xbb\xbf") else raw)
                 value = json.loads(text)
             except JsonLineError as err:
-                yield {"_source": where, "_i": index - 1, "_error": err.reason}
+                yield {"_source": where, "_i": index, "_error": err.reason}
                 continue
             except json.JSONDecodeError as err:
-                yield {"_source": where, "_i": index - 1, "_error": f"not valid JSON ({err.msg} at column {err.colno})."}
+                yield {"_source": where, "_i": index, "_error": f"not valid JSON ({err.msg} at column {err.colno})."}
                 continue
             if not isinstance(value, dict):
-                yield {"_source": where, "_i": index - 1,
+                yield {"_source": where, "_i": index,
                        "_error": f"expected a JSON object like {{\"text\": ..., \"image\": ...}}, but got {type(value).__name__}."}  # fmt: skip
                 continue
-            yield _item(value, mapping, where, index - 1, folder)
+            yield _item(value, mapping, where, index, folder)
 
     return ItemSource(str(path), "jsonl", total, first, rows)
 
@@ -274,22 +280,15 @@ def _csv_source(path: Path, mapping: Mapping[str, str], rank: int, world: int, f
     total = sum(1 for line in _lines(path, begin, end) if line.strip())
 
     def shard_rows(skip: int) -> Iterator[dict]:
-        number, index = line0, first
-        for raw in _lines(path, begin, end):
-            number += 1
-            if not raw.strip():
-                continue
-            index += 1
-            if index - first <= skip:
-                continue
+        for number, index, raw in _numbered(path, begin, end, line0, first, skip):
             where = f"{path}:{number}"
             cells = next(csv.reader([decode(raw).rstrip("\r\n")]), [])
             if len(cells) != len(header) or raw.count(b'"') % 2:
-                yield {"_source": where, "_i": index - 1, "_error": "the row does not split into the header's "
+                yield {"_source": where, "_i": index, "_error": "the row does not split into the header's "
                        f"{len(header)} cells on its own line; a CSV whose fields hold line breaks can only be read by "
                        "one process (or convert it to JSON Lines or Parquet)."}  # fmt: skip
                 continue
-            yield _item(_csv_row(dict(zip(header, cells))), mapping, where, index - 1, folder)
+            yield _item(_csv_row(dict(zip(header, cells))), mapping, where, index, folder)
 
     return ItemSource(str(path), "csv", total, first, shard_rows)
 
