@@ -24,6 +24,7 @@ import io
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, TextIO, Union
 
@@ -203,3 +204,41 @@ def _write(path: Optional[PathOrFile], text: str) -> None:
         return
     with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(text)
+
+
+# Markdown that user text could use: escaped, so a typed [text](url) or **x** stays literal.
+_MARKDOWN_SYNTAX = frozenset("\\`*_[]|~#@!")
+_AUTOLINK = re.compile(r"(://|(?i:\bwww)\.)")
+
+
+def markdown_text(value: object) -> str:
+    """``value`` as literal text inside Markdown: the one escaping helper of every page that shows what a
+    user typed (the Space, the leaderboard).
+
+    HTML's ``& < >`` become entities (so ``<img onerror=…>`` is text, not an element), Markdown syntax
+    is backslash-escaped (so ``[text](url)`` is not a link), bare URLs are broken (``https\\://``,
+    ``www\\.``: GFM would autolink them), and line breaks become spaces (one line; no heading or list
+    can start). Quotes stay as they are: they are syntax only inside HTML attributes, which never hold
+    user text here.
+
+    >>> markdown_text("<img src=x onerror=alert(1)>")
+    '&lt;img src=x onerror=alert(1)&gt;'
+    >>> markdown_text("[Session expired: click here](https://evil.example/)")
+    '\\\\[Session expired: click here\\\\](https\\\\://evil.example/)'
+    >>> markdown_text("**bold** `x` | y_z www.evil.example a@b.c")
+    '\\\\*\\\\*bold\\\\*\\\\* \\\\`x\\\\` \\\\| y\\\\_z www\\\\.evil.example a\\\\@b.c'
+    """
+    text = " ".join(str(value).split())
+    out = []
+    for ch in text:
+        if ch == "&":
+            out.append("&amp;")
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch == ">":
+            out.append("&gt;")
+        elif ch in _MARKDOWN_SYNTAX:
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return _AUTOLINK.sub(lambda m: "\\" + m.group(0) if m.group(0) == "://" else m.group(0)[:-1] + "\\.", "".join(out))

@@ -12,7 +12,8 @@ import pytest
 from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores, get_benchmark
 from mmjudge.leaderboard.hub_sync import HubSync
 from mmjudge.leaderboard.intake import submit
-from mmjudge.leaderboard.protection import AdminGuard, RateLimit, check_admin, markdown_text, safe_link
+from mmjudge.leaderboard.protection import AdminGuard, RateLimit, check_admin, safe_link
+from mmjudge.report import markdown_text
 from mmjudge.leaderboard.ranking import competition_ranks, group_by_signature, rank_metrics, rank_models
 from mmjudge.leaderboard.store import Store
 from mmjudge.leaderboard.validation import SubmissionError, validate_outputs, validate_scores

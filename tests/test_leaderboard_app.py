@@ -127,7 +127,7 @@ PAYLOADS = ["[Session expired: click here](https://evil.example/)", "<img src=x 
 def test_messages_repeating_user_input_are_escaped(tmp_path):
     """The page's Markdown never turns a visitor's text into a link or an element; the API's plain-text
     replies repeat it unchanged (no HTML entities)."""
-    from mmjudge.leaderboard.protection import markdown_text
+    from mmjudge.report import markdown_text
 
     demo, client = launched(tmp_path / "board", rate_limit=100)
     try:

@@ -276,7 +276,7 @@ def rendered_safely(markdown: str) -> bool:
 
 
 def test_messages_repeating_input_are_escaped(picture):
-    from mmjudge.leaderboard.protection import markdown_text
+    from mmjudge.report import markdown_text
 
     scorer = scripted_scorer()
     for payload in PAYLOADS:
@@ -381,7 +381,7 @@ def test_gradio_client_scores(served, picture, not_an_image, tmp_path):
 def test_gradio_client_gets_escaped_lines_and_limits_in_user_terms(served, picture, tmp_path):
     from gradio_client import Client, handle_file
 
-    from mmjudge.leaderboard.protection import markdown_text
+    from mmjudge.report import markdown_text
 
     _, url = served
     client = Client(url, verbose=False)

@@ -24,11 +24,11 @@ from typing import Any, Iterable, Iterator, Optional
 
 import datasets
 
+from mmjudge.datasets._errors import DataError  # noqa: F401  (the builders import it from here)
+
 logger = logging.getLogger(__name__)
 
 
-class DataError(ValueError):
-    """The benchmark files are missing, truncated or not what upstream publishes."""
 
 
 @dataclass

@@ -18,7 +18,7 @@ in one line.
 >>> detect(root / "nowhere", layouts, "Pascal-50S")
 Traceback (most recent call last):
 ...
-mmjudge.datasets._base.DataError: Pascal-50S: ... holds none of its layouts: the original release needs
+mmjudge.datasets._errors.DataError: Pascal-50S: ... holds none of its layouts: the original release needs
 `pair_pascal.mat` + `consensus_pascal.mat` (from pyCIDErConsensus); the json layout needs `pascal_50s.json`
 (from FLEUR's annotations/). Pass data_dir=<a folder with either>.
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from mmjudge.datasets._base import DataError
+from mmjudge.datasets._errors import DataError
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ HTTP API (``gradio_client``; what ``mmjudge leaderboard download`` / ``submit`` 
 ==========================  =======================================================================
 
 API replies are plain text or JSON (never HTML-escaped); the page shows the same messages as Markdown
-through :func:`~mmjudge.leaderboard.protection.markdown_text`, the one escaping helper.
+through :func:`~mmjudge.report.markdown_text`, the one escaping helper.
 
 No ``from __future__ import annotations`` here: Gradio injects a ``gr.Request`` only into parameters
 whose annotation *is* ``gr.Request``, and with postponed annotations the hint would stay the string
@@ -34,7 +34,8 @@ from mmjudge.leaderboard import views
 from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS, available_benchmarks, configure, get_benchmark
 from mmjudge.leaderboard.export import example_file, guide, inputs_file, line_format
 from mmjudge.leaderboard.intake import submit_path, upload_cap
-from mmjudge.leaderboard.protection import AdminGuard, RateLimit, markdown_text
+from mmjudge.leaderboard.protection import AdminGuard, RateLimit
+from mmjudge.report import markdown_text
 from mmjudge.leaderboard.ranking import ALL
 from mmjudge.leaderboard.settings import DEFAULTS, load_settings
 from mmjudge.leaderboard.store import Store

@@ -180,7 +180,7 @@ def line_format(bench: Benchmark) -> dict[str, Any]:
 def guide(bench: Benchmark, url: Optional[str] = None, settings: Optional[dict] = None, plain: bool = False) -> str:
     """The "How to submit" text of one benchmark (Markdown). ``plain``: for the README in the download
     (no page-specific wording). Names from the benchmark's data pass the page's escaping helper."""
-    from mmjudge.leaderboard.protection import markdown_text
+    from mmjudge.report import markdown_text
 
     s = {**DEFAULTS, **(settings or {})}
     name = bench.name if plain else markdown_text(bench.name)

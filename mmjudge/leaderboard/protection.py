@@ -1,8 +1,9 @@
 r"""What keeps a public board (and the Space) safe: rate limits, duplicate messages, escaping, admin tokens.
 
 Names, links, descriptions and every other string a visitor typed are stored as typed (data) and
-escaped every time they are put into Markdown, by ONE helper, :func:`markdown_text`, which both apps
-use for every message that repeats user input; links go through :func:`safe_link`. So no HTML, script
+escaped every time they are put into Markdown, by ONE helper, :func:`mmjudge.report.markdown_text` (the
+engine's results layer, which both apps use for every message that repeats user input); links go through
+:func:`safe_link`. So no HTML, script
 or Markdown link reaches a visitor. API replies are plain text (they are never rendered as HTML), so
 they carry no escapes at all. Uploaded files never keep their name (the store generates one), so no
 path can be traversed.
@@ -12,10 +13,6 @@ the client writes. Admin actions (hide, delete, re-run / re-queue) need the toke
 ``MMJUDGE_LEADERBOARD_ADMIN_TOKEN`` (without it they are disabled); wrong guesses are throttled per
 client with a growing delay (:class:`AdminGuard`).
 
->>> markdown_text("[Session expired: click here](https://evil.example/)")
-'\\[Session expired: click here\\](https\\://evil.example/)'
->>> markdown_text("<img src=x onerror=alert(1)>")
-'&lt;img src=x onerror=alert(1)&gt;'
 >>> safe_link("javascript:alert(1)"), safe_link("https://huggingface.co/org/model")
 ('', '<a href="https://huggingface.co/org/model" target="_blank" rel="noopener noreferrer">https://huggingface.co/org/model</a>')
 """
@@ -110,36 +107,6 @@ def duplicate_reason(previous: dict) -> str:
 # links and images ([ ] !), emphasis (* _ ~), code (`), tables (|), headings (#), e-mail autolinks (@),
 # and the backslash itself. ( ) { } + - . are syntax only next to these or at a line start, which a
 # one-line message never gives them.
-_MARKDOWN_SYNTAX = frozenset("\\`*_[]|~#@!")
-_AUTOLINK = re.compile(r"(://|(?i:\bwww)\.)")
-
-
-def markdown_text(value: object) -> str:
-    """``value`` as literal text inside Markdown: the one escaping helper of the board and the Space.
-
-    HTML's ``& < >`` become entities (so ``<img onerror=…>`` is text, not an element), Markdown syntax
-    is backslash-escaped (so ``[text](url)`` is not a link), bare URLs are broken (``https\\://``,
-    ``www\\.``: GFM would autolink them), and line breaks become spaces (one line; no heading or list
-    can start). Quotes stay as they are: they are syntax only inside HTML attributes, which never hold
-    user text here.
-
-    >>> markdown_text("**bold** `x` | y_z www.evil.example a@b.c")
-    '\\\\*\\\\*bold\\\\*\\\\* \\\\`x\\\\` \\\\| y\\\\_z www\\\\.evil.example a\\\\@b.c'
-    """
-    text = " ".join(str(value).split())
-    out = []
-    for ch in text:
-        if ch == "&":
-            out.append("&amp;")
-        elif ch == "<":
-            out.append("&lt;")
-        elif ch == ">":
-            out.append("&gt;")
-        elif ch in _MARKDOWN_SYNTAX:
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return _AUTOLINK.sub(lambda m: "\\" + m.group(0) if m.group(0) == "://" else m.group(0)[:-1] + "\\.", "".join(out))
 
 
 def safe_code(value: object) -> str:

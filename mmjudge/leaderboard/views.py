@@ -1,7 +1,7 @@
 """What the board shows, as plain data (pandas DataFrames and escaped Markdown), built from the store.
 
 The Gradio layout (:mod:`mmjudge.leaderboard.app`) only places these; tests read them directly.
-Every user-supplied string that goes into Markdown passes :func:`~mmjudge.leaderboard.protection.markdown_text`.
+Every user-supplied string that goes into Markdown passes :func:`~mmjudge.report.markdown_text`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import time
 from typing import Any, Optional
 
 from mmjudge.leaderboard.benchmarks import CRITERIA, MODEL_TASKS
-from mmjudge.leaderboard.protection import markdown_text, safe_code, safe_link
+from mmjudge.leaderboard.protection import safe_code, safe_link
+from mmjudge.report import markdown_text
 from mmjudge.leaderboard.ranking import ALL, public_rows, rank_metrics, rank_models
 from mmjudge.leaderboard.settings import DEFAULTS
 from mmjudge.leaderboard.store import Store

@@ -6,7 +6,7 @@ Metrics are offered from the engine's registry (:data:`mmjudge.metrics.METRICS`)
 (:data:`~mmjudge.space.settings.DEFAULT_METRICS`). A metric that needs images, references or a task the
 item lacks is skipped with the reason; results are read only through :class:`mmjudge.report.Report`.
 Every message that repeats what a visitor typed (or what the judge wrote) goes into Markdown through
-the one escaping helper, :func:`~mmjudge.leaderboard.protection.markdown_text`.
+the one escaping helper, :func:`~mmjudge.report.markdown_text`.
 
 >>> from mmjudge.space import Settings
 >>> [c.label for c in metric_choices(Settings())]
@@ -25,10 +25,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-from mmjudge.leaderboard.protection import markdown_text
 from mmjudge.metrics import METRICS
 from mmjudge.metrics.base import MetricSpec
-from mmjudge.report import Report
+from mmjudge.report import Report, markdown_text
 from mmjudge.space.inputs import TASKS
 from mmjudge.space.settings import Settings
 

@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from mmjudge.vela.model import CRITERIA
+from mmjudge.vela.criteria import CRITERIA
 
 
 class VelaHead(torch.nn.Module):

@@ -34,10 +34,10 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from mmjudge.vela.criteria import CRITERIA, CRITERION_NAMES  # noqa: E402,F401  (re-exported)
+
 logger = logging.getLogger(__name__)
 
-CRITERIA = ("desc", "rel", "flu")
-CRITERION_NAMES = {"desc": "descriptiveness", "rel": "relevance", "flu": "fluency"}
 DEFAULT_LLM = "Qwen/Qwen2.5-3B-Instruct"
 FORMAT = "mmjudge-vela/1"
 CONFIG_FILE = "config.json"
