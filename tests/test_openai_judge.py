@@ -130,7 +130,10 @@ def stub_factory():
 
 
 def _judge(url, **kwargs):
+    # Both modes given: the judge sends nothing but ratings (no server identification), so the stub's
+    # request counts below are the ratings' own.
     kwargs.setdefault("prefill", "none")
+    kwargs.setdefault("mass", "top-k")
     kwargs.setdefault("retry_sleep_scale", 0.001)
     judge = OpenAIJudge(base_url=url, **kwargs)
     judge.slept = []
@@ -241,11 +244,16 @@ def test_slow_answer_times_out_and_is_retried(stub_factory):
 
 
 def test_gives_up_after_max_retries_with_the_last_error(stub_factory):
-    stub = stub_factory(failures=[(500, {}, {"error": {"message": "down"}})] * 3)
+    """Retries spent, a rating is a failure with its reason and no probabilities (issue 19: a judge's
+    failure is never a score); a bare chat call still raises."""
+    stub = stub_factory(failures=[(500, {}, {"error": {"message": "down"}})] * 6)
     judge = _judge(stub.url, max_retries=2)
+    [r] = judge.rate([_request()], progress=False)
+    assert r.error is not None and "giving up after 3 attempts" in r.error and "HTTP 500" in r.error
+    assert r.raw == [0.0] * 5 and r.mass == 0.0 and r.mass_exact is False
+    assert len(stub.bodies) == 3 and judge.usage.failed == 1 and "1 failed" in judge.usage_summary()
     with pytest.raises(APIError, match="giving up after 3 attempts.*HTTP 500"):
-        judge.rate([_request()], progress=False)
-    assert len(stub.bodies) == 3
+        judge.chat([{"role": "user", "content": "hi"}])
 
 
 def test_model_refusing_logprobs_is_one_clear_error(stub_factory):
@@ -257,7 +265,7 @@ def test_model_refusing_logprobs_is_one_clear_error(stub_factory):
     assert len(stub.bodies) == 1  # a 400 is not retried
 
 
-def test_api_key_is_sent_but_never_in_cache_signature_or_errors(stub_factory, tmp_path, monkeypatch):
+def test_api_key_is_sent_but_never_in_cache_signature_or_errors(stub_factory, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("MY_KEY", SECRET)
     echo = {"error": {"message": f"Incorrect API key provided: {SECRET}"}}
     stub = stub_factory(failures=[(401, {}, echo)])
@@ -267,9 +275,10 @@ def test_api_key_is_sent_but_never_in_cache_signature_or_errors(stub_factory, tm
     assert SECRET not in str(err.value) and "rejected the API key" in str(err.value)
     stub.failures = [(500, {}, echo)]
     cached = CachedJudge(_judge(stub.url, api_key_env="MY_KEY", max_retries=0), tmp_path / "c.sqlite")
-    with pytest.raises(APIError) as err:
-        cached.rate([_request(1)], progress=False)
-    assert SECRET not in str(err.value) and "***" in str(err.value)
+    with caplog.at_level("INFO"):
+        [failed] = cached.rate([_request(1)], progress=False)  # a failed rating: its reason, scrubbed
+    assert failed.error is not None and SECRET not in failed.error and "***" in failed.error
+    assert caplog.records and all(SECRET not in r.getMessage() for r in caplog.records)
     cached.rate([_request(2)], progress=False)
     assert stub.headers[-1]["Authorization"] == f"Bearer {SECRET}"
     assert SECRET not in json.dumps(cached.identity()) and SECRET not in json.dumps(cached.signature_fields())
@@ -295,8 +304,11 @@ def test_prefill_auto_probe(stub_factory):
     refusing = stub_factory(failures=[(400, {}, {"error": {"message": "Unrecognized request argument: continue_final_message"}})])
     judge = _judge(refusing.url, prefill="auto")
     assert judge.prefill_mode == "none" and not judge.teacher_forcing
-    restarting = stub_factory(answer=lambda body: _answer([], text="1, 2, 3"))  # accepted but ignored
-    assert _judge(restarting.url, prefill="auto").prefill_mode == "none"
+    # Accepted, but the model does not count on: that proves neither (a weak model behind a server that
+    # does continue answers the same), so it is reported, never read as "no" (issue 19).
+    restarting = stub_factory(answer=lambda body: _answer([], text="1, 2, 3"))
+    with pytest.raises(ValueError, match=r"Cannot tell whether the server .* continues an assistant message.*prefill='continue'"):
+        _judge(restarting.url, prefill="auto")
     failing = stub_factory(failures=[(503, {}, {"error": {"message": "down"}})] * 3)
     with pytest.raises(APIError, match="giving up after 3 attempts"):  # a failing server is not "no prefill"
         _judge(failing.url, prefill="auto", max_retries=2).prefill_mode
@@ -316,7 +328,7 @@ _KILLED_RUN = """
 import sys
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges import RatingRequest, Turn, load_judge
-judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], prefill="none", max_concurrency=1, batch_size=2), sys.argv[2])
+judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], prefill="none", mass="top-k", max_concurrency=1, batch_size=2), sys.argv[2])
 requests = [RatingRequest([Turn("user", f"Rate caption {i}.")]) for i in range(20)]
 judge.rate(requests, progress=False)
 print("done")
@@ -380,7 +392,7 @@ def test_serve_text_model_equals_local_backend_through_harmonic_eval(tiny_text_s
     texts = ["A dog runs on the beach.", "Two cats sleep on a red sofa in the sun.", "A man."]
     kwargs = dict(criteria=["fluency", "conciseness"], image_criteria=[], cache=False)
     expected = HarmonicEval(judge=local, **kwargs).compute(predictions=texts, progress=False)
-    api = HarmonicEval(judge="openai", base_url=url, prefill="continue", top_logprobs=vocab, **kwargs)
+    api = HarmonicEval(judge="openai", base_url=url, prefill="continue", mass="top-k", top_logprobs=vocab, **kwargs)
     got = api.compute(predictions=texts, progress=False)
     _compare(expected, got, ["overall", "fluency", "fluency_mass", "conciseness", "conciseness_mass"])
     assert "judge=openai:local@" in got["signature"] and "prefill=continue" in got["signature"]
@@ -389,7 +401,7 @@ def test_serve_text_model_equals_local_backend_through_harmonic_eval(tiny_text_s
 
 def test_serve_vlm_with_image_equals_local_backend(tiny_vlm_server):
     local, url = tiny_vlm_server
-    api = OpenAIJudge(base_url=url, prefill="continue", top_logprobs=len(local.tokenizer))
+    api = OpenAIJudge(base_url=url, prefill="continue", mass="top-k", top_logprobs=len(local.tokenizer))
     image = Image.new("RGB", (48, 40), (180, 40, 20))
     image.paste((10, 200, 30), (0, 0, 20, 20))
     requests = [_request(i, image if i % 2 == 0 else None) for i in range(4)]
@@ -407,7 +419,7 @@ def test_serve_generates_and_rejects_bad_requests(tiny_text_server):
     request = GenerationRequest([Turn("user", "Why?")], max_new_tokens=5)
     assert api.generate([request], progress=False) == local.generate([request], progress=False)
     with pytest.raises(ValueError, match="top_logprobs must be between 0 and 100000"):
-        OpenAIJudge(base_url=url, prefill="continue", top_logprobs=100_001).rate([_request()], progress=False)
+        OpenAIJudge(base_url=url, prefill="continue", mass="top-k", top_logprobs=100_001).rate([_request()], progress=False)
     with pytest.raises(APIError, match="HTTP 400.*cannot both be true"):
         api.chat([{"role": "user", "content": "x"}], continue_final_message=True, add_generation_prompt=True)
     assert local.describe().startswith("transformers:local@")
