@@ -420,9 +420,72 @@ def test_serve_generates_and_rejects_bad_requests(tiny_text_server):
     assert api.generate([request], progress=False) == local.generate([request], progress=False)
     with pytest.raises(ValueError, match="top_logprobs must be between 0 and 100000"):
         OpenAIJudge(base_url=url, prefill="continue", mass="top-k", top_logprobs=100_001).rate([_request()], progress=False)
-    with pytest.raises(APIError, match="HTTP 400.*cannot both be true"):
+    # About the request's setup (every item would fail alike): a user error, not an item's failure.
+    with pytest.raises(ValueError, match="rejects the request's parameters.*HTTP 400.*cannot both be true"):
         api.chat([{"role": "user", "content": "x"}], continue_final_message=True, add_generation_prompt=True)
     assert local.describe().startswith("transformers:local@")
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "llava", "text"])
+def test_serve_under_defaults_equals_local_backend(family, request):
+    """Issue 19: `mmjudge serve` + the openai backend with no options at all (it scored 3.0 for every item:
+    the counting probe failed on a random model, then no rating was found) equals the local backend to
+    1e-5: the judge recognises the server, continues the forced prefix, and reads each rating's exact
+    full-vocabulary probability through `logprob_token_ids` although the server lists only 20 tokens."""
+    from mmjudge import HarmonicEval
+    from mmjudge.serve import serve_in_thread
+
+    folder = request.getfixturevalue({"qwen2_vl": "tiny_qwen_dir", "llava": "tiny_llava_dir", "text": "tiny_lm_dir"}[family])
+    local = load_judge("transformers", model=folder, device="cpu")
+    server, url = serve_in_thread(local)  # default --max-logprobs 20
+    try:
+        image = Image.new("RGB", (48, 40), (180, 40, 20))
+        image.paste((10, 200, 30), (0, 0, 20, 20))
+        texts = ["A dog runs on the beach.", "Two cats sleep on a red sofa in the sun."]
+        if family == "text":
+            kwargs, inputs = dict(criteria=["clarity", "fluency", "conciseness"], image_criteria=[]), dict(predictions=texts)
+        else:
+            kwargs, inputs = {}, dict(predictions=texts, images=[image, image])
+        expected = HarmonicEval(judge=local, cache=False, **kwargs).compute(progress=False, **inputs)
+        api = HarmonicEval(model="openai:" + folder, base_url=url, cache=False, **kwargs)
+        got = api.compute(progress=False, **inputs)
+        names = ["overall"] + [f"{c}{s}" for c in api.criteria for s in ("", "_mass")]
+        _compare(expected, got, names)
+        assert all(m > 0 for c in api.criteria for m in got[f"{c}_mass"])  # ratings were read, not a 0-mass fallback
+        assert "prefill=continue" in got["signature"] and "mass=exact" in got["signature"]
+
+        # The restricted-token read itself: the raw probabilities of the local full-vocabulary softmax.
+        judge = api.judge
+        assert (judge.servers[0].info.kind, judge.prefill_mode, judge.mass_mode) == ("mmjudge", "continue", "exact")
+        requests = [_request(i, image if family != "text" and i % 2 == 0 else None) for i in range(4)]
+        a, b = local.rate(requests, progress=False), judge.rate(requests, progress=False)
+        np.testing.assert_allclose([r.raw for r in b], [r.raw for r in a], atol=1e-5)
+        assert [r.greedy for r in b] == [r.greedy for r in a] and all(r.mass_exact for r in b)
+        assert judge.choice_token_ids(CHOICES) == [sorted(ids) for ids in local.choice_token_ids(CHOICES)]
+    finally:
+        server.shutdown()
+
+
+def test_serve_honours_logprob_token_ids_as_vllm_does(tiny_text_server):
+    local, url = tiny_text_server
+    judge = OpenAIJudge(base_url=url, prefill="continue", mass="top-k")
+    messages = [{"role": "user", "content": "Rate it."}, {"role": "assistant", "content": "Score: "}]
+    flags = dict(continue_final_message=True, add_generation_prompt=False, max_tokens=2, logprobs=True)
+    answer = judge.chat(messages, logprob_token_ids=[5, 7], top_logprobs=3, **flags)
+    for entry in answer["choices"][0]["logprobs"]["content"]:  # the sampled token, then exactly 5 and 7
+        listed = [t["token"] for t in entry["top_logprobs"]]
+        sampled = entry["token"]
+        assert listed == list(dict.fromkeys([sampled, local.tokenizer.decode([5]), local.tokenizer.decode([7])]))
+    spelled = judge.chat(messages, logprob_token_ids=[5], return_tokens_as_token_ids=True, **flags)
+    assert all(t["token"].startswith("token_id:") for e in spelled["choices"][0]["logprobs"]["content"] for t in e["top_logprobs"])
+    for bad, message in (([], "non-empty list"), ([10**9], "outside the vocabulary")):
+        with pytest.raises(ValueError, match=f"rejects the request's parameters.*{message}"):
+            judge.chat(messages, logprob_token_ids=bad, **flags)
+    with pytest.raises(ValueError, match="`logprobs` must be set to true"):
+        judge.chat(messages, logprob_token_ids=[5], continue_final_message=True, add_generation_prompt=False)
+    tokens = judge._http("POST", "/tokenize", {"prompt": " 3", "add_special_tokens": False, "return_token_strs": True}, root=True)[0]
+    assert tokens["tokens"] == local.tokenizer.encode(" 3", add_special_tokens=False) and tokens["count"] == len(tokens["tokens"])
+    assert tokens["token_strs"] == local.tokenizer.convert_ids_to_tokens(tokens["tokens"])
 
 
 def _free_port() -> int:
@@ -557,6 +620,9 @@ def test_llama_cpp_server_distributions_equal_the_raw_responses(llama_server):
     captions = ["A dog runs along the sandy beach.", "beach the along runs dog A.", "Two children play beside a red car."]
     judge = OpenAIJudge(base_url=llama_server, prefill="auto", max_concurrency=1)
     assert judge.prefill_mode == "none"  # llama.cpp's server cannot continue an assistant message
+    # ... which the judge knows from the server (GET /openapi.json), not from asking the model to count.
+    assert judge.servers[0].info.kind == "llama-cpp-python" and judge.servers[0].info.version  # e.g. 0.3.36
+    assert judge.mass_mode == "top-k"
     for caption in captions:
         prompt = prompts.render("fluency", "ic", text=caption, question=None)
         _reset_prefix(llama_server, judge.model_name)

@@ -90,6 +90,10 @@ TOKEN_ID_PREFIX = "token_id:"  # vLLM's spelling of a token with return_tokens_a
 # Consecutive connection failures after which a server counts as down: its requests are tried once, not
 # retried, until it answers again (a dead member of a fleet must not cost every request its full backoff).
 DOWN_AFTER = 3
+# A 4xx whose message names one of these is about the judge's setup (every item would fail alike), not an
+# item: "logprob" covers logprobs, top_logprobs and logprob_token_ids. (max_tokens is not here: servers name
+# it in context-length errors, which are an item's.)
+SETUP_PARAMETERS = ("logprob", "continue_final_message", "add_generation_prompt", "return_tokens_as_token_ids")
 
 # US$ per million tokens (input, output), OpenAI's list prices for the models named here (as of
 # 2025); a model not listed gets token counts only. Data, not logic: extend as needed.
@@ -427,6 +431,7 @@ class OpenAIJudge(BatchedJudge):
         # Round robin over the fleet; the process of rank r starts at server r, so processes spread too.
         self._turn = itertools.count(distributed.rank())
         self._choice_ids: dict[str, list[tuple[int, str]]] = {}
+        self._choice_lock = threading.Lock()
         self._answered = False  # a readable rating answer has come back
         self.model_name = str(model or "").removeprefix("openai:")
         self.prefill, self.mass = prefill, mass
@@ -643,8 +648,12 @@ class OpenAIJudge(BatchedJudge):
         raise AssertionError("unreachable")
 
     def _client_error(self, status: int, text: str, server: _Server) -> Exception:
+        """A 4xx that retrying cannot fix: a user error (``ValueError``) when it is about the judge's setup,
+        the same for every item (key, URL, model, the parameters it sends); otherwise an :class:`APIError`
+        that fails only this item (a prompt too long for the model, an image it cannot read)."""
         where = f"{self.describe()} at {server.endpoint}"
-        if status == 400 and "logprobs" in text.lower():
+        low = text.lower()
+        if status == 400 and "logprobs" in low and "support" in low:
             return ValueError(
                 f"{where} refuses log-probabilities (HTTP 400: {text.strip()}). Judging reads the rating "
                 "distribution from logprobs: use a model that returns them (e.g. gpt-4o, gpt-4o-mini, gpt-4.1)."
@@ -653,6 +662,11 @@ class OpenAIJudge(BatchedJudge):
             return ValueError(f"{where}: the server rejected the API key (HTTP {status}). Check the key's environment variable.")
         if status == 404:
             return ValueError(f"{where}: not found (HTTP 404: {text.strip()}). Check `base_url` and the model name.")
+        if status in (400, 422) and any(p in low for p in SETUP_PARAMETERS):
+            return ValueError(
+                f"{where} rejects the request's parameters (HTTP {status}: {text.strip()}). Check the judge's options "
+                "(top_logprobs against the server's --max-logprobs; prefill=, mass= against what the server supports)."
+            )
         return APIError(f"{where}: HTTP {status}: {text.strip()}", status)
 
     def chat(self, messages: list[dict], **fields: Any) -> dict:
@@ -673,12 +687,11 @@ class OpenAIJudge(BatchedJudge):
         cached run asks nothing."""
         out = []
         for choice in (str(c) for c in choices):
-            with self._lock:
+            # One thread tokenizes, the others wait for its answer (the request threads all start at once).
+            with self._choice_lock:
                 known = self._choice_ids.get(choice)
-            if known is None:
-                known = self._tokenize_choice(choice)
-                with self._lock:
-                    self._choice_ids[choice] = known
+                if known is None:
+                    known = self._choice_ids[choice] = self._tokenize_choice(choice)
             out.append([i for i, _ in known])
         owner: dict[int, str] = {}
         for choice, ids in zip(choices, out):
