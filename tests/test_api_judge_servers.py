@@ -129,6 +129,9 @@ def test_setup_requests_and_none_when_every_mode_is_given(toy):
     quiet = toy("vllm")
     _judge(quiet.url, model="toy-judge", prefill="continue", mass="exact")
     assert quiet.requests == []  # a fully cached run replays with the server down
+    # model and prefill given: nothing asked either (the contract before `mass` existed), and the mass is
+    # the read every server supports
+    assert _judge(quiet.url, model="toy-judge", prefill="continue").mass_mode == "top-k" and quiet.requests == []
 
 
 def test_a_cached_run_replays_with_the_server_down(toy, tmp_path):

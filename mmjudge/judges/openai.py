@@ -26,10 +26,12 @@ signatures:
 * ``"top-k"`` — ratings are read from ``top_logprobs`` (at most 20 on OpenAI): a rating outside the top k
   counts as 0 (OpenAI's −9999 log-prob also reads as 0), so :attr:`RatingResult.mass` is a lower bound
   (``mass_exact=False``).
-* ``"auto"`` (default) — ``exact`` where the server has it, else ``top-k``.
+* ``"auto"`` (default) — ``exact`` where the server has it, else ``top-k`` (``top-k`` without asking when
+  ``model`` and ``prefill`` are given).
 
-With ``model``, ``prefill`` and ``mass`` all given the judge sends nothing when built, so a fully cached run
-replays with the server down.
+With ``model`` and ``prefill`` given the judge sends nothing when built, so a fully cached run replays with
+the server down; ``mass="auto"`` then means ``top-k`` (the read every server supports): give ``mass="exact"``
+for the exact read without asking.
 
 A request that still fails after its retries (HTTP error, timeout, malformed answer) is a result with
 ``error`` set and no probabilities, never a number; it is not cached, so a re-run asks only for those. A
@@ -435,8 +437,12 @@ class OpenAIJudge(BatchedJudge):
         self._answered = False  # a readable rating answer has come back
         self.model_name = str(model or "").removeprefix("openai:")
         self.prefill, self.mass = prefill, mass
-        # Settled here, once: capabilities are a value, never an HTTP call when read. With `model`, `prefill`
-        # and `mass` given, nothing is asked of the server, so a fully cached run replays without it.
+        # Settled here, once: capabilities are a value, never an HTTP call when read. With `model` and `prefill`
+        # given nothing is asked of the server, so a fully cached run replays without it (the contract since
+        # prefill= exists): `mass="auto"` is then the read every server supports, top-k, unless `mass` is given.
+        quiet = bool(self.model_name) and prefill != "auto"
+        if quiet and mass == "auto":
+            mass = "top-k"
         self._identify(need_kind=(prefill == "auto" or mass == "auto") and not self.is_openai)
         self.prefill_mode = prefill if prefill != "auto" else self._settle_prefill()
         self.mass_mode = mass if mass != "auto" else self._settle_mass()
