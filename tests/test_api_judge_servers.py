@@ -210,13 +210,16 @@ def test_a_metric_run_goes_on_past_failed_ratings(toy):
 
 
 def test_timeouts_and_malformed_answers_become_errors_of_their_items(toy):
-    server = toy("vllm", fail=lambda body: "malformed" if _caption(body) == 1 else ("slow", 1.0) if _caption(body) == 2 else None)
+    garbled = {"choices": [{"index": 0, "message": {"content": "4"}, "logprobs": {"content": [{"token": "4", "logprob": "high",
+               "top_logprobs": [{"token": "4", "logprob": "high"}]}]}}], "usage": {}}  # fmt: skip
+    server = toy("vllm", fail=lambda body: {1: "malformed", 2: ("slow", 1.0), 3: (200, garbled)}.get(_caption(body)))
     judge = _judge(server.url, max_retries=1, timeout=0.3)
-    results = judge.rate(_requests(4), progress=False)
-    assert results[0].error is None and results[3].error is None
+    results = judge.rate(_requests(5), progress=False)
+    assert results[0].error is None and results[4].error is None
     assert "not JSON" in results[1].error and "502 Bad Gateway" in results[1].error
     assert "timed out" in results[2].error.lower()
-    assert judge.usage.failed == 2
+    assert "malformed logprobs answer" in results[3].error
+    assert judge.usage.failed == 3
 
 
 def test_an_item_the_server_refuses_is_an_error_but_a_wrong_setup_stops_the_run(toy):

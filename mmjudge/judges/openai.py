@@ -671,7 +671,10 @@ class OpenAIJudge(BatchedJudge):
             if not any(s.reached for s in self.servers):
                 raise  # no server ever answered: a wrong URL or a server not started, not a per-item failure
             return self._failed(choices, str(err))
-        content = (answer["choices"][0].get("logprobs") or {}).get("content")
+        try:
+            content = (answer["choices"][0].get("logprobs") or {}).get("content")
+        except (AttributeError, TypeError):
+            content = None
         if not isinstance(content, list):
             problem = (f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
                        "in chat completions (llama.cpp: start it with --logits_all true).")  # fmt: skip
@@ -679,7 +682,10 @@ class OpenAIJudge(BatchedJudge):
                 raise ValueError(problem)  # the first answer already lacks them: the server's setup, not an item
             return self._failed(choices, problem)
         first = self.prefill_mode == "continue"
-        result = read_rating(content, choices, first_position=first, exact=exact, id_choices=id_choices)
+        try:
+            result = read_rating(content, choices, first_position=first, exact=exact, id_choices=id_choices)
+        except (AttributeError, TypeError, ValueError) as err:  # entries that are not {token, logprob} objects
+            return self._failed(choices, f"{self.describe()}: a malformed logprobs answer ({type(err).__name__}: {err})")
         if exact and id_choices:
             position = 0 if first else rating_position(content, choices, id_choices)
             if position is not None and listed_choice_tokens(content[position], choices, id_choices) < len(id_choices):
