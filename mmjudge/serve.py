@@ -7,13 +7,20 @@ time reaches the model (a lock), HTTP handling is threaded.
 
 Endpoints:
 
-* ``GET /v1/models`` — the one served model.
+* ``GET /v1/models`` — the one served model (``owned_by: "mmjudge"``).
+* ``GET /server_info`` — what this server is and supports; every answer also carries the header
+  ``Server: mmjudge-serve/<version>``, which is how the ``openai`` judge recognises it.
 * ``POST /v1/chat/completions`` — ``messages`` (text, and images as ``data:`` URLs in the first user
   turn; remote URLs are refused), ``max_tokens`` / ``max_completion_tokens`` (default 16),
   ``logprobs``, ``top_logprobs`` (up to ``max_logprobs``, default 20), and vLLM's
   ``continue_final_message`` + ``add_generation_prompt=false`` to continue a final assistant message.
-  Decoding is always greedy (``temperature`` is accepted and ignored); log-probabilities are the
-  model's raw ones (before any temperature), as vLLM's default.
+  vLLM's ``logprob_token_ids`` (same semantics: non-empty, needs ``logprobs=true``; each generated
+  position's ``top_logprobs`` then holds the sampled token plus exactly those ids, with full-vocabulary
+  log-probabilities, and ``top_logprobs`` is ignored) and ``return_tokens_as_token_ids`` (tokens spelled
+  ``token_id:N``). Decoding is always greedy (``temperature`` is accepted and ignored); log-probabilities
+  are the model's raw ones (before any temperature), as vLLM's default.
+* ``POST /tokenize`` (also ``/v1/tokenize``) — vLLM's: ``prompt``, ``add_special_tokens`` (default true),
+  ``return_token_strs`` -> ``tokens``, ``count``, ``max_model_len`` and ``token_strs``.
 
 Token strings in ``logprobs`` are the tokenizer's decoding of each single token (so ``" 4"`` and
 ``"4"`` stay distinct, as in OpenAI's answers); ``usage.prompt_tokens`` counts the tokens the model
@@ -33,11 +40,13 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
+from mmjudge._version import __version__
 from mmjudge.judges.base import GenerationRequest, Turn
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 16
+SERVER_NAME = f"mmjudge-serve/{__version__}"  # the Server header: how clients recognise this server
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
@@ -122,11 +131,13 @@ class ChatEngine:
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise RequestError("max_tokens must be a positive integer.")
         want_logprobs = bool(body.get("logprobs", False))
-        top = int(body.get("top_logprobs") or 0)
-        if top < 0 or top > self.max_logprobs:
+        top = body.get("top_logprobs") or 0
+        if not isinstance(top, int) or top < 0 or top > self.max_logprobs:
             raise RequestError(f"top_logprobs must be between 0 and {self.max_logprobs} (this server's --max-logprobs).")
         if top and not want_logprobs:
             raise RequestError("top_logprobs needs logprobs=true.")
+        chosen = self._chosen_ids(body.get("logprob_token_ids"), want_logprobs)
+        as_ids = bool(body.get("return_tokens_as_token_ids", False))
         request = GenerationRequest(turns=turns, image=image, answer_prefix=prefix, max_new_tokens=max_tokens)
         with self.lock:
             trace = self.judge.generate_trace(request)
@@ -142,12 +153,14 @@ class ChatEngine:
         if want_logprobs:
             entries = []
             for token_id, probs in zip(ids, trace.probs):
-                entry = self._entry(token_id, probs)
-                if top:
-                    indices = torch.topk(probs, min(top, probs.numel())).indices
-                    entry["top_logprobs"] = [self._entry(int(i), probs) for i in indices.tolist()]
+                entry = self._entry(token_id, probs, as_ids)
+                if chosen is not None:  # vLLM's semantics: the sampled token, then exactly the named ids
+                    listed = list(dict.fromkeys([token_id, *chosen]))
+                elif top:
+                    listed = torch.topk(probs, min(top, probs.numel())).indices.tolist()
                 else:
-                    entry["top_logprobs"] = []
+                    listed = []
+                entry["top_logprobs"] = [self._entry(int(i), probs, as_ids) for i in listed]
                 entries.append(entry)
             choice["logprobs"] = {"content": entries}
         return {
@@ -160,15 +173,51 @@ class ChatEngine:
                       "total_tokens": prompt_tokens + len(trace.token_ids)},
         }  # fmt: skip
 
-    def _entry(self, token_id: int, probs) -> dict:
-        token = self.judge.tokenizer.decode([token_id])
+    def _chosen_ids(self, value: Any, want_logprobs: bool) -> Optional[list[int]]:
+        """``logprob_token_ids`` checked as vLLM checks it (a non-empty list that needs logprobs=true), and
+        each id inside the vocabulary."""
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+            raise RequestError("`logprob_token_ids` must be a non-empty list of token ids.")
+        if not want_logprobs:
+            raise RequestError("when using `logprob_token_ids`, `logprobs` must be set to true.")
+        size = len(self.judge.tokenizer)
+        outside = [i for i in value if not 0 <= i < size]
+        if outside:
+            raise RequestError(f"`logprob_token_ids` holds ids outside the vocabulary of {size} tokens: {outside[:5]}.")
+        return value
+
+    def _entry(self, token_id: int, probs, as_id: bool = False) -> dict:
+        token = f"token_id:{token_id}" if as_id else self.judge.tokenizer.decode([token_id])
         p = float(probs[token_id])
         return {"token": token, "logprob": math.log(p) if p > 0 else -9999.0, "bytes": list(token.encode("utf-8"))}
+
+    def tokenize(self, body: dict) -> dict:
+        """vLLM's ``POST /tokenize`` for a ``prompt`` string."""
+        if not isinstance(body, dict) or not isinstance(body.get("prompt"), str):
+            raise RequestError("`prompt` must be a string (this server tokenizes text prompts only).")
+        tokenizer = self.judge.tokenizer
+        with self.lock:  # tokenizers are not thread-safe
+            ids = tokenizer.encode(body["prompt"], add_special_tokens=bool(body.get("add_special_tokens", True)))
+            strings = tokenizer.convert_ids_to_tokens(ids) if body.get("return_token_strs") else None
+        answer: dict[str, Any] = {"count": len(ids), "max_model_len": int(getattr(tokenizer, "model_max_length", -1) or -1),
+                                  "tokens": ids}  # fmt: skip
+        if strings is not None:
+            answer["token_strs"] = strings
+        return answer
+
+    def server_info(self) -> dict:
+        return {"server": "mmjudge", "version": __version__, "model": self.model_name, "max_logprobs": self.max_logprobs,
+                "continue_final_message": True, "logprob_token_ids": True, "tokenize": True}  # fmt: skip
 
 
 def _handler(engine: ChatEngine) -> type:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def version_string(self) -> str:  # the Server header of every answer
+            return SERVER_NAME
 
         def log_message(self, fmt: str, *args: Any) -> None:  # quiet by default: through logging
             logger.debug("%s " + fmt, self.address_string(), *args)
@@ -187,13 +236,20 @@ def _handler(engine: ChatEngine) -> type:
         def do_GET(self) -> None:  # http.server's naming
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 self._send(200, engine.models())
+            elif self.path.rstrip("/") == "/server_info":
+                self._send(200, engine.server_info())
             elif self.path.rstrip("/") in ("/health", ""):
                 self._send(200, {"status": "ok"})
             else:
                 self._error(404, f"no route {self.path}", "not_found")
 
         def do_POST(self) -> None:
-            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            path = self.path.rstrip("/")
+            if path in ("/v1/chat/completions", "/chat/completions"):
+                answer = engine.complete
+            elif path in ("/tokenize", "/v1/tokenize"):
+                answer = engine.tokenize
+            else:
                 self._error(404, f"no route {self.path}", "not_found")
                 return
             length = int(self.headers.get("Content-Length") or 0)
@@ -202,7 +258,7 @@ def _handler(engine: ChatEngine) -> type:
                 return
             try:
                 body = json.loads(self.rfile.read(length).decode("utf-8"))
-                self._send(200, engine.complete(body))
+                self._send(200, answer(body))
             # RequestError, JSONDecodeError and UnicodeDecodeError are ValueErrors, as is the judge refusing
             # the request (e.g. an image for a text-only model): all the client's to fix.
             except ValueError as err:

@@ -130,7 +130,10 @@ def stub_factory():
 
 
 def _judge(url, **kwargs):
+    # Both modes given: the judge sends nothing but ratings (no server identification), so the stub's
+    # request counts below are the ratings' own.
     kwargs.setdefault("prefill", "none")
+    kwargs.setdefault("mass", "top-k")
     kwargs.setdefault("retry_sleep_scale", 0.001)
     judge = OpenAIJudge(base_url=url, **kwargs)
     judge.slept = []
@@ -241,11 +244,16 @@ def test_slow_answer_times_out_and_is_retried(stub_factory):
 
 
 def test_gives_up_after_max_retries_with_the_last_error(stub_factory):
-    stub = stub_factory(failures=[(500, {}, {"error": {"message": "down"}})] * 3)
+    """Retries spent, a rating is a failure with its reason and no probabilities (issue 19: a judge's
+    failure is never a score); a bare chat call still raises."""
+    stub = stub_factory(failures=[(500, {}, {"error": {"message": "down"}})] * 6)
     judge = _judge(stub.url, max_retries=2)
+    [r] = judge.rate([_request()], progress=False)
+    assert r.error is not None and "giving up after 3 attempts" in r.error and "HTTP 500" in r.error
+    assert r.raw == [0.0] * 5 and r.mass == 0.0 and r.mass_exact is False
+    assert len(stub.bodies) == 3 and judge.usage.failed == 1 and "1 failed" in judge.usage_summary()
     with pytest.raises(APIError, match="giving up after 3 attempts.*HTTP 500"):
-        judge.rate([_request()], progress=False)
-    assert len(stub.bodies) == 3
+        judge.chat([{"role": "user", "content": "hi"}])
 
 
 def test_model_refusing_logprobs_is_one_clear_error(stub_factory):
@@ -257,7 +265,7 @@ def test_model_refusing_logprobs_is_one_clear_error(stub_factory):
     assert len(stub.bodies) == 1  # a 400 is not retried
 
 
-def test_api_key_is_sent_but_never_in_cache_signature_or_errors(stub_factory, tmp_path, monkeypatch):
+def test_api_key_is_sent_but_never_in_cache_signature_or_errors(stub_factory, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("MY_KEY", SECRET)
     echo = {"error": {"message": f"Incorrect API key provided: {SECRET}"}}
     stub = stub_factory(failures=[(401, {}, echo)])
@@ -267,9 +275,10 @@ def test_api_key_is_sent_but_never_in_cache_signature_or_errors(stub_factory, tm
     assert SECRET not in str(err.value) and "rejected the API key" in str(err.value)
     stub.failures = [(500, {}, echo)]
     cached = CachedJudge(_judge(stub.url, api_key_env="MY_KEY", max_retries=0), tmp_path / "c.sqlite")
-    with pytest.raises(APIError) as err:
-        cached.rate([_request(1)], progress=False)
-    assert SECRET not in str(err.value) and "***" in str(err.value)
+    with caplog.at_level("INFO"):
+        [failed] = cached.rate([_request(1)], progress=False)  # a failed rating: its reason, scrubbed
+    assert failed.error is not None and SECRET not in failed.error and "***" in failed.error
+    assert caplog.records and all(SECRET not in r.getMessage() for r in caplog.records)
     cached.rate([_request(2)], progress=False)
     assert stub.headers[-1]["Authorization"] == f"Bearer {SECRET}"
     assert SECRET not in json.dumps(cached.identity()) and SECRET not in json.dumps(cached.signature_fields())
@@ -295,8 +304,11 @@ def test_prefill_auto_probe(stub_factory):
     refusing = stub_factory(failures=[(400, {}, {"error": {"message": "Unrecognized request argument: continue_final_message"}})])
     judge = _judge(refusing.url, prefill="auto")
     assert judge.prefill_mode == "none" and not judge.teacher_forcing
-    restarting = stub_factory(answer=lambda body: _answer([], text="1, 2, 3"))  # accepted but ignored
-    assert _judge(restarting.url, prefill="auto").prefill_mode == "none"
+    # Accepted, but the model does not count on: that proves neither (a weak model behind a server that
+    # does continue answers the same), so it is reported, never read as "no" (issue 19).
+    restarting = stub_factory(answer=lambda body: _answer([], text="1, 2, 3"))
+    with pytest.raises(ValueError, match=r"Cannot tell whether the server .* continues an assistant message.*prefill='continue'"):
+        _judge(restarting.url, prefill="auto")
     failing = stub_factory(failures=[(503, {}, {"error": {"message": "down"}})] * 3)
     with pytest.raises(APIError, match="giving up after 3 attempts"):  # a failing server is not "no prefill"
         _judge(failing.url, prefill="auto", max_retries=2).prefill_mode
@@ -316,7 +328,7 @@ _KILLED_RUN = """
 import sys
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges import RatingRequest, Turn, load_judge
-judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], prefill="none", max_concurrency=1, batch_size=2), sys.argv[2])
+judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], prefill="none", mass="top-k", max_concurrency=1, batch_size=2), sys.argv[2])
 requests = [RatingRequest([Turn("user", f"Rate caption {i}.")]) for i in range(20)]
 judge.rate(requests, progress=False)
 print("done")
@@ -380,7 +392,7 @@ def test_serve_text_model_equals_local_backend_through_harmonic_eval(tiny_text_s
     texts = ["A dog runs on the beach.", "Two cats sleep on a red sofa in the sun.", "A man."]
     kwargs = dict(criteria=["fluency", "conciseness"], image_criteria=[], cache=False, min_mass=0)  # random weights
     expected = HarmonicEval(judge=local, **kwargs).compute(predictions=texts, progress=False)
-    api = HarmonicEval(judge="openai", base_url=url, prefill="continue", top_logprobs=vocab, **kwargs)
+    api = HarmonicEval(judge="openai", base_url=url, prefill="continue", mass="top-k", top_logprobs=vocab, **kwargs)
     got = api.compute(predictions=texts, progress=False)
     _compare(expected, got, ["overall", "fluency", "fluency_mass", "conciseness", "conciseness_mass"])
     assert "judge=openai:local@" in got["signature"] and "prefill=continue" in got["signature"]
@@ -389,7 +401,7 @@ def test_serve_text_model_equals_local_backend_through_harmonic_eval(tiny_text_s
 
 def test_serve_vlm_with_image_equals_local_backend(tiny_vlm_server):
     local, url = tiny_vlm_server
-    api = OpenAIJudge(base_url=url, prefill="continue", top_logprobs=len(local.tokenizer))
+    api = OpenAIJudge(base_url=url, prefill="continue", mass="top-k", top_logprobs=len(local.tokenizer))
     image = Image.new("RGB", (48, 40), (180, 40, 20))
     image.paste((10, 200, 30), (0, 0, 20, 20))
     requests = [_request(i, image if i % 2 == 0 else None) for i in range(4)]
@@ -407,10 +419,73 @@ def test_serve_generates_and_rejects_bad_requests(tiny_text_server):
     request = GenerationRequest([Turn("user", "Why?")], max_new_tokens=5)
     assert api.generate([request], progress=False) == local.generate([request], progress=False)
     with pytest.raises(ValueError, match="top_logprobs must be between 0 and 100000"):
-        OpenAIJudge(base_url=url, prefill="continue", top_logprobs=100_001).rate([_request()], progress=False)
-    with pytest.raises(APIError, match="HTTP 400.*cannot both be true"):
+        OpenAIJudge(base_url=url, prefill="continue", mass="top-k", top_logprobs=100_001).rate([_request()], progress=False)
+    # About the request's setup (every item would fail alike): a user error, not an item's failure.
+    with pytest.raises(ValueError, match="rejects the request's parameters.*HTTP 400.*cannot both be true"):
         api.chat([{"role": "user", "content": "x"}], continue_final_message=True, add_generation_prompt=True)
     assert local.describe().startswith("transformers:local@")
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "llava", "text"])
+def test_serve_under_defaults_equals_local_backend(family, request):
+    """Issue 19: `mmjudge serve` + the openai backend with no options at all (it scored 3.0 for every item:
+    the counting probe failed on a random model, then no rating was found) equals the local backend to
+    1e-5: the judge recognises the server, continues the forced prefix, and reads each rating's exact
+    full-vocabulary probability through `logprob_token_ids` although the server lists only 20 tokens."""
+    from mmjudge import HarmonicEval
+    from mmjudge.serve import serve_in_thread
+
+    folder = request.getfixturevalue({"qwen2_vl": "tiny_qwen_dir", "llava": "tiny_llava_dir", "text": "tiny_lm_dir"}[family])
+    local = load_judge("transformers", model=folder, device="cpu")
+    server, url = serve_in_thread(local)  # default --max-logprobs 20
+    try:
+        image = Image.new("RGB", (48, 40), (180, 40, 20))
+        image.paste((10, 200, 30), (0, 0, 20, 20))
+        texts = ["A dog runs on the beach.", "Two cats sleep on a red sofa in the sun."]
+        if family == "text":
+            kwargs, inputs = dict(criteria=["clarity", "fluency", "conciseness"], image_criteria=[]), dict(predictions=texts)
+        else:
+            kwargs, inputs = {}, dict(predictions=texts, images=[image, image])
+        expected = HarmonicEval(judge=local, cache=False, **kwargs).compute(progress=False, **inputs)
+        api = HarmonicEval(model="openai:" + folder, base_url=url, cache=False, **kwargs)
+        got = api.compute(progress=False, **inputs)
+        names = ["overall"] + [f"{c}{s}" for c in api.criteria for s in ("", "_mass")]
+        _compare(expected, got, names)
+        assert all(m > 0 for c in api.criteria for m in got[f"{c}_mass"])  # ratings were read, not a 0-mass fallback
+        assert "prefill=continue" in got["signature"] and "mass=exact" in got["signature"]
+
+        # The restricted-token read itself: the raw probabilities of the local full-vocabulary softmax.
+        judge = api.judge
+        assert (judge.servers[0].info.kind, judge.prefill_mode, judge.mass_mode) == ("mmjudge", "continue", "exact")
+        requests = [_request(i, image if family != "text" and i % 2 == 0 else None) for i in range(4)]
+        a, b = local.rate(requests, progress=False), judge.rate(requests, progress=False)
+        np.testing.assert_allclose([r.raw for r in b], [r.raw for r in a], atol=1e-5)
+        assert [r.greedy for r in b] == [r.greedy for r in a] and all(r.mass_exact for r in b)
+        assert judge.choice_token_ids(CHOICES) == [sorted(ids) for ids in local.choice_token_ids(CHOICES)]
+    finally:
+        server.shutdown()
+
+
+def test_serve_honours_logprob_token_ids_as_vllm_does(tiny_text_server):
+    local, url = tiny_text_server
+    judge = OpenAIJudge(base_url=url, prefill="continue", mass="top-k")
+    messages = [{"role": "user", "content": "Rate it."}, {"role": "assistant", "content": "Score: "}]
+    flags = dict(continue_final_message=True, add_generation_prompt=False, max_tokens=2, logprobs=True)
+    answer = judge.chat(messages, logprob_token_ids=[5, 7], top_logprobs=3, **flags)
+    for entry in answer["choices"][0]["logprobs"]["content"]:  # the sampled token, then exactly 5 and 7
+        listed = [t["token"] for t in entry["top_logprobs"]]
+        sampled = entry["token"]
+        assert listed == list(dict.fromkeys([sampled, local.tokenizer.decode([5]), local.tokenizer.decode([7])]))
+    spelled = judge.chat(messages, logprob_token_ids=[5], return_tokens_as_token_ids=True, **flags)
+    assert all(t["token"].startswith("token_id:") for e in spelled["choices"][0]["logprobs"]["content"] for t in e["top_logprobs"])
+    for bad, message in (([], "non-empty list"), ([10**9], "outside the vocabulary")):
+        with pytest.raises(ValueError, match=f"rejects the request's parameters.*{message}"):
+            judge.chat(messages, logprob_token_ids=bad, **flags)
+    with pytest.raises(ValueError, match="`logprobs` must be set to true"):
+        judge.chat(messages, logprob_token_ids=[5], continue_final_message=True, add_generation_prompt=False)
+    tokens = judge._http("POST", "/tokenize", {"prompt": " 3", "add_special_tokens": False, "return_token_strs": True}, root=True)[0]
+    assert tokens["tokens"] == local.tokenizer.encode(" 3", add_special_tokens=False) and tokens["count"] == len(tokens["tokens"])
+    assert tokens["token_strs"] == local.tokenizer.convert_ids_to_tokens(tokens["tokens"])
 
 
 def _free_port() -> int:
@@ -545,6 +620,9 @@ def test_llama_cpp_server_distributions_equal_the_raw_responses(llama_server):
     captions = ["A dog runs along the sandy beach.", "beach the along runs dog A.", "Two children play beside a red car."]
     judge = OpenAIJudge(base_url=llama_server, prefill="auto", max_concurrency=1)
     assert judge.prefill_mode == "none"  # llama.cpp's server cannot continue an assistant message
+    # ... which the judge knows from the server (GET /openapi.json), not from asking the model to count.
+    assert judge.servers[0].info.kind == "llama-cpp-python" and judge.servers[0].info.version  # e.g. 0.3.36
+    assert judge.mass_mode == "top-k"
     for caption in captions:
         prompt = prompts.render("fluency", "ic", text=caption, question=None)
         _reset_prefix(llama_server, judge.model_name)

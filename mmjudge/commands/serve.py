@@ -3,7 +3,11 @@
 Examples::
 
     mmjudge serve --model Qwen/Qwen2.5-VL-7B-Instruct --port 8000
-    mmjudge score --judge openai --set base_url=http://127.0.0.1:8000/v1 --set prefill=continue --examples
+    mmjudge score --judge openai --set base_url=http://127.0.0.1:8000/v1 --examples
+
+The ``openai`` judge recognises this server (its ``Server`` header) and, with no options, continues the
+forced answer prefix and reads each rating's exact probability (``logprob_token_ids``), so its scores equal
+the local backend's.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ def run(args: argparse.Namespace) -> int:
     server = make_server(judge, args.host, args.port, args.served_model_name, args.max_logprobs)
     host, port = server.server_address[:2]
     name = server.RequestHandlerClass.engine.model_name
-    print(f"mmjudge serve: {name} at http://{host}:{port}/v1 (Ctrl-C stops)", flush=True)
+    print(f"mmjudge serve: {name} at http://{host}:{port}/v1 (continue_final_message, logprob_token_ids, "
+          f"top_logprobs <= {args.max_logprobs}; Ctrl-C stops)", flush=True)  # fmt: skip
     try:
         server.serve_forever()
     except KeyboardInterrupt:
