@@ -98,8 +98,8 @@ def _add_client_parsers(p) -> None:
     s.add_argument("--submitter", help="your name (default: your Hub user, else anonymous)")
     s.add_argument("--link", help="a link to the model or metric (https://…)")
     s.add_argument("--description", help="one or two lines about it")
-    s.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the score (default 3600)")
-    s.add_argument("--poll", type=float, default=5.0, help="seconds between status checks (default 5)")
+    s.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the score (default %(default)g)")
+    s.add_argument("--poll", type=float, default=5.0, help="seconds between status checks (default %(default)g)")
     s.add_argument("--no-wait", dest="no_wait", action="store_true", help="exit once the board accepted the file")
     s.set_defaults(func=submit)
 
@@ -109,7 +109,7 @@ def add_parser(sub) -> None:
     p.add_argument("--demo", action="store_true",
                    help="offline demo: dummy judge (meaningless scores), synthetic judgments, example submissions")
     p.add_argument("--data-dir", dest="data_dir", help=f"database and uploads (default ./{DEFAULT_DATA_DIR}; demo: {DEMO_DATA_DIR})")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
     p.add_argument("--port", type=int, default=None, help="port (default: Gradio's, 7860 or the next free)")
     p.add_argument("--worker", dest="worker", action="store_true", default=None,
                    help="also score in this process (default with --demo; otherwise run `mmjudge leaderboard-worker`)")

@@ -199,7 +199,7 @@ def add_parser(sub) -> None:
     opt.add_argument("--table-measure", dest="table_measure", choices=MEASURES,
                      help="correlation shown in the criterion table (default: the benchmark's, e.g. tau_c)")
     opt.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, help=f"resamples (default {DEFAULT_RESAMPLES}; 0 = none)")
-    opt.add_argument("--confidence", type=float, default=0.95, help="interval coverage (default 0.95)")
-    opt.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    opt.add_argument("--confidence", type=float, default=0.95, help="interval coverage (default %(default)g)")
+    opt.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
     opt.add_argument("--no-ci", dest="no_ci", action="store_true", help="leave the intervals out of the Markdown")
     p.set_defaults(func=run)

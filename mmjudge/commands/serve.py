@@ -40,10 +40,10 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub) -> None:
     p = sub.add_parser("serve", help="serve a local judge model as an OpenAI-compatible chat endpoint")
     p.add_argument("--model", required=True, help="Hub id or folder of the judge model")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on (default %(default)s)")
     p.add_argument("--served-model-name", help="the name clients use (default: the model's id or fingerprint)")
-    p.add_argument("--max-logprobs", type=int, default=20, help="largest top_logprobs a client may ask for (default 20)")
+    p.add_argument("--max-logprobs", type=int, default=20, help="largest top_logprobs a client may ask for (default %(default)s)")
     p.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
     p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda when available, else cpu)")
     p.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on a GPU, float32 on the CPU)")

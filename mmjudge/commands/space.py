@@ -42,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
+    from mmjudge.space.settings import DEFAULT_CONCURRENCY, DEFAULT_MAX_CHARS, DEFAULT_MAX_QUEUE
+
     p = sub.add_parser("space", help="serve the Gradio page: upload an image and a text, see per-criterion scores")
     p.add_argument("--demo", action="store_true", help="tiny offline random judge (scores are meaningless)")
     p.add_argument("--port", type=int, help="port (default: Gradio's, 7860 or the next free one)")
@@ -50,7 +52,7 @@ def add_parser(sub) -> None:
     p.add_argument("--judge", help="judge backend (default transformers; 'dummy' needs no model)")
     p.add_argument("--device", help="cuda, cpu, ...")
     p.add_argument("--clip-model", dest="clip_model", help="CLIP model for CLIP-S / RefCLIP-S")
-    p.add_argument("--concurrency", type=int, help="requests scored at once (default 1)")
-    p.add_argument("--queue-size", dest="queue_size", type=int, help="requests allowed to wait (default 16)")
-    p.add_argument("--max-chars", dest="max_chars", type=int, help="longest text accepted (default 5000)")
+    p.add_argument("--concurrency", type=int, help=f"requests scored at once (default {DEFAULT_CONCURRENCY})")
+    p.add_argument("--queue-size", dest="queue_size", type=int, help=f"requests allowed to wait (default {DEFAULT_MAX_QUEUE})")
+    p.add_argument("--max-chars", dest="max_chars", type=int, help=f"longest text accepted (default {DEFAULT_MAX_CHARS})")
     p.set_defaults(func=run)

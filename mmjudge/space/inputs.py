@@ -31,6 +31,7 @@ from PIL import Image
 from mmjudge.images import ImageReadError, check_box, load_image
 from mmjudge.images import parse_box as parse_image_box
 from mmjudge.prompts import load_prompt_set
+from mmjudge.space.settings import DEFAULT_MAX_CHARS, DEFAULT_MAX_PIXELS, DEFAULT_MAX_REFERENCES
 
 # The tasks the page offers, as HarmonicEval's prompt set declares them (key -> label on the page, what
 # the judged text is called, which tasks need a question or a box): read, never typed again here.
@@ -206,9 +207,9 @@ def build_item(
     references: Optional[str] = None,
     editor: Any = None,
     box_text: Optional[str] = None,
-    max_chars: int = 5000,
-    max_references: int = 20,
-    max_pixels: int = 40_000_000,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    max_references: int = DEFAULT_MAX_REFERENCES,
+    max_pixels: int = DEFAULT_MAX_PIXELS,
 ) -> dict:
     """One item dict (``task``, ``image``, ``text``, ``question``, ``box``, ``references``) from the
     page's fields, every field checked. For REG the image is the editor's background when one was

@@ -43,6 +43,9 @@ DEFAULT_CLIP = "openai/clip-vit-base-patch32"
 # Long enough for any caption, answer or long description the paper's tasks produce; a guard against
 # pasting a book (a 100k-character text would take the judge minutes and fill its context).
 DEFAULT_MAX_CHARS = 5000
+# One GPU, one judge: requests run one at a time, and a few may wait before the page says it is busy.
+DEFAULT_CONCURRENCY = 1
+DEFAULT_MAX_QUEUE = 16
 DEFAULT_MAX_REFERENCES = 20
 # Larger images are refused before decoding (PIL's own bomb limit is ~89 Mpx; a Space has less memory).
 DEFAULT_MAX_PIXELS = 40_000_000
@@ -85,8 +88,8 @@ class Settings:
     device: Optional[str] = None
     demo: bool = False
     clip_model: str = DEFAULT_CLIP
-    concurrency: int = 1
-    max_queue: int = 16
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_queue: int = DEFAULT_MAX_QUEUE
     max_chars: int = DEFAULT_MAX_CHARS
     max_references: int = DEFAULT_MAX_REFERENCES
     max_pixels: int = DEFAULT_MAX_PIXELS
