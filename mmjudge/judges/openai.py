@@ -41,15 +41,15 @@ are errors of the run (one line from the CLI), not per-item data.
 The API key comes from the environment (``OPENAI_API_KEY`` or the variable named by ``api_key_env``)
 and is never written to cache keys, signatures, logs or error messages.
 
->>> from mmjudge.judges.openai import read_rating
->>> content = [{"token": "Score", "top_logprobs": [{"token": "Score", "logprob": 0.0}]},
-...            {"token": ":", "top_logprobs": [{"token": ":", "logprob": 0.0}]},
-...            {"token": " 4", "top_logprobs": [{"token": " 4", "logprob": -0.2231435513},
-...                                             {"token": "5", "logprob": -1.6094379124},
-...                                             {"token": "1", "logprob": -9999.0}]}]
->>> r = read_rating(content, ["1", "2", "3", "4", "5"], first_position=False)
->>> [round(x, 6) for x in r.raw], r.greedy, r.mass_exact
-([0.0, 0.0, 0.0, 0.8, 0.2], ' 4', False)
+Reading one answer is :func:`mmjudge.judges.openai_reading.read_rating`. Given a model and a prefill mode,
+building a judge asks nothing of its server (here, none is running):
+
+>>> from mmjudge.judges.openai import OpenAIJudge
+>>> judge = OpenAIJudge(model="Qwen/Qwen2.5-VL-7B-Instruct", base_url="http://127.0.0.1:9/v1", prefill="continue")
+>>> judge.capabilities.teacher_forcing, judge.capabilities.full_distribution, judge.mass_mode
+(True, False, 'top-k')
+>>> judge.identity()["endpoint"], judge.identity()["top_logprobs"]
+('127.0.0.1:9/v1', 20)
 """
 
 from __future__ import annotations
