@@ -154,6 +154,28 @@ def test_sources_shard_without_reading_the_others(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------- CLI
+def test_merging_parts_copies_each_row_exactly(tmp_path):
+    # The JSON Lines merge copies lines instead of parsing them: rows whose text looks like the index, nested
+    # dicts, non-ASCII, NaN and a line edited by hand (its index not last) come out as parsing would give them.
+    from mmjudge.stream.outputs import PartFile, merge_parts
+
+    out = str(tmp_path / "out.jsonl")
+    rows = [{"id": "a", "text": 'ends like an index, "_i": 7}', "x": 1.5}, {"id": "b", "meta": {"_i": 3}, "score": float("nan")},
+            {"id": "c", "text": "un café {}"}, {}]
+    parts = [PartFile(out, 0, 2, "sig"), PartFile(out, 1, 2, "sig")]
+    for index, row in enumerate(rows):
+        parts[index % 2].write(row, index)
+    for part in parts:
+        part.close()
+    with open(f"{out}.part-1-of-2.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps({"_i": 4, "id": "e"}) + "\n")
+    assert merge_parts(out, 2) == 5
+    got = [json.loads(line) for line in open(out, encoding="utf-8")]
+    assert got == [{"id": "a", "text": 'ends like an index, "_i": 7}', "x": 1.5}, {"id": "b", "meta": {"_i": 3}, "score": None},
+                   {"id": "c", "text": "un café {}"}, {}, {"id": "e"}]
+    assert not list(tmp_path.glob("*.part-*"))
+
+
 def test_cli_writes_jsonl_csv_parquet_and_a_second_run_has_nothing_to_do(tmp_path, capsys, monkeypatch):
     import pyarrow.parquet as pq
 

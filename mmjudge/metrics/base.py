@@ -636,6 +636,9 @@ def _chunks(items: Iterable[Any], size: Optional[int], images: "ChunkImages") ->
         yield chunk
 
 
+MAX_REMEMBERED_SIZES = 100_000
+
+
 class ChunkImages:
     """The images of the chunks of one stream: each distinct image (by path, else by object) decoded once per
     chunk, the distinct ones in parallel threads (PIL releases the GIL while it decodes), and a bad one
@@ -647,6 +650,9 @@ class ChunkImages:
         self.spec, self.on_error = spec, on_error
         self.limits = {"max_aspect_ratio": max_aspect_ratio, **({} if max_pixels is None else {"max_pixels": max_pixels})}
         self._seen: set = set()
+        # Header sizes by path across chunks: datasets repeat images (COCO: five captions each), and reading a
+        # header opens the file. Bounded; an image object is measured each time (its id may be reused).
+        self._sizes: dict[Any, int] = {}
         self._pool: Any = None
 
     def __enter__(self) -> "ChunkImages":
@@ -665,7 +671,14 @@ class ChunkImages:
         if key in self._seen:
             return 0
         self._seen.add(key)
-        return _decoded_size(item.image)
+        if key[0] != "path":
+            return _decoded_size(item.image)
+        size = self._sizes.get(key)
+        if size is None:
+            if len(self._sizes) >= MAX_REMEMBERED_SIZES:
+                self._sizes.clear()
+            size = self._sizes[key] = _decoded_size(item.image)
+        return size
 
     def forget(self) -> None:
         self._seen = set()

@@ -18,6 +18,7 @@ Score:
 
 from __future__ import annotations
 
+import functools
 import string
 try:
     import tomllib
@@ -144,13 +145,19 @@ class _Strict(dict):
 def _fill(template: str, words: Mapping[str, str], where: str) -> str:
     # Fill placeholders without letting braces inside user text be re-interpreted.
     parts = []
-    for literal, field, _, _ in string.Formatter().parse(template):
+    for literal, field in _parsed(template):
         parts.append(literal)
         if field is not None:
             if field not in words:
                 raise ValueError(f"{where}: unknown placeholder {{{field}}}.")
             parts.append(str(words[field]))
     return "".join(parts)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(template: str) -> tuple[tuple[str, Optional[str]], ...]:
+    # A prompt set has a few templates, each filled for every item: parse each once.
+    return tuple((literal, field) for literal, field, _, _ in string.Formatter().parse(template))
 
 
 def load_prompt_set(name_or_path: Union[str, Path] = "harmonic_eval") -> PromptSet:

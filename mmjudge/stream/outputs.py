@@ -29,6 +29,7 @@ import heapq
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -112,6 +113,35 @@ def _part_rows(path: Path) -> Iterator[tuple[int, dict]]:
                 yield row.pop("_i"), row
 
 
+_INDEX_SUFFIX = re.compile(r'(?:, |\{)"_i": (\d+)\}$')
+
+
+def _part_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """A part's JSON lines without their ``"_i"`` (written last by :meth:`PartFile.write`), with it."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            found = _INDEX_SUFFIX.search(line)
+            if found is None:  # not as written here (edited by hand?): parse it
+                row = json.loads(line)
+                index = row.pop("_i")
+                yield index, json.dumps(row, ensure_ascii=False)
+            else:
+                start = found.start()
+                yield int(found.group(1)), (line[:start] + "}") if line[start] == "," else "{}"
+
+
+def _write_lines(path: Path, lines: Iterator[str]) -> int:
+    count = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(line + "\n")
+            count += 1
+    return count
+
+
 def merge_parts(output: str, world: int, fmt: Optional[str] = None) -> int:
     """Merge every process's part into ``output`` in input order (then remove the parts); returns the rows
     written. Memory holds one row per part at a time (a k-way merge of files each in input order)."""
@@ -121,7 +151,9 @@ def merge_parts(output: str, world: int, fmt: Optional[str] = None) -> int:
     tmp = Path(f"{output}.tmp")
     merged = lambda: heapq.merge(*(_part_rows(p) for p in parts), key=lambda pair: pair[0])  # noqa: E731
     if fmt == "jsonl":
-        count = _write_jsonl(tmp, (row for _, row in merged()))
+        # The parts already hold JSON lines: copy each without its "_i" instead of parsing and encoding it again.
+        lines = heapq.merge(*(_part_lines(p) for p in parts), key=lambda pair: pair[0])
+        count = _write_lines(tmp, (line for _, line in lines))
     elif fmt == "csv":
         columns = _columns(row for p in parts for _, row in _part_rows(p))
         count = _write_csv(tmp, columns, (row for _, row in merged()))
@@ -138,15 +170,6 @@ def _columns(rows: Iterator[dict]) -> list[str]:
     for row in rows:
         columns.update(dict.fromkeys(row))
     return list(columns)
-
-
-def _write_jsonl(path: Path, rows: Iterator[dict]) -> int:
-    count = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return count
 
 
 def csv_cell(value: Any) -> Any:
