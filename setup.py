@@ -1,5 +1,6 @@
 """mmjudge: automatic evaluation of text written by vision-language models."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -8,7 +9,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).parent
 # One version, read from the package's leaf module (no import: setup must not need the dependencies).
-VERSION = (HERE / "mmjudge" / "_version.py").read_text(encoding="utf-8").split('"')[1]
+VERSION = re.search(r'^__version__ = "([^"]+)"', (HERE / "mmjudge" / "_version.py").read_text(encoding="utf-8"), re.M).group(1)
 
 
 class BuildWithEvaluateShells(build_py):
