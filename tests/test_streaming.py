@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -211,13 +212,61 @@ def test_cli_records_a_bad_line_and_strict_stops_there_keeping_the_rows_before(t
     assert [r["id"] for r in rows] == [f"i{k}" for k in range(8)] and rows[5]["overall"] is None and "error" in rows[5]
 
 
+def test_items_without_ids_keep_their_input_position_across_a_resume_and_a_repeat_across_it_fails(tmp_path, capsys):
+    # A strict run stops at a bad item; the input is mended and the run resumed. Items without an id are named
+    # by their position in the whole input (3, 4, 5), not by their position in the resumed run (0, 1, 2), and an
+    # id met before the stop still counts as taken after it.
+    items = _items(tmp_path, 7)
+    for item in items[:6]:
+        del item["id"]
+    items[6]["id"] = "1"  # the id an id-less item already has
+    good = items[3]["image"]
+    items[3]["image"] = str(tmp_path / "gone.png")
+    path = tmp_path / "items.jsonl"
+    _jsonl(path, items)
+    out = tmp_path / "s.jsonl"
+    assert main(["score", "--input", str(path), "--output", str(out), "--strict", "--chunk-size", "2", *D]) == 2
+    items[3]["image"] = good
+    _jsonl(path, items)
+    assert main(["score", "--input", str(path), "--output", str(out), "--chunk-size", "2", *D]) == 0
+    capsys.readouterr()
+    rows = _rows(out)
+    assert [r["id"] for r in rows] == ["0", "1", "2", "3", "4", "5", "1"]
+    assert all(r["overall"] is not None for r in rows[:6])
+    assert rows[6]["overall"] is None and "its id '1' is already the id of input item 1 (counting from 0)" in rows[6]["error"]
+
+
+def test_resuming_drops_a_cut_off_line_and_remembers_the_ids_written(tmp_path):
+    from mmjudge.stream.outputs import PartFile
+
+    out = str(tmp_path / "out.jsonl")
+    part = PartFile(out, 0, 1, "sig")
+    for index in range(3):
+        part.write({"id": f"x{index}", "signature": "sig"}, index)
+    part.close()
+    with open(f"{out}.part-0-of-1.jsonl", "a", encoding="utf-8") as f:
+        f.write('{"id": "x3", "sig')  # killed while writing
+    again = PartFile(out, 0, 1, "sig")
+    again.close()
+    assert again.done == 3 and Path(f"{out}.part-0-of-1.jsonl").read_text().endswith('"_i": 2}\n')
+    assert [again.seen_ids.first_position(f"x{k}", 10 + k) for k in range(4)] == [0, 1, 2, None]
+    with pytest.raises(ValueError, match="holds rows of another run"):
+        PartFile(out, 0, 1, "other")
+
+
 SLOW_CLI = textwrap.dedent(
     """
-    import sys, time
+    import os, sys, time
     from mmjudge.judges.dummy import DummyJudge
     real = DummyJudge._rate_batch
+    hang_after = int(os.environ.get("HANG_AFTER_BATCHES", "0"))
+    batches = 0
     def slow(self, batch):
-        time.sleep(0.02)  # slow enough to be killed in the middle
+        global batches
+        batches += 1
+        time.sleep(0.01)
+        if hang_after and batches > hang_after:
+            time.sleep(600)  # wait here to be killed: the kill lands mid-run however loaded the machine is
         return real(self, batch)
     DummyJudge._rate_batch = slow
     from mmjudge.cli import main
@@ -243,10 +292,12 @@ def test_a_run_killed_mid_way_resumes_to_the_uninterrupted_output(tmp_path):
     assert subprocess.run(command(whole), env=env, timeout=300).returncode == 0
     out = tmp_path / "killed.jsonl"
     part = Path(f"{out}.part-0-of-1.jsonl")
-    proc = subprocess.Popen(command(out), env=env)
+    env["MMJUDGE_CACHE"] = str(tmp_path / "c2.sqlite")  # the whole run's cache would answer without judging
+    proc = subprocess.Popen(command(out), env={**env, "HANG_AFTER_BATCHES": str(random.randint(15, 25))})
     deadline = time.time() + 120
     while time.time() < deadline and (not part.exists() or part.read_text().count("\n") < 30):
         time.sleep(0.02)
+    time.sleep(random.random())
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     written = part.read_text().count("\n")
@@ -273,7 +324,10 @@ TORCHRUN_SCORE = textwrap.dedent(
 
 @pytest.mark.slow
 def test_two_torchrun_processes_each_read_half_and_equal_one_process(tmp_path):
-    path = _jsonl(tmp_path / "items.jsonl", _items(tmp_path, 20))
+    items = _items(tmp_path, 20)
+    for item in items[::3]:
+        del item["id"]  # named by its input position, the same whichever process scores it
+    path = _jsonl(tmp_path / "items.jsonl", items)
     script = tmp_path / "score.py"
     script.write_text(TORCHRUN_SCORE)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
@@ -292,7 +346,7 @@ def test_two_torchrun_processes_each_read_half_and_equal_one_process(tmp_path):
     # Two criteria per item: each process judged exactly its own items, no request split or repeated.
     assert [r["calls"] for r in ranks] == [2 * n for n in ranks[0]["read"]] and one["calls"] == 40
     assert ranks[0]["written"] == 20
-    assert [r["id"] for r in double] == [r["id"] for r in single]
+    assert [r["id"] for r in double] == [r["id"] for r in single] == [str(k) if k % 3 == 0 else f"i{k}" for k in range(20)]
     assert all(_same(a, b, ("overall", "fluency", "correctness")) for a, b in zip(single, double))
 
 

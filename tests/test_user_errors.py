@@ -140,7 +140,7 @@ CASES = [
     ("JSONL line not valid JSON", f"score {D} --strict --input {{d}}/invalid.jsonl", None, "invalid.jsonl:1: not valid JSON"),
     ("JSONL not UTF-8", f"score {D} --strict --input {{d}}/latin1.jsonl", None, "latin1.jsonl:1: not UTF-8"),
     ("JSONL item without text", f"score {D} --strict --input {{d}}/no_text.jsonl", None, "no_text.jsonl:1: text"),
-    ("duplicate ids in --input", f"score {D} --criteria fluency --strict --input {{d}}/dupes.jsonl", None, "dupes.jsonl:3: id 'a' is also at"),
+    ("duplicate ids in --input", f"score {D} --criteria fluency --strict --input {{d}}/dupes.jsonl", None, "dupes.jsonl:3: its id 'a' is already the id of input item 0 (counting from 0)"),
     ("empty --input", f"score {D} --input {{d}}/empty.jsonl", None, "no items"),
     ("no text given", f"score {D}", None, "give --text"),
     ("empty text", f"score --text '  ' {D}",

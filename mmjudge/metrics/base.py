@@ -388,8 +388,7 @@ class Metric(ABC):
             task = self._check_task(own_task)
         elif own_task:
             task = str(own_task).lower()  # recorded as given: this metric scores every task the same way
-        item = Item(index=index, id=str(raw["id"]) if raw.get("id") is not None else str(index),
-                    task=task or self._check_task(None), text="", source=source)  # fmt: skip
+        item = Item(index=index, id=item_id(raw, index), task=task or self._check_task(None), text="", source=source)
         for spec in self.spec.inputs:
             value = raw.get(spec.item_key)
             needed = spec.needed(item.task)
@@ -488,7 +487,8 @@ class Metric(ABC):
                progress: bool = False, chunk_size: Optional[int] = None, **options: Any) -> Iterator[ItemResult]:  # fmt: skip
         """Score ``items`` (dicts keyed like a JSONL line: ``text``, ``image``, ``question``, ``box``,
         ``references``, ``task``, ``id``; an optional ``_source`` names where the item came from, e.g.
-        ``items.jsonl:7``, else messages name inputs as ``compute`` does: ``images[7]``) in bounded chunks,
+        ``items.jsonl:7``, else messages name inputs as ``compute`` does: ``images[7]``; an optional ``_i``, the
+        item's position in a larger input this stream is part of, is the id of an item without one) in bounded chunks,
         yielding one :class:`ItemResult` per item, in input order, as chunks finish.
 
         Args:
@@ -583,10 +583,19 @@ def raw_source(raw: Any, index: int) -> str:
     return str(source) if source else f"item {index}"
 
 
+def item_id(raw: Any, index: int) -> str:
+    """An item's id: its own, else its position in the whole input (``_i``, set by the readers of
+    :mod:`mmjudge.stream.sources`: the same in a resumed run or in any process's share), else ``index``."""
+    if not isinstance(raw, Mapping):
+        return str(index)
+    if raw.get("id") is not None:
+        return str(raw["id"])
+    return str(raw.get("_i", index))
+
+
 def _failed(raw: Any, index: int, task: str, error: str) -> ItemResult:
-    item_id = raw.get("id") if isinstance(raw, Mapping) else None
     own = raw.get("task") if isinstance(raw, Mapping) else None
-    return ItemResult(index, str(item_id) if item_id is not None else str(index), str(own or task), {}, error)
+    return ItemResult(index, item_id(raw, index), str(own or task), {}, error)
 
 
 def _failed_item(item: Item, error: str) -> ItemResult:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from mmjudge.report import json_safe
+from mmjudge.stream.seen_ids import SeenIds
 
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
 
@@ -78,23 +79,24 @@ class PartFile:
         self._file = open(self.path, "a", encoding="utf-8")
 
     def _recover(self, signature: str) -> int:
-        """Rows already in the part (a cut-off last line removed); the signature of the rows there must be
-        this run's."""
+        """Rows already in the part (a cut-off last line removed), read line by line so resuming holds one row
+        at a time; their ids go into :attr:`seen_ids`. The signature of the rows there must be this run's."""
+        self.seen_ids = SeenIds()
         if not self.path.exists():
             return 0
-        data = self.path.read_bytes()
-        keep = data.rfind(b"\n") + 1
-        if keep < len(data):  # killed while writing a row: drop the partial line
-            with open(self.path, "r+b") as f:
-                f.truncate(keep)
-        lines = data[:keep].splitlines()
-        if not lines:
-            return 0
-        first = json.loads(lines[0])
-        if first.get("signature") != signature:
-            raise ValueError(f"{self.path}: it holds rows of another run (signature {first.get('signature')!r}, this run's "
-                             f"is {signature!r}); pass --overwrite to start again, or another --output.")  # fmt: skip
-        return len(lines)
+        _drop_cut_off_line(self.path)
+        count = 0
+        with open(self.path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                if count == 0 and row.get("signature") != signature:
+                    raise ValueError(f"{self.path}: it holds rows of another run (signature {row.get('signature')!r}, "
+                                     f"this run's is {signature!r}); pass --overwrite to start again, or another --output.")  # fmt: skip
+                self.seen_ids.first_position(str(row.get("id")), int(row.get("_i", count)))
+                count += 1
+        return count
 
     def write(self, row: dict, index: int) -> None:
         """Append one row (``index``: its input position) and hand it to the operating system."""
@@ -103,6 +105,26 @@ class PartFile:
 
     def close(self) -> None:
         self._file.close()
+
+
+def _drop_cut_off_line(path: Path, block: int = 1 << 16) -> None:
+    """Truncate ``path`` after its last newline (a run killed while writing a row leaves a partial line),
+    reading backwards from the end, one block at a time."""
+    with open(path, "r+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        position = end
+        while position > 0:
+            start = max(0, position - block)
+            f.seek(start)
+            found = f.read(position - start).rfind(b"\n")
+            if found >= 0:
+                keep = start + found + 1
+                break
+            position = start
+        else:
+            keep = 0
+        if keep < end:
+            f.truncate(keep)
 
 
 def _part_rows(path: Path) -> Iterator[tuple[int, dict]]:
