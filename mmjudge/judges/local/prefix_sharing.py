@@ -91,7 +91,7 @@ def build(requests: Sequence[RatingRequest], texts: Sequence[str], keep: int, pr
         keys = [r.image_digest for r in requests]
         digests = list(dict.fromkeys(keys))
         first = {d: next(r.image for r in requests if r.image_digest == d) for d in digests}
-        vision = processor(text=[image_token] * len(digests), images=[first[d] for d in digests],
+        vision = processor(text=[image_token] * len(digests), images=[[first[d]] for d in digests],
                            return_tensors="pt", padding=True)  # fmt: skip
         counts = {}
         for d, row, mask in zip(digests, vision["input_ids"], vision["attention_mask"]):
