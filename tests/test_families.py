@@ -36,3 +36,21 @@ def test_a_batch_gives_each_prompt_its_own_image(family, tiny_family_dir):
         with torch.no_grad():
             probs = torch.softmax(judge.model(**alone).logits[0, -1].float(), dim=-1)
         assert result.raw == pytest.approx([float(probs[ids].sum()) for ids in choices], abs=1e-7)
+
+
+def test_a_missing_processor_dependency_is_one_line_naming_the_package(tiny_family_dir, offline_env):
+    """SmolVLM's processor needs num2words; without it the CLI says so in one line with the pip command
+    (it used to print a 19-frame traceback)."""
+    import subprocess
+    import sys
+
+    folder = tiny_family_dir("smolvlm")
+    script = ("import sys; sys.modules['num2words'] = None  # as if it were not installed\n"
+              "from mmjudge.cli import main\n"
+              f"sys.exit(main(['score', '--examples', '--model', {folder!r}, '--no-cache']))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=offline_env, timeout=300)
+    assert out.returncode == 2
+    lines = [line for line in out.stderr.splitlines() if line.startswith("mmjudge score: error:")]
+    assert lines == [f"mmjudge score: error: The processor of {folder!r} needs the optional package 'num2words', "
+                     "which is not installed: pip install num2words"]  # fmt: skip
+    assert "Traceback" not in out.stderr
