@@ -54,3 +54,79 @@ def test_a_missing_processor_dependency_is_one_line_naming_the_package(tiny_fami
     assert lines == [f"mmjudge score: error: The processor of {folder!r} needs the optional package 'num2words', "
                      "which is not installed: pip install num2words"]  # fmt: skip
     assert "Traceback" not in out.stderr
+
+
+TOL = 1e-7  # tiny random models put ~1/vocab on each rating: a wrong mask or position shows as ~1e-5 (test_throughput)
+
+
+def _he_like_requests(read_prefix=False):
+    """HarmonicEval's shape: two image criteria and one text-only criterion per sample, captions of very
+    different lengths (prompts from under to several times over the tiny models' 32-token sliding window,
+    so suffixes are padded by up to ~100 tokens), images of three sizes and one repeated."""
+    images = [Image.new("RGB", (60 + 12 * i, 40 + 4 * i), (200, 30 * i, 30)) for i in range(3)]
+    images.append(images[0].copy())  # same pixels, same digest: shares with sample 0
+    questions = {"Correctness": "How accurately does the caption describe the image?",
+                 "Completeness": "How completely does the caption cover the relevant and significant details?",
+                 "Fluency": "How well is the text written?"}  # fmt: skip
+    requests = []
+    for criterion, question in questions.items():
+        sees = criterion != "Fluency"
+        rubric = (f"Your task is to rate the candidate {'caption for the given image' if sees else 'text'} on a scale "
+                  f"of 1 to 5. Evaluation Criterion: {criterion}: {question} Rating Scale: 1 Very Low, 2 Low, "
+                  f"3 Moderate, 4 High, 5 Extremely High. ")  # fmt: skip
+        for i, image in enumerate(images):
+            caption = "a red square" + " on green grass under a bright sky" * (3 * i)
+            requests.append(RatingRequest([Turn("user", rubric + "Caption: " + caption)], answer_prefix="Score: ",
+                                          image=image if sees else None, group=criterion, read_prefix=read_prefix))
+    return requests
+
+
+def _raw(results):
+    return np.array([r.raw for r in results])
+
+
+@pytest.mark.parametrize("family", VLM_FAMILIES)
+def test_shared_prefixes_equal_the_plain_path_and_one_request_at_a_time(family, tiny_family_dir):
+    """Every family shares the image prefix (system prompt + image: the image criteria's speed-up) and the
+    text-only rubric, and gets exactly what the plain path and one request at a time give, sliding-window
+    language models (Gemma 3, Aya Vision) included with prompts longer than their window."""
+    folder = tiny_family_dir(family)
+    requests = _he_like_requests()
+    alone = _raw(load_judge("transformers", model=folder, batch_size=1, share_prefix=False, prefetch=False)
+                 .rate(requests, progress=False))  # fmt: skip
+    plain = load_judge("transformers", model=folder, batch_size=16, share_prefix=False)
+    assert np.abs(_raw(plain.rate(requests, progress=False)) - alone).max() < TOL
+    for batch_size in (16, 5):
+        judge = load_judge("transformers", model=folder, batch_size=batch_size)
+        assert np.abs(_raw(judge.rate(requests, progress=False)) - alone).max() < TOL, batch_size
+    images_only = load_judge("transformers", model=folder, batch_size=16)
+    images_only.rate([r for r in requests if r.image is not None], progress=False)
+    assert images_only.stats.tokens < images_only.stats.unshared_tokens  # the image prefix really was shared
+
+
+@pytest.mark.parametrize("family", ["gemma3", "aya_vision"])
+def test_sliding_windows_close_the_padding_gap_or_take_the_plain_path(family, tiny_family_dir, monkeypatch):
+    """Gemma 3 and Aya mix sliding-window and full attention; their tiny models have a 32-token window and
+    these prompts run to ~330 tokens. A request whose suffix is shorter than its batch-mates' runs the last
+    tokens of its prefix again (``shift``) so no padding sits inside its window; one that cannot goes to the
+    plain path. Both happen here, and both give the plain path's ratings, prefix steps included."""
+    from mmjudge.judges.local import prefix_sharing
+    from mmjudge.tiny_models.sliding_window import TINY_WINDOW
+
+    folder = tiny_family_dir(family)
+    built = []
+    original = prefix_sharing.build
+    monkeypatch.setattr(prefix_sharing, "build", lambda *a, **k: built.append(original(*a, **k)) or built[-1])
+    requests = _he_like_requests(read_prefix=True)
+    plain = load_judge("transformers", model=folder, batch_size=1, share_prefix=False, prefetch=False)
+    assert plain.attention.window == TINY_WINDOW < min(plain.prompts.encode([r])["input_ids"].shape[1] for r in requests)
+    reference = plain.rate(requests, progress=False)
+    for batch_size in (16, 2):
+        got = load_judge("transformers", model=folder, batch_size=batch_size).rate(requests, progress=False)
+        for a, b in zip(reference, got):
+            assert np.abs(np.array(a.raw) - np.array(b.raw)).max() < TOL
+            assert [s.offset for s in a.steps] == [s.offset for s in b.steps]
+            assert max(np.abs(np.array(sa.raw) - np.array(sb.raw)).max() for sa, sb in zip(a.steps, b.steps)) < TOL
+    shared = [b for b in built if b is not None]
+    assert any(int(b.shift.max()) > 0 for b in shared)  # gaps closed by running prefix tokens again
+    assert sum(len(b.rows) for b in shared) < 2 * len(requests)  # and some requests took the plain path
