@@ -130,3 +130,53 @@ def test_sliding_windows_close_the_padding_gap_or_take_the_plain_path(family, ti
     shared = [b for b in built if b is not None]
     assert any(int(b.shift.max()) > 0 for b in shared)  # gaps closed by running prefix tokens again
     assert sum(len(b.rows) for b in shared) < 2 * len(requests)  # and some requests took the plain path
+
+
+IMAGES = [Image.new("RGB", (64, 48), (120, 200, 90)), Image.new("RGB", (40, 60), (20, 20, 200))]
+# HarmonicEval normalises each distribution over the rating mass (~5/vocab here) and FLEUR over the digits,
+# which amplifies float rounding ~100x: the metrics compare at 1e-6, the judge's own ratings at 1e-7 above.
+METRIC_TOL = 1e-6
+
+
+@pytest.mark.parametrize("family", VLM_FAMILIES)
+def test_harmonic_eval_scores_alike_on_shared_and_plain_paths(family, tiny_family_dir):
+    """HarmonicEval (IC and VQA; its image criteria share the image prefix) through every family: the
+    default judge (shared prefixes, batches of 16) scores as one request at a time on the plain path."""
+    import warnings
+
+    from mmjudge import HarmonicEval
+
+    inputs = {"ic": dict(predictions=["A green field.", "A blue sky above a long grey road " * 6], images=IMAGES),
+              "vqa": dict(predictions=["Green.", "It is blue."], images=IMAGES, questions=["What colour?", "And this one?"])}
+    outs = []
+    for options in (dict(batch_size=1, share_prefix=False, prefetch=False), dict(batch_size=16)):
+        he = HarmonicEval(model=tiny_family_dir(family), cache=False, **options)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # random weights put little mass on the ratings
+            outs.append([he.compute(task=task, progress=False, **kwargs) for task, kwargs in inputs.items()])
+    for plain, shared in zip(*outs):
+        for key in ("overall", "correctness", "completeness", "clarity", "fluency", "conciseness"):
+            assert np.abs(np.array(plain[key]) - np.array(shared[key])).max() < METRIC_TOL, key
+        assert all(1 <= x <= 5 for x in shared["overall"]) and shared["signature"] == plain["signature"]
+
+
+@pytest.mark.parametrize("family", VLM_FAMILIES)
+def test_fleur_fast_path_equals_the_literal_procedure_in_every_family(family, tmp_path):
+    """FLEUR on a tiny model of each family scripted to answer " 0.85" (``tiny_answering_vlm``): the
+    teacher-forced fast path (read_prefix requests on the shared path) equals the plain path and FLEUR's
+    published procedure taken literally (generate, parse, digit distributions at the generated tokens)."""
+    from mmjudge.judges import GenerationRequest
+    from mmjudge.metrics.fleur import FLEUR
+    from mmjudge.testing import tiny_answering_vlm
+    from mmjudge.testing.fleur_reference import reference_scores
+
+    model = tiny_answering_vlm(tmp_path, family, " 0.85", amplitude=32)
+    texts = ["A dog runs.", "Two people ride bikes down a long street next to a row of tall trees."]
+    plain = FLEUR(model=model, cache=False, batch_size=1, share_prefix=False, prefetch=False)
+    fast = FLEUR(model=model, cache=False, batch_size=8)
+    expected, got = (f.compute(predictions=texts, images=IMAGES, progress=False) for f in (plain, fast))
+    assert got["method"] == ["fast", "fast"] and got["raw_score"] == [0.85, 0.85]
+    assert np.abs(np.array(got["score"]) - np.array(expected["score"])).max() < METRIC_TOL
+    requests = [GenerationRequest([Turn("user", fast.prompt(t))], image=i, max_new_tokens=8, conversation=fast.conversation)
+                for t, i in zip(texts, IMAGES)]  # fmt: skip
+    assert got["score"] == pytest.approx([r["score"] for r in reference_scores(fast.judge, requests)], abs=1e-5)

@@ -106,6 +106,7 @@ def tiny_internvl(out: Path, seed: int) -> None:
         image_token_id=tok.convert_tokens_to_ids("<IMG_CONTEXT>"),
         image_seq_length=4,  # (32 / 8)² patches, pixel-shuffled by downsample_ratio 0.5
         downsample_ratio=0.5,
+        tie_word_embeddings=False,  # tiny models keep input and output embeddings apart (tiny_answering_vlm)
     )
     seed_all(seed)
     InternVLForConditionalGeneration(config).save_pretrained(out)
@@ -125,13 +126,14 @@ def tiny_mistral3(out: Path, seed: int) -> None:
     template = family_template("[INST]", "", "[IMG]", user_end="[/INST]", assistant_end="</s>")
     tok = tokenizer(special, template, "<s>", "</s>", "<pad>")
     text = llama_text(tok, eos="</s>", bos="<s>")
-    text.update(model_type="mistral", head_dim=8)
+    text.update(model_type="mistral", head_dim=8, tie_word_embeddings=False)
     config = Mistral3Config(
         text_config=text,
         vision_config=dict(model_type="pixtral", **_VISION, head_dim=8, image_size=64, patch_size=8),
         image_token_index=tok.convert_tokens_to_ids("[IMG]"),
         spatial_merge_size=2,
         vision_feature_layer=-1,
+        tie_word_embeddings=False,
     )
     seed_all(seed)
     Mistral3ForConditionalGeneration(config).save_pretrained(out)

@@ -20,7 +20,7 @@ def _text(tok, model_type: str, eos: str, bos: str, window: int, **extra) -> dic
     return dict(
         model_type=model_type, vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=4096,
-        sliding_window=window, layer_types=_LAYERS, pad_token_id=tok.pad_token_id,
+        sliding_window=window, layer_types=_LAYERS, pad_token_id=tok.pad_token_id, tie_word_embeddings=False,
         bos_token_id=tok.convert_tokens_to_ids(bos), eos_token_id=tok.convert_tokens_to_ids(eos), **extra,
     )  # fmt: skip
 
@@ -43,6 +43,7 @@ def tiny_gemma3(out: Path, seed: int, window: int = TINY_WINDOW) -> None:
         boi_token_index=tok.convert_tokens_to_ids("<start_of_image>"),
         eoi_token_index=tok.convert_tokens_to_ids("<end_of_image>"),
         image_token_index=tok.convert_tokens_to_ids("<image_soft_token>"),
+        tie_word_embeddings=False,  # the real ones tie them; tiny models keep them apart (tiny_answering_vlm)
     )  # fmt: skip
     seed_all(seed)
     Gemma3ForConditionalGeneration(config).save_pretrained(out)
@@ -67,6 +68,7 @@ def tiny_aya_vision(out: Path, seed: int, window: int = TINY_WINDOW) -> None:
         vision_config=_SIGLIP,
         downsample_factor=2,  # 16 patches per tile -> 4 tokens
         image_token_index=tok.convert_tokens_to_ids("<|IMG_PATCH|>"),
+        tie_word_embeddings=False,
     )
     seed_all(seed)
     AyaVisionForConditionalGeneration(config).save_pretrained(out)

@@ -54,15 +54,66 @@ def tiny_vlm(directory: PathLike, family: str = "qwen2_vl", seed: int = 0) -> st
 # ------------------------------------------------------------------------------ scripted LLaVA
 
 
-def tiny_answering_llava(directory: PathLike, answer: str = " 0.85", seed: int = 0, strength: float = 6.0) -> str:
-    """Write a tiny LLaVA-1.5-style model whose greedy reply to any prompt ending in ``ASSISTANT:`` is ``answer``.
+def tiny_answering_vlm(directory: PathLike, family: str = "llava", answer: str = " 0.85", seed: int = 0,
+                       strength: float = 6.0, amplitude: float = 1.0) -> str:  # fmt: skip
+    """Write a tiny model of ``family`` whose greedy reply to a prompt in its chat template (ending with the
+    template's assistant header, e.g. ``ASSISTANT:`` for LLaVA, ``<start_of_turn>model\\n`` for Gemma 3) is
+    ``answer``.
 
-    The model is :func:`tiny_vlm` ``(…, "llava")`` with a few weights overwritten: the embeddings of the
-    prompt's last token (``":"``) and of the answer's tokens point along orthogonal axes, and the output
-    head maps each axis to the next answer token (then ``</s>``) with logit ``strength``. Every other
-    digit token gets a seeded logit below that, so the digit distributions are spread out (useful to test
-    score smoothing), and the random transformer layers still add a little prompt- and image-dependent
-    noise. The answer's tokens must be distinct and differ from ``":"``. For tests only: proves plumbing.
+    The model is :func:`tiny_vlm` ``(…, family)`` with a few weights overwritten: the embeddings of the
+    prompt's last token and of the answer's tokens point along orthogonal axes (length ``amplitude``: larger
+    for language models whose layers add normalised outputs to the residual, as Gemma 3's do), and the output
+    head maps each axis to the next answer token (then the end-of-turn token) with logit ``strength``.
+    Every other digit token gets a seeded logit below that, so the digit distributions are spread out
+    (useful to test score smoothing), and the random transformer layers still add a little prompt- and
+    image-dependent noise. The answer's tokens must be distinct and differ from the prompt's last token.
+    For tests only: proves plumbing.
+
+    >>> import tempfile
+    >>> from mmjudge.judges import load_judge, GenerationRequest, Turn
+    >>> judge = load_judge("transformers", model=tiny_answering_vlm(tempfile.mkdtemp(), "gemma3", " 0.85", amplitude=16))
+    >>> judge.generate([GenerationRequest([Turn("user", "Rate the caption.")], max_new_tokens=8)], progress=False)
+    ['0.85']
+    """
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    path = tiny_vlm(directory, family, seed=seed)
+    processor = AutoProcessor.from_pretrained(path)
+    tokenizer = processor.tokenizer
+    header = processor.apply_chat_template([{"role": "user", "content": [{"type": "text", "text": "x"}]}],
+                                           add_generation_prompt=True, tokenize=False)  # fmt: skip
+    start = tokenizer.encode(header, add_special_tokens=False)[-1]
+    chain = [start, *tokenizer.encode(answer, add_special_tokens=False), tokenizer.eos_token_id]
+    if len(set(chain)) != len(chain):
+        raise ValueError(
+            f"Expected argument `answer` to have distinct tokens other than {tokenizer.decode([start])!r}, but got {answer!r}."
+        )
+    model = AutoModelForImageTextToText.from_pretrained(path)
+    embed, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
+    if embed.data_ptr() == head.data_ptr():
+        raise RuntimeError(f"tiny_answering_vlm needs untied input and output embeddings ({family} ties them).")
+    hidden = embed.shape[1]
+    if len(chain) - 1 > hidden:
+        raise ValueError(f"Expected argument `answer` to have at most {hidden - 1} tokens, but got {len(chain) - 2}.")
+    digits = sorted({i for d in "0123456789" for i in tokenizer.encode(d, add_special_tokens=False)[-1:]}
+                    | {i for d in "0123456789" for i in tokenizer.encode(" " + d, add_special_tokens=False)[-1:]})
+    generator = torch.Generator().manual_seed(seed)
+    scale = hidden**0.5  # the final norm maps an axis vector to sqrt(hidden) along that axis
+    with torch.no_grad():
+        head.mul_(0.1)
+        for axis, (token, following) in enumerate(zip(chain[:-1], chain[1:])):
+            embed[token] = 0.0
+            embed[token, axis] = amplitude
+            head[:, axis] = 0.0
+            head[digits, axis] = torch.rand(len(digits), generator=generator) * (strength - 1.0) / scale
+            head[following, axis] = strength / scale
+    model.save_pretrained(path)
+    return path
+
+
+def tiny_answering_llava(directory: PathLike, answer: str = " 0.85", seed: int = 0, strength: float = 6.0) -> str:
+    """:func:`tiny_answering_vlm` of the LLaVA-1.5 family (FLEUR's published judge).
 
     >>> import tempfile
     >>> from mmjudge.judges import load_judge, GenerationRequest, Turn
@@ -70,33 +121,4 @@ def tiny_answering_llava(directory: PathLike, answer: str = " 0.85", seed: int =
     >>> judge.generate([GenerationRequest([Turn("user", "Rate the caption.")], max_new_tokens=8)], progress=False)
     ['0.85']
     """
-    import torch
-    from transformers import AutoProcessor, LlavaForConditionalGeneration
-
-    path = tiny_vlm(directory, "llava", seed=seed)
-    tokenizer = AutoProcessor.from_pretrained(path).tokenizer
-    start = tokenizer.encode("ASSISTANT:", add_special_tokens=False)[-1]
-    chain = [start, *tokenizer.encode(answer, add_special_tokens=False), tokenizer.eos_token_id]
-    if len(set(chain)) != len(chain):
-        raise ValueError(f"Expected argument `answer` to have distinct tokens other than ':', but got {answer!r}.")
-    model = LlavaForConditionalGeneration.from_pretrained(path)
-    embed, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
-    if embed.data_ptr() == head.data_ptr():
-        raise RuntimeError("tiny_answering_llava needs untied input and output embeddings.")
-    hidden = embed.shape[1]
-    if len(chain) - 1 > hidden:
-        raise ValueError(f"Expected argument `answer` to have at most {hidden - 1} tokens, but got {len(chain) - 2}.")
-    digits = sorted({i for d in "0123456789" for i in tokenizer.encode(d, add_special_tokens=False)[-1:]}
-                    | {i for d in "0123456789" for i in tokenizer.encode(" " + d, add_special_tokens=False)[-1:]})
-    generator = torch.Generator().manual_seed(seed)
-    scale = hidden**0.5  # the final RMSNorm maps an axis vector to sqrt(hidden) along that axis
-    with torch.no_grad():
-        head.mul_(0.1)
-        for axis, (token, following) in enumerate(zip(chain[:-1], chain[1:])):
-            embed[token] = 0.0
-            embed[token, axis] = 1.0
-            head[:, axis] = 0.0
-            head[digits, axis] = torch.rand(len(digits), generator=generator) * (strength - 1.0) / scale
-            head[following, axis] = strength / scale
-    model.save_pretrained(path)
-    return path
+    return tiny_answering_vlm(directory, "llava", answer, seed=seed, strength=strength)
