@@ -126,7 +126,8 @@ def tiny_mistral3(out: Path, seed: int) -> None:
     template = family_template("[INST]", "", "[IMG]", user_end="[/INST]", assistant_end="</s>")
     tok = tokenizer(special, template, "<s>", "</s>", "<pad>")
     text = llama_text(tok, eos="</s>", bos="<s>")
-    text.update(model_type="mistral", head_dim=8, tie_word_embeddings=False)
+    # Mistral-Small-3.1's language model has no sliding window (MistralConfig's default would set 4,096).
+    text.update(model_type="mistral", head_dim=8, tie_word_embeddings=False, sliding_window=None)
     config = Mistral3Config(
         text_config=text,
         vision_config=dict(model_type="pixtral", **_VISION, head_dim=8, image_size=64, patch_size=8),

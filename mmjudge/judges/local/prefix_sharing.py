@@ -168,17 +168,19 @@ def _continuations(ids: list, keys: list, prefix_len: dict, spare: dict, window:
     """``(rows, shift)``: the requests the shared path answers exactly and, for each, how many of its
     prefix's last tokens its suffix runs again.
 
-    Without a sliding window: every request, no shift. With one (``window`` tokens): a request whose suffix
-    is ``d`` tokens shorter than the longest runs ``min(d, spare)`` prefix tokens again; if some padding is
-    left, the request is exact only if its whole span (cached prefix + padded suffix) fits in the window,
-    else it goes to the plain path (the longest suffix is then measured again without it).
+    Without a sliding window: every request, no shift. With one (``window`` tokens), a request whose whole
+    span (prefix + padded suffix) fits in the window is exact as it is; otherwise, if its suffix is ``d``
+    tokens shorter than the longest, it runs ``min(d, spare)`` prefix tokens again, and if padding is still
+    left it goes to the plain path (the longest suffix is then measured again without it).
 
     >>> ids, keys = [[0] * 10, [0] * 14, [0] * 30], ["a", "a", "b"]  # suffixes of 4, 8 and 24 tokens
     >>> _continuations(ids, keys, {"a": 6, "b": 6}, {"a": 3, "b": 3}, window=None)
     ([0, 1, 2], [0, 0, 0])
+    >>> _continuations(ids, keys, {"a": 6, "b": 6}, {"a": 3, "b": 3}, window=40)  # every span (30) fits
+    ([0, 1, 2], [0, 0, 0])
     >>> _continuations(ids, keys, {"a": 6, "b": 6}, {"a": 3, "b": 3}, window=20)  # 0, 1: gaps of 17 and 13
     ([2], [0])
-    >>> _continuations(ids[:2], keys[:2], {"a": 6}, {"a": 3}, window=20)  # 0 runs 3 again, 1 token of padding left
+    >>> _continuations(ids[:2], keys[:2], {"a": 6}, {"a": 3}, window=10)  # 0 runs 3 again, 1 token of padding left
     ([0, 1], [3, 0])
     """
     rows = list(range(len(ids)))
@@ -189,7 +191,8 @@ def _continuations(ids: list, keys: list, prefix_len: dict, spare: dict, window:
         shift, late = [], []
         for k in rows:
             short = longest - (len(ids[k]) - prefix_len[keys[k]])
-            again = min(short, spare[keys[k]])
+            fits = prefix_len[keys[k]] + longest <= window  # every key in every query's window, gap or not
+            again = 0 if fits else min(short, spare[keys[k]])
             shift.append(again)
             if short > again and prefix_len[keys[k]] - again + longest > window:
                 late.append(k)
