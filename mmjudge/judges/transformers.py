@@ -2,19 +2,21 @@
 
 One forward pass per batch reads the logits at the answer position (``logits_to_keep=1``); the
 full-vocabulary softmax is summed over the token variants of each rating (``"3"``, ``" 3"``, ``"▁3"``).
-Tested on tiny random Qwen2-VL, LLaVA-1.5, LLaVA-NeXT and Idefics3 (SmolVLM) models built by
-:mod:`mmjudge.testing`, and on the real SmolLM2-135M-Instruct for the text-only path. Qwen2-VL / Qwen2.5-VL, LLaVA-1.5 / LLaVA-NeXT and
-SmolVLM / Idefics3 checkpoints all load through ``AutoModelForImageTextToText`` + ``AutoProcessor``
-and render prompts with the processor's own chat template.
+Tested on tiny random models of fourteen families built by :mod:`mmjudge.testing` (``VLM_FAMILIES``:
+Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V, LLaVA-1.5, LLaVA-NeXT, LLaVA-OneVision, InternVL, Mistral3, Idefics3,
+SmolVLM2, Gemma 3, Aya Vision, Mllama; ``docs/families.md``), and on the real SmolLM2-135M-Instruct for the
+text-only path. They all load through ``AutoModelForImageTextToText`` + ``AutoProcessor``, render prompts with
+the processor's own chat template, and get their images one list per prompt.
 
 Throughput (see ``benchmarks/judge_throughput.py``): requests are planned so that the requests about one
 image sit in one batch; each distinct image is preprocessed and encoded once per batch; requests that
 share a token prefix covering the image (HarmonicEval's Correctness and Completeness: system prompt +
-image) run that prefix once and branch from its KV cache (:mod:`~mmjudge.judges.local.prefix_sharing`);
+image) run that prefix once and branch from its KV cache (:mod:`~mmjudge.judges.local.prefix_sharing`,
+within each model's sliding windows, :mod:`~mmjudge.judges.local.attention`);
 CPU-side preparation of the next batch runs in a background thread while the model works
 (:class:`~mmjudge.judges.batched.BatchedJudge`); ``batch_size="auto"`` sizes batches from free GPU memory
 (:mod:`~mmjudge.judges.local.sizing`) and halves them on an out-of-memory error. None of this changes a
-result beyond float rounding (tested to 1e-5 against the plain path), and none of it enters cache keys or
+result beyond float rounding (tested to 1e-7 against the plain path), and none of it enters cache keys or
 signatures. This module orchestrates; prompting, rating tokens, prefix sharing and sizing each live in
 :mod:`mmjudge.judges.local`.
 
