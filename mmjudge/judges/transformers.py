@@ -308,12 +308,15 @@ class TransformersJudge(BatchedJudge):
         keep = 1 + max((len(o) for o in offsets if o), default=0)
         batch = _PreparedBatch(list(requests), offsets, keep)
         if self.share_prefix and (self.processor is not None or all(r.image is None for r in requests)):
-            batch.shared = prefix_sharing.build(requests, texts, keep, self.processor, self.tokenizer, self.attention,
-                                                self._image_ids, lambda inputs: prefix_sharing.mrope_positions(self.model, inputs))  # fmt: skip
+            batch.shared = prefix_sharing.build(
+                requests, texts, keep, self.processor, self.tokenizer, self.attention, self._image_ids,
+                lambda inputs: prefix_sharing.mrope_positions(self.model, inputs),
+            )
         shared_rows = set(batch.shared.rows) if batch.shared is not None else set()
         batch.plain_rows = [k for k in range(len(requests)) if k not in shared_rows]
         if batch.plain_rows:  # requests that share nothing, or whose sliding window sharing would not keep exact
-            batch.inputs = self.prompts.encode([requests[k] for k in batch.plain_rows], [texts[k] for k in batch.plain_rows])
+            rows = batch.plain_rows
+            batch.inputs = self.prompts.encode([requests[k] for k in rows], [texts[k] for k in rows])
             mrope = prefix_sharing.mrope_positions(self.model, batch.inputs)
             if mrope is not None:
                 batch.inputs["position_ids"] = mrope[0]
@@ -325,22 +328,25 @@ class TransformersJudge(BatchedJudge):
 
         started = time.perf_counter()
         try:
-            parts = []  # (rows of the batch, their logits)
+            parts, counts = [], []  # (rows of the batch, their logits); what each part ran, for the stats
             if batch.shared is not None:
                 shared = batch.shared
-                parts.append((shared.rows, prefix_sharing.shared_logits(self.model, shared, batch.keep, self.attention)))
+                logits = prefix_sharing.shared_logits(self.model, shared, batch.keep, self.attention)
+                parts.append((shared.rows, logits))
                 padded = shared.prefix["input_ids"].numel() + shared.suffix_ids.numel()
-                self.stats.add(len(shared.rows), shared.tokens, shared.unshared_tokens, padded)
+                counts.append((len(shared.rows), shared.tokens, shared.unshared_tokens, padded))
             if batch.plain_rows:
                 inputs = to_device(batch.inputs, self.model.device)
                 ids = inputs["input_ids"]
                 real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else ids.numel()
                 with record_function("mmjudge.judge.forward"):
                     parts.append((batch.plain_rows, self._last_logits(inputs, batch.keep)))
-                # Counted after the forward pass: a batch that runs out of memory is counted once, by the
-                # halves that succeed.
-                self.stats.add(len(batch.plain_rows), real, padded=ids.numel())
+                counts.append((len(batch.plain_rows), real, real, ids.numel()))
             logits = parts[0][1] if len(parts) == 1 else _in_request_order(parts, len(batch.requests))
+            # Counted after the forward passes: a batch that runs out of memory is counted once, by the halves
+            # that succeed.
+            for count in counts:
+                self.stats.add(*count)
         except torch.cuda.OutOfMemoryError:
             if len(batch.requests) == 1:
                 raise

@@ -69,4 +69,4 @@ def attention_layout(model: Any) -> AttentionLayout:
     unsupported = tuple(sorted(set(kinds) - SHAREABLE_KINDS))
     if "sliding_attention" in kinds and not window:
         unsupported += ("sliding_attention without a sliding_window",)
-    return AttentionLayout(window=int(window) if window else None, cross_attention_layers=cross, unsupported=unsupported)
+    return AttentionLayout(int(window) if window else None, cross, unsupported)

@@ -89,7 +89,8 @@ def expand(requests: Sequence[RatingRequest], texts: Sequence[str], processor: A
     for name in [n for n, v in vision.items() if n not in ("input_ids", "attention_mask")]:
         value = vision[name]
         if hasattr(value, "shape") and value.dim() >= 2 and tuple(value.shape[:2]) == tuple(width):
-            rows = _per_token_rows(value, vision["attention_mask"], ids, first, [digests.index(r.image_digest) for r in requests], last_vision)
+            group = [digests.index(r.image_digest) for r in requests]
+            rows = _per_token_rows(value, vision["attention_mask"], ids, first, group, last_vision)
             if rows is None:
                 logger.debug("shared prefix off: %s is not constant after the image", name)
                 return None

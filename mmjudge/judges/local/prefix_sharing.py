@@ -180,7 +180,7 @@ def _continuations(ids: list, keys: list, prefix_len: dict, spare: dict, window:
     ([0, 1, 2], [0, 0, 0])
     >>> _continuations(ids, keys, {"a": 6, "b": 6}, {"a": 3, "b": 3}, window=20)  # 0, 1: gaps of 17 and 13
     ([2], [0])
-    >>> _continuations(ids[:2], keys[:2], {"a": 6}, {"a": 3}, window=10)  # 0 runs 3 again, 1 token of padding left
+    >>> _continuations(ids[:2], keys[:2], {"a": 6}, {"a": 3}, window=12)  # 0 runs 3 again, 1 token of padding left
     ([0, 1], [3, 0])
     """
     rows = list(range(len(ids)))
@@ -287,7 +287,8 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
     return out.logits[:, -keep:, :].float()
 
 
-def branch_cache(cache: Any, prefix_mask: Any, row_of: Any, shift: Any, cross_attention_layers: frozenset = frozenset()) -> Any:
+def branch_cache(cache: Any, prefix_mask: Any, row_of: Any, shift: Any,
+                 cross_attention_layers: frozenset = frozenset()) -> Any:  # fmt: skip
     """Make row ``i`` of ``cache`` the prefix of request ``i`` (row ``row_of[i]``), its last ``shift[i]``
     positions moved to the front and masked (the request runs those tokens again); returns the requests'
     prefix attention mask. Cross-attention layers (image keys, not prompt positions) are only selected."""
