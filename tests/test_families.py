@@ -180,3 +180,26 @@ def test_fleur_fast_path_equals_the_literal_procedure_in_every_family(family, tm
     requests = [GenerationRequest([Turn("user", fast.prompt(t))], image=i, max_new_tokens=8, conversation=fast.conversation)
                 for t, i in zip(texts, IMAGES)]  # fmt: skip
     assert got["score"] == pytest.approx([r["score"] for r in reference_scores(fast.judge, requests)], abs=1e-5)
+
+
+def test_a_batch_split_in_shared_and_plain_parts_survives_out_of_memory(tiny_family_dir, monkeypatch):
+    """A Gemma 3 batch whose requests partly take the plain path (prompts far past the window) runs two
+    parts; when the second runs out of memory the batch is halved, with the same ratings, each request
+    counted once."""
+    import torch
+
+    folder = tiny_family_dir("gemma3")
+    requests = [r for r in _he_like_requests() if r.image is not None]
+    reference = _raw(load_judge("transformers", model=folder, batch_size=1, share_prefix=False).rate(requests, progress=False))
+    judge = load_judge("transformers", model=folder, batch_size=16, prefetch=False)
+    original, calls = judge.model.forward, {"n": 0}
+
+    def flaky(*args, **kwargs):  # prefix and suffix passes succeed, then the plain part runs out of memory
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(judge.model, "forward", flaky)
+    assert np.abs(_raw(judge.rate(requests, progress=False)) - reference).max() < TOL
+    assert calls["n"] > 3 and judge.batch_size < 16 and judge.stats.requests == len(requests)
