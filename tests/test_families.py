@@ -203,3 +203,34 @@ def test_a_batch_split_in_shared_and_plain_parts_survives_out_of_memory(tiny_fam
     monkeypatch.setattr(judge.model, "forward", flaky)
     assert np.abs(_raw(judge.rate(requests, progress=False)) - reference).max() < TOL
     assert calls["n"] > 3 and judge.batch_size < 16 and judge.stats.requests == len(requests)
+
+
+@pytest.mark.parametrize("family", VLM_FAMILIES)
+def test_shared_prefix_inputs_are_the_processors_own(family, tiny_family_dir):
+    """The shared path preprocesses each distinct image once and tokenises the prompts itself: for every
+    request it answers, prefix (without the tokens its suffix runs again) + suffix must be the processor's
+    own ids for the full prompt, and so must every per-token input (token_type_ids, cross_attention_mask …)."""
+    import torch
+
+    from mmjudge.judges.local import prefix_sharing
+
+    judge = load_judge("transformers", model=tiny_family_dir(family))
+    requests = [r for r in _he_like_requests() if r.image is not None]
+    texts = [judge.render(r) for r in requests]
+    shared = prefix_sharing.build(requests, texts, 1, judge.processor, judge.tokenizer, judge.attention,
+                                  judge._image_ids, lambda inputs: None)  # fmt: skip
+    assert shared is not None and shared.rows
+    for k, index in enumerate(shared.rows):
+        own = judge.processor(text=[texts[index]], images=[[requests[index].image]], return_tensors="pt")
+        row, shift = int(shared.row_of[k]), int(shared.shift[k])
+        prefix_real = shared.prefix["attention_mask"][row].bool()
+        cut = int(prefix_real.sum()) - shift
+        suffix_real = shared.suffix_mask[k].bool()
+        ids = shared.prefix["input_ids"][row][prefix_real][:cut].tolist() + shared.suffix_ids[k][suffix_real].tolist()
+        assert ids == own["input_ids"][0].tolist()
+        per_token = {n for n, v in own.items() if n not in ("input_ids", "attention_mask") and v.dim() >= 2
+                     and v.shape[:2] == own["input_ids"].shape}  # fmt: skip
+        assert per_token == set(shared.suffix_inputs)
+        for name, suffixes in shared.suffix_inputs.items():
+            values = torch.cat([shared.prefix[name][row][prefix_real][:cut], suffixes[k][suffix_real]])
+            assert torch.equal(values, own[name][0]), name
