@@ -120,9 +120,8 @@ def _tokenise_as_processor(tokenizer: Any, expanded: list, first: list, own: lis
     """Token ids of ``expanded``, with or without the tokenizer's special tokens: whichever reproduces the
     processor's own ids (``own``) for the prompts at ``first``; ``None`` if neither does."""
     for special in (True, False):
-        ids = tokenizer(expanded, add_special_tokens=special)["input_ids"]
-        if all(ids[k] == row for k, row in zip(first, own)):
-            return ids
+        if tokenizer([expanded[k] for k in first], add_special_tokens=special)["input_ids"] == own:
+            return tokenizer(expanded, add_special_tokens=special)["input_ids"]
     logger.debug("shared prefix off: the processor's token ids could not be reproduced")
     return None
 
