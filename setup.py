@@ -55,7 +55,8 @@ EXTRAS = {
     # check Long-CLIP conversion against open_clip, and train VELA with peft.
     "test": ["pytest>=8", "matplotlib>=3.7", "gguf>=0.10", "pycocoevalcap>=1.2", "bert-score>=0.3.13",
              "pandas>=2.0", "gradio>=6.0", "gradio_client>=1.0", "selenium>=4.20", "huggingface-hub>=0.30",
-             "peft>=0.13", "safetensors>=0.4", "open-clip-torch>=3.0"],
+             "peft>=0.13", "safetensors>=0.4", "open-clip-torch>=3.0",
+             "num2words>=0.5"],  # SmolVLM's processor, for the tiny model of every judge family
 }
 
 setup(

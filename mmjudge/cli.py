@@ -25,6 +25,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     NotADirectoryError,
     FileExistsError,
     MissingDependencyError,  # Java for METEOR and the like: the message says how to install it
+    ImportError,  # an optional package a model's processor needs (SmolVLM's num2words): named with its pip command
     ServiceError,  # a judge server that is down, unreachable or refuses the request (names the endpoint)
 )
 
@@ -93,8 +94,12 @@ def describe_error(err: BaseException) -> str:
     library errors whose text does not say what to do."""
     if isinstance(err, UnicodeDecodeError):
         return f"the input is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); save it as UTF-8."
-    if isinstance(err, ModuleNotFoundError):
-        return f"the optional package {err.name!r} is not installed: pip install {err.name}"
+    if isinstance(err, ImportError):
+        from mmjudge.models import missing_package
+
+        package = missing_package(err)
+        if package:
+            return f"the optional package {package!r} is not installed: pip install {package}"
     if isinstance(err, sqlite3.Error):
         return f"the judge cache cannot be used ({err}); pass --cache FILE.sqlite or --no-cache."
     if isinstance(err, OSError) and err.filename and not str(err).count(str(err.filename)):

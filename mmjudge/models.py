@@ -245,6 +245,8 @@ def load_pretrained(
     Raises:
         ValueError / FileNotFoundError: a bad device or dtype, a missing folder, a model none of the
             classes can load — each with one sentence saying what to do.
+        MissingDependencyError: the model or its processor needs an optional package that is not
+            installed (the message names it and the pip command).
     """
     import torch
 
@@ -266,6 +268,8 @@ def load_pretrained(
         processor = processor_loader(str(source), dict(load_kwargs)) if processor_loader is not None else None
     except OSError as err:  # not on the Hub, offline, or a folder without a processor: say which
         raise _load_error(str(source), err) from None
+    except ImportError as err:  # e.g. SmolVLM's processor without num2words: one line naming the package
+        raise missing_dependency(err, f"The processor of {str(source)!r}") from None
     if callable(model_classes):
         model_classes = model_classes(processor)
     kwargs = dict(load_kwargs, dtype=getattr(torch, dtype_name), **(model_kwargs or {}))
@@ -282,6 +286,8 @@ def load_pretrained(
             errors.append(f"{cls.__name__}: {str(err).splitlines()[0]}")
         except OSError as err:
             raise _load_error(str(source), err) from None
+        except ImportError as err:
+            raise missing_dependency(err, f"The model {str(source)!r}") from None
     else:
         raise ValueError(f"Cannot load {model!r} as a {' or '.join(c.__name__ for c in model_classes)}: " + "; ".join(errors))
     if "device_map" not in kwargs:
@@ -291,6 +297,46 @@ def load_pretrained(
     if model == TINY_RANDOM:  # say what it is: a random-weight demo model, not some local folder
         ident = ModelIdentity(f"{TINY_RANDOM}:{family or default_vlm_family()}", ident.revision, ident.dtype)
     return LoadedModel(built, processor, ident, str(built.device) if device_map is None else "auto")
+
+
+# Import names whose pip package has another name.
+_PIP_NAMES = {"cv2": "opencv-python", "PIL": "pillow", "sklearn": "scikit-learn", "google": "protobuf",
+              "flash_attn": "flash-attn"}  # fmt: skip
+
+
+def missing_package(err: ImportError) -> Optional[str]:
+    """The pip package an ``ImportError`` asks for: a missing module's name, or the package that a
+    library's own message names (``pip install X``, ``requires the X library``); ``None`` if it names none.
+
+    >>> missing_package(ImportError("Package `num2words` is required to run SmolVLM processor. Install it with `pip install num2words`."))
+    'num2words'
+    >>> missing_package(ModuleNotFoundError("No module named 'cv2'", name="cv2"))
+    'opencv-python'
+    >>> missing_package(ImportError("LlavaOnevisionVideoProcessor requires the Torchvision library but it was not found."))
+    'torchvision'
+    """
+    import re
+
+    text = str(err)
+    said = re.search(r"pip install (?:-U |--upgrade )?[`'\"]?([A-Za-z0-9_.\-\[\]]+)", text)
+    if said:
+        return said.group(1)
+    name = getattr(err, "name", None)
+    if name:
+        return _PIP_NAMES.get(name, _PIP_NAMES.get(name.split(".")[0], name.split(".")[0]))
+    library = re.search(r"requires the ([A-Za-z0-9_.\-]+) librar", text)
+    return library.group(1).lower() if library else None
+
+
+def missing_dependency(err: ImportError, what: str) -> Exception:
+    """One line for an optional package that ``what`` (a model, a processor) needs and this install lacks:
+    :class:`~mmjudge.errors.MissingDependencyError` naming the package and the pip command."""
+    from mmjudge.errors import MissingDependencyError
+
+    package = missing_package(err)
+    if package is None:
+        return MissingDependencyError(f"{what} needs a package this install lacks: {' '.join(str(err).split())}")
+    return MissingDependencyError(f"{what} needs the optional package {package!r}, which is not installed: pip install {package}")
 
 
 def _load_error(source: str, err: OSError) -> Exception:

@@ -14,26 +14,38 @@ def _has_torchvision() -> bool:
 
 
 @pytest.fixture(scope="session")
-def tiny_qwen_dir(tmp_path_factory) -> str:
+def tiny_family_dir(tmp_path_factory):
+    """``f(family)``: the folder of the tiny model of any family in ``VLM_FAMILIES``, built once per session
+    on first use (a test of one family never pays for the others)."""
+    built: dict = {}
+
+    def folder(family: str) -> str:
+        if family not in built:
+            try:
+                built[family] = tiny_vlm(tmp_path_factory.mktemp(f"tiny-{family}"), family)
+            except ImportError as err:  # e.g. a processor needing torchvision or num2words
+                pytest.skip(f"the {family} processor cannot be built here: {err}")
+        return built[family]
+
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen_dir(tiny_family_dir) -> str:
     if not _has_torchvision():
         pytest.skip("Qwen2-VL processors need torchvision (install torch==2.14.1 torchvision==0.29.1)")
-    return tiny_vlm(tmp_path_factory.mktemp("tiny-qwen2-vl"), "qwen2_vl")
+    return tiny_family_dir("qwen2_vl")
 
 
 @pytest.fixture(scope="session")
-def tiny_llava_dir(tmp_path_factory) -> str:
-    return tiny_vlm(tmp_path_factory.mktemp("tiny-llava"), "llava")
+def tiny_llava_dir(tiny_family_dir) -> str:
+    return tiny_family_dir("llava")
 
 
 @pytest.fixture(scope="session")
-def tiny_vlm_dirs(tmp_path_factory, tiny_qwen_dir, tiny_llava_dir) -> dict:
-    """One tiny model folder per supported VLM family."""
-    return {
-        "qwen2_vl": tiny_qwen_dir,
-        "llava": tiny_llava_dir,
-        "llava_next": tiny_vlm(tmp_path_factory.mktemp("tiny-llava-next"), "llava_next"),
-        "idefics3": tiny_vlm(tmp_path_factory.mktemp("tiny-idefics3"), "idefics3"),
-    }
+def tiny_vlm_dirs(tiny_family_dir) -> dict:
+    """The tiny model folders of the four families the older tests cover."""
+    return {family: tiny_family_dir(family) for family in ("qwen2_vl", "llava", "llava_next", "idefics3")}
 
 
 @pytest.fixture(scope="session")

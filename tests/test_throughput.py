@@ -132,11 +132,11 @@ def test_expanded_token_ids_equal_the_processors(family_dir):
     from mmjudge.judges.local import prefix_sharing
 
     texts = [judge.render(r) for r in requests]
-    shared = prefix_sharing.build(requests, texts, 1, judge.processor, judge.tokenizer,
-                                  prefix_sharing.PlaceholderIds(judge.tokenizer), lambda inputs: None)  # fmt: skip
-    assert shared is not None
+    shared = prefix_sharing.build(requests, texts, 1, judge.processor, judge.tokenizer, judge.attention,
+                                  judge._image_ids, lambda inputs: None)  # fmt: skip
+    assert shared is not None and shared.rows == list(range(len(requests)))
     for k, (request, text) in enumerate(zip(requests, texts)):
-        expected = judge.processor(text=[text], images=[request.image], return_tensors="pt")["input_ids"][0].tolist()
+        expected = judge.processor(text=[text], images=[[request.image]], return_tensors="pt")["input_ids"][0].tolist()
         row = int(shared.row_of[k])
         prefix = shared.prefix["input_ids"][row][shared.prefix["attention_mask"][row].bool()].tolist()
         suffix = shared.suffix_ids[k][shared.suffix_mask[k].bool()].tolist()

@@ -2,19 +2,21 @@
 
 One forward pass per batch reads the logits at the answer position (``logits_to_keep=1``); the
 full-vocabulary softmax is summed over the token variants of each rating (``"3"``, ``" 3"``, ``"▁3"``).
-Tested on tiny random Qwen2-VL, LLaVA-1.5, LLaVA-NeXT and Idefics3 (SmolVLM) models built by
-:mod:`mmjudge.testing`, and on the real SmolLM2-135M-Instruct for the text-only path. Qwen2-VL / Qwen2.5-VL, LLaVA-1.5 / LLaVA-NeXT and
-SmolVLM / Idefics3 checkpoints all load through ``AutoModelForImageTextToText`` + ``AutoProcessor``
-and render prompts with the processor's own chat template.
+Tested on tiny random models of fourteen families built by :mod:`mmjudge.testing` (``VLM_FAMILIES``:
+Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V, LLaVA-1.5, LLaVA-NeXT, LLaVA-OneVision, InternVL, Mistral3, Idefics3,
+SmolVLM2, Gemma 3, Aya Vision, Mllama; ``docs/families.md``), and on the real SmolLM2-135M-Instruct for the
+text-only path. They all load through ``AutoModelForImageTextToText`` + ``AutoProcessor``, render prompts with
+the processor's own chat template, and get their images one list per prompt.
 
 Throughput (see ``benchmarks/judge_throughput.py``): requests are planned so that the requests about one
 image sit in one batch; each distinct image is preprocessed and encoded once per batch; requests that
 share a token prefix covering the image (HarmonicEval's Correctness and Completeness: system prompt +
-image) run that prefix once and branch from its KV cache (:mod:`~mmjudge.judges.local.prefix_sharing`);
+image) run that prefix once and branch from its KV cache (:mod:`~mmjudge.judges.local.prefix_sharing`,
+within each model's sliding windows, :mod:`~mmjudge.judges.local.attention`);
 CPU-side preparation of the next batch runs in a background thread while the model works
 (:class:`~mmjudge.judges.batched.BatchedJudge`); ``batch_size="auto"`` sizes batches from free GPU memory
 (:mod:`~mmjudge.judges.local.sizing`) and halves them on an out-of-memory error. None of this changes a
-result beyond float rounding (tested to 1e-5 against the plain path), and none of it enters cache keys or
+result beyond float rounding (tested to 1e-7 against the plain path), and none of it enters cache keys or
 signatures. This module orchestrates; prompting, rating tokens, prefix sharing and sizing each live in
 :mod:`mmjudge.judges.local`.
 
@@ -34,13 +36,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
 from mmjudge.errors import check_bool
 from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
 from mmjudge.judges.batched import BatchedJudge
 from mmjudge.judges.local import prefix_sharing, sizing
+from mmjudge.judges.local.attention import attention_layout
+from mmjudge.judges.local.placeholders import vision_token_ids
 from mmjudge.judges.local.prompting import PromptRenderer, load_processor, split_processor, to_device
 from mmjudge.judges.local.ratings import rating_token_ids, read_ratings, reduce_on_device
 from mmjudge.models import ModelSource, compile_repeated_blocks, load_pretrained
@@ -84,13 +88,26 @@ class ThroughputStats:
 @dataclass
 class _PreparedBatch:
     """One batch ready for the model: its requests, the prefix offsets asked for, the positions to read
-    (``keep``), and either plain ``inputs`` or a :class:`~mmjudge.judges.local.prefix_sharing.SharedPrefixBatch`."""
+    (``keep``), a :class:`~mmjudge.judges.local.prefix_sharing.SharedPrefixBatch` for the requests that
+    share prefixes (``shared.rows``) and plain ``inputs`` for the others (``plain_rows``)."""
 
     requests: list
     offsets: list
     keep: int
     inputs: Optional[dict] = None
     shared: Optional[prefix_sharing.SharedPrefixBatch] = None
+    plain_rows: list = field(default_factory=list)
+
+
+def _in_request_order(parts: list, count: int) -> Any:
+    """One logits tensor (requests, keep, vocab) from ``(rows, logits)`` parts answering different rows."""
+    import torch
+
+    first = parts[0][1]
+    out = first.new_empty((count, *first.shape[1:]))
+    for rows, logits in parts:
+        out[torch.tensor(rows, device=logits.device)] = logits
+    return out
 
 
 class TransformersJudge(BatchedJudge):
@@ -169,7 +186,13 @@ class TransformersJudge(BatchedJudge):
         # overlap (preparing a batch, a rating scale's token ids, the out-of-memory re-preparation) holds
         # this lock. Re-entrant: preparing a batch also looks up its rating scales.
         self._tokenizer_lock = threading.RLock()
-        self._placeholders = prefix_sharing.PlaceholderIds(self.tokenizer)
+        # What the shared-prefix path must respect (sliding windows, cross-attention) and which tokens are
+        # the image's: read once from the model's config.
+        self.attention = attention_layout(self.model)
+        self._image_ids = vision_token_ids(self.model, self.processor) if self.processor is not None else frozenset()
+        if self.share_prefix and not self.attention.shareable:
+            logger.info("Shared prefixes off for %s: layers of kind %s (the plain path answers every request).",
+                        self.model_identity.label(), ", ".join(self.attention.unsupported))  # fmt: skip
         self._auto_sized = False
         self.stats = ThroughputStats()
         if compile:
@@ -285,10 +308,15 @@ class TransformersJudge(BatchedJudge):
         keep = 1 + max((len(o) for o in offsets if o), default=0)
         batch = _PreparedBatch(list(requests), offsets, keep)
         if self.share_prefix and (self.processor is not None or all(r.image is None for r in requests)):
-            batch.shared = prefix_sharing.build(requests, texts, keep, self.processor, self.tokenizer, self._placeholders,
-                                                lambda inputs: prefix_sharing.mrope_positions(self.model, inputs))  # fmt: skip
-        if batch.shared is None:
-            batch.inputs = self.prompts.encode(requests, texts)
+            batch.shared = prefix_sharing.build(
+                requests, texts, keep, self.processor, self.tokenizer, self.attention, self._image_ids,
+                lambda inputs: prefix_sharing.mrope_positions(self.model, inputs),
+            )
+        shared_rows = set(batch.shared.rows) if batch.shared is not None else set()
+        batch.plain_rows = [k for k in range(len(requests)) if k not in shared_rows]
+        if batch.plain_rows:  # requests that share nothing, or whose sliding window sharing would not keep exact
+            rows = batch.plain_rows
+            batch.inputs = self.prompts.encode([requests[k] for k in rows], [texts[k] for k in rows])
             mrope = prefix_sharing.mrope_positions(self.model, batch.inputs)
             if mrope is not None:
                 batch.inputs["position_ids"] = mrope[0]
@@ -300,20 +328,25 @@ class TransformersJudge(BatchedJudge):
 
         started = time.perf_counter()
         try:
+            parts, counts = [], []  # (rows of the batch, their logits); what each part ran, for the stats
             if batch.shared is not None:
-                logits = prefix_sharing.shared_logits(self.model, batch.shared, batch.keep)
                 shared = batch.shared
+                logits = prefix_sharing.shared_logits(self.model, shared, batch.keep, self.attention)
+                parts.append((shared.rows, logits))
                 padded = shared.prefix["input_ids"].numel() + shared.suffix_ids.numel()
-                self.stats.add(len(batch.requests), shared.tokens, shared.unshared_tokens, padded)
-            else:
+                counts.append((len(shared.rows), shared.tokens, shared.unshared_tokens, padded))
+            if batch.plain_rows:
                 inputs = to_device(batch.inputs, self.model.device)
                 ids = inputs["input_ids"]
                 real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else ids.numel()
                 with record_function("mmjudge.judge.forward"):
-                    logits = self._last_logits(inputs, batch.keep)
-                # Counted after the forward pass: a batch that runs out of memory is counted once, by the
-                # halves that succeed.
-                self.stats.add(len(batch.requests), real, padded=ids.numel())
+                    parts.append((batch.plain_rows, self._last_logits(inputs, batch.keep)))
+                counts.append((len(batch.plain_rows), real, real, ids.numel()))
+            logits = parts[0][1] if len(parts) == 1 else _in_request_order(parts, len(batch.requests))
+            # Counted after the forward passes: a batch that runs out of memory is counted once, by the halves
+            # that succeed.
+            for count in counts:
+                self.stats.add(*count)
         except torch.cuda.OutOfMemoryError:
             if len(batch.requests) == 1:
                 raise

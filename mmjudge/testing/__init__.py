@@ -9,6 +9,9 @@
 from __future__ import annotations
 
 from mmjudge.testing.scripted import ScriptedJudge
-from mmjudge.tiny_models import tiny_answering_llava, tiny_clip, tiny_text_lm, tiny_vlm
+from mmjudge.tiny_models import (
+    VLM_FAMILIES, check_with_transformers, tiny_answering_llava, tiny_answering_vlm, tiny_clip, tiny_text_lm, tiny_vlm,
+)  # fmt: skip
 
-__all__ = ["ScriptedJudge", "tiny_answering_llava", "tiny_clip", "tiny_text_lm", "tiny_vlm"]
+__all__ = ["ScriptedJudge", "VLM_FAMILIES", "check_with_transformers", "tiny_answering_llava", "tiny_answering_vlm",
+           "tiny_clip", "tiny_text_lm", "tiny_vlm"]

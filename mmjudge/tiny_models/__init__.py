@@ -16,11 +16,13 @@ never quality.
 from __future__ import annotations
 
 from mmjudge.tiny_models._tokenizers import PathLike
+from mmjudge.tiny_models.checks import TransformersCheck, check_with_transformers
 from mmjudge.tiny_models.clip import tiny_clip
 from mmjudge.tiny_models.text import tiny_text_lm
-from mmjudge.tiny_models.vlms import VLM_FAMILIES, tiny_answering_llava, tiny_vlm
+from mmjudge.tiny_models.vlms import VLM_FAMILIES, tiny_answering_llava, tiny_answering_vlm, tiny_vlm
 
-__all__ = ["tiny_text_lm", "tiny_vlm", "tiny_clip", "tiny_answering_llava", "build", "FAMILIES"]
+__all__ = ["tiny_text_lm", "tiny_vlm", "tiny_clip", "tiny_answering_llava", "tiny_answering_vlm", "build", "FAMILIES", "VLM_FAMILIES",
+           "check_with_transformers", "TransformersCheck"]
 
 FAMILIES = (*VLM_FAMILIES, "clip", "long_clip", "text_lm")
 

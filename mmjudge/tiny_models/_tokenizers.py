@@ -39,6 +39,30 @@ _LLAVA_TEMPLATE = (
 )
 
 
+def family_template(user: str, assistant: str, image: str, user_end: str = "", assistant_end: str = "",
+                  system: str = "") -> str:  # fmt: skip
+    """A Jinja chat template in a family's own markup: each message is its role's header (``user``,
+    ``assistant``; ``system`` defaults to the user's), its content (an image part becomes ``image``) and
+    its role's end marker; the generation prompt is the assistant header.
+
+    >>> from jinja2 import Template
+    >>> msg = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Hi"}]}]
+    >>> Template(family_template("[INST]", "", "[IMG]", user_end="[/INST]")).render(messages=msg, add_generation_prompt=True)
+    '[INST][IMG]Hi[/INST]'
+    """
+    system = system or user
+    return (
+        "{% for message in messages %}"
+        f"{{% if message['role'] == 'user' %}}{user}{{% elif message['role'] == 'system' %}}{system}"
+        f"{{% else %}}{assistant}{{% endif %}}"
+        "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+        f"{{% for part in message['content'] %}}{{% if part['type'] == 'image' %}}{image}"
+        "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+        f"{{% if message['role'] == 'assistant' %}}{assistant_end}{{% else %}}{user_end}{{% endif %}}"
+        f"{{% endfor %}}{{% if add_generation_prompt %}}{assistant}{{% endif %}}"
+    )
+
+
 def tokenizer(
     special: list[str],
     chat_template: str,
@@ -47,9 +71,12 @@ def tokenizer(
     pad: str,
     vocab_size: int = 600,
     corpus: Optional[list[str]] = None,
+    named: Optional[dict] = None,
 ):
     """A byte-level BPE with ``vocab_size`` entries trained on ``corpus`` (default: a few prompt-like
-    sentences), left padding, ``chat_template`` set. The benchmarks train it on their own texts."""
+    sentences), left padding, ``chat_template`` set. The benchmarks train it on their own texts. ``named``:
+    model-specific special tokens the processor reads as tokenizer attributes (e.g. Gemma 3's
+    ``{"boi_token": "<start_of_image>"}``); each must also be in ``special``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -64,7 +91,8 @@ def tokenizer(
     )
     tok.train_from_iterator(_CORPUS * 4 if corpus is None else corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None, padding_side="left"
+        tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None, padding_side="left",
+        **({"extra_special_tokens": named} if named else {}),
     )
     fast.chat_template = chat_template
     return fast

@@ -1,175 +1,119 @@
-"""Tiny random vision-language models: Qwen2-VL, LLaVA-1.5, LLaVA-NeXT, Idefics3 (SmolVLM)."""
+"""Tiny random vision-language models of every family the judge is tested on (:data:`VLM_FAMILIES`).
+
+Each is a 2-layer model with a small vision tower and a byte-level BPE tokenizer in the family's own chat
+markup, saved with ``save_pretrained`` so it loads through ``AutoModelForImageTextToText`` +
+``AutoProcessor`` like a real checkpoint; random weights prove plumbing and exact arithmetic, never quality.
+The builders live in modules grouped by how the image reaches the language model:
+:mod:`~mmjudge.tiny_models.qwen_style` (M-RoPE), :mod:`~mmjudge.tiny_models.llava_style` (projected
+placeholders), :mod:`~mmjudge.tiny_models.idefics_style` (tile markup), :mod:`~mmjudge.tiny_models.sliding_window`
+(sliding-window language models) and :mod:`~mmjudge.tiny_models.mllama` (cross-attention).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
-from mmjudge.tiny_models._tokenizers import _CHATML, _LLAVA_TEMPLATE, PathLike, llama_text, seed_all, tokenizer
+from mmjudge.tiny_models import idefics_style, llava_style, mllama, qwen_style, sliding_window
+from mmjudge.tiny_models._tokenizers import PathLike
 
-VLM_FAMILIES = ("qwen2_vl", "llava", "llava_next", "idefics3")
+_BUILDERS: dict[str, Callable[[Path, int], None]] = {
+    "qwen2_vl": qwen_style.tiny_qwen2_vl,
+    "llava": llava_style.tiny_llava,
+    "llava_next": lambda out, seed: llava_style.tiny_llava(out, seed, anyres=True),
+    "idefics3": idefics_style.tiny_idefics3,
+    "qwen2_5_vl": qwen_style.tiny_qwen2_5_vl,
+    "qwen3_vl": qwen_style.tiny_qwen3_vl,
+    "llava_onevision": llava_style.tiny_llava_onevision,
+    "internvl": llava_style.tiny_internvl,
+    "mistral3": llava_style.tiny_mistral3,
+    "glm4v": qwen_style.tiny_glm4v,
+    "gemma3": sliding_window.tiny_gemma3,
+    "mllama": mllama.tiny_mllama,
+    "smolvlm": idefics_style.tiny_smolvlm,
+    "aya_vision": sliding_window.tiny_aya_vision,
+}
+VLM_FAMILIES = tuple(_BUILDERS)
 
 
 def tiny_vlm(directory: PathLike, family: str = "qwen2_vl", seed: int = 0) -> str:
-    """Write a tiny random vision-language model + processor to ``directory`` and return the path.
+    """Write a tiny random vision-language model + processor of ``family`` (:data:`VLM_FAMILIES`, named by
+    transformers' ``model_type``) to ``directory`` and return the path.
 
-    Args:
-        family: ``"qwen2_vl"`` (needs torchvision for its processor), ``"llava"`` (LLaVA-1.5 style,
-            CLIP vision tower + Llama; works without torchvision), ``"llava_next"`` (LLaVA-NeXT any-resolution
-            tiles) or ``"idefics3"`` (SmolVLM / Idefics3:
-            image splitting into tiles, pixel-shuffle connector).
+    Raises:
+        ValueError: an unknown family.
     """
-    builders = {
-        "qwen2_vl": _tiny_qwen2_vl,
-        "llava": _tiny_llava,
-        "llava_next": lambda out, seed: _tiny_llava(out, seed, anyres=True),
-        "idefics3": _tiny_idefics3,
-    }
-    if family not in builders:
-        raise ValueError(f"Unknown tiny VLM family {family!r}. Expected one of: {', '.join(builders)}.")
+    if family not in _BUILDERS:
+        raise ValueError(f"Unknown tiny VLM family {family!r}. Expected one of: {', '.join(VLM_FAMILIES)}.")
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    builders[family](out, seed)
+    _BUILDERS[family](out, seed)
     return str(out)
 
 
-def _tiny_qwen2_vl(out: Path, seed: int) -> None:
-    from transformers import (
-        Qwen2VLConfig,
-        Qwen2VLForConditionalGeneration,
-        Qwen2VLImageProcessor,
-        Qwen2VLProcessor,
-        Qwen2VLVideoProcessor,
-    )
-
-    special = [
-        "<|endoftext|>", "<|im_start|>", "<|im_end|>",
-        "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>",
-    ]  # fmt: skip
-    template = _CHATML.replace("IMAGE_TOKENS", "<|vision_start|><|image_pad|><|vision_end|>")
-    tok = tokenizer(special, template, None, "<|im_end|>", "<|endoftext|>")
-    ids = {t: tok.convert_tokens_to_ids(t) for t in special}
-    head_dim = 16
-    config = Qwen2VLConfig(
-        text_config=dict(
-            vocab_size=len(tok),
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=4096,
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
-            bos_token_id=None,
-            eos_token_id=ids["<|im_end|>"],
-            pad_token_id=ids["<|endoftext|>"],
-            tie_word_embeddings=False,
-        ),
-        vision_config=dict(
-            depth=2,
-            embed_dim=32,
-            hidden_size=64,
-            num_heads=4,
-            mlp_ratio=2,
-            patch_size=14,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
-            in_channels=3,
-        ),
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-    )
-    assert sum(config.text_config.rope_parameters["mrope_section"]) == head_dim // 2
-    seed_all(seed)
-    Qwen2VLForConditionalGeneration(config).save_pretrained(out)
-    # Small images keep the tiny model fast: at most 16x16 patches of 14 px.
-    image_processor = Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=224 * 224)
-    video_processor = Qwen2VLVideoProcessor(min_pixels=56 * 56, max_pixels=224 * 224)
-    processor = Qwen2VLProcessor(
-        image_processor=image_processor, video_processor=video_processor, tokenizer=tok, chat_template=template
-    )
-    processor.save_pretrained(out)
+# ------------------------------------------------------------------------------ scripted LLaVA
 
 
-def _tiny_idefics3(out: Path, seed: int) -> None:
-    from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor, Idefics3Processor
+def tiny_answering_vlm(directory: PathLike, family: str = "llava", answer: str = " 0.85", seed: int = 0,
+                       strength: float = 6.0, amplitude: float = 1.0) -> str:  # fmt: skip
+    """Write a tiny model of ``family`` whose greedy reply to a prompt in its chat template (ending with the
+    template's assistant header, e.g. ``ASSISTANT:`` for LLaVA, ``<start_of_turn>model\\n`` for Gemma 3) is
+    ``answer``.
 
-    tiles = [f"<row_{r}_col_{c}>" for r in range(1, 4) for c in range(1, 4)]
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<fake_token_around_image>", "<image>", "<global-img>",
-               "<end_of_utterance>", *tiles]  # fmt: skip
-    template = _CHATML.replace("IMAGE_TOKENS", "<image>")
-    tok = tokenizer(special, template, "<|im_start|>", "<|im_end|>", "<|endoftext|>")
-    config = Idefics3Config(
-        text_config=llama_text(tok, eos="<|im_end|>"),
-        vision_config=dict(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=32, patch_size=8
-        ),
-        scale_factor=2,  # (32 / 8)² patches / 2² = 4 image tokens per tile
-        image_token_id=tok.convert_tokens_to_ids("<image>"),
-    )
-    seed_all(seed)
-    Idefics3ForConditionalGeneration(config).save_pretrained(out)
-    # Images are resized to at most 64 px and split into 32 px tiles plus a global view, as SmolVLM does.
-    image_processor = Idefics3ImageProcessor(size={"longest_edge": 64}, max_image_size={"longest_edge": 32})
-    Idefics3Processor(image_processor=image_processor, tokenizer=tok, image_seq_len=4, chat_template=template).save_pretrained(out)
+    The model is :func:`tiny_vlm` ``(…, family)`` with a few weights overwritten: the embeddings of the
+    prompt's last token and of the answer's tokens point along orthogonal axes (length ``amplitude``: larger
+    for language models whose layers add normalised outputs to the residual, as Gemma 3's do), and the output
+    head maps each axis to the next answer token (then the end-of-turn token) with logit ``strength``.
+    Every other digit token gets a seeded logit below that, so the digit distributions are spread out
+    (useful to test score smoothing), and the random transformer layers still add a little prompt- and
+    image-dependent noise. The answer's tokens must be distinct and differ from the prompt's last token.
+    For tests only: proves plumbing.
 
+    >>> import tempfile
+    >>> from mmjudge.judges import load_judge, GenerationRequest, Turn
+    >>> judge = load_judge("transformers", model=tiny_answering_vlm(tempfile.mkdtemp(), "gemma3", " 0.85", amplitude=16))
+    >>> judge.generate([GenerationRequest([Turn("user", "Rate the caption.")], max_new_tokens=8)], progress=False)
+    ['0.85']
+    """
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
 
-def _tiny_llava(out: Path, seed: int, anyres: bool = False) -> None:
-    """LLaVA-1.5 style (``anyres=False``) or LLaVA-NeXT (``anyres=True``: a global view plus tiles chosen
-    from ``image_grid_pinpoints``)."""
-    import transformers
-
-    kind = "LlavaNext" if anyres else "Llava"
-    special = ["<unk>", "<s>", "</s>", "<image>", "<pad>"]
-    tok = tokenizer(special, _LLAVA_TEMPLATE, "<s>", "</s>", "<pad>")
-    image_size, patch = 32, 8
-    grid = {"image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]]} if anyres else {}
-    config = getattr(transformers, f"{kind}Config")(
-        text_config=llama_text(tok, eos="</s>", bos="<s>"),
-        vision_config=dict(
-            model_type="clip_vision_model",
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            image_size=image_size,
-            patch_size=patch,
-            projection_dim=32,
-        ),
-        image_token_id=tok.convert_tokens_to_ids("<image>"),
-        vision_feature_layer=-2,
-        vision_feature_select_strategy="default",
-        **grid,
-    )
-    seed_all(seed)
-    getattr(transformers, f"{kind}ForConditionalGeneration")(config).save_pretrained(out)
-    image_processor = getattr(transformers, "LlavaNextImageProcessor" if anyres else "CLIPImageProcessor")(
-        size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size}, **grid
-    )
-    processor = getattr(transformers, f"{kind}Processor")(
-        image_processor=image_processor,
-        tokenizer=tok,
-        patch_size=patch,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=_LLAVA_TEMPLATE,
-    )
-    processor.save_pretrained(out)
-
-
-# ------------------------------------------------------------------------------------------ CLIP
+    path = tiny_vlm(directory, family, seed=seed)
+    processor = AutoProcessor.from_pretrained(path)
+    tokenizer = processor.tokenizer
+    header = processor.apply_chat_template([{"role": "user", "content": [{"type": "text", "text": "x"}]}],
+                                           add_generation_prompt=True, tokenize=False)  # fmt: skip
+    start = tokenizer.encode(header, add_special_tokens=False)[-1]
+    chain = [start, *tokenizer.encode(answer, add_special_tokens=False), tokenizer.eos_token_id]
+    if len(set(chain)) != len(chain):
+        raise ValueError(
+            f"Expected argument `answer` to have distinct tokens other than {tokenizer.decode([start])!r}, but got {answer!r}."
+        )
+    model = AutoModelForImageTextToText.from_pretrained(path)
+    embed, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
+    if embed.data_ptr() == head.data_ptr():
+        raise RuntimeError(f"tiny_answering_vlm needs untied input and output embeddings ({family} ties them).")
+    hidden = embed.shape[1]
+    if len(chain) - 1 > hidden:
+        raise ValueError(f"Expected argument `answer` to have at most {hidden - 1} tokens, but got {len(chain) - 2}.")
+    digits = sorted({i for d in "0123456789" for i in tokenizer.encode(d, add_special_tokens=False)[-1:]}
+                    | {i for d in "0123456789" for i in tokenizer.encode(" " + d, add_special_tokens=False)[-1:]})
+    generator = torch.Generator().manual_seed(seed)
+    scale = hidden**0.5  # the final norm maps an axis vector to sqrt(hidden) along that axis
+    with torch.no_grad():
+        head.mul_(0.1)
+        for axis, (token, following) in enumerate(zip(chain[:-1], chain[1:])):
+            embed[token] = 0.0
+            embed[token, axis] = amplitude
+            head[:, axis] = 0.0
+            head[digits, axis] = torch.rand(len(digits), generator=generator) * (strength - 1.0) / scale
+            head[following, axis] = strength / scale
+    model.save_pretrained(path)
+    return path
 
 
 def tiny_answering_llava(directory: PathLike, answer: str = " 0.85", seed: int = 0, strength: float = 6.0) -> str:
-    """Write a tiny LLaVA-1.5-style model whose greedy reply to any prompt ending in ``ASSISTANT:`` is ``answer``.
-
-    The model is :func:`tiny_vlm` ``(…, "llava")`` with a few weights overwritten: the embeddings of the
-    prompt's last token (``":"``) and of the answer's tokens point along orthogonal axes, and the output
-    head maps each axis to the next answer token (then ``</s>``) with logit ``strength``. Every other
-    digit token gets a seeded logit below that, so the digit distributions are spread out (useful to test
-    score smoothing), and the random transformer layers still add a little prompt- and image-dependent
-    noise. The answer's tokens must be distinct and differ from ``":"``. For tests only: proves plumbing.
+    """:func:`tiny_answering_vlm` of the LLaVA-1.5 family (FLEUR's published judge).
 
     >>> import tempfile
     >>> from mmjudge.judges import load_judge, GenerationRequest, Turn
@@ -177,33 +121,4 @@ def tiny_answering_llava(directory: PathLike, answer: str = " 0.85", seed: int =
     >>> judge.generate([GenerationRequest([Turn("user", "Rate the caption.")], max_new_tokens=8)], progress=False)
     ['0.85']
     """
-    import torch
-    from transformers import AutoProcessor, LlavaForConditionalGeneration
-
-    path = tiny_vlm(directory, "llava", seed=seed)
-    tokenizer = AutoProcessor.from_pretrained(path).tokenizer
-    start = tokenizer.encode("ASSISTANT:", add_special_tokens=False)[-1]
-    chain = [start, *tokenizer.encode(answer, add_special_tokens=False), tokenizer.eos_token_id]
-    if len(set(chain)) != len(chain):
-        raise ValueError(f"Expected argument `answer` to have distinct tokens other than ':', but got {answer!r}.")
-    model = LlavaForConditionalGeneration.from_pretrained(path)
-    embed, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
-    if embed.data_ptr() == head.data_ptr():
-        raise RuntimeError("tiny_answering_llava needs untied input and output embeddings.")
-    hidden = embed.shape[1]
-    if len(chain) - 1 > hidden:
-        raise ValueError(f"Expected argument `answer` to have at most {hidden - 1} tokens, but got {len(chain) - 2}.")
-    digits = sorted({i for d in "0123456789" for i in tokenizer.encode(d, add_special_tokens=False)[-1:]}
-                    | {i for d in "0123456789" for i in tokenizer.encode(" " + d, add_special_tokens=False)[-1:]})
-    generator = torch.Generator().manual_seed(seed)
-    scale = hidden**0.5  # the final RMSNorm maps an axis vector to sqrt(hidden) along that axis
-    with torch.no_grad():
-        head.mul_(0.1)
-        for axis, (token, following) in enumerate(zip(chain[:-1], chain[1:])):
-            embed[token] = 0.0
-            embed[token, axis] = 1.0
-            head[:, axis] = 0.0
-            head[digits, axis] = torch.rand(len(digits), generator=generator) * (strength - 1.0) / scale
-            head[following, axis] = strength / scale
-    model.save_pretrained(path)
-    return path
+    return tiny_answering_vlm(directory, "llava", answer, seed=seed, strength=strength)

@@ -9,11 +9,19 @@ prompt + image, e.g. HarmonicEval's Correctness and Completeness) or, without an
 one group (e.g. one criterion: its whole rubric comes before the text under evaluation); the shared length
 is then measured on the token ids.
 
-Images: the processor is called once per batch on the DISTINCT images (with a bare image placeholder as
-text), which gives their pixel tensors and how many placeholder tokens each expands to; each prompt is then
-expanded and tokenised the way the processor does (placeholder repeated). Processors whose expansion is not
-a plain repetition (e.g. Idefics3's tile markup), prompts with other than one image placeholder, and
-prefixes that would not cover the whole image fall back to the plain path (:func:`build` returns ``None``).
+Images: each distinct image is preprocessed once per batch and every prompt about it is expanded and
+tokenised exactly as the processor does, image markup and per-token inputs included
+(:mod:`~mmjudge.judges.local.placeholders`); the prefix must cover every image token.
+
+Attention (:mod:`~mmjudge.judges.local.attention`): requests continue their prefix's cache left-padded to
+the longest suffix, so padding sits between a prefix and a shorter suffix. Full attention masks it. A
+sliding-window layer counts its window in cache slots, so that padding would push real tokens out of the
+window: for such models each request instead runs the last few tokens of its prefix (text after the image)
+again at the start of its suffix, as many as its suffix is shorter, and its copy of the cache is shifted
+so that these slots hold nothing — no gap, the window sees exactly the plain path's tokens (the cache keeps
+every prefix position for this, not only the last ``window``). A request whose gap cannot be closed so and
+whose prompt spans more than the window goes to the plain path (:attr:`SharedPrefixBatch.rows` lists the
+requests the shared path answers). Models with other layer kinds (chunked, recurrent) are not shared.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from mmjudge.batching import pad_rows
 from mmjudge.judges.base import RatingRequest
+from mmjudge.judges.local import placeholders
+from mmjudge.judges.local.attention import AttentionLayout
 
 logger = logging.getLogger(__name__)
 
@@ -37,123 +47,172 @@ class SharedPrefixBatch:
     """A batch prepared for the shared-prefix path (CPU tensors).
 
     Attributes:
-        prefix: model inputs of the distinct prefixes (``input_ids``, ``attention_mask``, pixel values …).
+        prefix: model inputs of the distinct prefixes (``input_ids``, ``attention_mask``, pixel values,
+            per-token inputs …).
         mrope: ``(position_ids, rope_deltas)`` of the prefixes, computed on the CPU (Qwen2-VL-style models),
             or ``None``.
         images: whether the prefixes hold images.
-        suffix_ids, suffix_mask: each request's tokens after its prefix (left-padded).
+        rows: the requests of the batch (indices) this answers, in the order of the rows below; the
+            others take the plain path.
+        suffix_ids, suffix_mask: each request's tokens after its prefix (left-padded), starting with the
+            ``shift`` last tokens of its prefix that it runs again.
+        suffix_inputs: per-token inputs of the suffixes (e.g. Mllama's ``cross_attention_mask``).
         row_of: for each request, the row of its prefix.
+        shift: for each request, how many of its prefix's last tokens its suffix runs again (sliding
+            windows; zeros otherwise).
         tokens: real tokens run (prefixes once + suffixes); unshared_tokens: what the requests cost unshared.
     """
 
     prefix: dict
     mrope: Optional[tuple]
     images: bool
+    rows: list
     suffix_ids: Any
     suffix_mask: Any
+    suffix_inputs: dict
     row_of: Any
+    shift: Any
     tokens: int
     unshared_tokens: int
 
 
-class PlaceholderIds:
-    """Token ids of ``count`` image placeholders in a row, per (token, count): images of one size give one
-    count, so the tokenizer runs once per size."""
-
-    def __init__(self, tokenizer: Any):
-        self.tokenizer = tokenizer
-        self._cache: dict[tuple, list[int]] = {}
-
-    def __call__(self, image_token: str, count: int) -> list[int]:
-        key = (image_token, count)
-        if key not in self._cache:
-            self._cache[key] = self.tokenizer(image_token * count)["input_ids"]
-        return self._cache[key]
-
-
 def build(requests: Sequence[RatingRequest], texts: Sequence[str], keep: int, processor: Any, tokenizer: Any,
-          placeholders: PlaceholderIds, mrope: Callable[[dict], Optional[tuple]]) -> Optional[SharedPrefixBatch]:  # fmt: skip
-    """Inputs for the shared-prefix path, or ``None`` when this processor or batch does not allow it (or it
-    would save little). ``keep``: positions read at the end of every request; ``mrope(prefix inputs)``: the
-    model's multimodal RoPE positions for the prefixes (or ``None``)."""
+          layout: AttentionLayout, image_ids: frozenset,
+          mrope: Callable[[dict], Optional[tuple]]) -> Optional[SharedPrefixBatch]:  # fmt: skip
+    """Inputs for the shared-prefix path, or ``None`` when this model, processor or batch does not allow it
+    (or it would save little). ``keep``: positions read at the end of every request; ``layout``: the
+    model's :class:`~mmjudge.judges.local.attention.AttentionLayout`; ``image_ids``: the ids of image tokens
+    (:func:`~mmjudge.judges.local.placeholders.vision_token_ids`); ``mrope(prefix inputs)``: the model's
+    multimodal RoPE positions for the prefixes (or ``None``)."""
     import torch
 
     with_images = requests[0].image is not None
-    if any((r.image is not None) != with_images for r in requests):
+    if not layout.shareable or any((r.image is not None) != with_images for r in requests):
         return None
-    vision: dict = {}
-    image_token_id = None
+    expanded = None
     if with_images:
-        image_token = getattr(processor, "image_token", None)
-        image_token_id = tokenizer.convert_tokens_to_ids(image_token) if image_token else None
-        if image_token_id is None or any(t.count(image_token) != 1 for t in texts):
+        expanded = placeholders.expand(requests, texts, processor, tokenizer, image_ids)
+        if expanded is None:
             return None
-        keys = [r.image_digest for r in requests]
-        digests = list(dict.fromkeys(keys))
-        first = {d: next(r.image for r in requests if r.image_digest == d) for d in digests}
-        vision = processor(text=[image_token] * len(digests), images=[first[d] for d in digests],
-                           return_tensors="pt", padding=True)  # fmt: skip
-        counts = {}
-        for d, row, mask in zip(digests, vision["input_ids"], vision["attention_mask"]):
-            n = int((row == image_token_id).sum())
-            if row[mask.bool()].tolist() != placeholders(image_token, n):
-                return None  # the placeholder does not expand to a plain repetition
-            counts[d] = n
-        expanded = [t.replace(image_token, image_token * counts[k]) for t, k in zip(texts, keys)]
-        ids = tokenizer(expanded)["input_ids"]
+        keys, ids, last_image = [r.image_digest for r in requests], expanded.ids, expanded.last_vision
     else:
         keys = [r.group for r in requests]
-        digests = list(dict.fromkeys(keys))
         # The plain path's tokenisation: the processor's (special tokens as it adds them) or, for a
         # text-only model, the bare tokenizer without special tokens (the chat template has them).
         ids = tokenizer(list(texts), add_special_tokens=processor is not None)["input_ids"]
-    # One prefix per key: the longest common prefix of its requests' ids, leaving `keep` positions to
-    # read in every request and, with images, covering the image placeholder entirely.
-    prefix_len = {}
+        last_image = [-1] * len(requests)
+    digests = list(dict.fromkeys(keys))
+    members = {d: [k for k, key in enumerate(keys) if key == d] for d in digests}
+    # One prefix per key: the longest common prefix of its requests' ids, leaving `keep` positions to read
+    # in every request and covering every image token; `spare`: its last tokens a suffix may run again
+    # (text after the image; the cache keeps at least one token).
+    prefix_len, spare = {}, {}
     for d in digests:
-        rows = [ids[i] for i, k in enumerate(keys) if k == d]
+        rows = [ids[k] for k in members[d]]
         common = min(len(x) for x in rows) - keep
         for pos in range(common):
             if any(x[pos] != rows[0][pos] for x in rows[1:]):
                 common = pos
                 break
-        if with_images:
-            last_image = max(p for p, t in enumerate(rows[0]) if t == image_token_id)
-            if common <= last_image:
-                return None
-        prefix_len[d] = max(common, 0)
-    saved = sum((keys.count(d) - 1) * prefix_len[d] for d in digests)
-    total = sum(len(x) for x in ids)
+        image_end = max(last_image[k] for k in members[d]) + 1
+        if common < max(image_end, 1):
+            return None  # nothing to share, or the requests part before the image ends
+        prefix_len[d] = common
+        spare[d] = common - max(image_end, 1)
+    rows, shift = _continuations(ids, keys, prefix_len, spare, layout.window)
+    if not rows:
+        return None
+    used = {keys[k] for k in rows}
+    if with_images and len(used) < len(digests):
+        # Every image in the pixel values must be in a prefix: keep only the images some request still
+        # shares (preprocessing them once more), the others' requests go to the plain path.
+        subset = [k for k, key in enumerate(keys) if key in used]
+        inner = build([requests[k] for k in subset], [texts[k] for k in subset], keep, processor, tokenizer, layout,
+                      image_ids, mrope)  # fmt: skip
+        if inner is not None:
+            inner.rows = [subset[k] for k in inner.rows]
+        return inner
+    total = sum(len(ids[k]) for k in rows)
+    saved = sum((sum(keys[k] == d for k in rows) - 1) * prefix_len[d] for d in used)
     if not with_images and saved < MIN_SHARED_FRACTION * total:
         return None  # two passes for little: the plain path is as fast
+    prefix_keys = [d for d in digests if d in used]
     pad = tokenizer.pad_token_id
-    row_of = [digests.index(k) for k in keys]
-    prefixes = [ids[keys.index(d)][: prefix_len[d]] for d in digests]
-    if any(not p for p in prefixes):
-        return None
-    suffixes = [x[prefix_len[k]:] for x, k in zip(ids, keys)]
-    prefix_ids, prefix_mask = pad_rows(prefixes, pad, "left")
-    suffix_ids, suffix_mask = pad_rows(suffixes, pad, "left")
+    owner = {d: members[d][0] for d in prefix_keys}
+    prefix_ids, prefix_mask = pad_rows([ids[owner[d]][: prefix_len[d]] for d in prefix_keys], pad, "left")
+    starts = [prefix_len[keys[k]] - s for k, s in zip(rows, shift)]
+    suffix_ids, suffix_mask = pad_rows([ids[k][start:] for k, start in zip(rows, starts)], pad, "left")
     prefix_inputs = {"input_ids": prefix_ids, "attention_mask": prefix_mask}
-    for key, value in vision.items():
-        if key in ("input_ids", "attention_mask"):
-            continue
-        if key == "mm_token_type_ids":  # per token: 1 on image placeholders (Qwen2-VL's M-RoPE needs it)
-            prefix_inputs[key] = (prefix_ids == image_token_id).to(value.dtype)
-        elif hasattr(value, "shape") and value.dim() >= 2 and value.shape[:2] == vision["input_ids"].shape:
-            return None  # another per-token input this code does not know how to rebuild
-        else:
-            prefix_inputs[key] = value
+    suffix_inputs = {}
+    if expanded is not None:
+        prefix_inputs.update(expanded.vision)
+        for name, per_request in expanded.per_token.items():
+            prefix_inputs[name] = _pad_left([per_request[owner[d]][: prefix_len[d]] for d in prefix_keys])
+            suffix_inputs[name] = _pad_left([per_request[k][start:] for k, start in zip(rows, starts)])
     return SharedPrefixBatch(
         prefix=prefix_inputs,
         mrope=mrope(prefix_inputs) if with_images else None,
         images=with_images,
+        rows=rows,
         suffix_ids=suffix_ids,
         suffix_mask=suffix_mask,
-        row_of=torch.tensor(row_of, dtype=torch.long),
+        suffix_inputs=suffix_inputs,
+        row_of=torch.tensor([prefix_keys.index(keys[k]) for k in rows], dtype=torch.long),
+        shift=torch.tensor(shift, dtype=torch.long),
         tokens=int(prefix_mask.sum() + suffix_mask.sum()),
         unshared_tokens=total,
     )
+
+
+def _continuations(ids: list, keys: list, prefix_len: dict, spare: dict, window: Optional[int]) -> tuple[list, list]:
+    """``(rows, shift)``: the requests the shared path answers exactly and, for each, how many of its
+    prefix's last tokens its suffix runs again.
+
+    Without a sliding window: every request, no shift. With one (``window`` tokens), a request whose whole
+    span (prefix + padded suffix) fits in the window is exact as it is; otherwise, if its suffix is ``d``
+    tokens shorter than the longest, it runs ``min(d, spare)`` prefix tokens again, and if padding is still
+    left it goes to the plain path (the longest suffix is then measured again without it).
+
+    >>> ids, keys = [[0] * 10, [0] * 14, [0] * 30], ["a", "a", "b"]  # suffixes of 4, 8 and 24 tokens
+    >>> _continuations(ids, keys, {"a": 6, "b": 6}, {"a": 3, "b": 3}, window=None)
+    ([0, 1, 2], [0, 0, 0])
+    >>> _continuations(ids, keys, {"a": 6, "b": 6}, {"a": 3, "b": 3}, window=40)  # every span (30) fits
+    ([0, 1, 2], [0, 0, 0])
+    >>> _continuations(ids, keys, {"a": 6, "b": 6}, {"a": 3, "b": 3}, window=20)  # 0, 1: gaps of 17 and 13
+    ([2], [0])
+    >>> _continuations(ids[:2], keys[:2], {"a": 6}, {"a": 3}, window=12)  # 0 runs 3 again, 1 token of padding left
+    ([0, 1], [3, 0])
+    """
+    rows = list(range(len(ids)))
+    if window is None:
+        return rows, [0] * len(rows)
+    while rows:
+        longest = max(len(ids[k]) - prefix_len[keys[k]] for k in rows)
+        shift, late = [], []
+        for k in rows:
+            short = longest - (len(ids[k]) - prefix_len[keys[k]])
+            fits = prefix_len[keys[k]] + longest <= window  # every key in every query's window, gap or not
+            again = 0 if fits else min(short, spare[keys[k]])
+            shift.append(again)
+            if short > again and prefix_len[keys[k]] - again + longest > window:
+                late.append(k)
+        if not late:
+            return rows, shift
+        logger.debug("%d request(s) span more than the %d-token window with padding: plain path", len(late), window)
+        rows = [k for k in rows if k not in late]
+    return [], []
+
+
+def _pad_left(rows: list) -> Any:
+    """Per-token tensors (first dimension: tokens) stacked and left-padded with zeros."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    out = rows[0].new_zeros((len(rows), width, *rows[0].shape[1:]))
+    for k, row in enumerate(rows):
+        if len(row):
+            out[k, width - len(row) :] = row
+    return out
 
 
 def mrope_positions(model: Any, inputs: dict) -> Optional[tuple]:
@@ -180,15 +239,16 @@ def mrope_positions(model: Any, inputs: dict) -> Optional[tuple]:
     return positions, deltas
 
 
-def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int) -> Any:
-    """Run each distinct prefix once, copy its KV cache to the requests that continue it, then run the
-    suffixes: (batch, keep, vocab) float32 logits, as the plain path returns for the full prompts."""
+def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: AttentionLayout) -> Any:
+    """Run each distinct prefix once, copy its KV cache to the requests that continue it (shifted where
+    they run some of its tokens again), then run the suffixes: (requests, keep, vocab) float32 logits for
+    ``shared.rows``, as the plain path returns for the full prompts."""
     import torch
     from torch.profiler import record_function
 
     device = model.device
     prefix = {k: v.to(device) if hasattr(v, "to") else v for k, v in shared.prefix.items()}
-    row_of = shared.row_of.to(device)
+    row_of, shift = shared.row_of.to(device), shared.shift.to(device)
     suffix_ids, suffix_mask = shared.suffix_ids.to(device), shared.suffix_mask.to(device)
     core = getattr(model, "model", None)
     mrope = core is not None and hasattr(core, "rope_deltas")
@@ -201,20 +261,52 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int) -> Any:
         # Prefixes of different lengths are left-padded: count positions from each row's first real
         # token (as the suffix positions below do), not from the padded row's start.
         prefix["position_ids"] = (prefix["attention_mask"].long().cumsum(dim=1) - 1).clamp(min=0)
+    if layout.window is not None:
+        from transformers import DynamicCache
+
+        # Every prefix position kept (a windowed cache keeps only the last `window`): the shifted copies
+        # below need the positions the window reaches from the tokens run again.
+        prefix["past_key_values"] = DynamicCache()
     with record_function("mmjudge.judge.prefix"):
         out = model(**prefix, use_cache=True, logits_to_keep=1)
     cache = out.past_key_values
     deltas = precomputed[1] if precomputed is not None else getattr(core, "rope_deltas", None)
-    cache.batch_select_indices(row_of)  # row i of the cache = the prefix of request i
-    mask = torch.cat([prefix["attention_mask"][row_of], suffix_mask], dim=1)
-    # Positions continue from each prefix's real (unpadded) length, as in the unshared prompt.
-    positions = prefix["attention_mask"].sum(dim=1)[row_of, None] + suffix_mask.long().cumsum(dim=1) - 1
+    prefix_mask = branch_cache(cache, prefix["attention_mask"], row_of, shift, layout.cross_attention_layers)
+    mask = torch.cat([prefix_mask, suffix_mask], dim=1)
+    # Positions continue from each prefix's real (unpadded, unshifted) length, as in the unshared prompt.
+    positions = prefix_mask.sum(dim=1)[:, None] + suffix_mask.long().cumsum(dim=1) - 1
     positions = positions.masked_fill(suffix_mask == 0, 1)
     if deltas is not None:  # Qwen2-VL M-RoPE: text after the image is offset by rope_deltas, on 3 axes
         positions = (positions + deltas.to(device)[row_of]).unsqueeze(0).expand(3, -1, -1)
+    extra = {k: v.to(device) for k, v in shared.suffix_inputs.items()}
     with record_function("mmjudge.judge.suffix"):
         out = model(input_ids=suffix_ids, attention_mask=mask, position_ids=positions,
-                    past_key_values=cache, use_cache=True, logits_to_keep=keep)  # fmt: skip
+                    past_key_values=cache, use_cache=True, logits_to_keep=keep, **extra)  # fmt: skip
     if mrope:
         core.rope_deltas = None
     return out.logits[:, -keep:, :].float()
+
+
+def branch_cache(cache: Any, prefix_mask: Any, row_of: Any, shift: Any,
+                 cross_attention_layers: frozenset = frozenset()) -> Any:  # fmt: skip
+    """Make row ``i`` of ``cache`` the prefix of request ``i`` (row ``row_of[i]``), its last ``shift[i]``
+    positions moved to the front and masked (the request runs those tokens again); returns the requests'
+    prefix attention mask. Cross-attention layers (image keys, not prompt positions) are only selected."""
+    import torch
+
+    mask = prefix_mask[row_of]
+    if not bool(shift.any()):
+        cache.batch_select_indices(row_of)
+        return mask
+    length = prefix_mask.shape[1]
+    slots = torch.arange(length, device=shift.device)
+    source = (slots[None, :] - shift[:, None]) % length  # slot j of request i holds old slot j - shift[i]
+    for index, layer in enumerate(cache.layers):
+        keys = getattr(layer, "keys", None)
+        if index in cross_attention_layers or keys is None or keys.dim() != 4 or keys.shape[-2] != length:
+            layer.batch_select_indices(row_of)
+            continue
+        # (requests, length, heads, dim) by advanced indexing, back to (requests, heads, length, dim)
+        layer.keys = keys[row_of[:, None], :, source].transpose(1, 2)
+        layer.values = layer.values[row_of[:, None], :, source].transpose(1, 2)
+    return mask.gather(1, source).masked_fill(slots[None, :] < shift[:, None], 0)

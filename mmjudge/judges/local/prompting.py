@@ -86,9 +86,8 @@ class PromptRenderer:
     def encode(self, requests: Sequence[RatingRequest], texts: Optional[Sequence[str]] = None) -> dict:
         """Model inputs (CPU tensors) for ``requests`` (``texts``: their already rendered prompts)."""
         texts = texts if texts is not None else [self.render(r) for r in requests]
-        images = [r.image for r in requests if r.image is not None]
         if self.processor is not None:
-            kwargs = {"images": images} if images else {}
+            kwargs = {"images": images_per_prompt(requests)} if any(r.image is not None for r in requests) else {}
             inputs = self.processor(text=list(texts), return_tensors="pt", padding=True, **kwargs)
         else:
             inputs = self.tokenizer(list(texts), return_tensors="pt", padding=True, add_special_tokens=False)
@@ -110,6 +109,20 @@ class PromptRenderer:
             if begin >= start and end > begin:
                 offsets.append(begin - start)
         return offsets
+
+
+def images_per_prompt(requests: Sequence[RatingRequest]) -> list[list]:
+    """The batch's images as processors want them: one list per prompt (``[[a], [b]]``, ``[]`` for a prompt
+    without an image). Why not a flat ``[a, b]``: Gemma 3, Mllama and SmolVLM processors read a flat list
+    as ONE prompt with two images and refuse a batch of two prompts; the others flatten a nested list.
+
+    >>> from PIL import Image
+    >>> from mmjudge.judges.base import Turn
+    >>> a = Image.new("RGB", (4, 4))
+    >>> images_per_prompt([RatingRequest([Turn("user", "x")], image=a), RatingRequest([Turn("user", "y")])])
+    [[<PIL.Image.Image image mode=RGB size=4x4 at ...>], []]
+    """
+    return [[r.image] if r.image is not None else [] for r in requests]
 
 
 def to_device(inputs: dict, device: Any) -> dict:
