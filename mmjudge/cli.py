@@ -154,6 +154,7 @@ def _notice(message, category, filename, lineno, file=None, line=None) -> None:
 def _run(args: argparse.Namespace) -> int:
     import warnings
 
+    shown = warnings.showwarning
     if not args.debug:
         warnings.showwarning = _notice
     try:
@@ -163,6 +164,8 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print(f"mmjudge {args.command}: error: {describe_error(err)}", file=sys.stderr)
         return 2
+    finally:
+        warnings.showwarning = shown  # main() called from Python (tests, notebooks) leaves warnings as it found them
 
 
 if __name__ == "__main__":  # pragma: no cover

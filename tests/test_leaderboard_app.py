@@ -188,6 +188,9 @@ def test_oversized_and_missing_uploads_say_what_to_do(tmp_path):
         demo.close()
 
 
+# The board runs in this process, so gradio's own pandas deprecation notices (ignored outside a test, where
+# DeprecationWarning from a library is hidden) would reach the CLI's stderr in the middle of its answer.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:gradio.queueing")
 def test_a_builder_downloads_the_inputs_and_submits_from_the_cli(tmp_path, capsys):
     """The participant's path with nothing but the board's URL: download the inputs (zip and Parquet),
     build a submission from them, submit it with `mmjudge leaderboard submit`, which waits for the

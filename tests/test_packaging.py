@@ -43,7 +43,8 @@ def test_evaluate_load_by_bare_name_offline_for_all_tasks(tmp_path, tiny_qwen_di
     for task in ("ic", "vqa", "vdu", "reg"):
         assert len(out[task]["overall"]) == 1 and 1 <= out[task]["overall"][0] <= 5
         assert set(out[task]) >= {"correctness", "fluency_sigma", "conciseness_weight", "mean_overall", "signature"}
-    assert list(out["text_only"]) == ["overall", "fluency", "fluency_sigma", "fluency_weight", "fluency_mass", "mean_overall", "mean_fluency", "signature"]
+    assert list(out["text_only"]) == ["overall", "fluency", "fluency_sigma", "fluency_weight", "fluency_mass", "fluency_status",
+                                      "fluency_note", "mean_overall", "mean_fluency", "scored", "failures", "signature"]
     assert (tmp_path / "judge.sqlite").is_file()  # the cache is on by default
 
 
