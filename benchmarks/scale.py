@@ -81,17 +81,18 @@ def make_items(path: Path, n: int, images: list[str]) -> str:
 
 
 def run_cli(items: str, out: Path) -> dict:
-    """One `mmjudge score` process: wall seconds and its peak RSS (the OS's own accounting of the child)."""
+    """One `mmjudge score` process: wall seconds and its own peak RSS (os.wait4: the OS's accounting of that
+    child alone, not the running maximum over every child so far)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mmjudge.cli", "score", "--input", items, "--output", str(out), "--judge", "dummy",
-                    "--no-cache", "--quiet", "--overwrite"], env=env, check=True)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "mmjudge.cli", "score", "--input", items, "--output", str(out), "--judge",
+                             "dummy", "--no-cache", "--quiet", "--overwrite"], env=env)  # fmt: skip
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak <= before:  # ru_maxrss of children is a running maximum: a smaller child cannot be seen after a larger one
-        peak = None
-    return {"seconds": seconds, "peak_mb": None if peak is None else peak / 1024}
+    if proc.returncode != 0:
+        raise SystemExit(f"mmjudge score exited with {proc.returncode}")
+    return {"seconds": seconds, "peak_mb": usage.ru_maxrss / 1024}
 
 
 def run_ranks(items: str, out: Path, processes: int) -> list[dict]:
@@ -152,7 +153,7 @@ def main() -> None:
         rows[n] = run_cli(make_items(work / f"items-{n}.jsonl", n, images), work / f"out-{n}.jsonl")
         per_item = (rows[n]["seconds"] - startup) / (n - 20) * 1000
         peak = rows[n]["peak_mb"]
-        print(f"{n:>10,} {rows[n]['seconds']:>8.1f} {n / rows[n]['seconds']:>9.0f} {per_item:>8.3f} {peak if peak is None else round(peak):>8}")
+        print(f"{n:>10,} {rows[n]['seconds']:>8.1f} {n / rows[n]['seconds']:>9.0f} {per_item:>8.3f} {round(peak):>8}")
     print(f"(ms/item: the pipeline after the {startup:.2f} s a 20-item run takes, i.e. without start-up)")
     if 1000 in rows and 100_000 in rows and rows[1000]["peak_mb"] and rows[100_000]["peak_mb"]:
         ratio = rows[100_000]["peak_mb"] / rows[1000]["peak_mb"]

@@ -1,5 +1,5 @@
 """Scoring inputs of any size: streamed results equal compute(), a killed run resumes to the same output,
-each torchrun process reads only its share, at most one chunk of images is alive, every input format
+each torchrun process reads only its share, at most two chunks of images are alive, every input format
 reads the same items, and a bad item in the middle of a long run is recorded, not fatal."""
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ def test_streamed_results_equal_compute(tmp_path):
         assert [r.values[name] for r in streamed] == whole[name], name
 
 
-def test_at_most_one_chunk_of_images_is_alive(tmp_path, monkeypatch):
+def test_at_most_two_chunks_of_images_are_alive(tmp_path, monkeypatch):
     """Each chunk's images are decoded once and released with it: a counting loader never sees more than
-    one chunk's worth alive, however long the input."""
+    two chunks' worth alive (the one being scored, the next one decoding), however long the input."""
     import mmjudge.images
 
     paths = _images(tmp_path, 40)
@@ -89,7 +89,7 @@ def test_at_most_one_chunk_of_images_is_alive(tmp_path, monkeypatch):
     results = list(mmjudge.load("harmonic_eval", judge="dummy", cache=False).stream(items, chunk_size=8))
     assert len(results) == 120 and all(r.error is None for r in results)
     assert len(loaded) == 120  # 15 chunks of 8 distinct paths: each decoded once in its chunk
-    assert peak[0] <= 8, peak[0]
+    assert peak[0] <= 16, peak[0]
 
 
 def test_each_distinct_image_is_decoded_once_per_chunk(tmp_path, monkeypatch):

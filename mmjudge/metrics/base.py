@@ -41,9 +41,10 @@ INPUT_KINDS = ("text", "image", "question", "box", "references")
 OUTPUT_KINDS = ("score", "diagnostic", "text")
 ON_ERROR = ("raise", "record")
 # Items per chunk, and decoded image bytes after which a chunk closes early (2000x1500 RGB images are
-# 9 MB each: a chunk of them stays near this bound, not 256 x 9 MB).
+# 9 MB each: a chunk of them stays near this bound, not 256 x 9 MB). Two chunks' images are alive at most
+# (the one being scored, the next one decoding): 512 MB together.
 DEFAULT_CHUNK_SIZE = 256
-MAX_CHUNK_IMAGE_BYTES = 512 * 2**20
+MAX_CHUNK_IMAGE_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -528,7 +529,7 @@ class Metric(ABC):
         with self._chunk_images(on_error) as images:
             for chunk in _chunks(items, size, images):
                 scored = self._score_one_chunk(chunk, on_error, progress, options)
-                del chunk  # released before the next chunk is read and decoded: one chunk of images alive at a time
+                del chunk  # released before the chunk after next starts decoding: at most two chunks of images alive
                 yield scored
 
     def _score_one_chunk(self, chunk: list, on_error: str, progress: bool, options: dict) -> tuple[list[ItemResult], dict]:
@@ -628,20 +629,34 @@ def _set_digests(items: list[Item], decoded: dict[int, str]) -> None:
 
 def _chunks(items: Iterable[Any], size: Optional[int], images: "ChunkImages") -> Iterator[list]:
     """Lists of at most ``size`` items (``None``: one list of all), closed early once their images (sized from
-    their headers) would hold :data:`MAX_CHUNK_IMAGE_BYTES` decoded; each list's images are decoded when it
-    closes (:class:`ChunkImages`)."""
+    their headers) would hold :data:`MAX_CHUNK_IMAGE_BYTES` decoded, each with its images decoded
+    (:class:`ChunkImages`). The next list's images decode in the background while the caller scores this
+    one, so the decoding threads and the judge work at the same time; at most these two lists' images are
+    alive."""
+    ahead = None  # (list, its decoding): closed, not yet handed out
+    for chunk in _closed_chunks(items, size, images):
+        decoding = images.start(chunk)
+        if ahead is not None:
+            done, ahead = ahead, (chunk, decoding)
+            yield images.finish(*done)
+            del done  # the caller has released it: keep only the list decoding now
+        else:
+            ahead = (chunk, decoding)
+    if ahead is not None:
+        yield images.finish(*ahead)
+
+
+def _closed_chunks(items: Iterable[Any], size: Optional[int], images: "ChunkImages") -> Iterator[list]:
     chunk: list = []
     image_bytes = 0
     for item in items:
         chunk.append(item)
         image_bytes += images.measure(item)
         if (size is not None and len(chunk) >= size) or image_bytes >= MAX_CHUNK_IMAGE_BYTES:
-            images.decode(chunk)
             yield chunk
-            chunk, image_bytes = [], 0  # the chunk's images are released with it
+            chunk, image_bytes = [], 0
             images.forget()
     if chunk:
-        images.decode(chunk)
         yield chunk
 
 
@@ -692,33 +707,26 @@ class ChunkImages:
     def forget(self) -> None:
         self._seen = set()
 
-    def decode(self, chunk: list) -> None:
-        """Decode the chunk's images in place (``item.image`` becomes the decoded image)."""
-        from mmjudge.images import image_digest, load_image
-
+    def start(self, chunk: list) -> dict:
+        """Begin decoding the chunk's distinct images (in threads when there are several and more than one
+        core); :meth:`finish` waits for them."""
         first: dict[Any, int] = {}  # image key -> position of the first item that has it
         for position, item in enumerate(chunk):
             if isinstance(item, Item) and item.image is not None:
                 first.setdefault(_image_key(item.image), position)
-        if not first:
-            return
-
-        def one(position: int) -> Any:
-            item = chunk[position]
-            try:
-                image = load_image(item.image, item.where(self.spec), **self.limits)
-            except ValueError as err:
-                return err
-            return image, image_digest(image)  # hashed here too: hashlib also releases the GIL
-
         if len(first) > 1 and (os.cpu_count() or 1) > 1:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor
 
                 self._pool = ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="mmjudge-decode")
-            decoded = dict(zip(first, self._pool.map(one, first.values())))
-        else:
-            decoded = {key: one(position) for key, position in first.items()}
+            return {key: (position, self._pool.submit(self._decode_one, chunk[position])) for key, position in first.items()}
+        return {key: (position, None) for key, position in first.items()}
+
+    def finish(self, chunk: list, decoding: dict) -> list:
+        """The chunk with its images decoded: each item's image and digest set, or the item failed (or the
+        stream stopped, with ``on_error="raise"``) where its image could not be read."""
+        decoded = {key: self._decode_one(chunk[position]) if future is None else future.result()
+                   for key, (position, future) in decoding.items()}  # fmt: skip
         for position, item in enumerate(chunk):
             if not isinstance(item, Item) or item.image is None:
                 continue
@@ -726,13 +734,25 @@ class ChunkImages:
             answer = decoded[key]
             if isinstance(answer, ValueError):
                 # The message names the first item with this image; each item's own row names itself.
-                where = chunk[first[key]].where(self.spec)
+                where = chunk[decoding[key][0]].where(self.spec)
                 message = str(answer).replace(where, item.where(self.spec), 1)
                 if self.on_error == "raise":
                     raise ValueError(message)
                 chunk[position] = _failed_item(item, message)
                 continue
             item.image, item.digest = answer
+        return chunk
+
+    def _decode_one(self, item: Item) -> Any:
+        """``(decoded image, pixel digest)``, or the ValueError saying why it cannot be read (hashed in the
+        decoding thread too: hashlib releases the GIL, as PIL does while it decodes)."""
+        from mmjudge.images import image_digest, load_image
+
+        try:
+            image = load_image(item.image, item.where(self.spec), **self.limits)
+        except ValueError as err:
+            return err
+        return image, image_digest(image)
 
 
 def _decoded_size(image: Any) -> int:

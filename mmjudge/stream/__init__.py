@@ -143,7 +143,7 @@ def stream_rows(metric: Any, items: Iterable[dict], task: Optional[str] = None, 
     >>> [(i, row["id"], row["rouge_l"], row.get("error", "").split(" (")[0]) for i, row in rows]
     [(0, 'a', 1.0, ''), (1, 'a', nan, "item 1: its id 'a' is already the id of input item 0")]
     """
-    in_flight: dict[int, tuple[int, dict]] = {}  # stream position -> (input position, kept fields): one chunk's worth
+    in_flight: dict[int, tuple[int, dict]] = {}  # stream position -> (input position, kept fields): two chunks' worth at most
     # Every row's id is unique (a repeat fails its item; an item without an id has its input position as id),
     # within one process's share and across a resume (``seen`` holds the ids of the rows written before).
     seen = seen if seen is not None else SeenIds()
