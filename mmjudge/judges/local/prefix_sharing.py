@@ -205,8 +205,6 @@ def _continuations(ids: list, keys: list, prefix_len: dict, spare: dict, window:
 
 def _pad_left(rows: list) -> Any:
     """Per-token tensors (first dimension: tokens) stacked and left-padded with zeros."""
-    import torch
-
     width = max(len(r) for r in rows)
     out = rows[0].new_zeros((len(rows), width, *rows[0].shape[1:]))
     for k, row in enumerate(rows):
