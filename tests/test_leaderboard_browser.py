@@ -56,21 +56,27 @@ def wait_for(predicate, timeout=30.0):
     raise AssertionError(f"condition not met in time (last error: {last})")
 
 
-@pytest.mark.slow
-def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
-    from selenium.webdriver.common.by import By
-
+def demo_board(tmp_path, **overrides):
+    """The demo board with its seeded submissions scored, served on a free port: (data dir, settings,
+    worker, app, url)."""
     from mmjudge.leaderboard.app import build_app, launch
     from mmjudge.leaderboard.demo import seed_demo
 
     data_dir = tmp_path / "board"
-    settings = {**DEFAULTS, "demo": True, "judge": "dummy", "bootstrap": 20}
-    store = Store(data_dir)
-    seed_demo(store)
+    settings = {**DEFAULTS, "demo": True, "judge": "dummy", **overrides}
+    seed_demo(Store(data_dir))
     worker = Worker(Store(data_dir), settings, progress=False)
     worker.run(once=True)
     demo = build_app(str(data_dir), settings)
     _, url, _ = launch(demo, host="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    return data_dir, settings, worker, demo, url
+
+
+@pytest.mark.slow
+def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    data_dir, settings, worker, demo, url = demo_board(tmp_path, bootstrap=20)
     try:
         browser.get(url)
         wait_for(lambda: "demo-vlm-terse" in browser.find_element(By.ID, "models-table").text)
@@ -136,17 +142,7 @@ def test_a_builder_downloads_inputs_submits_and_sees_the_ranked_row_with_its_int
 
     from selenium.webdriver.common.by import By
 
-    from mmjudge.leaderboard.app import build_app, launch
-    from mmjudge.leaderboard.demo import seed_demo
-
-    data_dir = tmp_path / "board"
-    settings = {**DEFAULTS, "demo": True, "judge": "dummy", "bootstrap": 200, "explain_examples": 0}
-    store = Store(data_dir)
-    seed_demo(store)
-    worker = Worker(Store(data_dir), settings, progress=False)
-    worker.run(once=True)
-    demo = build_app(str(data_dir), settings)
-    _, url, _ = launch(demo, host="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    data_dir, settings, worker, demo, url = demo_board(tmp_path, bootstrap=200, explain_examples=0)
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     browser.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})

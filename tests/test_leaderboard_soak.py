@@ -69,6 +69,15 @@ def start_worker(data_dir: Path, name: str, log) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))
 
 
+def wait_until_drained(store, deadline: float) -> None:
+    """Until no job is pending or running, or ``deadline`` (time.monotonic()) passes."""
+    while time.monotonic() < deadline:
+        counts = store.counts()
+        if counts["PENDING"] == 0 and counts["RUNNING"] == 0:
+            return
+        time.sleep(0.5)
+
+
 @pytest.mark.slow
 def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
     from mmjudge.leaderboard.app import build_app, launch
@@ -125,11 +134,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
                 assert message.startswith("❌ Not accepted — invalid file: ") and f["reason"] in message.replace("&#x27;", "'"), message
                 refused += 1
 
-        while time.monotonic() - started < DEADLINE_S:
-            counts = store.counts()
-            if counts["PENDING"] == 0 and counts["RUNNING"] == 0:
-                break
-            time.sleep(0.5)
+        wait_until_drained(store, started + DEADLINE_S)
         elapsed = time.monotonic() - started
     finally:
         for proc in (steady, victim):
@@ -247,11 +252,7 @@ def test_soak_server_and_worker_killed_while_200_uploads_arrive(tmp_path):
                 wait_until_serving(url, server)
             results = [p.result(timeout=DEADLINE_S * 2) for p in pending]
         store = Store(data_dir)
-        while time.monotonic() - started < DEADLINE_S * 2:
-            counts = store.counts()
-            if counts["PENDING"] == 0 and counts["RUNNING"] == 0:
-                break
-            time.sleep(0.5)
+        wait_until_drained(store, started + DEADLINE_S * 2)
         elapsed = time.monotonic() - started
     finally:
         for proc in [server, *workers]:
