@@ -94,24 +94,31 @@ def sigma(probs: np.ndarray | Sequence, ratings: Sequence[float] = DEFAULT_RATIN
 
 
 def harmonic_weights(
-    sigmas: np.ndarray | Sequence, gamma: float = DEFAULT_GAMMA, sigma_floor: float = DEFAULT_SIGMA_FLOOR
+    sigmas: np.ndarray | Sequence, gamma: float = DEFAULT_GAMMA, sigma_floor: float = DEFAULT_SIGMA_FLOOR,
+    answered: Optional[np.ndarray | Sequence] = None,
 ) -> np.ndarray:
     """Weights ``w_c ∝ σ_c^(−2(1−γ)/γ)`` normalised over the last axis.
 
     Computed in log space (a softmax of ``−2(1−γ)/γ · log σ``) so that small γ, where the exponent is
-    huge, still gives finite weights that tend to selecting the least-variance criterion.
+    huge, still gives finite weights that tend to selecting the least-variance criterion. ``answered``
+    (booleans shaped like ``sigmas``; default all): a criterion without a rating gets weight NaN and the
+    others are normalised among themselves (a row with none answered is all NaN).
 
     >>> harmonic_weights([1.0, 2.0], gamma=0.5).round(3).tolist()   # inverse variance: 1 : 1/4
     [0.8, 0.2]
+    >>> harmonic_weights([1.0, 2.0, 0.5], gamma=0.5, answered=[True, True, False]).round(3).tolist()
+    [0.8, 0.2, nan]
     """
     gamma = check_gamma(gamma)
     if sigma_floor <= 0:
         raise ValueError(f"Expected argument `sigma_floor` to be positive, but got {sigma_floor}.")
-    s = np.maximum(np.asarray(sigmas, dtype=np.float64), sigma_floor)
-    logits = -2.0 * (1.0 - gamma) / gamma * np.log(s)
-    logits = logits - logits.max(axis=-1, keepdims=True)
+    s = np.asarray(sigmas, dtype=np.float64)
+    ok = np.ones(s.shape, dtype=bool) if answered is None else np.asarray(answered, dtype=bool)
+    logits = np.where(ok, -2.0 * (1.0 - gamma) / gamma * np.log(np.maximum(np.where(ok, s, 1.0), sigma_floor)), -np.inf)
+    any_ok = ok.any(axis=-1, keepdims=True)
+    logits = logits - np.where(any_ok, np.max(logits, axis=-1, keepdims=True), 0.0)
     w = np.exp(logits)
-    return w / w.sum(axis=-1, keepdims=True)
+    return np.where(ok, w / np.where(any_ok, w.sum(axis=-1, keepdims=True), 1.0), np.nan)
 
 
 def aggregate(
@@ -171,14 +178,8 @@ def aggregate(
     gamma = check_gamma(gamma)
     sigmas = np.where(ok, sigma(p, r), np.nan)
     scores = np.where(ok, p @ r if smoothing else r[np.argmax(p, axis=-1)], np.nan)
-    logits = np.where(ok, -2.0 * (1.0 - gamma) / gamma * np.log(np.maximum(np.nan_to_num(sigmas, nan=1.0), sigma_floor)), -np.inf)
-    any_ok = ok.any(axis=-1, keepdims=True)
-    logits = logits - np.where(any_ok, np.max(logits, axis=-1, keepdims=True), 0.0)
-    weights = np.exp(logits)
-    weights = np.where(ok, weights / np.where(any_ok, weights.sum(axis=-1, keepdims=True), 1.0), np.nan)
-    if sigma_floor <= 0:
-        raise ValueError(f"Expected argument `sigma_floor` to be positive, but got {sigma_floor}.")
-    complete = ok.all(axis=-1) if not partial else any_ok[:, 0]
+    weights = harmonic_weights(sigmas, gamma, sigma_floor, answered=ok)
+    complete = ok.all(axis=-1) if not partial else ok.any(axis=-1)
     overall = np.where(complete, np.nansum(np.where(ok, weights * scores, 0.0), axis=-1), np.nan)
     if not partial:
         weights = np.where(complete[:, None], weights, np.nan)
