@@ -28,8 +28,8 @@ from mmjudge.commands._options import add_judge_options, judge_options
 from mmjudge.models import TINY_RANDOM
 from mmjudge.report import json_safe
 from mmjudge.scoring import DEFAULT_GAMMA
-from mmjudge.metrics.statuses import failure_line
-from mmjudge.stream import count_row_failures, score_file, stream_rows
+from mmjudge.metrics.statuses import add_failures, failure_line
+from mmjudge.stream import score_file, stream_rows
 from mmjudge.stream.outputs import csv_cell
 from mmjudge.stream.sources import FORMATS, open_source, parse_columns
 
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
             total += 1
             if row.get("error") is not None:
                 failed, first = failed + 1, first or row["error"]
-            elif count_row_failures(counts, row):
+            elif add_failures(counts, row):
                 unrated += 1
             printer.row(row)
     printer.finish()

@@ -77,12 +77,15 @@ def count_failures(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int
     return out
 
 
-def add_failures(counts: dict[str, dict[str, int]], row: Mapping[str, Any]) -> None:
-    """Count one row's failed statuses into ``counts`` (see :func:`count_failures`)."""
+def add_failures(counts: dict[str, dict[str, int]], row: Mapping[str, Any]) -> bool:
+    """Count one row's failed statuses into ``counts`` (see :func:`count_failures`); whether it had any."""
+    failed = False
     for key, value in row.items():
         if key.endswith("_status") and value not in (OK, None):
             per = counts.setdefault(key[: -len("_status")], {})
             per[str(value)] = per.get(str(value), 0) + 1
+            failed = True
+    return failed
 
 
 def failure_line(counts: Mapping[str, Mapping[str, int]], failed_items: int, total: int) -> str:

@@ -184,7 +184,7 @@ def _score_share(metric: Any, items: ItemSource, part: PartFile, task: Optional[
             if row.get("error") is not None:
                 summary.failed += 1
                 summary.first_failure = summary.first_failure or row["error"]
-            elif count_row_failures(summary.failures_by_output, row):
+            elif add_failures(summary.failures_by_output, row):
                 summary.unrated += 1
             if on_row is not None:
                 on_row(row)
@@ -192,13 +192,6 @@ def _score_share(metric: Any, items: ItemSource, part: PartFile, task: Optional[
                 bar.update(1)
     summary.read, summary.read_by_process = items.read, [items.read]
     return summary
-
-
-def count_row_failures(counts: dict, row: dict) -> bool:
-    """Count ``row``'s failed statuses into ``counts``; whether it had any."""
-    before = sum(sum(per.values()) for per in counts.values())
-    add_failures(counts, row)
-    return sum(sum(per.values()) for per in counts.values()) > before
 
 
 @contextlib.contextmanager
