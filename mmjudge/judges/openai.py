@@ -419,19 +419,21 @@ class OpenAIJudge(BatchedJudge):
     def _settle_prefill(self) -> str:
         """``continue`` when every server of the fleet continues an assistant message, else ``none`` (a fleet
         reads every rating one way). Only a server of no known kind is asked (:meth:`_probe_prefill`)."""
-        verdicts = []
-        for server in self.servers:
-            known = server.info.continues if server.info is not None else None
-            verdicts.append(known if known is not None else self._probe_prefill(server) == "continue")
-        return "continue" if all(verdicts) else "none"
+        every = self._every_server("continues", lambda server: self._probe_prefill(server) == "continue")
+        return "continue" if every else "none"
 
     def _settle_mass(self) -> str:
         """``exact`` when every server returns the log-probabilities of chosen token ids, else ``top-k``."""
+        return "exact" if self._every_server("choice_logprobs", self._probe_choice_logprobs) else "top-k"
+
+    def _every_server(self, fact: str, probe: Callable[[_Server], bool]) -> bool:
+        """Whether every server of the fleet has ``fact`` (a :class:`ServerInfo` field): what its kind is known
+        to do, else what ``probe`` finds. Every server unknown is probed, even once one says no."""
         verdicts = []
         for server in self.servers:
-            known = server.info.choice_logprobs if server.info is not None else None
-            verdicts.append(known if known is not None else self._probe_choice_logprobs(server))
-        return "exact" if all(verdicts) else "top-k"
+            known = getattr(server.info, fact) if server.info is not None else None
+            verdicts.append(known if known is not None else probe(server))
+        return all(verdicts)
 
     def _probe_prefill(self, server: _Server) -> str:
         """For a server of no known kind, the last resort: does it continue a final assistant message? A
