@@ -502,6 +502,10 @@ class Metric(ABC):
         """
         if on_error not in ON_ERROR:
             raise ValueError(f"Expected argument `on_error` to be one of {ON_ERROR}, but got {on_error!r}.")
+        if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+            # (a size below 1 would silently make every item its own chunk)
+            raise ValueError(f"Expected argument `chunk_size` (--chunk-size) to be a whole number of items, at least 1, "
+                             f"but got {chunk_size!r}.")  # fmt: skip
         task = self._check_task(task)
         options = self._check_options(options)
 
