@@ -9,7 +9,9 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).parent
 # One version, read from the package's leaf module (no import: setup must not need the dependencies).
-VERSION = re.search(r'^__version__ = "([^"]+)"', (HERE / "mmjudge" / "_version.py").read_text(encoding="utf-8"), re.M).group(1)
+VERSION = re.search(
+    r'^__version__ = "([^"]+)"', (HERE / "mmjudge" / "_version.py").read_text(encoding="utf-8"), re.M
+).group(1)
 
 
 class BuildWithEvaluateShells(build_py):
@@ -53,10 +55,22 @@ EXTRAS = {
     "vela": ["peft>=0.13", "safetensors>=0.4"],
     # Tests drive the apps through gradio_client and a real Chromium (selenium + Debian's chromium-driver),
     # check Long-CLIP conversion against open_clip, and train VELA with peft.
-    "test": ["pytest>=8", "matplotlib>=3.7", "gguf>=0.10", "pycocoevalcap>=1.2", "bert-score>=0.3.13",
-             "pandas>=2.0", "gradio>=6.0", "gradio_client>=1.0", "selenium>=4.20", "huggingface-hub>=0.30",
-             "peft>=0.13", "safetensors>=0.4", "open-clip-torch>=3.0",
-             "num2words>=0.5"],  # SmolVLM's processor, for the tiny model of every judge family
+    "test": [
+        "pytest>=8",
+        "matplotlib>=3.7",
+        "gguf>=0.10",
+        "pycocoevalcap>=1.2",
+        "bert-score>=0.3.13",
+        "pandas>=2.0",
+        "gradio>=6.0",
+        "gradio_client>=1.0",
+        "selenium>=4.20",
+        "huggingface-hub>=0.30",
+        "peft>=0.13",
+        "safetensors>=0.4",
+        "open-clip-torch>=3.0",
+        "num2words>=0.5",
+    ],  # SmolVLM's processor, for the tiny model of every judge family
 }
 
 setup(

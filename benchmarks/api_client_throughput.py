@@ -24,11 +24,20 @@ from mmjudge.judges import RatingRequest, Turn
 from mmjudge.judges.openai import OpenAIJudge
 
 ANSWER = {
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Score: 4"}, "finish_reason": "stop",
-                 "logprobs": {"content": [{"token": "4", "logprob": math.log(0.7),
-                                           "top_logprobs": [{"token": "4", "logprob": math.log(0.7)}]}]}}],
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Score: 4"},
+            "finish_reason": "stop",
+            "logprobs": {
+                "content": [
+                    {"token": "4", "logprob": math.log(0.7), "top_logprobs": [{"token": "4", "logprob": math.log(0.7)}]}
+                ]
+            },
+        }
+    ],
     "usage": {"prompt_tokens": 300, "completion_tokens": 1},
-}  # fmt: skip
+}
 
 
 class _Server(ThreadingHTTPServer):
@@ -79,7 +88,9 @@ def main() -> None:
     parser.add_argument("--servers", type=int, nargs="+", default=[1], help="fleet sizes (stubs behind one judge)")
     parser.add_argument("--serial", action="store_true", help="each stub answers one request at a time")
     args = parser.parse_args()
-    print("stub servers on 127.0.0.1: client overhead, latency hiding and fleet spreading only, not a real server's speed")
+    print(
+        "stub servers on 127.0.0.1: client overhead, latency hiding and fleet spreading only, not a real server's speed"
+    )
     for latency in args.latency_ms:
         baseline = None
         for fleet in args.servers:
@@ -96,8 +107,10 @@ def main() -> None:
                 rate = n / (time.perf_counter() - start)
                 assert all(r.error is None and abs(r.raw[3] - 0.7) < 1e-9 for r in results)
                 baseline = baseline or rate
-                print(f"latency {latency:6.0f} ms  servers {fleet:2d}  max_concurrency {conc:3d}: {rate:8.1f} req/s  "
-                      f"({rate / baseline:5.2f}x of the first row)")
+                print(
+                    f"latency {latency:6.0f} ms  servers {fleet:2d}  max_concurrency {conc:3d}: {rate:8.1f} req/s  "
+                    f"({rate / baseline:5.2f}x of the first row)"
+                )
             for server in servers:
                 server.shutdown()
                 server.server_close()

@@ -13,9 +13,8 @@ import time
 
 import numpy as np
 
-from mmjudge.baselines import compute_bleu, compute_cider_d, compute_rouge_l, ptb_tokenize
-from mmjudge.baselines.synthetic import synthetic_captions
-from mmjudge.metrics.baselines import Baselines
+from mmjudge.metrics.baselines import Baselines, compute_bleu, compute_cider_d, compute_rouge_l, ptb_tokenize
+from mmjudge.metrics.baselines.synthetic import synthetic_captions
 
 
 def run_ours(candidates, references):

@@ -30,13 +30,21 @@ def requests_like_harmonic_eval():
     images.append(images[0].copy())
     requests = []
     for criterion, sees in (("Correctness", True), ("Completeness", True), ("Fluency", False)):
-        rubric = (f"Your task is to rate the candidate {'caption for the given image' if sees else 'text'} on a scale of 1 "
-                  f"to 5. Evaluation Criterion: {criterion}. Rating Scale: 1 Very Low, 2 Low, 3 Moderate, 4 High, "
-                  "5 Extremely High. ")  # fmt: skip
+        rubric = (
+            f"Your task is to rate the candidate {'caption for the given image' if sees else 'text'} on a scale of 1 "
+            f"to 5. Evaluation Criterion: {criterion}. Rating Scale: 1 Very Low, 2 Low, 3 Moderate, 4 High, "
+            "5 Extremely High. "
+        )
         for i, image in enumerate(images):
             caption = "a red square" + " on green grass under a bright sky" * (3 * i)
-            requests.append(RatingRequest([Turn("user", rubric + "Caption: " + caption)], answer_prefix="Score: ",
-                                          image=image if sees else None, group=criterion))  # fmt: skip
+            requests.append(
+                RatingRequest(
+                    [Turn("user", rubric + "Caption: " + caption)],
+                    answer_prefix="Score: ",
+                    image=image if sees else None,
+                    group=criterion,
+                )
+            )
     return requests
 
 
@@ -47,13 +55,19 @@ def main() -> None:
     from mmjudge.testing import VLM_FAMILIES, tiny_vlm
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--families", default=",".join(VLM_FAMILIES), help="comma-separated model_type names (default: all)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each path; the median is printed (default: %(default)s)")
+    parser.add_argument(
+        "--families", default=",".join(VLM_FAMILIES), help="comma-separated model_type names (default: all)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="timed runs of each path; the median is printed (default: %(default)s)"
+    )
     args = parser.parse_args()
     transformers.utils.logging.disable_progress_bar()  # one line per family, not two loading bars
     requests = requests_like_harmonic_eval()
     print(f"{len(requests)} requests per run (8 with an image, 4 text-only); wall: median of {args.repeats} runs")
-    print(f"{'family':<16} {'tokens shared':>13} {'tokens plain':>12} {'ratio':>6} {'wall shared':>11} {'wall plain':>10} {'ratio':>6}")
+    print(
+        f"{'family':<16} {'tokens shared':>13} {'tokens plain':>12} {'ratio':>6} {'wall shared':>11} {'wall plain':>10} {'ratio':>6}"
+    )
     with tempfile.TemporaryDirectory() as folder:
         for family in args.families.split(","):
             model = tiny_vlm(Path(folder) / family, family)
@@ -70,7 +84,9 @@ def main() -> None:
                     tokens = judge.stats.tokens - before
                 figures[name] = (tokens, statistics.median(walls))
             (ts, ws), (tp, wp) = figures["shared"], figures["plain"]
-            print(f"{family:<16} {ts:>13} {tp:>12} {ts / tp:>6.2f} {ws:>10.3f}s {wp:>9.3f}s {ws / wp:>6.2f}", flush=True)
+            print(
+                f"{family:<16} {ts:>13} {tp:>12} {ts / tp:>6.2f} {ws:>10.3f}s {wp:>9.3f}s {ws / wp:>6.2f}", flush=True
+            )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ from PIL import Image
 
 from mmjudge.judges import GenerationRequest, Turn
 from mmjudge.metrics.fleur import FLEUR
-from mmjudge.testing.fleur_reference import reference_scores
 from mmjudge.testing import tiny_answering_llava
+from mmjudge.testing.fleur_reference import reference_scores
 
 
 def main() -> None:
@@ -40,16 +40,22 @@ def main() -> None:
     texts = [f"A photo of object number {i} on a table." for i in range(args.n)]
     timings, scores = {}, {}
     for method in ("fast", "generate"):
-        fleur = FLEUR(model=model, method=method, cache=False, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens)
+        fleur = FLEUR(
+            model=model, method=method, cache=False, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens
+        )
         fleur.compute(texts=texts[:2], images=images[:2], progress=False)  # warm-up
         start = time.perf_counter()
         scores[method] = fleur.compute(texts=texts, images=images, progress=False)["score"]
         timings[method] = time.perf_counter() - start
     requests = [
-        GenerationRequest([Turn("user", fleur.prompt(t))], image=i, max_new_tokens=args.max_new_tokens,
-                          conversation=fleur.conversation)
+        GenerationRequest(
+            [Turn("user", fleur.prompt(t))],
+            image=i,
+            max_new_tokens=args.max_new_tokens,
+            conversation=fleur.conversation,
+        )
         for t, i in zip(texts, images)
-    ]  # fmt: skip
+    ]
     start = time.perf_counter()
     scores["reference"] = [r["score"] for r in reference_scores(fleur.judge, requests)]
     timings["reference"] = time.perf_counter() - start

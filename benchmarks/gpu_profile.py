@@ -17,8 +17,9 @@ The profiler slows the CPU side a little: read the shares, not the wall time, fr
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 _FAMILIES = (
     ("attention", ("flash", "fmha", "attention", "attn")),
@@ -80,18 +81,29 @@ def profile_call(fn: Callable[[], Any], title: str, top: int = 10) -> dict:
             kernels[event.name] = kernels.get(event.name, 0.0) + event.time_range.elapsed_us() / 1e6
     busy = sum(kernels.values())
     if not busy:  # a CPU run (smoke test): the phases' CPU time instead
-        labels = {e.key: e.cpu_time_total / 1e6 for e in prof.key_averages() if e.key.startswith(("mmjudge.", "vision"))}
-        print(f"  profile {title}: wall {wall:.2f} s, no GPU kernels recorded; CPU time by phase: "
-              + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(labels.items(), key=lambda kv: -kv[1])))  # fmt: skip
+        labels = {
+            e.key: e.cpu_time_total / 1e6 for e in prof.key_averages() if e.key.startswith(("mmjudge.", "vision"))
+        }
+        print(
+            f"  profile {title}: wall {wall:.2f} s, no GPU kernels recorded; CPU time by phase: "
+            + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(labels.items(), key=lambda kv: -kv[1]))
+        )
         return {"wall": wall, "busy": 0.0, "families": {}, "labels": labels}
     families: dict[str, float] = {}
     for name, seconds in kernels.items():
         families[kernel_family(name)] = families.get(kernel_family(name), 0.0) + seconds
     labels = {e.key: e.device_time_total / 1e6 for e in prof.key_averages() if e.key.startswith(("mmjudge.", "vision"))}
-    print(f"  profile {title}: wall {wall:.2f} s, kernels {busy:.2f} s ({busy / wall:.0%} busy; the rest the GPU waits)")
-    print("    by family : " + ", ".join(f"{k} {v:.2f} s ({v / busy:.0%})" for k, v in sorted(families.items(), key=lambda kv: -kv[1])))
+    print(
+        f"  profile {title}: wall {wall:.2f} s, kernels {busy:.2f} s ({busy / wall:.0%} busy; the rest the GPU waits)"
+    )
+    print(
+        "    by family : "
+        + ", ".join(f"{k} {v:.2f} s ({v / busy:.0%})" for k, v in sorted(families.items(), key=lambda kv: -kv[1]))
+    )
     if labels:
-        print("    by phase  : " + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(labels.items(), key=lambda kv: -kv[1])))
+        print(
+            "    by phase  : " + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(labels.items(), key=lambda kv: -kv[1]))
+        )
     for name, seconds in sorted(kernels.items(), key=lambda kv: -kv[1])[:top]:
         print(f"    {seconds:7.3f} s {seconds / busy:5.1%}  {name[:110]}")
     return {"wall": wall, "busy": busy, "families": families, "labels": labels}

@@ -38,16 +38,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_profile
 
-import numpy as np  # noqa: E402
-from PIL import Image  # noqa: E402
+import numpy as np
+from PIL import Image
 
-from mmjudge import HarmonicEval  # noqa: E402
-from mmjudge.judges.transformers import TransformersJudge  # noqa: E402
-from mmjudge.prompts import load_prompt_set  # noqa: E402
-from mmjudge.tiny_models._tokenizers import _LLAVA_TEMPLATE, tokenizer  # noqa: E402
+from mmjudge import HarmonicEval
+from mmjudge.judges.transformers import TransformersJudge
+from mmjudge.prompts import load_prompt_set
+from mmjudge.tiny_models._tokenizers import _LLAVA_TEMPLATE, tokenizer
 
-QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                "<|image_pad|>", "<|video_pad|>"]  # fmt: skip
+QWEN_SPECIAL = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
 LLAVA_SPECIAL = ["<unk>", "<s>", "</s>", "<image>", "<pad>"]
 CHATML = (
     "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}<|im_start|>system\n"
@@ -62,53 +69,201 @@ LLAVA = _LLAVA_TEMPLATE  # LLaVA-1.5's conversation format, as the tiny models a
 # Full-size shapes, written out as dicts (random weights).
 QWEN2_VL_7B = dict(
     text_config=dict(
-        vocab_size=152064, bos_token_id=None, eos_token_id=None, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
-        num_key_value_heads=4, max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        vocab_size=152064,
+        bos_token_id=None,
+        eos_token_id=None,
+        hidden_size=3584,
+        intermediate_size=18944,
+        num_hidden_layers=28,
+        num_attention_heads=28,
+        num_key_value_heads=4,
+        max_position_embeddings=32768,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
         rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]},
     ),
-    vision_config=dict(depth=32, embed_dim=1280, hidden_size=3584, num_heads=16, mlp_ratio=4, patch_size=14,
-                       spatial_merge_size=2, temporal_patch_size=2, in_channels=3),
-)  # fmt: skip
+    vision_config=dict(
+        depth=32,
+        embed_dim=1280,
+        hidden_size=3584,
+        num_heads=16,
+        mlp_ratio=4,
+        patch_size=14,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        in_channels=3,
+    ),
+)
 LLAVA_15_7B = dict(
     text_config=dict(
-        model_type="llama", vocab_size=32064, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-        num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096, rms_norm_eps=1e-5,
+        model_type="llama",
+        vocab_size=32064,
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        max_position_embeddings=4096,
+        rms_norm_eps=1e-5,
     ),
     vision_config=dict(
-        model_type="clip_vision_model", hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
-        num_attention_heads=16, image_size=336, patch_size=14, projection_dim=768,
+        model_type="clip_vision_model",
+        hidden_size=1024,
+        intermediate_size=4096,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        image_size=336,
+        patch_size=14,
+        projection_dim=768,
     ),
-    vision_feature_layer=-2, vision_feature_select_strategy="default",
-)  # fmt: skip
+    vision_feature_layer=-2,
+    vision_feature_select_strategy="default",
+)
 
 
 def _tiny(family: str, vocab: int) -> dict:
     """The same architecture with tiny sizes (CPU smoke test)."""
     if family == "qwen2_vl":
         return dict(
-            text_config=dict(vocab_size=vocab, bos_token_id=None, eos_token_id=None, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                             rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3]}),
-            vision_config=dict(depth=2, embed_dim=32, hidden_size=64, num_heads=4, mlp_ratio=2, patch_size=14,
-                               spatial_merge_size=2, temporal_patch_size=2, in_channels=3),
-        )  # fmt: skip
+            text_config=dict(
+                vocab_size=vocab,
+                bos_token_id=None,
+                eos_token_id=None,
+                hidden_size=64,
+                intermediate_size=128,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                max_position_embeddings=4096,
+                rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3]},
+            ),
+            vision_config=dict(
+                depth=2,
+                embed_dim=32,
+                hidden_size=64,
+                num_heads=4,
+                mlp_ratio=2,
+                patch_size=14,
+                spatial_merge_size=2,
+                temporal_patch_size=2,
+                in_channels=3,
+            ),
+        )
     return dict(
-        text_config=dict(model_type="llama", vocab_size=vocab, hidden_size=64, intermediate_size=128,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2),
-        vision_config=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                           num_attention_heads=4, image_size=56, patch_size=14, projection_dim=32),
-        vision_feature_layer=-2, vision_feature_select_strategy="default",
-    )  # fmt: skip
+        text_config=dict(
+            model_type="llama",
+            vocab_size=vocab,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+        ),
+        vision_config=dict(
+            model_type="clip_vision_model",
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            image_size=56,
+            patch_size=14,
+            projection_dim=32,
+        ),
+        vision_feature_layer=-2,
+        vision_feature_select_strategy="default",
+    )
 
 
 # ------------------------------------------------------------------------------------------ data
-_WORDS = (
-    "a the man woman child dog cat bus train car bicycle street table kitchen window beach park field tree "
-    "red blue green white black yellow small large old young wooden metal standing sitting walking running "
-    "holding looking next to near in on under behind front of with and while two three several people group "
-    "plate pizza cup phone laptop sign building sky clouds water boat grass road snow mountain ball frisbee "
-    "shirt jacket hat umbrella bag chair bench horse bird flowers light wall door floor background foreground"
-).split()
+_WORDS = [
+    "a",
+    "the",
+    "man",
+    "woman",
+    "child",
+    "dog",
+    "cat",
+    "bus",
+    "train",
+    "car",
+    "bicycle",
+    "street",
+    "table",
+    "kitchen",
+    "window",
+    "beach",
+    "park",
+    "field",
+    "tree",
+    "red",
+    "blue",
+    "green",
+    "white",
+    "black",
+    "yellow",
+    "small",
+    "large",
+    "old",
+    "young",
+    "wooden",
+    "metal",
+    "standing",
+    "sitting",
+    "walking",
+    "running",
+    "holding",
+    "looking",
+    "next",
+    "to",
+    "near",
+    "in",
+    "on",
+    "under",
+    "behind",
+    "front",
+    "of",
+    "with",
+    "and",
+    "while",
+    "two",
+    "three",
+    "several",
+    "people",
+    "group",
+    "plate",
+    "pizza",
+    "cup",
+    "phone",
+    "laptop",
+    "sign",
+    "building",
+    "sky",
+    "clouds",
+    "water",
+    "boat",
+    "grass",
+    "road",
+    "snow",
+    "mountain",
+    "ball",
+    "frisbee",
+    "shirt",
+    "jacket",
+    "hat",
+    "umbrella",
+    "bag",
+    "chair",
+    "bench",
+    "horse",
+    "bird",
+    "flowers",
+    "light",
+    "wall",
+    "door",
+    "floor",
+    "background",
+    "foreground",
+]
 
 
 def make_samples(n: int, size: int = 448, seed: int = 0) -> list[dict]:
@@ -154,16 +309,22 @@ def build_model(family: str, tiny: bool, device: str, samples: list[dict]):
         ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL}
         cfg = _tiny(family, len(tok)) if tiny else QWEN2_VL_7B
         config = transformers.Qwen2VLConfig(
-            **cfg, image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-            vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-        )  # fmt: skip
+            **cfg,
+            image_token_id=ids["<|image_pad|>"],
+            video_token_id=ids["<|video_pad|>"],
+            vision_start_token_id=ids["<|vision_start|>"],
+            vision_end_token_id=ids["<|vision_end|>"],
+        )
         config.text_config.eos_token_id, config.text_config.pad_token_id = ids["<|im_end|>"], ids["<|endoftext|>"]
         model_class = transformers.Qwen2VLForConditionalGeneration
         pixels = dict(min_pixels=56 * 56, max_pixels=(224 * 224 if tiny else 28 * 28 * 1280))
         image_processor = transformers.Qwen2VLImageProcessor(**pixels)
-        processor = transformers.Qwen2VLProcessor(image_processor=image_processor,
-                                                  video_processor=transformers.Qwen2VLVideoProcessor(**pixels),
-                                                  tokenizer=tok, chat_template=CHATML)  # fmt: skip
+        processor = transformers.Qwen2VLProcessor(
+            image_processor=image_processor,
+            video_processor=transformers.Qwen2VLVideoProcessor(**pixels),
+            tokenizer=tok,
+            chat_template=CHATML,
+        )
     else:
         tok = build_tokenizer(LLAVA_SPECIAL, LLAVA, "<s>", "</s>", "<pad>", corpus, 4000)
         cfg = _tiny(family, len(tok)) if tiny else LLAVA_15_7B
@@ -171,11 +332,17 @@ def build_model(family: str, tiny: bool, device: str, samples: list[dict]):
         config.text_config.pad_token_id = tok.pad_token_id
         model_class = transformers.LlavaForConditionalGeneration
         side = config.vision_config.image_size
-        image_processor = transformers.CLIPImageProcessor(size={"shortest_edge": side},
-                                                          crop_size={"height": side, "width": side})  # fmt: skip
-        processor = transformers.LlavaProcessor(image_processor=image_processor, tokenizer=tok, patch_size=14,
-                                                vision_feature_select_strategy="default", num_additional_image_tokens=1,
-                                                chat_template=LLAVA)  # fmt: skip
+        image_processor = transformers.CLIPImageProcessor(
+            size={"shortest_edge": side}, crop_size={"height": side, "width": side}
+        )
+        processor = transformers.LlavaProcessor(
+            image_processor=image_processor,
+            tokenizer=tok,
+            patch_size=14,
+            vision_feature_select_strategy="default",
+            num_additional_image_tokens=1,
+            chat_template=LLAVA,
+        )
     config._attn_implementation = "sdpa"
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     torch.manual_seed(0)
@@ -192,8 +359,13 @@ def run_harmonic_eval(he: HarmonicEval, samples: list[dict]) -> dict:
         part = [s for s in samples if s["task"] == task]
         if part:
             questions = [s["question"] for s in part] if task == "vqa" else None
-            out[task] = he.compute(predictions=[s["text"] for s in part], images=[s["image"] for s in part],
-                                   questions=questions, task=task, progress=False)  # fmt: skip
+            out[task] = he.compute(
+                predictions=[s["text"] for s in part],
+                images=[s["image"] for s in part],
+                questions=questions,
+                task=task,
+                progress=False,
+            )
     return out
 
 
@@ -208,12 +380,21 @@ def naive_loop(judge: TransformersJudge, he: HarmonicEval, samples: list[dict]) 
             from mmjudge.judges import RatingRequest, Turn
 
             sees = criterion in he.image_criteria
-            request = RatingRequest([Turn("user", prompts.render(criterion, s["task"], text=s["text"], question=s["question"]))],
-                                    image=s["image"] if sees else None, answer_prefix=prompts.answer_prefix)  # fmt: skip
+            request = RatingRequest(
+                [Turn("user", prompts.render(criterion, s["task"], text=s["text"], question=s["question"]))],
+                image=s["image"] if sees else None,
+                answer_prefix=prompts.answer_prefix,
+            )
             kwargs = {"images": [s["image"]]} if sees else {}
             inputs = judge.processor(text=[judge.render(request)], return_tensors="pt", **kwargs).to(judge.model.device)
-            out = judge.model.generate(**inputs, max_new_tokens=1, do_sample=False, output_logits=True,
-                                       return_dict_in_generate=True, pad_token_id=judge.tokenizer.pad_token_id)  # fmt: skip
+            out = judge.model.generate(
+                **inputs,
+                max_new_tokens=1,
+                do_sample=False,
+                output_logits=True,
+                return_dict_in_generate=True,
+                pad_token_id=judge.tokenizer.pad_token_id,
+            )
             probs = torch.softmax(out.logits[0][0].float(), dim=-1)
             [float(probs[ids].sum()) for ids in judge.choice_token_ids(prompts.scale)]
 
@@ -232,12 +413,19 @@ def bench_shape(family: str, args) -> dict:
     samples = make_samples(args.n, size=args.image_size)
     t0 = time.perf_counter()
     model, processor = build_model(family, args.tiny, device, samples)
-    judge = TransformersJudge(model=lambda: (model, processor), device=device, batch_size=args.batch_size,
-                              compile=args.compile, share_prefix=not args.no_share)  # fmt: skip
+    judge = TransformersJudge(
+        model=lambda: (model, processor),
+        device=device,
+        batch_size=args.batch_size,
+        compile=args.compile,
+        share_prefix=not args.no_share,
+    )
     he = HarmonicEval(judge=judge, cache=False)
     params = sum(p.numel() for p in model.parameters()) / 1e9
-    print(f"\n=== {family} ({'tiny' if args.tiny else 'full-size'}, {params:.2f} B params, RANDOM weights, "
-          f"{judge.dtype}, {device}) built in {time.perf_counter() - t0:.0f} s")  # fmt: skip
+    print(
+        f"\n=== {family} ({'tiny' if args.tiny else 'full-size'}, {params:.2f} B params, RANDOM weights, "
+        f"{judge.dtype}, {device}) built in {time.perf_counter() - t0:.0f} s"
+    )
 
     warm = samples[: min(len(samples), 4)]
     run_harmonic_eval(he, warm)  # warm-up: kernels, allocator
@@ -260,28 +448,42 @@ def bench_shape(family: str, args) -> dict:
     stats = judge.stats
     peak = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() and device != "cpu" else float("nan")
     result = dict(
-        family=family, samples=len(samples), fast=len(samples) / fast_s, naive=len(naive_samples) / naive_s,
-        tokens_per_s=stats.tokens / fast_s, unshared_per_s=stats.unshared_tokens / fast_s, peak_gib=peak,
-        batch_size=judge.batch_size, tokens_per_request=stats.unshared_tokens / max(1, stats.requests),
-    )  # fmt: skip
+        family=family,
+        samples=len(samples),
+        fast=len(samples) / fast_s,
+        naive=len(naive_samples) / naive_s,
+        tokens_per_s=stats.tokens / fast_s,
+        unshared_per_s=stats.unshared_tokens / fast_s,
+        peak_gib=peak,
+        batch_size=judge.batch_size,
+        tokens_per_request=stats.unshared_tokens / max(1, stats.requests),
+    )
     result["ratio"] = result["fast"] / result["naive"]
-    print(f"  optimised : {result['fast']:8.2f} samples/s  ({len(samples)} samples x 5 criteria in {fast_s:.1f} s, "
-          f"batch_size auto -> {judge.batch_size})")  # fmt: skip
+    print(
+        f"  optimised : {result['fast']:8.2f} samples/s  ({len(samples)} samples x 5 criteria in {fast_s:.1f} s, "
+        f"batch_size auto -> {judge.batch_size})"
+    )
     print(f"  naive     : {result['naive']:8.2f} samples/s  ({len(naive_samples)} samples, one generate per criterion)")
     print(f"  ratio     : {result['ratio']:8.1f} x naive")
-    print(f"  prefill   : {result['tokens_per_s']:8.0f} tokens/s run ({stats.tokens} tokens; "
-          f"{result['unshared_per_s']:.0f} tokens/s unshared-equivalent, {result['tokens_per_request']:.0f} tokens/request, "
-          f"{stats.padded_tokens / max(1, stats.tokens) - 1:.0%} padding)")  # fmt: skip
+    print(
+        f"  prefill   : {result['tokens_per_s']:8.0f} tokens/s run ({stats.tokens} tokens; "
+        f"{result['unshared_per_s']:.0f} tokens/s unshared-equivalent, {result['tokens_per_request']:.0f} tokens/request, "
+        f"{stats.padded_tokens / max(1, stats.tokens) - 1:.0%} padding)"
+    )
     print(f"  peak GPU  : {peak:8.2f} GiB (torch.cuda.max_memory_allocated)")
-    print(f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing batches "
-          "(images, tokens; in a background thread)")  # fmt: skip
+    print(
+        f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing batches "
+        "(images, tokens; in a background thread)"
+    )
     if args.profile:
         from gpu_profile import labelled, profile_call
 
         core = getattr(model, "model", model)
         vision = getattr(core, "visual", None) or getattr(core, "vision_tower", None)
         with labelled(vision, "vision tower"):
-            profile_call(lambda he=he: run_harmonic_eval(he, samples[: args.profile]), f"{family}, {args.profile} samples")
+            profile_call(
+                lambda he=he: run_harmonic_eval(he, samples[: args.profile]), f"{family}, {args.profile} samples"
+            )
     del he, judge
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -296,10 +498,17 @@ def main() -> None:
     parser.add_argument("--batch-size", default="auto")
     parser.add_argument("--image-size", type=int, default=448)
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--compile", action="store_true", help="regional torch.compile: the MLPs and norms of every block")
+    parser.add_argument(
+        "--compile", action="store_true", help="regional torch.compile: the MLPs and norms of every block"
+    )
     parser.add_argument("--no-share", action="store_true", help="ablation: no shared image prefix")
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="after the timed run, profile N samples: GPU busy share, kernel families, phases")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the timed run, profile N samples: GPU busy share, kernel families, phases",
+    )
     parser.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU (smoke test, not a timing)")
     args = parser.parse_args()
     if args.batch_size != "auto":
@@ -319,8 +528,10 @@ def main() -> None:
     print("\nsummary (random weights: speed only, scores mean nothing)")
     print(f"  {'shape':10s} {'samples/s':>10s} {'naive':>8s} {'ratio':>7s} {'tokens/s':>10s} {'peak GiB':>9s}")
     for r in results:
-        print(f"  {r['family']:10s} {r['fast']:10.2f} {r['naive']:8.2f} {r['ratio']:6.1f}x {r['tokens_per_s']:10.0f} "
-              f"{r['peak_gib']:9.2f}")  # fmt: skip
+        print(
+            f"  {r['family']:10s} {r['fast']:10.2f} {r['naive']:8.2f} {r['ratio']:6.1f}x {r['tokens_per_s']:10.0f} "
+            f"{r['peak_gib']:9.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -64,8 +64,10 @@ def make_images(folder: Path, kind: str, n: int = 500) -> list[str]:
             draw = ImageDraw.Draw(img)
             for _ in range(6):
                 x, y = shapes.randrange(300), shapes.randrange(220)
-                draw.ellipse([x, y, x + shapes.randrange(20, 120), y + shapes.randrange(20, 90)],
-                             fill=tuple(shapes.randrange(256) for _ in range(3)))  # fmt: skip
+                draw.ellipse(
+                    [x, y, x + shapes.randrange(20, 120), y + shapes.randrange(20, 90)],
+                    fill=tuple(shapes.randrange(256) for _ in range(3)),
+                )
             img.save(path)
         paths.append(str(path))
     return paths
@@ -74,8 +76,16 @@ def make_images(folder: Path, kind: str, n: int = 500) -> list[str]:
 def make_items(path: Path, n: int, images: list[str]) -> str:
     with open(path, "w", encoding="utf-8") as f:
         for i in range(n):
-            f.write(json.dumps({"id": f"item{i}", "text": f"A photo number {i} of a scene with a few shapes.",
-                                "image": images[i % len(images)]}) + "\n")  # fmt: skip
+            f.write(
+                json.dumps(
+                    {
+                        "id": f"item{i}",
+                        "text": f"A photo number {i} of a scene with a few shapes.",
+                        "image": images[i % len(images)],
+                    }
+                )
+                + "\n"
+            )
     return str(path)
 
 
@@ -84,8 +94,24 @@ def run_cli(items: str, out: Path) -> dict:
     child alone, not the running maximum over every child so far)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "mmjudge.cli", "score", "--input", items, "--output", str(out), "--judge",
-                             "dummy", "--no-cache", "--quiet", "--overwrite"], env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mmjudge.cli",
+            "score",
+            "--input",
+            items,
+            "--output",
+            str(out),
+            "--judge",
+            "dummy",
+            "--no-cache",
+            "--quiet",
+            "--overwrite",
+        ],
+        env=env,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
@@ -99,8 +125,22 @@ def run_ranks(items: str, out: Path, processes: int) -> list[dict]:
     script.write_text(RANK_SCRIPT)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
     stats = out.parent / f"{out.name}.stats"
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}", str(script),
-                    items, str(out), str(stats)], env=env, check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc_per_node={processes}",
+            str(script),
+            items,
+            str(out),
+            str(stats),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return [json.loads(Path(f"{stats}.rank{r}").read_text()) for r in range(processes)]
 
 
@@ -132,7 +172,9 @@ def evaluate_vs_engine(repeats: int = 9) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,100000", help="item counts for the single-process figure (default 1000,100000)")
+    parser.add_argument(
+        "--sizes", default="1000,100000", help="item counts for the single-process figure (default 1000,100000)"
+    )
     parser.add_argument("--million", action="store_true", help="also score 1,000,000 items")
     parser.add_argument("--rank-sizes", default="2000,20000", help="item counts per torchrun run (default 2000,20000)")
     parser.add_argument("--skip-torchrun", action="store_true")
@@ -163,15 +205,19 @@ def main() -> None:
         ranks = {}
         for n in (int(s) for s in args.rank_sizes.split(",")):
             ranks[n] = run_ranks(make_items(work / f"rank-items-{n}.jsonl", n, images), work / f"rank-out-{n}.jsonl", 2)
-            print(f"torchrun 2 processes, {n:,} items: peak MB per rank {[round(r['peak_kb'] / 1024) for r in ranks[n]]}, "
-                  f"items read per rank {ranks[n][0]['read']}")  # fmt: skip
+            print(
+                f"torchrun 2 processes, {n:,} items: peak MB per rank {[round(r['peak_kb'] / 1024) for r in ranks[n]]}, "
+                f"items read per rank {ranks[n][0]['read']}"
+            )
         a, b = (int(s) for s in args.rank_sizes.split(","))
         worst = max(ranks[b][r]["peak_kb"] / ranks[a][r]["peak_kb"] for r in range(2))
         print(f"per-rank peak {b:,} / {a:,} items = {worst:.2f} at worst (target <= 1.2)")
     if not args.skip_evaluate:
         door, engine = evaluate_vs_engine()
-        print(f"evaluate door {door * 1000:.0f} ms, engine door {engine * 1000:.0f} ms on 8 random 2000x1500 images: "
-              f"ratio {door / engine:.2f} (target <= 1.2)")  # fmt: skip
+        print(
+            f"evaluate door {door * 1000:.0f} ms, engine door {engine * 1000:.0f} ms on 8 random 2000x1500 images: "
+            f"ratio {door / engine:.2f} (target <= 1.2)"
+        )
 
 
 if __name__ == "__main__":

@@ -41,53 +41,236 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_profile
 
-from mmjudge.models import resolve_device, resolve_dtype  # noqa: E402
+from mmjudge.models import resolve_device, resolve_dtype
 
 # ------------------------------------------------------------------------------------- shapes
 QWEN25_3B = dict(
-    hidden_size=2048, intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=2,
-    vocab_size=151936, max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=True,
-    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, hidden_act="silu",
-)  # fmt: skip
+    hidden_size=2048,
+    intermediate_size=11008,
+    num_hidden_layers=36,
+    num_attention_heads=16,
+    num_key_value_heads=2,
+    vocab_size=151936,
+    max_position_embeddings=32768,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+    hidden_act="silu",
+)
 CLIP_L14_LONG = dict(
-    text_config=dict(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
-                     num_attention_heads=12, max_position_embeddings=248, hidden_act="quick_gelu"),
-    vision_config=dict(hidden_size=1024, intermediate_size=4096, num_hidden_layers=24, num_attention_heads=16,
-                       image_size=224, patch_size=14, hidden_act="quick_gelu"),
+    text_config=dict(
+        vocab_size=49408,
+        hidden_size=768,
+        intermediate_size=3072,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        max_position_embeddings=248,
+        hidden_act="quick_gelu",
+    ),
+    vision_config=dict(
+        hidden_size=1024,
+        intermediate_size=4096,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        image_size=224,
+        patch_size=14,
+        hidden_act="quick_gelu",
+    ),
     projection_dim=768,
-)  # fmt: skip
+)
 LLAVA15_7B = dict(
-    text_config=dict(model_type="llama", hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-                     num_attention_heads=32, num_key_value_heads=32, vocab_size=32064, max_position_embeddings=4096,
-                     rms_norm_eps=1e-5),
-    vision_config=dict(model_type="clip_vision_model", hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
-                       num_attention_heads=16, image_size=336, patch_size=14, projection_dim=768, hidden_act="quick_gelu"),
-    vision_feature_layer=-2, vision_feature_select_strategy="default", projector_hidden_act="gelu",
-)  # fmt: skip
+    text_config=dict(
+        model_type="llama",
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        vocab_size=32064,
+        max_position_embeddings=4096,
+        rms_norm_eps=1e-5,
+    ),
+    vision_config=dict(
+        model_type="clip_vision_model",
+        hidden_size=1024,
+        intermediate_size=4096,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        image_size=336,
+        patch_size=14,
+        projection_dim=768,
+        hidden_act="quick_gelu",
+    ),
+    vision_feature_layer=-2,
+    vision_feature_select_strategy="default",
+    projector_hidden_act="gelu",
+)
 # Tiny shapes for the CPU smoke test (--tiny).
-TINY_QWEN = dict(QWEN25_3B, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, vocab_size=4096)  # fmt: skip
+TINY_QWEN = dict(
+    QWEN25_3B,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=4096,
+)
 TINY_CLIP = dict(
-    text_config=dict(CLIP_L14_LONG["text_config"], vocab_size=4096, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4),
-    vision_config=dict(CLIP_L14_LONG["vision_config"], hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=32, patch_size=8),
+    text_config=dict(
+        CLIP_L14_LONG["text_config"],
+        vocab_size=4096,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+    ),
+    vision_config=dict(
+        CLIP_L14_LONG["vision_config"],
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        image_size=32,
+        patch_size=8,
+    ),
     projection_dim=16,
-)  # fmt: skip
+)
 TINY_LLAVA = dict(
     LLAVA15_7B,
-    text_config=dict(LLAVA15_7B["text_config"], hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                     num_key_value_heads=2, vocab_size=4096),
-    vision_config=dict(LLAVA15_7B["vision_config"], hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                       image_size=32, patch_size=8, projection_dim=32),
-)  # fmt: skip
+    text_config=dict(
+        LLAVA15_7B["text_config"],
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=4096,
+    ),
+    vision_config=dict(
+        LLAVA15_7B["vision_config"],
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        image_size=32,
+        patch_size=8,
+        projection_dim=32,
+    ),
+)
 
-WORDS = (
-    "the a an of on in with near behind under above beside large small red blue green white black wooden metal "
-    "glass old new bright dark tall short round square man woman child dog cat bird car bus bicycle tree building "
-    "window door table chair plate cup bottle street road sidewalk grass sky cloud water river bridge mountain field "
-    "wall floor roof sign light lamp shadow background foreground left right center top bottom corner edge surface "
-    "stands sits holds walks runs looks wears carries shows appears contains covers surrounds faces leans rests "
-    "shirt jacket hat shoe bag flower leaf branch fence pole wire tile brick stone sand snow rock painting picture"
-).split()
+WORDS = [
+    "the",
+    "a",
+    "an",
+    "of",
+    "on",
+    "in",
+    "with",
+    "near",
+    "behind",
+    "under",
+    "above",
+    "beside",
+    "large",
+    "small",
+    "red",
+    "blue",
+    "green",
+    "white",
+    "black",
+    "wooden",
+    "metal",
+    "glass",
+    "old",
+    "new",
+    "bright",
+    "dark",
+    "tall",
+    "short",
+    "round",
+    "square",
+    "man",
+    "woman",
+    "child",
+    "dog",
+    "cat",
+    "bird",
+    "car",
+    "bus",
+    "bicycle",
+    "tree",
+    "building",
+    "window",
+    "door",
+    "table",
+    "chair",
+    "plate",
+    "cup",
+    "bottle",
+    "street",
+    "road",
+    "sidewalk",
+    "grass",
+    "sky",
+    "cloud",
+    "water",
+    "river",
+    "bridge",
+    "mountain",
+    "field",
+    "wall",
+    "floor",
+    "roof",
+    "sign",
+    "light",
+    "lamp",
+    "shadow",
+    "background",
+    "foreground",
+    "left",
+    "right",
+    "center",
+    "top",
+    "bottom",
+    "corner",
+    "edge",
+    "surface",
+    "stands",
+    "sits",
+    "holds",
+    "walks",
+    "runs",
+    "looks",
+    "wears",
+    "carries",
+    "shows",
+    "appears",
+    "contains",
+    "covers",
+    "surrounds",
+    "faces",
+    "leans",
+    "rests",
+    "shirt",
+    "jacket",
+    "hat",
+    "shoe",
+    "bag",
+    "flower",
+    "leaf",
+    "branch",
+    "fence",
+    "pole",
+    "wire",
+    "tile",
+    "brick",
+    "stone",
+    "sand",
+    "snow",
+    "rock",
+    "painting",
+    "picture",
+]
 
 
 def _texts(n: int, seed: int = 0) -> tuple[list[str], list[list[str]]]:
@@ -122,6 +305,7 @@ def _prompt_corpus() -> list[str]:
 
     out = []
     for name in ("vela", "fleur", "harmonic_eval"):
+
         def walk(value):
             if isinstance(value, str):
                 out.append(value)
@@ -138,28 +322,46 @@ def build_vela(tiny: bool, device: str):
     from tokenizers import processors
     from transformers import CLIPConfig, CLIPModel, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-    from mmjudge.clip import ClipEncoder
+    from mmjudge.encoders.clip import ClipEncoder
+    from mmjudge.metrics.vela import new_vela
     from mmjudge.tiny_models._tokenizers import _CHATML
-    from mmjudge.vela import new_vela
 
     dtype = getattr(torch, resolve_dtype(None, device))
     special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
     tok = _bpe(special, _CHATML, None, "<|im_end|>", "<|endoftext|>", _prompt_corpus(), 2000)
     shape = TINY_QWEN if tiny else QWEN25_3B
-    config = Qwen2Config(**shape, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"), pad_token_id=tok.pad_token_id,
-                         bos_token_id=None)  # fmt: skip
+    config = Qwen2Config(
+        **shape, eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"), pad_token_id=tok.pad_token_id, bos_token_id=None
+    )
     with torch.device(device):
         llm = Qwen2ForCausalLM(config).to(dtype).eval()
     # CLIP: the same kind of BPE, wrapped like CLIP's (<|startoftext|> … <|endoftext|>, 248 positions).
     bos, eos = "<|startoftext|>", "<|endoftext|>"
     ctok = _bpe([bos, eos], "", bos, eos, eos, [], 2000)
     ctok._tokenizer.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A {eos}", special_tokens=[(bos, ctok.convert_tokens_to_ids(bos)), (eos, ctok.convert_tokens_to_ids(eos))])
-    ctok = PreTrainedTokenizerFast(tokenizer_object=ctok._tokenizer, bos_token=bos, eos_token=eos, pad_token=eos,
-                                   model_max_length=248, padding_side="right")  # fmt: skip
+        single=f"{bos} $A {eos}",
+        special_tokens=[(bos, ctok.convert_tokens_to_ids(bos)), (eos, ctok.convert_tokens_to_ids(eos))],
+    )
+    ctok = PreTrainedTokenizerFast(
+        tokenizer_object=ctok._tokenizer,
+        bos_token=bos,
+        eos_token=eos,
+        pad_token=eos,
+        model_max_length=248,
+        padding_side="right",
+    )
     cshape = TINY_CLIP if tiny else CLIP_L14_LONG
-    cconfig = CLIPConfig(**{**cshape, "text_config": dict(cshape["text_config"], eos_token_id=ctok.eos_token_id,
-                                                          bos_token_id=ctok.bos_token_id, pad_token_id=ctok.eos_token_id)})  # fmt: skip
+    cconfig = CLIPConfig(
+        **{
+            **cshape,
+            "text_config": dict(
+                cshape["text_config"],
+                eos_token_id=ctok.eos_token_id,
+                bos_token_id=ctok.bos_token_id,
+                pad_token_id=ctok.eos_token_id,
+            ),
+        }
+    )
     with torch.device(device):
         clip = CLIPModel(cconfig).to(getattr(torch, resolve_dtype(None, device, "float16"))).eval()
     encoder = ClipEncoder(lambda: (clip, ctok), device=device)
@@ -176,16 +378,30 @@ def build_llava(tiny: bool, device: str):
     special = ["<unk>", "<s>", "</s>", "<image>", "<pad>"]
     tok = _bpe(special, _LLAVA_TEMPLATE, "<s>", "</s>", "<pad>", _prompt_corpus(), 2000)
     shape = TINY_LLAVA if tiny else LLAVA15_7B
-    text = dict(shape["text_config"], bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    config = transformers.LlavaConfig(**{**shape, "text_config": text}, image_token_id=tok.convert_tokens_to_ids("<image>"))
+    text = dict(
+        shape["text_config"],
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    config = transformers.LlavaConfig(
+        **{**shape, "text_config": text}, image_token_id=tok.convert_tokens_to_ids("<image>")
+    )
     with torch.device(device):
-        model = transformers.LlavaForConditionalGeneration(config).to(getattr(torch, resolve_dtype(None, device))).eval()
+        model = (
+            transformers.LlavaForConditionalGeneration(config).to(getattr(torch, resolve_dtype(None, device))).eval()
+        )
     size, patch = shape["vision_config"]["image_size"], shape["vision_config"]["patch_size"]
     processor = transformers.LlavaProcessor(
-        image_processor=transformers.CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size}),
-        tokenizer=tok, patch_size=patch, vision_feature_select_strategy="default", num_additional_image_tokens=1,
+        image_processor=transformers.CLIPImageProcessor(
+            size={"shortest_edge": size}, crop_size={"height": size, "width": size}
+        ),
+        tokenizer=tok,
+        patch_size=patch,
+        vision_feature_select_strategy="default",
+        num_additional_image_tokens=1,
         chat_template=_LLAVA_TEMPLATE,
-    )  # fmt: skip
+    )
     return model, processor
 
 
@@ -208,16 +424,25 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tiny", action="store_true", help="tiny shapes (CPU smoke test; timings mean nothing)")
     parser.add_argument("--n", type=int, help="samples for VELA (default 512 on GPU, 4 with --tiny)")
-    parser.add_argument("--judge-n", dest="judge_n", type=int, help="samples for HarmonicEval / FLEUR (default 64; = n with --tiny)")
+    parser.add_argument(
+        "--judge-n", dest="judge_n", type=int, help="samples for HarmonicEval / FLEUR (default 64; = n with --tiny)"
+    )
     parser.add_argument("--batch-sizes", dest="batch_sizes", default="1,8,32,64", help="VELA batch sizes")
     parser.add_argument("--judge-batch-size", dest="judge_batch_size", type=int, default=16)
     parser.add_argument("--skip-judges", dest="skip_judges", action="store_true", help="VELA only")
-    parser.add_argument("--fleur-max-new-tokens", dest="fleur_max_new_tokens", type=int, default=512,
-                        help="FLEUR's generation cap (default 512, its own). A random-weight judge never prints a number, "
-                             "so FLEUR's fast path falls back to generating this many tokens for every sample; a real "
-                             "judge prints '0.xy' in about 4 tokens: use 8 for a figure closer to a real model's")
+    parser.add_argument(
+        "--fleur-max-new-tokens",
+        dest="fleur_max_new_tokens",
+        type=int,
+        default=512,
+        help="FLEUR's generation cap (default 512, its own). A random-weight judge never prints a number, "
+        "so FLEUR's fast path falls back to generating this many tokens for every sample; a real "
+        "judge prints '0.xy' in about 4 tokens: use 8 for a figure closer to a real model's",
+    )
     parser.add_argument("--device")
-    parser.add_argument("--profile", action="store_true", help="profile the best batch size: GPU busy share, kernels, phases")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile the best batch size: GPU busy share, kernels, phases"
+    )
     parser.add_argument("--compile", action="store_true", help="torch.compile the LLM's and CLIP's repeated blocks")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
@@ -233,27 +458,35 @@ def main(argv=None) -> int:
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     candidates, references = _texts(n)
     images = _images(n, (64, 48) if args.tiny else (640, 480))
-    print(f"device: {torch.cuda.get_device_name() if device.startswith('cuda') else 'cpu'}; torch {torch.__version__}; "
-          f"shapes: {'tiny' if args.tiny else 'full (Qwen2.5-3B + CLIP ViT-L/14-248; LLaVA-1.5-7B)'}; random weights")  # fmt: skip
+    print(
+        f"device: {torch.cuda.get_device_name() if device.startswith('cuda') else 'cpu'}; torch {torch.__version__}; "
+        f"shapes: {'tiny' if args.tiny else 'full (Qwen2.5-3B + CLIP ViT-L/14-248; LLaVA-1.5-7B)'}; random weights"
+    )
 
     vela = build_vela(args.tiny, device)
     ids = vela.prompt_ids(references, candidates)
     clip_tokens = [len(x) for x in vela.clip.tokenizer(candidates)["input_ids"]]
-    print(f"VELA prompt tokens: mean {np.mean([len(i) for i in ids]):.0f}; CLIP candidate tokens: mean {np.mean(clip_tokens):.0f} "
-          f"(≤248); words: candidate 100, reference 130")  # fmt: skip
+    print(
+        f"VELA prompt tokens: mean {np.mean([len(i) for i in ids]):.0f}; CLIP candidate tokens: mean {np.mean(clip_tokens):.0f} "
+        f"(≤248); words: candidate 100, reference 130"
+    )
     metric = VELA(vela=vela, batch_size=batch_sizes[0], compile=args.compile)
     metric.compute(predictions=candidates[:2], images=images[:2], references=references[:2], progress=False)  # warm-up
     results = {}
     for bs in batch_sizes:
         metric.batch_size = bs
         vela.clip._memory.clear()  # no embedding cache hits between runs
-        seconds = _timed(lambda m=metric: m.compute(predictions=candidates, images=images, references=references, progress=False))
+        seconds = _timed(
+            lambda m=metric: m.compute(predictions=candidates, images=images, references=references, progress=False)
+        )
         vela.clip._memory.clear()
         timings: dict = {}
         vela.score(candidates, images, references, batch_size=bs, timings=timings)
         results[bs] = seconds
         parts = ", ".join(f"{k} {1000 * v / n:.2f}" for k, v in timings.items())
-        print(f"VELA batch {bs:3d}: {n / seconds:8.1f} samples/s  {1000 * seconds / n:8.2f} ms/sample  (ms/sample: {parts})")
+        print(
+            f"VELA batch {bs:3d}: {n / seconds:8.1f} samples/s  {1000 * seconds / n:8.2f} ms/sample  (ms/sample: {parts})"
+        )
     best_bs = min(results, key=results.get)
     vela_ms = 1000 * results[best_bs] / n
     if args.profile:
@@ -261,9 +494,13 @@ def main(argv=None) -> int:
 
         metric.batch_size = best_bs
         vela.clip._memory.clear()
-        profile_call(lambda m=metric: m.compute(predictions=candidates, images=images, references=references, progress=False),
-                     f"VELA batch {best_bs}, {n} samples")  # fmt: skip
-    print(f"VELA best: batch {best_bs}, {vela_ms:.2f} ms/sample = {260 / vela_ms:.1f}x faster than the published 260 ms (RTX 3090)")
+        profile_call(
+            lambda m=metric: m.compute(predictions=candidates, images=images, references=references, progress=False),
+            f"VELA batch {best_bs}, {n} samples",
+        )
+    print(
+        f"VELA best: batch {best_bs}, {vela_ms:.2f} ms/sample = {260 / vela_ms:.1f}x faster than the published 260 ms (RTX 3090)"
+    )
     del metric, vela
     gc.collect()
     if device.startswith("cuda"):
@@ -282,7 +519,9 @@ def main(argv=None) -> int:
         judge.compute(predictions=candidates[:2], images=images[:2], progress=False)  # warm-up
         seconds = _timed(lambda: judge.compute(**sub, progress=False))
         ms = 1000 * seconds / judge_n
-        print(f"{name:>26s}: {judge_n / seconds:8.1f} samples/s  {ms:8.2f} ms/sample  -> VELA is {ms / vela_ms:.1f}x faster")
+        print(
+            f"{name:>26s}: {judge_n / seconds:8.1f} samples/s  {ms:8.2f} ms/sample  -> VELA is {ms / vela_ms:.1f}x faster"
+        )
     return 0
 
 

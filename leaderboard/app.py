@@ -11,8 +11,17 @@ import sys
 from mmjudge.cli import main
 
 if __name__ == "__main__":
-    args = ["leaderboard", "--data-dir", os.environ.get("MMJUDGE_LEADERBOARD_DIR", "/data/leaderboard" if os.path.isdir("/data") else "leaderboard-data"),
-            "--host", "0.0.0.0", "--port", os.environ.get("PORT", "7860")]  # fmt: skip
+    args = [
+        "leaderboard",
+        "--data-dir",
+        os.environ.get(
+            "MMJUDGE_LEADERBOARD_DIR", "/data/leaderboard" if os.path.isdir("/data") else "leaderboard-data"
+        ),
+        "--host",
+        "0.0.0.0",
+        "--port",
+        os.environ.get("PORT", "7860"),
+    ]
     if os.environ.get("MMJUDGE_LEADERBOARD_DEMO") == "1":
         args.append("--demo")
     sys.exit(main(args))

@@ -10,7 +10,7 @@ batches. One copy, used by the local judge, VELA, BERTScore and BARTScore.
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int, longest_first: bool = False) -> list[list[int]]:

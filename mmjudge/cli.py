@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from mmjudge._version import __version__
 from mmjudge.errors import MissingDependencyError, ServiceError
@@ -93,7 +93,9 @@ def describe_error(err: BaseException) -> str:
     """One line for a user's mistake: the exception's own message, or a clear sentence for the few
     library errors whose text does not say what to do."""
     if isinstance(err, UnicodeDecodeError):
-        return f"the input is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); save it as UTF-8."
+        return (
+            f"the input is not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start}); save it as UTF-8."
+        )
     if isinstance(err, ImportError):
         from mmjudge.models import missing_package
 
@@ -119,10 +121,12 @@ def unknown_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,
     flag = next((e.split("=")[0] for e in extra if e.startswith("-")), extra[0])
     close = difflib.get_close_matches(flag, options, n=1)
     hint = f"; did you mean {close[0]}?" if close else ""
-    target.exit(2, f"{target.prog}: error: unrecognized arguments: {' '.join(extra)}{hint} (see {target.prog} --help)\n")
+    target.exit(
+        2, f"{target.prog}: error: unrecognized arguments: {' '.join(extra)}{hint} (see {target.prog} --help)\n"
+    )
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:

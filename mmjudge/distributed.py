@@ -24,8 +24,9 @@ import atexit
 import contextlib
 import os
 import threading
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 
 def world_size() -> int:

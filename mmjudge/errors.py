@@ -9,7 +9,8 @@ names, and :func:`check_bool` reads a true/false option strictly.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 SHOWN_IDS = 5  # ids named in one message; the rest are counted
 

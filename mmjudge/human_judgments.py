@@ -33,9 +33,10 @@ import difflib
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any
 
 SCHEMA = "mmjudge.human_judgments"
 SCHEMA_VERSION = 1
@@ -43,8 +44,12 @@ SCHEMA_VERSION = 1
 
 CORRELATIONS = ("tau_c", "tau_b", "pearson", "spearman", "accuracy")
 # What each kind of record must and may hold in the file (other keys of a record are kept as they are).
-REQUIRED = {"items": ("id",), "ratings": ("id", "score"), "pairs": ("better", "worse"),
-            "choices": ("group", "candidates", "best")}
+REQUIRED = {
+    "items": ("id",),
+    "ratings": ("id", "score"),
+    "pairs": ("better", "worse"),
+    "choices": ("group", "candidates", "best"),
+}
 TOP_LEVEL = ("schema", "version", "name", "items", "ratings", "pairs", "choices", "correlation", "criteria", "metadata")
 
 
@@ -84,7 +89,7 @@ class HumanJudgments:
     def ids(self) -> list[str]:
         return [item["id"] for item in self.items]
 
-    def item(self, item_id: str) -> Optional[dict[str, Any]]:
+    def item(self, item_id: str) -> dict[str, Any] | None:
         for it in self.items:
             if it["id"] == item_id:
                 return it
@@ -96,20 +101,29 @@ class HumanJudgments:
         path; an image held in memory (PIL, bytes) becomes ``null`` (write its path first, as
         ``mmjudge dataset judgments`` does)."""
         items = [{**it, "image": _image_field(it.get("image"))} if "image" in it else dict(it) for it in self.items]
-        return {"schema": SCHEMA, "version": SCHEMA_VERSION, "name": self.name, "correlation": self.correlation,
-                "criteria": list(self.criteria), "items": items, "ratings": [dict(r) for r in self.ratings],
-                "pairs": [dict(p) for p in self.pairs], "choices": [dict(c) for c in self.choices],
-                "metadata": dict(self.metadata)}
+        return {
+            "schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            "name": self.name,
+            "correlation": self.correlation,
+            "criteria": list(self.criteria),
+            "items": items,
+            "ratings": [dict(r) for r in self.ratings],
+            "pairs": [dict(p) for p in self.pairs],
+            "choices": [dict(c) for c in self.choices],
+            "metadata": dict(self.metadata),
+        }
 
-    def save(self, path: Union[str, os.PathLike]) -> Path:
+    def save(self, path: str | os.PathLike) -> Path:
         """Write :meth:`to_dict` as JSON (UTF-8, NaN refused: a human score is a number)."""
         path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, indent=1) + "\n",
-                        encoding="utf-8")
+        path.write_text(
+            json.dumps(self.to_dict(), ensure_ascii=False, allow_nan=False, indent=1) + "\n", encoding="utf-8"
+        )
         return path
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "judgments") -> "HumanJudgments":
+    def from_dict(cls, data: Mapping[str, Any], where: str = "judgments") -> HumanJudgments:
         """Check ``data`` against the schema and build the judgments; ``where`` names the source in errors.
 
         A mapping without ``schema``/``version`` is read as version 1 (what ``dataclasses.asdict`` of this
@@ -132,8 +146,10 @@ class HumanJudgments:
             _known(rating, "id", ids, f"{where}: ratings[{n}]")
             score = rating["score"]
             if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-                raise ValueError(f"{where}: ratings[{n}] (id {rating['id']!r}): expected 'score' to be a finite number, "
-                                 f"but got {score!r}.")
+                raise ValueError(
+                    f"{where}: ratings[{n}] (id {rating['id']!r}): expected 'score' to be a finite number, "
+                    f"but got {score!r}."
+                )
         pairs = _records(data, "pairs", where)
         for n, pair in enumerate(pairs):
             _known(pair, "better", ids, f"{where}: pairs[{n}]")
@@ -142,27 +158,42 @@ class HumanJudgments:
         for n, choice in enumerate(choices):
             candidates = choice["candidates"]
             if not isinstance(candidates, list) or len(candidates) < 2:
-                raise ValueError(f"{where}: choices[{n}]: expected 'candidates' to list two or more item ids, "
-                                 f"but got {candidates!r}.")
+                raise ValueError(
+                    f"{where}: choices[{n}]: expected 'candidates' to list two or more item ids, "
+                    f"but got {candidates!r}."
+                )
             unknown = [c for c in candidates if not isinstance(c, str) or c not in ids]
             if unknown:
-                raise ValueError(f"{where}: choices[{n}]: expected 'candidates' to be item ids, but {unknown[0]!r} is none.")
+                raise ValueError(
+                    f"{where}: choices[{n}]: expected 'candidates' to be item ids, but {unknown[0]!r} is none."
+                )
             if choice["best"] not in candidates:
-                raise ValueError(f"{where}: choices[{n}]: expected 'best' to be one of its candidates, "
-                                 f"but got {choice['best']!r}.")
+                raise ValueError(
+                    f"{where}: choices[{n}]: expected 'best' to be one of its candidates, but got {choice['best']!r}."
+                )
         correlation = data.get("correlation", "tau_c")
         if correlation not in CORRELATIONS:
-            raise ValueError(f"{where}: expected 'correlation' to be one of {list(CORRELATIONS)}, but got {correlation!r}.")
+            raise ValueError(
+                f"{where}: expected 'correlation' to be one of {list(CORRELATIONS)}, but got {correlation!r}."
+            )
         criteria = data.get("criteria") or []
         if not isinstance(criteria, list) or not all(isinstance(c, str) for c in criteria):
             raise ValueError(f"{where}: expected 'criteria' to be a list of names, but got {criteria!r}.")
         if not (ratings or pairs or choices):
             raise ValueError(f"{where}: no ratings, pairs or choices: nothing to meta-evaluate.")
-        return cls(name=str(data["name"]), items=items, ratings=ratings, choices=choices, pairs=pairs,
-                   correlation=correlation, criteria=list(criteria), metadata=dict(data.get("metadata") or {}))
+        return cls(
+            name=str(data["name"]),
+            items=items,
+            ratings=ratings,
+            choices=choices,
+            pairs=pairs,
+            correlation=correlation,
+            criteria=list(criteria),
+            metadata=dict(data.get("metadata") or {}),
+        )
 
     @classmethod
-    def load(cls, path: Union[str, os.PathLike]) -> "HumanJudgments":
+    def load(cls, path: str | os.PathLike) -> HumanJudgments:
         """Read a judgments file; relative image paths are taken relative to the file's folder."""
         path = Path(path)
         if not path.is_file():
@@ -179,7 +210,7 @@ class HumanJudgments:
         return hj
 
 
-def _image_field(image: Any) -> Optional[str]:
+def _image_field(image: Any) -> str | None:
     if isinstance(image, (str, os.PathLike)):
         return str(image)
     return None
@@ -198,26 +229,33 @@ def _check_header(data: Mapping[str, Any], where: str) -> None:
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValueError(f"{where}: expected 'version' to be a positive integer, but got {version!r}.")
     if version > SCHEMA_VERSION:
-        raise ValueError(f"{where}: written with schema version {version}, but this mmjudge reads up to "
-                         f"{SCHEMA_VERSION}; upgrade mmjudge.")
+        raise ValueError(
+            f"{where}: written with schema version {version}, but this mmjudge reads up to "
+            f"{SCHEMA_VERSION}; upgrade mmjudge."
+        )
     if not isinstance(data.get("name"), str) or not data["name"]:
-        raise ValueError(f"{where}: expected 'name' (the benchmark's name) to be a non-empty string, "
-                         f"but got {data.get('name')!r}.")
+        raise ValueError(
+            f"{where}: expected 'name' (the benchmark's name) to be a non-empty string, but got {data.get('name')!r}."
+        )
 
 
 def _records(data: Mapping[str, Any], kind: str, where: str) -> list[dict[str, Any]]:
     records = data.get(kind, [] if kind != "items" else None)
     if not isinstance(records, list) or (kind == "items" and not records):
-        raise ValueError(f"{where}: expected {kind!r} to be a {'non-empty ' if kind == 'items' else ''}list, "
-                         f"but got {type(records).__name__ if records is not None else 'nothing'}.")
+        raise ValueError(
+            f"{where}: expected {kind!r} to be a {'non-empty ' if kind == 'items' else ''}list, "
+            f"but got {type(records).__name__ if records is not None else 'nothing'}."
+        )
     out = []
     for n, record in enumerate(records):
         if not isinstance(record, dict):
             raise ValueError(f"{where}: {kind}[{n}]: expected an object, but got {type(record).__name__}.")
         missing = [k for k in REQUIRED[kind] if k not in record]
         if missing:
-            raise ValueError(f"{where}: {kind}[{n}]: missing {', '.join(repr(k) for k in missing)} "
-                             f"(each of {kind} needs {', '.join(REQUIRED[kind])}).")
+            raise ValueError(
+                f"{where}: {kind}[{n}]: missing {', '.join(repr(k) for k in missing)} "
+                f"(each of {kind} needs {', '.join(REQUIRED[kind])})."
+            )
         out.append(dict(record))
     return out
 

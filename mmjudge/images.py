@@ -20,8 +20,9 @@ import math
 import os
 import re
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from PIL import Image, ImageDraw
 
@@ -52,8 +53,13 @@ class ImageReadError(ValueError):
     """The file or bytes are not an image Pillow can decode (corrupt, truncated, another format)."""
 
 
-def load_image(image: ImageInput, where: str = "image", max_pixels: int = DEFAULT_MAX_PIXELS,
-               max_aspect_ratio: Optional[float] = None, mode: Optional[str] = "RGB") -> Image.Image:  # fmt: skip
+def load_image(
+    image: ImageInput,
+    where: str = "image",
+    max_pixels: int = DEFAULT_MAX_PIXELS,
+    max_aspect_ratio: float | None = None,
+    mode: str | None = "RGB",
+) -> Image.Image:
     """Decode ``image`` fully into a PIL image: 8-bit RGB (:func:`to_rgb`) by default, ``mode`` (e.g.
     ``"RGBA"``) when given, as decoded when ``mode`` is None.
 
@@ -86,16 +92,19 @@ def load_image(image: ImageInput, where: str = "image", max_pixels: int = DEFAUL
             raise ImageReadError(f"{where}: cannot read the array as an image ({err}).") from None
     if isinstance(getattr(image, "path", None), (str, os.PathLike)):  # Gradio file payloads (FileData)
         return load_image(image.path, *limits)
-    raise ValueError(f"{where}: expected a PIL image, a path, bytes, an array or a dict, but got {type(image).__name__}.")
+    raise ValueError(
+        f"{where}: expected a PIL image, a path, bytes, an array or a dict, but got {type(image).__name__}."
+    )
 
 
-def load_images(images: Sequence[ImageInput], max_pixels: int = DEFAULT_MAX_PIXELS,
-                max_aspect_ratio: Optional[float] = None) -> list[Image.Image]:  # fmt: skip
+def load_images(
+    images: Sequence[ImageInput], max_pixels: int = DEFAULT_MAX_PIXELS, max_aspect_ratio: float | None = None
+) -> list[Image.Image]:
     """:func:`load_image` for each item, errors naming it as ``images[i]``."""
     return [load_image(image, f"images[{i}]", max_pixels, max_aspect_ratio) for i, image in enumerate(images)]
 
 
-def _open(source, where: str, max_pixels: int, max_aspect_ratio: Optional[float], mode: Optional[str]) -> Image.Image:
+def _open(source, where: str, max_pixels: int, max_aspect_ratio: float | None, mode: str | None) -> Image.Image:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -122,8 +131,9 @@ def _check_size(size: tuple[int, int], where: str, max_pixels: int) -> None:
         )
 
 
-def _checked(img: Image.Image, where: str, max_pixels: int, max_aspect_ratio: Optional[float] = None,
-             mode: Optional[str] = "RGB") -> Image.Image:  # fmt: skip
+def _checked(
+    img: Image.Image, where: str, max_pixels: int, max_aspect_ratio: float | None = None, mode: str | None = "RGB"
+) -> Image.Image:
     _check_size(img.size, where, max_pixels)
     width, height = img.size
     if max_aspect_ratio is not None and max(width, height) > max_aspect_ratio * min(width, height):
@@ -155,7 +165,11 @@ def to_rgb(img: Image.Image) -> Image.Image:
         values = np.asarray(img, dtype=np.float64)
         if img.mode == "F":
             finite = values[np.isfinite(values)]
-            low, high = (0.0, 1.0) if finite.size == 0 or (finite.min() >= 0 and finite.max() <= 1) else (finite.min(), finite.max())
+            low, high = (
+                (0.0, 1.0)
+                if finite.size == 0 or (finite.min() >= 0 and finite.max() <= 1)
+                else (finite.min(), finite.max())
+            )
         elif img.mode == "I" and values.size and values.max() > 65535:
             low, high = values.min(), values.max()
         else:

@@ -1,6 +1,6 @@
 """Checks of the values a metric or scorer reads, each naming the offending value (``predictions[3]``,
 ``references[0][1]``, ``items.jsonl:7: text``) and saying what was expected. A leaf module: the metric
-contract (:mod:`mmjudge.metrics.base`) and the classic scorers (:mod:`mmjudge.baselines`) both use it.
+contract (:mod:`mmjudge.metrics.base`) and the classic scorers (:mod:`mmjudge.metrics.baselines`) both use it.
 
 >>> check_text("A dog.", "predictions[0]")
 'A dog.'
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from numbers import Real
-from typing import Any, Optional, Sequence
+from typing import Any
 
 DEFAULT_MAX_TEXT_CHARS = 20_000
 LONG_TEXT_POLICIES = ("error", "truncate")
@@ -34,7 +35,7 @@ def check_text(value: Any, where: str, noun: str = "text", allow_empty: bool = F
     return value
 
 
-def check_text_length(text: str, where: str, max_chars: Optional[int], policy: str = "error") -> str:
+def check_text_length(text: str, where: str, max_chars: int | None, policy: str = "error") -> str:
     """Refuse (``policy="error"``) or cut with a warning (``"truncate"``) a text longer than ``max_chars``
     characters; ``max_chars=None`` means no limit.
 
@@ -53,7 +54,7 @@ def check_text_length(text: str, where: str, max_chars: Optional[int], policy: s
     return text[:max_chars]
 
 
-def check_long_text_options(max_text_chars: Any, long_texts: str) -> Optional[int]:
+def check_long_text_options(max_text_chars: Any, long_texts: str) -> int | None:
     """The ``max_text_chars`` limit (``None``: no limit) after checking it and the ``long_texts`` policy.
 
     >>> check_long_text_options(500, "truncate"), check_long_text_options(None, "error")
@@ -77,8 +78,9 @@ def check_long_text_options(max_text_chars: Any, long_texts: str) -> Optional[in
     return limit
 
 
-def check_reference_list(group: Any, where: str, owner: Optional[str] = None, noun: str = "text",
-                         allow_empty_text: bool = False) -> list[str]:  # fmt: skip
+def check_reference_list(
+    group: Any, where: str, owner: str | None = None, noun: str = "text", allow_empty_text: bool = False
+) -> list[str]:
     """One item's references as a non-empty list of strings. A lone string is a one-reference list;
     ``None`` or ``[]`` is refused (``owner``, e.g. ``"VELA"``, names who needs them in that message)."""
     if isinstance(group, str):
@@ -86,7 +88,9 @@ def check_reference_list(group: Any, where: str, owner: Optional[str] = None, no
     elif group is None:
         group = []
     elif isinstance(group, bytes) or not isinstance(group, Sequence):
-        raise ValueError(f"{where}: expected a list of reference strings (or one string), but got {type(group).__name__}.")
+        raise ValueError(
+            f"{where}: expected a list of reference strings (or one string), but got {type(group).__name__}."
+        )
     if len(group) == 0:
         if owner:
             raise ValueError(f"{where}: {owner} needs at least one reference caption per prediction.")
@@ -94,10 +98,12 @@ def check_reference_list(group: Any, where: str, owner: Optional[str] = None, no
     return [check_text(r, f"{where}[{j}]", noun, allow_empty_text) for j, r in enumerate(group)]
 
 
-def check_column(values: Any, n: Optional[int], name: str) -> None:
+def check_column(values: Any, n: int | None, name: str) -> None:
     """``values`` is a list (one entry per prediction when ``n`` is given), or ``ValueError``."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or isinstance(values, dict):
-        raise ValueError(f"Expected `{name}` to be a list with one entry per prediction, but got {type(values).__name__}.")
+        raise ValueError(
+            f"Expected `{name}` to be a list with one entry per prediction, but got {type(values).__name__}."
+        )
     if n is not None and len(values) != n:
         raise ValueError(f"Expected `{name}` to have one entry per prediction ({n}), but got {len(values)}.")
 
@@ -111,8 +117,15 @@ def check_texts(texts: Any, name: str = "predictions", noun: str = "text", allow
     return [check_text(t, f"{name}[{i}]", noun, allow_empty_text) for i, t in enumerate(texts)]
 
 
-def check_references(references: Any, n: int, name: str = "references", *, owner: Optional[str] = None,
-                     noun: str = "text", allow_empty_text: bool = False) -> list[list[str]]:  # fmt: skip
+def check_references(
+    references: Any,
+    n: int,
+    name: str = "references",
+    *,
+    owner: str | None = None,
+    noun: str = "text",
+    allow_empty_text: bool = False,
+) -> list[list[str]]:
     """One non-empty list of reference strings per prediction (``n`` of them).
 
     >>> check_references([["a dog", "a puppy"], "a cat"], 2)

@@ -12,7 +12,8 @@ mmjudge.jsonl.JsonLineError: line 1: not UTF-8 (byte 10); save the file as UTF-8
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 
 class JsonLineError(ValueError):

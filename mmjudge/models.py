@@ -23,9 +23,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Union
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ ModelFactory = Callable[[], tuple[Any, Any]]
 ModelSource = Union[str, os.PathLike, ModelFactory]
 
 
-def hub_offline(environ: Optional[Mapping[str, str]] = None) -> bool:
+def hub_offline(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the user switched the Hugging Face Hub off (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` /
     ``HF_DATASETS_OFFLINE`` set to 1, true, yes or on — ``0`` means online, as in huggingface_hub).
     ``environ`` defaults to ``os.environ``.
@@ -52,7 +53,7 @@ def hub_offline(environ: Optional[Mapping[str, str]] = None) -> bool:
     )
 
 
-def resolve_device(device: Optional[str] = None) -> str:
+def resolve_device(device: str | None = None) -> str:
     """``device`` checked against what this machine has; default CUDA when available, else CPU.
 
     Raises:
@@ -66,7 +67,9 @@ def resolve_device(device: Optional[str] = None) -> str:
     try:
         parsed = torch.device(device)
     except RuntimeError:
-        raise ValueError(f"Expected argument `device` to be 'cpu', 'cuda', 'cuda:N' or 'mps', but got {device!r}.") from None
+        raise ValueError(
+            f"Expected argument `device` to be 'cpu', 'cuda', 'cuda:N' or 'mps', but got {device!r}."
+        ) from None
     if parsed.type == "cuda":
         if not torch.cuda.is_available():
             raise ValueError(f"device={device!r} was asked for, but this machine has no CUDA GPU; use device='cpu'.")
@@ -172,7 +175,7 @@ def default_vlm_family() -> str:
     return "qwen2_vl" if importlib.util.find_spec("torchvision") is not None else "llava"
 
 
-def resolve_source(model: ModelSource, family: Optional[str] = None) -> ModelSource:
+def resolve_source(model: ModelSource, family: str | None = None) -> ModelSource:
     """``tiny-random`` → its folder (``family`` picks which tiny model); anything else unchanged.
 
     Raises:
@@ -187,13 +190,15 @@ def resolve_source(model: ModelSource, family: Optional[str] = None) -> ModelSou
     path = Path(text).expanduser()
     looks_local = text.startswith(("/", "./", "../", "~")) or os.sep in text and text.count("/") > 1
     if looks_local and not path.exists():
-        raise FileNotFoundError(f"Model folder {text!r} does not exist (give a Hub id like 'org/name' or an existing folder).")
+        raise FileNotFoundError(
+            f"Model folder {text!r} does not exist (give a Hub id like 'org/name' or an existing folder)."
+        )
     if path.is_dir() and not any(path.glob("*.json")) and not any(path.glob("*.gguf")):
         raise FileNotFoundError(f"Model folder {text!r} holds no model files (expected config.json and weights).")
     return text
 
 
-def identity_of(source: ModelSource, model: Any, dtype: str, revision: Optional[str] = None) -> ModelIdentity:
+def identity_of(source: ModelSource, model: Any, dtype: str, revision: str | None = None) -> ModelIdentity:
     """The :class:`ModelIdentity` of a loaded ``model`` that came from ``source``."""
     if callable(source):
         model_type = getattr(getattr(model, "config", None), "model_type", None)
@@ -215,17 +220,17 @@ def _file_fingerprint(path: Path) -> str:
 
 def load_pretrained(
     model: ModelSource,
-    model_classes: Union[Sequence[Any], Callable[[Any], Sequence[Any]]],
-    processor_loader: Optional[Callable[[str, dict], Any]] = None,
-    device: Optional[str] = None,
+    model_classes: Sequence[Any] | Callable[[Any], Sequence[Any]],
+    processor_loader: Callable[[str, dict], Any] | None = None,
+    device: str | None = None,
     dtype: Any = None,
     gpu_dtype: str = "bfloat16",
-    revision: Optional[str] = None,
+    revision: str | None = None,
     device_map: Any = None,
     trust_remote_code: bool = False,
-    gguf_file: Optional[str] = None,
-    model_kwargs: Optional[dict] = None,
-    family: Optional[str] = None,
+    gguf_file: str | None = None,
+    model_kwargs: dict | None = None,
+    family: str | None = None,
 ) -> LoadedModel:
     """Load ``model`` with the first of ``model_classes`` (``AutoModel…`` classes) that accepts it.
 
@@ -289,7 +294,9 @@ def load_pretrained(
         except ImportError as err:
             raise missing_dependency(err, f"The model {str(source)!r}") from None
     else:
-        raise ValueError(f"Cannot load {model!r} as a {' or '.join(c.__name__ for c in model_classes)}: " + "; ".join(errors))
+        raise ValueError(
+            f"Cannot load {model!r} as a {' or '.join(c.__name__ for c in model_classes)}: " + "; ".join(errors)
+        )
     if "device_map" not in kwargs:
         built.to(resolved_device)
     built.eval()
@@ -300,11 +307,16 @@ def load_pretrained(
 
 
 # Import names whose pip package has another name.
-_PIP_NAMES = {"cv2": "opencv-python", "PIL": "pillow", "sklearn": "scikit-learn", "google": "protobuf",
-              "flash_attn": "flash-attn"}  # fmt: skip
+_PIP_NAMES = {
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+    "sklearn": "scikit-learn",
+    "google": "protobuf",
+    "flash_attn": "flash-attn",
+}
 
 
-def missing_package(err: ImportError) -> Optional[str]:
+def missing_package(err: ImportError) -> str | None:
     """The pip package an ``ImportError`` asks for: a missing module's name, or the package that a
     library's own message names (``pip install X``, ``requires the X library``); ``None`` if it names none.
 
@@ -336,7 +348,9 @@ def missing_dependency(err: ImportError, what: str) -> Exception:
     package = missing_package(err)
     if package is None:
         return MissingDependencyError(f"{what} needs a package this install lacks: {' '.join(str(err).split())}")
-    return MissingDependencyError(f"{what} needs the optional package {package!r}, which is not installed: pip install {package}")
+    return MissingDependencyError(
+        f"{what} needs the optional package {package!r}, which is not installed: pip install {package}"
+    )
 
 
 def _load_error(source: str, err: OSError) -> Exception:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def keywords(func: Any) -> tuple[list[str], bool]:
@@ -23,7 +24,7 @@ def keywords(func: Any) -> tuple[list[str], bool]:
     return names, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
-def accepted_keywords(func: Any) -> Optional[list[str]]:
+def accepted_keywords(func: Any) -> list[str] | None:
     """The keyword names ``func`` accepts, or ``None`` when it takes ``**kwargs`` (anything goes)."""
     names, takes_rest = keywords(func)
     return None if takes_rest else names

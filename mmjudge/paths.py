@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Union
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -31,7 +30,7 @@ def cache_dir() -> Path:
     return default_cache_path().parent
 
 
-def check_cache_path(path: Union[str, os.PathLike]) -> Path:
+def check_cache_path(path: str | os.PathLike) -> Path:
     """``path`` as a usable cache file, checked before any model is loaded.
 
     Raises:
@@ -46,7 +45,9 @@ def check_cache_path(path: Union[str, os.PathLike]) -> Path:
     path = Path(path).expanduser()
     fix = "(or pass cache=False / --no-cache)"
     if path.is_dir():
-        raise ValueError(f"cache: {str(path)!r} is a folder; give a file path such as {str(path / 'judge_cache.sqlite')!r} {fix}.")
+        raise ValueError(
+            f"cache: {str(path)!r} is a folder; give a file path such as {str(path / 'judge_cache.sqlite')!r} {fix}."
+        )
     if path.is_file():
         with open(path, "rb") as f:
             head = f.read(16)

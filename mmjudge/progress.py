@@ -16,17 +16,20 @@ True
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 _TRUE = ("1", "true", "yes", "on")
 
 
 def bars_disabled() -> bool:
     """Whether the environment asks for no progress bars."""
-    return any(os.environ.get(var, "").strip().lower() in _TRUE for var in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"))
+    return any(
+        os.environ.get(var, "").strip().lower() in _TRUE for var in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS")
+    )
 
 
-def progress_bar(iterable: Optional[Iterable] = None, *, disable: bool = False, **kwargs: Any):
+def progress_bar(iterable: Iterable | None = None, *, disable: bool = False, **kwargs: Any):
     """``tqdm.auto.tqdm(iterable, **kwargs)``, disabled when ``disable`` or :func:`bars_disabled`."""
     from tqdm.auto import tqdm
 

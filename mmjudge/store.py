@@ -1,7 +1,7 @@
 """One persistent store and one way to use it: an SQLite key → JSON table (:class:`ResultStore`), and
 :func:`cached_map`, which answers a list of keyed work items from a lookup and computes each missing one
 once, saving answers as they arrive. The judge cache (:mod:`mmjudge.judges.cached`) and the CLIP
-embedding cache (:mod:`mmjudge.clip`) are both this, with their own keys.
+embedding cache (:mod:`mmjudge.encoders.clip`) are both this, with their own keys.
 
 Several processes may share one file (WAL journal, busy timeout); only answers actually computed are
 stored, so an interrupted run resumes where it stopped.
@@ -28,7 +28,8 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from mmjudge.paths import check_cache_path
 
@@ -41,7 +42,7 @@ Save = Callable[[list], None]
 class ResultStore:
     """Key → JSON value in one SQLite file, safe to share between processes and threads."""
 
-    def __init__(self, path: Union[str, os.PathLike]):
+    def __init__(self, path: str | os.PathLike):
         self.path = check_cache_path(path)
         self._lock = threading.Lock()
         try:
@@ -49,8 +50,10 @@ class ResultStore:
             self._conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
             self._conn.execute("SELECT 1").fetchone()
         except (OSError, sqlite3.Error) as err:
-            raise ValueError(f"cache: cannot open {str(self.path)!r} as an SQLite file ({err}); give another path "
-                             "(or pass cache=False / --no-cache).") from None
+            raise ValueError(
+                f"cache: cannot open {str(self.path)!r} as an SQLite file ({err}); give another path "
+                "(or pass cache=False / --no-cache)."
+            ) from None
         # Switching to WAL needs a moment of exclusive access and SQLite does not wait for it (no busy
         # handler there): two processes opening a new file together can see "database is locked".
         for attempt in range(100):
@@ -64,8 +67,10 @@ class ResultStore:
                 break
             except sqlite3.DatabaseError as err:
                 if "locked" not in str(err) or attempt == 99:
-                    raise ValueError(f"cache: cannot use {str(self.path)!r} ({err}); give another path "
-                                     "(or pass cache=False / --no-cache).") from None
+                    raise ValueError(
+                        f"cache: cannot use {str(self.path)!r} ({err}); give another path "
+                        "(or pass cache=False / --no-cache)."
+                    ) from None
                 time.sleep(0.05)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
@@ -96,8 +101,12 @@ class ResultStore:
         self._conn.close()
 
 
-def cached_map(keys: Sequence[str], compute: Callable[[list[int], Callable[[Sequence[int], list], None]], list],
-               lookup: Lookup, save: Optional[Save] = None) -> tuple[list, int]:  # fmt: skip
+def cached_map(
+    keys: Sequence[str],
+    compute: Callable[[list[int], Callable[[Sequence[int], list], None]], list],
+    lookup: Lookup,
+    save: Save | None = None,
+) -> tuple[list, int]:
     """Values for ``keys`` and how many were found by ``lookup``.
 
     ``lookup(unique keys)`` returns the known values (a dict); every other key is computed once:
@@ -121,4 +130,4 @@ def cached_map(keys: Sequence[str], compute: Callable[[list[int], Callable[[Sequ
 
     computed = compute(todo, keep)
     by_key = {keys[i]: value for i, value in zip(todo, computed)}
-    return [by_key[k] if k in by_key else value for k, value in zip(keys, out)], hits
+    return [by_key.get(k, value) for k, value in zip(keys, out)], hits

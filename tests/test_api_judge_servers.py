@@ -20,7 +20,7 @@ from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.openai import DOWN_AFTER, APIError, OpenAIJudge
 
 sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
-from toy_api_servers import IDS, VOCAB, ToyServer, close_all, expected_raw  # noqa: E402
+from toy_api_servers import IDS, VOCAB, ToyServer, close_all, expected_raw
 
 pytestmark = pytest.mark.filterwarnings("ignore:HarmonicEval. the judge put under")
 
@@ -171,18 +171,26 @@ def test_signatures_say_exact_or_lower_bound(toy):
     from mmjudge import HarmonicEval
 
     kwargs = dict(criteria=["fluency"], image_criteria=[], cache=False)
-    out = HarmonicEval(model="openai:toy-judge", base_url=toy("vllm").url, **kwargs).compute(predictions=["A dog."], progress=False)
+    out = HarmonicEval(model="openai:toy-judge", base_url=toy("vllm").url, **kwargs).compute(
+        predictions=["A dog."], progress=False
+    )
     assert "prefill=continue" in out["signature"] and "mass=exact" in out["signature"]
     assert "top_logprobs" not in out["signature"] and "decoding=forced-prefix-1pass" in out["signature"]
-    out = HarmonicEval(model="openai:toy-judge", base_url=toy("sglang").url, **kwargs).compute(predictions=["A dog."], progress=False)
+    out = HarmonicEval(model="openai:toy-judge", base_url=toy("sglang").url, **kwargs).compute(
+        predictions=["A dog."], progress=False
+    )
     assert "mass=top-k-lower-bound" in out["signature"] and "top_logprobs=20" in out["signature"]
 
 
 # ------------------------------------------------------------------------------ failures are data
 def test_one_request_in_ten_fails_those_items_are_errors_and_a_rerun_fills_them(toy, tmp_path):
     failing = {"on": True}
-    server = toy("vllm", fail=lambda body: (500, {"error": {"message": "CUDA error"}})
-                 if failing["on"] and _caption(body) % 10 == 3 else None)  # fmt: skip
+    server = toy(
+        "vllm",
+        fail=lambda body: (
+            (500, {"error": {"message": "CUDA error"}}) if failing["on"] and _caption(body) % 10 == 3 else None
+        ),
+    )
     judge = CachedJudge(_judge(server.url, max_retries=2, max_concurrency=4), tmp_path / "c.sqlite")
     requests = _requests(30)
     first = judge.rate(requests, progress=False)
@@ -202,9 +210,18 @@ def test_one_request_in_ten_fails_those_items_are_errors_and_a_rerun_fills_them(
 def test_a_metric_run_goes_on_past_failed_ratings(toy):
     from mmjudge import HarmonicEval
 
-    server = toy("vllm", fail=lambda body: (503, {"error": {"message": "overloaded"}}) if "A cat." in json.dumps(body) else None)
-    he = HarmonicEval(model="openai:toy-judge", base_url=server.url, criteria=["fluency"], image_criteria=[], cache=False,
-                      max_retries=0, min_mass=0)  # fmt: skip  (the toy's made-up answers carry little mass)
+    server = toy(
+        "vllm", fail=lambda body: (503, {"error": {"message": "overloaded"}}) if "A cat." in json.dumps(body) else None
+    )
+    he = HarmonicEval(
+        model="openai:toy-judge",
+        base_url=server.url,
+        criteria=["fluency"],
+        image_criteria=[],
+        cache=False,
+        max_retries=0,
+        min_mass=0,
+    )  # (the toy's made-up answers carry little mass)
     with pytest.warns(UserWarning, match="1 of 2 items got no rating: fluency 1 \\(error\\)"):
         out = he.compute(predictions=["A dog.", "A cat."], progress=False)
     assert any("A cat." in json.dumps(body) for body, _ in server.answers) is False  # it did fail
@@ -215,8 +232,18 @@ def test_a_metric_run_goes_on_past_failed_ratings(toy):
 
 
 def test_timeouts_and_malformed_answers_become_errors_of_their_items(toy):
-    garbled = {"choices": [{"index": 0, "message": {"content": "4"}, "logprobs": {"content": [{"token": "4", "logprob": "high",
-               "top_logprobs": [{"token": "4", "logprob": "high"}]}]}}], "usage": {}}  # fmt: skip
+    garbled = {
+        "choices": [
+            {
+                "index": 0,
+                "message": {"content": "4"},
+                "logprobs": {
+                    "content": [{"token": "4", "logprob": "high", "top_logprobs": [{"token": "4", "logprob": "high"}]}]
+                },
+            }
+        ],
+        "usage": {},
+    }
     server = toy("vllm", fail=lambda body: {1: "malformed", 2: ("slow", 1.0), 3: (200, garbled)}.get(_caption(body)))
     judge = _judge(server.url, max_retries=1, timeout=0.3)
     results = judge.rate(_requests(5), progress=False)

@@ -5,8 +5,15 @@ import math
 import numpy as np
 import pytest
 
-from mmjudge.baselines import check_pairs, compute_bleu, compute_cider_d, compute_rouge_l, lcs_length, ptb_tokenize
-from mmjudge.metrics.baselines import Baselines
+from mmjudge.metrics.baselines import (
+    Baselines,
+    check_pairs,
+    compute_bleu,
+    compute_cider_d,
+    compute_rouge_l,
+    lcs_length,
+    ptb_tokenize,
+)
 
 
 # ------------------------------------------------------------------------------------- tokenisation
@@ -134,7 +141,9 @@ def test_bad_input_raises_clear_errors(cands, refs, message):
 
 @pytest.mark.parametrize("config", ["bleu", "rouge_l", "cider", "meteor", "bertscore", "bartscore"])
 def test_metric_checks_input_before_any_work(config):
-    metric = Baselines(config) if config not in ("bertscore",) else Baselines(config, model="never-loaded", num_layers=1)
+    metric = (
+        Baselines(config) if config not in ("bertscore",) else Baselines(config, model="never-loaded", num_layers=1)
+    )
     with pytest.raises(ValueError, match=r"predictions\[0\]: the candidate is empty"):
         metric.compute(predictions=[""], references=[["a dog"]])
     with pytest.raises(ValueError, match=r"references\[0\]: the reference list is empty"):
@@ -146,7 +155,11 @@ def test_metric_checks_input_before_any_work(config):
 
 @pytest.mark.parametrize("bad", [5, float("nan"), None])
 def test_non_list_references_name_the_item(bad):
-    message = r"^references\[0\]: expected a list of reference strings" if bad is not None else r"^references\[0\]: the reference list is empty"
+    message = (
+        r"^references\[0\]: expected a list of reference strings"
+        if bad is not None
+        else r"^references\[0\]: the reference list is empty"
+    )
     with pytest.raises(ValueError, match=message):
         Baselines("bleu").compute(predictions=["a dog"], references=[bad])
     with pytest.raises(ValueError, match=r"^Expected `references` to have one entry per prediction \(2\), but got 1"):
@@ -193,12 +206,16 @@ def test_load_by_name_and_evaluate_shell():
 
 def test_coco_config_equals_the_single_configs_exactly():
     """The one-call COCO suite shares tokenisation and n-gram counts; its numbers must not change."""
-    from mmjudge.baselines.synthetic import synthetic_captions
     from mmjudge.metrics.baselines import Baselines
+    from mmjudge.metrics.baselines.synthetic import synthetic_captions
 
     texts, references = synthetic_captions(300, seed=3)
     coco = Baselines("coco").compute(predictions=texts, references=references, progress=False)
-    for config, keys in (("bleu", ["bleu_1", "bleu_2", "bleu_3", "bleu_4"]), ("rouge_l", ["rouge_l"]), ("cider", ["cider"])):
+    for config, keys in (
+        ("bleu", ["bleu_1", "bleu_2", "bleu_3", "bleu_4"]),
+        ("rouge_l", ["rouge_l"]),
+        ("cider", ["cider"]),
+    ):
         single = Baselines(config).compute(predictions=texts, references=references, progress=False)
         for key in keys:
             assert coco[key] == single[key] and coco[f"corpus_{key}"] == single[f"corpus_{key}"]

@@ -12,8 +12,7 @@ import os
 import numpy as np
 import pytest
 
-from mmjudge.baselines import BARTScorer, BERTScorer
-from mmjudge.metrics.baselines import Baselines
+from mmjudge.metrics.baselines import BARTScorer, Baselines, BERTScorer
 
 TEXTS = ["A dog runs on the beach.", "Two cats sleep on a red sofa.", "A man rides a bike down the street."]
 REFS = [
@@ -87,10 +86,20 @@ def test_bertscore_matches_direct_computation(minilm, idf):
 def test_bertscore_matches_bert_score_package(minilm, idf, tmp_path):
     bert_score = pytest.importorskip("bert_score", reason="the bert-score package is not installed")
     baseline = tmp_path / "baseline.tsv"
-    rows = ["LAYER,P,R,F"] + [f"{layer},{0.5 + layer / 100},{0.4 + layer / 100},{0.45 + layer / 100}" for layer in range(7)]
+    rows = ["LAYER,P,R,F"] + [
+        f"{layer},{0.5 + layer / 100},{0.4 + layer / 100},{0.45 + layer / 100}" for layer in range(7)
+    ]
     baseline.write_text("\n".join(rows) + "\n")
-    P, R, F = bert_score.score(TEXTS, REFS, model_type=minilm, num_layers=LAYER, idf=idf, lang="en",
-                               rescale_with_baseline=True, baseline_path=str(baseline))  # fmt: skip
+    P, R, F = bert_score.score(
+        TEXTS,
+        REFS,
+        model_type=minilm,
+        num_layers=LAYER,
+        idf=idf,
+        lang="en",
+        rescale_with_baseline=True,
+        baseline_path=str(baseline),
+    )
     ours = Baselines("bertscore", model=minilm, num_layers=LAYER, idf=idf, baseline_path=str(baseline))
     out = ours.compute(predictions=TEXTS, references=REFS, progress=False)
     np.testing.assert_allclose(out["bertscore_precision"], P.numpy(), atol=2e-6)
@@ -123,17 +132,34 @@ def tiny_bart(tmp_path_factory):
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)  # fmt: skip
-    bpe.train_from_iterator([t for t in TEXTS] + [r for g in REFS for r in g], trainer=trainer)
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(list(TEXTS) + [r for g in REFS for r in g], trainer=trainer)
     bpe.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                        unk_token="<unk>")  # fmt: skip
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>"
+    )
     torch.manual_seed(0)
-    config = BartConfig(vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1,
-                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
-                        max_position_embeddings=64, pad_token_id=1, bos_token_id=0, eos_token_id=2,
-                        decoder_start_token_id=2, forced_eos_token_id=2)  # fmt: skip
+    config = BartConfig(
+        vocab_size=len(tokenizer),
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=64,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=2,
+    )
     BartForConditionalGeneration(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)

@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from mmjudge.baselines import compute_bleu, compute_cider_d, compute_meteor, compute_rouge_l, ptb_tokenize
-from mmjudge.baselines.synthetic import synthetic_captions
+from mmjudge.metrics.baselines import compute_bleu, compute_cider_d, compute_meteor, compute_rouge_l, ptb_tokenize
+from mmjudge.metrics.baselines.synthetic import synthetic_captions
 
 pytest.importorskip("pycocoevalcap", reason="pycocoevalcap (the reference implementation) is not installed")
 needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="pycocoevalcap's tokenizer and METEOR need Java")
@@ -38,7 +38,21 @@ def test_tokenisation_identical_to_stanford_ptb(corpus):
     assert corpus["refs"] == [corpus["gts"][i] for i in range(N_ITEMS)]
     # the corpus does exercise the hard cases
     joined = " ".join(corpus["cands"])
-    for token in ("n't", "'s", "-lrb-", "mr.", "u.s.", "p.m.", "gon", "1,000", "3.5", "%", "$", "?!", "black-and-white"):
+    for token in (
+        "n't",
+        "'s",
+        "-lrb-",
+        "mr.",
+        "u.s.",
+        "p.m.",
+        "gon",
+        "1,000",
+        "3.5",
+        "%",
+        "$",
+        "?!",
+        "black-and-white",
+    ):
         assert f" {token} " in f" {joined} ", token
 
 
@@ -89,7 +103,7 @@ def test_meteor_identical_to_pycocoevalcap(corpus):
 
 
 def test_meteor_without_java_names_the_fix(monkeypatch):
-    import mmjudge.baselines.meteor as meteor
+    import mmjudge.metrics.baselines.meteor as meteor
 
     monkeypatch.setattr(meteor.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="install a Java runtime"):

@@ -21,12 +21,18 @@ def test_every_command_and_option_is_documented():
     assert {"score", "metaeval", "dataset", "register"} <= set(commands)
     for name, sub in commands.items():
         assert sub.description, f"`mmjudge {name}` has no description"
-        assert sub.epilog and "examples:" in sub.epilog and f"mmjudge {name}" in sub.epilog, f"`mmjudge {name}` has no examples"
-        assert isinstance(sub.formatter_class, type) and issubclass(sub.formatter_class, argparse.RawDescriptionHelpFormatter)
+        assert sub.epilog and "examples:" in sub.epilog and f"mmjudge {name}" in sub.epilog, (
+            f"`mmjudge {name}` has no examples"
+        )
+        assert isinstance(sub.formatter_class, type) and issubclass(
+            sub.formatter_class, argparse.RawDescriptionHelpFormatter
+        )
         for action in sub._actions:
             if isinstance(action, argparse._HelpAction):
                 continue
-            assert action.help and action.help != argparse.SUPPRESS, f"mmjudge {name} {action.option_strings or action.dest}: no help"
+            assert action.help and action.help != argparse.SUPPRESS, (
+                f"mmjudge {name} {action.option_strings or action.dest}: no help"
+            )
     for action in parser._actions:
         if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
             assert action.help, f"mmjudge {action.option_strings}: no help"
@@ -50,7 +56,9 @@ def test_score_formats_and_quiet(tmp_path, capsys, offline):
     base = ["score", "--judge", "dummy", "--no-cache", "--text", "A dog runs.", "--criteria", "fluency,clarity"]
     assert main(base + ["--format", "jsonl"]) == 0
     row = json.loads(capsys.readouterr().out.strip())
-    assert row["primary"] == "overall" and row["signature"].startswith("mmjudge=") and set(row) >= {"fluency", "clarity"}
+    assert (
+        row["primary"] == "overall" and row["signature"].startswith("mmjudge=") and set(row) >= {"fluency", "clarity"}
+    )
     assert main(base + ["--format", "csv"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and "signature" in lines[0].split(",")
@@ -67,10 +75,45 @@ def test_score_jsonl_writes_nan_as_null(tmp_path, capsys, offline):
     from PIL import Image
 
     Image.new("RGB", (32, 32)).save(image)
-    assert main(["score", "--metric", "fleur", "--judge", "dummy", "--no-cache", "--text", "a dog", "--image", str(image),
-                 "--format", "jsonl", "--quiet"]) == 0
-    assert main(["score", "--metric", "fleur", "--judge", "dummy", "--no-cache", "--text", "a dog", "--image", str(image),
-                 "--format", "jsonl"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--metric",
+                "fleur",
+                "--judge",
+                "dummy",
+                "--no-cache",
+                "--text",
+                "a dog",
+                "--image",
+                str(image),
+                "--format",
+                "jsonl",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "score",
+                "--metric",
+                "fleur",
+                "--judge",
+                "dummy",
+                "--no-cache",
+                "--text",
+                "a dog",
+                "--image",
+                str(image),
+                "--format",
+                "jsonl",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "NaN" not in text
     row = json.loads(text.strip().splitlines()[-1])
@@ -98,7 +141,22 @@ def test_metaeval_prints_tables_without_out_and_skips_the_heatmap_without_matplo
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     monkeypatch.setitem(sys.modules, "matplotlib.backends.backend_agg", None)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
-    assert main(["metaeval", "--judgments", str(judgments), "--scores", scores, "--bootstrap", "0", "--out", str(tmp_path / "o")]) == 0
+    assert (
+        main(
+            [
+                "metaeval",
+                "--judgments",
+                str(judgments),
+                "--scores",
+                scores,
+                "--bootstrap",
+                "0",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "matplotlib is not installed, so heatmap.png was skipped" in err
     assert not (tmp_path / "o" / "heatmap.png").exists() and (tmp_path / "o" / "results.json").is_file()

@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 
 import mmjudge
-from mmjudge.clip import ClipEncoder, preprocess_images
+from mmjudge.encoders.clip import ClipEncoder, preprocess_images
 from mmjudge.metrics.clip_score import CLIPScore, clip_s, ref_clip_s
 from mmjudge.testing import tiny_clip
 
@@ -39,9 +39,11 @@ def independent_scores(path, texts, images, refs):
     pixels = preprocess_images(images, 32, (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))
     with torch.no_grad():
         img = model.get_image_features(pixel_values=pixels).pooler_output
+
         def text(t):
             ids = tok(["A photo depicts " + x for x in t], padding=True, return_tensors="pt")
             return torch.nn.functional.normalize(model.get_text_features(**ids).pooler_output, dim=-1)
+
         img = torch.nn.functional.normalize(img, dim=-1)
         cand = text(texts)
         cos = (cand * img).sum(-1)
@@ -59,7 +61,12 @@ def test_matches_independent_recomputation(clip_dir):
     assert out["mean_clip_score"] == pytest.approx(np.mean(expected_s))
     assert "metric=clip_score|config=ref_clip_score" in out["signature"] and "w=2.5" in out["signature"]
     assert set(CLIPScore(model=clip_dir).compute(predictions=TEXTS, images=IMAGES, progress=False)) == {
-        "clip_score", "mean_clip_score", "signature", "scored", "failures"}
+        "clip_score",
+        "mean_clip_score",
+        "signature",
+        "scored",
+        "failures",
+    }
 
 
 def test_preprocessing_bicubic_resize_and_centre_crop():
@@ -81,7 +88,9 @@ def test_caches_batch_invariance_and_persistence(clip_dir, tmp_path):
     again = small.compute(predictions=TEXTS, images=IMAGES, references=REFS, progress=False)
     assert again["ref_clip_score"] == a["ref_clip_score"] and small.encoder.computed == 12  # memory cache
     fresh = CLIPScore(model=clip_dir, config_name="ref_clip_score", cache=tmp_path / "e.sqlite")
-    assert fresh.compute(predictions=TEXTS, images=IMAGES, references=REFS, progress=False)["clip_score"] == pytest.approx(a["clip_score"])
+    assert fresh.compute(predictions=TEXTS, images=IMAGES, references=REFS, progress=False)[
+        "clip_score"
+    ] == pytest.approx(a["clip_score"])
     assert fresh.encoder.computed == 0  # everything came from the SQLite file
 
 
@@ -93,6 +102,7 @@ def test_truncation_warning_and_long_clip(clip_dir, tmp_path):
     long_clip = ClipEncoder(tiny_clip(tmp_path / "long", max_position_embeddings=248))
     assert long_clip.max_text_positions == 248
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         long_clip.encode_texts([long_caption])
@@ -137,20 +147,44 @@ def test_registry_evaluate_and_cli(clip_dir, tmp_path, offline_env):
         "    out = m.compute(predictions=['a dog'], images=[Image.new('RGB', (40, 30), 'red')], references=[['a puppy']])\n"
         "    print(name, round(out['ref_clip_score'][0], 6))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code, clip_dir], env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", code, clip_dir], env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     lines = result.stdout.split("\n")
     direct = CLIPScore(model=clip_dir, config_name="ref_clip_score").compute(
-        predictions=["a dog"], images=[Image.new("RGB", (40, 30), "red")], references=[["a puppy"]], progress=False)
+        predictions=["a dog"], images=[Image.new("RGB", (40, 30), "red")], references=[["a puppy"]], progress=False
+    )
     assert f"clip_score {round(direct['ref_clip_score'][0], 6)}" in lines
     assert f"metrics/clip_score {round(direct['ref_clip_score'][0], 6)}" in lines
     image = tmp_path / "x.png"
     Image.new("RGB", (40, 30), "red").save(image)
     output = tmp_path / "out.jsonl"
     result = subprocess.run(
-        [sys.executable, "-m", "mmjudge.cli", "score", "--metric", "clip_score", "--config", "ref_clip_score",
-         "--model", clip_dir, "--text", "a dog", "--image", str(image), "--references", "a puppy", "--output", str(output)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mmjudge.cli",
+            "score",
+            "--metric",
+            "clip_score",
+            "--config",
+            "ref_clip_score",
+            "--model",
+            clip_dir,
+            "--text",
+            "a dog",
+            "--image",
+            str(image),
+            "--references",
+            "a puppy",
+            "--output",
+            str(output),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(output.read_text())["ref_clip_score"] == pytest.approx(direct["ref_clip_score"][0], abs=1e-6)

@@ -28,9 +28,21 @@ CONFIGS = {
     "baselines": ["bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco"],
     "vela": ["vela"],
 }
-PRIMARY = {"harmonic_eval": "overall", "fleur": "score", "reffleur": "score", "clip_score": "clip_score",
-           "ref_clip_score": "ref_clip_score", "bleu": "bleu_4", "rouge_l": "rouge_l", "meteor": "meteor",
-           "cider": "cider", "bertscore": "bertscore_f1", "bartscore": "bartscore", "coco": "cider", "vela": "vela"}  # fmt: skip
+PRIMARY = {
+    "harmonic_eval": "overall",
+    "fleur": "score",
+    "reffleur": "score",
+    "clip_score": "clip_score",
+    "ref_clip_score": "ref_clip_score",
+    "bleu": "bleu_4",
+    "rouge_l": "rouge_l",
+    "meteor": "meteor",
+    "cider": "cider",
+    "bertscore": "bertscore_f1",
+    "bartscore": "bartscore",
+    "coco": "cider",
+    "vela": "vela",
+}
 
 
 # ------------------------------------------------------------------------------------ declarations
@@ -52,10 +64,16 @@ def test_metric_outputs_match_their_declaration(tmp_path):
     """Every key a metric returns is declared, and every declared output is there (contract test)."""
     runs = [
         (HarmonicEval(judge="dummy", cache=False), dict(predictions=["a", "b"], images=[IMG, IMG])),
-        (mmjudge.load("fleur", "reffleur", judge="dummy", cache=False), dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]])),
-        (mmjudge.load("clip_score", "ref_clip_score", model=tiny_clip(tmp_path / "c")), dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]])),
+        (
+            mmjudge.load("fleur", "reffleur", judge="dummy", cache=False),
+            dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]]),
+        ),
+        (
+            mmjudge.load("clip_score", "ref_clip_score", model=tiny_clip(tmp_path / "c")),
+            dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]]),
+        ),
         (mmjudge.load("baselines", "coco"), dict(predictions=["a dog", "a cat"], references=[["a dog"], ["a cat"]])),
-    ]  # fmt: skip
+    ]
     for metric, kwargs in runs:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -89,8 +107,13 @@ def expected_overall(dists, gamma=0.75):
 def test_scripted_judge_through_evaluate_gives_the_hand_computed_numbers():
     import evaluate
 
-    dists = {"correctness": [0, 0.1, 0.2, 0.3, 0.4], "completeness": [0.5, 0.5, 0, 0, 0], "clarity": [0, 0, 1, 0, 0],
-             "fluency": [0.2, 0.2, 0.2, 0.2, 0.2], "conciseness": [0, 0, 0.3, 0.3, 0.3]}  # fmt: skip
+    dists = {
+        "correctness": [0, 0.1, 0.2, 0.3, 0.4],
+        "completeness": [0.5, 0.5, 0, 0, 0],
+        "clarity": [0, 0, 1, 0, 0],
+        "fluency": [0.2, 0.2, 0.2, 0.2, 0.2],
+        "conciseness": [0, 0, 0.3, 0.3, 0.3],
+    }
     judge = ScriptedJudge(dists)
     he = evaluate.load("metrics/harmonic_eval", judge=judge, cache=False)
     out = he.compute(predictions=["A dog runs."], images=[IMG])
@@ -103,7 +126,9 @@ def test_scripted_judge_through_evaluate_gives_the_hand_computed_numbers():
     # conciseness puts 0.9 on the scale: mass reported raw, scores from the renormalised distribution
     assert out["conciseness_mass"][0] == pytest.approx(0.9)
     # γ = 1 is the plain mean
-    plain = HarmonicEval(judge=judge, cache=False, gamma=1.0).compute(predictions=["A dog runs."], images=[IMG], progress=False)
+    plain = HarmonicEval(judge=judge, cache=False, gamma=1.0).compute(
+        predictions=["A dog runs."], images=[IMG], progress=False
+    )
     assert plain["overall"][0] == pytest.approx(np.mean(scores), abs=1e-12)
     # the image reaches exactly the criteria that look at it, with its digest computed once
     seen = {r.group: r for r in judge.requests}
@@ -149,12 +174,16 @@ def test_metrics_check_judge_capabilities_before_building_requests():
 def test_low_mass_is_no_score_only_for_exact_masses():
     low = {"fluency": [0.01, 0.01, 0.01, 0.01, 0.01]}
     with pytest.warns(UserWarning, match="1 of 1 items got no rating: fluency 1 \\(low_mass\\)"):
-        out = HarmonicEval(judge=ScriptedJudge(low), cache=False, criteria=["fluency"]).compute(predictions=["a"], progress=False)
+        out = HarmonicEval(judge=ScriptedJudge(low), cache=False, criteria=["fluency"]).compute(
+            predictions=["a"], progress=False
+        )
     assert math.isnan(out["fluency"][0]) and math.isnan(out["overall"][0]) and out["fluency_status"] == ["low_mass"]
     top_k = HarmonicEval(judge=ScriptedJudge(low, full_distribution=False), cache=False, criteria=["fluency"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        kept = top_k.compute(predictions=["a"], progress=False)  # a top-k mass is a lower bound: it says nothing certain
+        kept = top_k.compute(
+            predictions=["a"], progress=False
+        )  # a top-k mass is a lower bound: it says nothing certain
     assert kept["fluency"] == [3.0] and kept["fluency_status"] == ["ok"]
     assert parse(top_k.signature)["mass"] == "top-k-lower-bound"
 
@@ -176,7 +205,9 @@ def test_injected_model_gives_the_same_scores_as_its_folder(tmp_path):
 
     folder = tiny_text_lm(tmp_path / "lm")
     factory = lambda: (AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder))  # noqa: E731
-    by_folder = HarmonicEval(model=folder, cache=False, criteria=["fluency"], min_mass=0)  # random weights: keep the rating
+    by_folder = HarmonicEval(
+        model=folder, cache=False, criteria=["fluency"], min_mass=0
+    )  # random weights: keep the rating
     injected = HarmonicEval(model=factory, cache=False, criteria=["fluency"], min_mass=0)
     a = by_folder.compute(predictions=["A dog runs on the beach."], progress=False)
     b = injected.compute(predictions=["A dog runs on the beach."], progress=False)
@@ -195,10 +226,13 @@ def test_one_loader_for_clip_too(tmp_path):
     assert a["clip_score"] == pytest.approx(b["clip_score"], abs=1e-5)  # same default preprocessing stats
 
 
-@pytest.mark.parametrize("kwargs,error,message", [
-    (dict(dtype="float17"), ValueError, "Expected argument `dtype`"),
-    (dict(model="/no/such/folder"), FileNotFoundError, "does not exist"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "kwargs,error,message",
+    [
+        (dict(dtype="float17"), ValueError, "Expected argument `dtype`"),
+        (dict(model="/no/such/folder"), FileNotFoundError, "does not exist"),
+    ],
+)
 def test_loader_mistakes_are_one_clear_sentence(kwargs, error, message, tmp_path):
     kwargs.setdefault("model", tiny_text_lm(tmp_path / "lm"))
     with pytest.raises(error, match=message):
@@ -214,7 +248,11 @@ def test_empty_model_folder_is_named(tmp_path):
 # ----------------------------------------------------------------------------- results layer
 def test_report_rows_formats_and_nan():
     spec = HarmonicEval.spec_for()
-    result = {"overall": [4.0, math.nan], "fluency": [4.0, 2.0], "signature": Signature.make("harmonic_eval", gamma=0.75)}
+    result = {
+        "overall": [4.0, math.nan],
+        "fluency": [4.0, 2.0],
+        "signature": Signature.make("harmonic_eval", gamma=0.75),
+    }
     report = Report.from_result(spec, result, ids=["a", "b"], task="ic")
     assert [r["id"] for r in report.rows] == ["a", "b"]
     assert list(report.rows[0]) == ["id", "task", "primary", "overall", "fluency", "signature"]
@@ -229,14 +267,25 @@ def test_report_rows_formats_and_nan():
 
 
 def test_report_from_items_keeps_input_order_across_tasks():
-    items = [{"id": "q1", "text": "yes", "question": "Is it red?", "task": "vqa"},
-             {"id": "c1", "text": "A red square.", "task": "ic"},
-             {"id": "q2", "text": "no", "question": "Is it blue?", "task": "vqa"}]  # fmt: skip
+    items = [
+        {"id": "q1", "text": "yes", "question": "Is it red?", "task": "vqa"},
+        {"id": "c1", "text": "A red square.", "task": "ic"},
+        {"id": "q2", "text": "no", "question": "Is it blue?", "task": "vqa"},
+    ]
     he = HarmonicEval(judge="dummy", cache=False, criteria=["fluency"])
     report = Report.from_items(he, items, keep=["text"])
-    assert [(r["id"], r["task"], r["text"]) for r in report.rows] == [("q1", "vqa", "yes"), ("c1", "ic", "A red square."), ("q2", "vqa", "no")]
-    assert report.rows[1]["fluency"] == he.compute(predictions=["A red square."], task="ic", progress=False)["fluency"][0]
-    assert report.rows[0]["fluency"] == he.compute(predictions=["yes"], questions=["Is it red?"], task="vqa", progress=False)["fluency"][0]
+    assert [(r["id"], r["task"], r["text"]) for r in report.rows] == [
+        ("q1", "vqa", "yes"),
+        ("c1", "ic", "A red square."),
+        ("q2", "vqa", "no"),
+    ]
+    assert (
+        report.rows[1]["fluency"] == he.compute(predictions=["A red square."], task="ic", progress=False)["fluency"][0]
+    )
+    assert (
+        report.rows[0]["fluency"]
+        == he.compute(predictions=["yes"], questions=["Is it red?"], task="vqa", progress=False)["fluency"][0]
+    )
 
 
 def test_cli_output_rows_carry_primary_and_signature(tmp_path, capsys):
@@ -244,18 +293,44 @@ def test_cli_output_rows_carry_primary_and_signature(tmp_path, capsys):
 
     out = tmp_path / "s.jsonl"
     items = tmp_path / "items.jsonl"
-    items.write_text(json.dumps({"text": "a dog runs", "references": ["a dog runs", "a dog"]}) + "\n"
-                     + json.dumps({"text": "two cats", "references": ["a cat sleeps"]}) + "\n")
-    assert main(["score", "--metric", "baselines", "--config", "coco", "--input", str(items), "--output", str(out)]) == 0
+    items.write_text(
+        json.dumps({"text": "a dog runs", "references": ["a dog runs", "a dog"]})
+        + "\n"
+        + json.dumps({"text": "two cats", "references": ["a cat sleeps"]})
+        + "\n"
+    )
+    assert (
+        main(["score", "--metric", "baselines", "--config", "coco", "--input", str(items), "--output", str(out)]) == 0
+    )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["primary"] for r in rows] == ["cider", "cider"] and parse(rows[0]["signature"])["config"] == "coco"
-    table = ScoreTable({r["id"]: {k: v for k, v in r.items() if isinstance(v, float)} for r in rows}, primary=rows[0]["primary"])
+    table = ScoreTable(
+        {r["id"]: {k: v for k, v in r.items() if isinstance(v, float)} for r in rows}, primary=rows[0]["primary"]
+    )
     assert score_key(table, "coco") == "cider"
     # One item alone has no CIDEr-D (its idf would be 0 for every n-gram): null with the reason, never 0.0.
-    assert main(["score", "--metric", "baselines", "--config", "cider", "--text", "a dog runs", "--references", "a dog runs",
-                 "--output", str(tmp_path / "one.jsonl")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "score",
+                "--metric",
+                "baselines",
+                "--config",
+                "cider",
+                "--text",
+                "a dog runs",
+                "--references",
+                "a dog runs",
+                "--output",
+                str(tmp_path / "one.jsonl"),
+            ]
+        )
+        == 0
+    )
     [alone] = [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
-    assert alone["cider"] is None and alone["cider_status"] == "needs_corpus" and "needs a corpus" in alone["cider_note"]
+    assert (
+        alone["cider"] is None and alone["cider_status"] == "needs_corpus" and "needs a corpus" in alone["cider_note"]
+    )
 
 
 def test_metaeval_ranks_by_the_declared_primary_not_a_guess():
@@ -301,7 +376,9 @@ def test_fleur_through_evaluate_gives_the_hand_computed_smoothed_score():
     fleur = evaluate.load("metrics/fleur", judge=ScriptedJudge(printing_085(lead, d1, d2)), cache=False)
     out = fleur.compute(predictions=["A red square."], images=[IMG])
     expected = sum(p * d / 10 for d, p in enumerate(d1)) + sum(p * d / 100 for d, p in enumerate(d2))
-    assert out["score"][0] == pytest.approx(expected, abs=1e-12) and expected == pytest.approx(0.793)  # 0.14+0.56+0.045 + 0.03+0.018
+    assert out["score"][0] == pytest.approx(expected, abs=1e-12) and expected == pytest.approx(
+        0.793
+    )  # 0.14+0.56+0.045 + 0.03+0.018
     assert out["raw_score"] == [0.85] and out["method"] == ["fast"] and out["mean_score"] == out["score"][0]
 
 
@@ -310,15 +387,17 @@ def test_signature_fields_change_with_with_fields_and_the_original_stays():
     the new signature renders, parses back, and leaves the original untouched."""
     sig = Signature.make("x", gamma=0.75)
     changed = sig.with_fields(gamma=0.5)
-    assert isinstance(changed, Signature) and parse(str(changed))["gamma"] == "0.5" and str(changed).endswith("|gamma=0.5")
+    assert (
+        isinstance(changed, Signature) and parse(str(changed))["gamma"] == "0.5" and str(changed).endswith("|gamma=0.5")
+    )
     assert sig.fields["gamma"] == "0.75" and "gamma" not in sig.with_fields(gamma=None).fields
 
 
 def test_means_follow_one_rule_nan_and_inf_left_out():
     import inspect
 
-    from mmjudge.metrics.base import add_means
     from mmjudge.inputs import finite_mean
+    from mmjudge.metrics.base import add_means
 
     assert finite_mean([1.0, float("nan"), 2, None, float("inf"), -float("inf"), np.float32(3.0)]) == 2.0
     assert math.isnan(finite_mean([float("nan"), float("inf")]))
@@ -338,7 +417,9 @@ def test_generation_is_required_where_the_effective_explain_is_known():
     with pytest.raises(JudgeCapabilityError, match="can_generate"):
         he.compute(predictions=["A dog runs."], progress=False)
     digits = [0.1] * 10
-    printer = ScriptedJudge(printing_085(digits, digits, digits), can_generate=False)  # its fast path never needs generation
+    printer = ScriptedJudge(
+        printing_085(digits, digits, digits), can_generate=False
+    )  # its fast path never needs generation
     fleur = mmjudge.load("fleur", judge=printer, cache=False, explain=True)
     assert "explanation" not in fleur.compute(predictions=["A dog."], images=[IMG], explain=False, progress=False)
     with pytest.raises(JudgeCapabilityError, match="can_generate"):
@@ -355,7 +436,9 @@ def test_max_text_chars_is_checked_before_the_judge_is_built(bad):
 
 
 def test_fleur_fallback_needs_generation_and_says_so():
-    silent = load_judge("dummy", can_generate=False)  # never prints a score, so every sample needs the generate fallback
+    silent = load_judge(
+        "dummy", can_generate=False
+    )  # never prints a score, so every sample needs the generate fallback
     fleur = mmjudge.load("fleur", judge=silent, cache=False)
     with pytest.raises(JudgeCapabilityError, match=r"FLEUR needs a judge with can_generate \(predictions\[0\]"):
         fleur.compute(predictions=["A dog."], images=[IMG], progress=False)

@@ -15,7 +15,7 @@ import mmjudge.datasets as md
 from mmjudge.datasets._base import DataError
 
 sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
-from test_datasets import SMALL_MMHE, mmhe_dir  # noqa: E402,F401  (fixture)
+from test_datasets import SMALL_MMHE, mmhe_dir  # noqa: F401  (fixture)
 
 
 def _export(data_dir, tmp_path):
@@ -59,8 +59,13 @@ def test_verification_mode_no_checks_skips_count_checks(mmhe_dir, tmp_path):  # 
     wrong = dict(SMALL_MMHE, test=99)
     with pytest.raises(DataError):
         md.load_dataset("mmhe", data_dir=str(mmhe_dir), cache_dir=str(tmp_path / "a"), expected_counts=wrong)
-    ds = md.load_dataset("mmhe", data_dir=str(mmhe_dir), cache_dir=str(tmp_path / "b"), expected_counts=wrong,
-                         verification_mode="no_checks")
+    ds = md.load_dataset(
+        "mmhe",
+        data_dir=str(mmhe_dir),
+        cache_dir=str(tmp_path / "b"),
+        expected_counts=wrong,
+        verification_mode="no_checks",
+    )
     assert ds["test"].num_rows == 24
     assert json.dumps(SMALL_MMHE)  # the fixture's counts stay the source of truth for the checked path
 

@@ -20,7 +20,7 @@ import mmjudge.datasets as md
 from mmjudge.datasets._base import DataError
 
 sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
-from test_datasets import f8k_dir, load, png  # noqa: E402,F401  (fixture)
+from test_datasets import f8k_dir, load, png  # noqa: F401  (fixture)
 
 
 def same_rows(original, from_json, ignore=("image",)):
@@ -31,15 +31,26 @@ def same_rows(original, from_json, ignore=("image",)):
 
 
 # --- Flickr8k-Expert / CF ----------------------------------------------------------------------------
-def flickr8k_json(root: Path, judged: list[tuple[str, str, list[float]]], refs: dict[str, list[str]], name: str) -> None:
+def flickr8k_json(
+    root: Path, judged: list[tuple[str, str, list[float]]], refs: dict[str, list[str]], name: str
+) -> None:
     """flickr8k.json / crowdflower_flickr8k.json as CLIPScore's preprocessing writes them (one entry per image,
     one human_judgement per rating), with FLEUR's folder name Flickr8k_Dataset/ (not the release's Flicker8k_)."""
     data: dict = {}
     for image, caption, ratings in judged:
-        entry = data.setdefault(image[:-4], {"image_id": image[:-4], "image_path": f"Flickr8k_Dataset/{image}",
-                                             "ground_truth": refs[image], "human_judgement": []})
-        entry["human_judgement"] += [{"image_id": image[:-4], "image_path": f"Flickr8k_Dataset/{image}",
-                                      "caption": caption, "rating": r} for r in ratings]
+        entry = data.setdefault(
+            image[:-4],
+            {
+                "image_id": image[:-4],
+                "image_path": f"Flickr8k_Dataset/{image}",
+                "ground_truth": refs[image],
+                "human_judgement": [],
+            },
+        )
+        entry["human_judgement"] += [
+            {"image_id": image[:-4], "image_path": f"Flickr8k_Dataset/{image}", "caption": caption, "rating": r}
+            for r in ratings
+        ]
     root.mkdir(parents=True, exist_ok=True)
     (root / name).write_text(json.dumps(data))
 
@@ -48,8 +59,12 @@ def test_flickr8k_expert_layouts_give_the_same_rows(f8k_dir, tmp_path):  # noqa:
     counts = {"test": 2, "judgments": 6}
     original = load("flickr8k_expert", f8k_dir, tmp_path, expected_counts=counts)["test"]
     refs = {"a.jpg": ["A dog runs .", "A brown  dog ."], "b.jpg": ["A cat sits .", "Two cats ."]}
-    flickr8k_json(tmp_path / "json", [("a.jpg", "A cat sits .", [1, 2, 1]), ("b.jpg", "A brown dog .", [4, 3, 4])],
-                  refs, "flickr8k.json")
+    flickr8k_json(
+        tmp_path / "json",
+        [("a.jpg", "A cat sits .", [1, 2, 1]), ("b.jpg", "A brown dog .", [4, 3, 4])],
+        refs,
+        "flickr8k.json",
+    )
     for name in refs:  # FLEUR's folder name: images are found there too
         png(tmp_path / "json" / "Flickr8k_Dataset" / name)
     from_json = load("flickr8k_expert", tmp_path / "json", tmp_path, expected_counts=counts)["test"]
@@ -75,8 +90,10 @@ def test_flickr8k_cf_layouts_give_the_same_rows(f8k_dir, tmp_path):  # noqa: F81
 # --- Composite -----------------------------------------------------------------------------------------
 COMPOSITE = {  # subset -> [(image, [captions], [ratings])]; the coco image is judged in two CSV rows
     "flickr8k": [("a.jpg", ["one", "two", "three"], [5, 1, 3]), ("b.jpg", ["x", "y", "z"], [None, 2, 2])],
-    "coco": [("COCO_val2014_000000000007.jpg", ["c1", "c2", "c3", "c4"], [2, 2, 4, 5]),
-             ("COCO_val2014_000000000007.jpg", ["c5", "c1", "c6", "c7"], [1, 3, 3, 3])],
+    "coco": [
+        ("COCO_val2014_000000000007.jpg", ["c1", "c2", "c3", "c4"], [2, 2, 4, 5]),
+        ("COCO_val2014_000000000007.jpg", ["c5", "c1", "c6", "c7"], [1, 3, 3, 3]),
+    ],
 }
 
 
@@ -84,18 +101,32 @@ def write_composite(root: Path, layout: str) -> None:
     root.mkdir(parents=True, exist_ok=True)
     if layout == "original":
         for subset, file_name, n in (("flickr8k", "8k_correctness.csv", 3), ("coco", "coco_correctness.csv", 4)):
-            head = ";".join(["Input.image_url", *(f"Input.text{i}" for i in range(1, n + 1)),
-                             *(f"Answer.Q{i}Answer" for i in range(1, n + 1)), "Other"])
-            lines = [";".join([f"http://x/{img}", *caps, *("" if r is None else str(r) for r in ratings), "z"])
-                     for img, caps, ratings in COMPOSITE[subset]]
+            head = ";".join(
+                [
+                    "Input.image_url",
+                    *(f"Input.text{i}" for i in range(1, n + 1)),
+                    *(f"Answer.Q{i}Answer" for i in range(1, n + 1)),
+                    "Other",
+                ]
+            )
+            lines = [
+                ";".join([f"http://x/{img}", *caps, *("" if r is None else str(r) for r in ratings), "z"])
+                for img, caps, ratings in COMPOSITE[subset]
+            ]
             (root / file_name).write_text("\n".join([head, *lines]) + "\n")
         return
     # composite.json as FLEUR's fleur_com.py reads it; rows with an empty rating are not in it, as the CSV
     # reader drops them; FLEUR's folder names, not the CSV layout's.
     folder = {"flickr8k": "Flickr8k_Dataset", "coco": "val2014"}
-    data = {subset: [{"image": f"{folder[subset]}/{img}", "caption": cap, "human": r}
-                     for img, caps, ratings in rows if None not in ratings for cap, r in zip(caps, ratings)]
-            for subset, rows in reversed(COMPOSITE.items())}  # key order differs from the CSV layout's on purpose
+    data = {
+        subset: [
+            {"image": f"{folder[subset]}/{img}", "caption": cap, "human": r}
+            for img, caps, ratings in rows
+            if None not in ratings
+            for cap, r in zip(caps, ratings)
+        ]
+        for subset, rows in reversed(COMPOSITE.items())
+    }  # key order differs from the CSV layout's on purpose
     (root / "composite.json").write_text(json.dumps(data))
 
 
@@ -130,9 +161,13 @@ def test_composite_json_drops_unrated_captions(tmp_path):
 # --- Pascal-50S --------------------------------------------------------------------------------------------
 # (category code, image, caption A, caption B, votes for A out of 4); two identical MM pairs, as
 # pascal_50s.json has, and a 2-2 tie.
-PASCAL = [(3, "p0.jpg", "a man rides", "a dog sits", 3), (1, "p1.jpg", "two birds", "a red car", 1),
-          (4, "p2.jpg", "a room", "a room with a desk", 2), (4, "p2.jpg", "a room", "a room with a desk", 0),
-          (1, "p3.jpg", "a boat", "a ship", 4)]
+PASCAL = [
+    (3, "p0.jpg", "a man rides", "a dog sits", 3),
+    (1, "p1.jpg", "two birds", "a red car", 1),
+    (4, "p2.jpg", "a room", "a room with a desk", 2),
+    (4, "p2.jpg", "a room", "a room with a desk", 0),
+    (1, "p3.jpg", "a boat", "a ship", 4),
+]
 VOTES = 4
 
 
@@ -156,7 +191,12 @@ def write_pascal_layout(root: Path, layout: str) -> None:
                 wins_a = j < votes_a
                 winner = 1 if (first == a) == wins_a else 2
                 vote = np.empty((1, 4), dtype=object)
-                vote[0, :] = [np.array([pascal_refs(i)[j]]), np.array([first]), np.array([second]), np.array([[winner]])]
+                vote[0, :] = [
+                    np.array([pascal_refs(i)[j]]),
+                    np.array([first]),
+                    np.array([second]),
+                    np.array([[winner]]),
+                ]
                 triplets[0, i * VOTES + j] = vote
         savemat(root / "pair_pascal.mat", {"new_input": new_input, "category": np.array([[c for c, *_ in PASCAL]])})
         savemat(root / "consensus_pascal.mat", {"triplets": triplets})
@@ -165,8 +205,9 @@ def write_pascal_layout(root: Path, layout: str) -> None:
     data: dict = {"MM": [], "HM": [], "HC": []}  # FLEUR's file has its own key order
     for i, (cat, img, a, b, votes_a) in enumerate(PASCAL):
         label = 1 if VOTES - votes_a > votes_a else 0
-        data[names[cat]].append({"image": f"VOC2012/JPEGImages/{img}", "captions": [a, b], "label": label,
-                                 "references": pascal_refs(i)})
+        data[names[cat]].append(
+            {"image": f"VOC2012/JPEGImages/{img}", "captions": [a, b], "label": label, "references": pascal_refs(i)}
+        )
     (root / "pascal_50s.json").write_text(json.dumps(data))
 
 
@@ -211,8 +252,10 @@ def test_a_folder_with_both_layouts_reads_the_original_unless_told(tmp_path):
 
 
 # --- FOIL ----------------------------------------------------------------------------------------------------
-FOIL = [(7, "A dog on the grass", [("A cat on the grass", "dog", "cat"), ("A dog on the snow", "grass", "snow")]),
-        (9, "A teddy bear on a bed", [("A dog on a bed", "teddy bear", "dog")])]
+FOIL = [
+    (7, "A dog on the grass", [("A cat on the grass", "dog", "cat"), ("A dog on the snow", "grass", "snow")]),
+    (9, "A teddy bear on a bed", [("A dog on a bed", "teddy bear", "dog")]),
+]
 COCO = {7: ["A dog on the grass", "A puppy outside"], 9: ["A teddy bear on a bed", "A toy on a blanket", "Bedroom"]}
 
 
@@ -223,12 +266,30 @@ def write_foil(root: Path, layout: str, references: bool = True) -> None:
     if layout == "original":
         anns, foil_id = [], 100
         for k, (image_id, original, foils) in enumerate(FOIL):
-            anns.append({"image_id": image_id, "id": k, "caption": original, "foil": False,
-                         "target_word": "ORIG", "foil_word": "ORIG", "foil_id": foil_id})
+            anns.append(
+                {
+                    "image_id": image_id,
+                    "id": k,
+                    "caption": original,
+                    "foil": False,
+                    "target_word": "ORIG",
+                    "foil_word": "ORIG",
+                    "foil_id": foil_id,
+                }
+            )
             for foil, target, word in foils:
                 foil_id += 1
-                anns.append({"image_id": image_id, "id": k, "caption": foil, "foil": True, "target_word": target,
-                             "foil_word": word, "foil_id": foil_id})
+                anns.append(
+                    {
+                        "image_id": image_id,
+                        "id": k,
+                        "caption": foil,
+                        "foil": True,
+                        "target_word": target,
+                        "foil_word": word,
+                        "foil_id": foil_id,
+                    }
+                )
         (root / "foilv1.0_test_2017.json").write_text(json.dumps({"annotations": anns}))
         return
     samples = []
@@ -252,18 +313,31 @@ def test_foil_layouts_give_the_same_rows(tmp_path, references_in_json):
     original = load("foil", tmp_path / "orig", tmp_path)["test"]
     from_json = load("foil", tmp_path / "json", tmp_path)["test"]
     same_rows(original, from_json)
-    assert from_json["foil_word"] == ["cat", "snow", "dog"] and from_json["target_word"] == ["dog", "grass", "teddy bear"]
+    assert from_json["foil_word"] == ["cat", "snow", "dog"] and from_json["target_word"] == [
+        "dog",
+        "grass",
+        "teddy bear",
+    ]
     assert from_json[2]["references"] == ["A toy on a blanket", "Bedroom"]
 
 
 # --- a folder holding none of the layouts -------------------------------------------------------------------
-@pytest.mark.parametrize("name, needs", [
-    ("pascal50s", ["`pair_pascal.mat` + `consensus_pascal.mat`", "`pascal_50s.json`", "pyCIDErConsensus", "Yebin46/FLEUR"]),
-    ("flickr8k_expert", ["`ExpertAnnotations.txt` + `Flickr8k.token.txt`", "`flickr8k.json`", "aimagelab/pacscore"]),
-    ("flickr8k_cf", ["`CrowdFlowerAnnotations.txt` + `Flickr8k.token.txt`", "`crowdflower_flickr8k.json`"]),
-    ("composite", ["`8k_correctness.csv` or `30k_correctness.csv` or `coco_correctness.csv`", "`composite.json`"]),
-    ("foil", ["`foilv1.0_test_2017.json`", "`foil.json`", "foilunitn.github.io"]),
-])
+@pytest.mark.parametrize(
+    "name, needs",
+    [
+        (
+            "pascal50s",
+            ["`pair_pascal.mat` + `consensus_pascal.mat`", "`pascal_50s.json`", "pyCIDErConsensus", "Yebin46/FLEUR"],
+        ),
+        (
+            "flickr8k_expert",
+            ["`ExpertAnnotations.txt` + `Flickr8k.token.txt`", "`flickr8k.json`", "aimagelab/pacscore"],
+        ),
+        ("flickr8k_cf", ["`CrowdFlowerAnnotations.txt` + `Flickr8k.token.txt`", "`crowdflower_flickr8k.json`"]),
+        ("composite", ["`8k_correctness.csv` or `30k_correctness.csv` or `coco_correctness.csv`", "`composite.json`"]),
+        ("foil", ["`foilv1.0_test_2017.json`", "`foil.json`", "foilunitn.github.io"]),
+    ],
+)
 def test_a_folder_with_no_layout_is_one_line_naming_each_layout(tmp_path, name, needs):
     (tmp_path / "stray.txt").write_text("not a benchmark file")
     with pytest.raises(DataError) as info:
@@ -280,11 +354,14 @@ def test_the_users_report_now_loads_and_the_cli_error_is_one_line(tmp_path, caps
     from mmjudge.cli import main
 
     write_pascal_layout(tmp_path / "D", "json")
-    ds = md.load_dataset("pascal50s", data_dir=str(tmp_path / "D"), cache_dir=str(tmp_path / "c"),
-                         expected_counts=SMALL_PASCAL)
+    ds = md.load_dataset(
+        "pascal50s", data_dir=str(tmp_path / "D"), cache_dir=str(tmp_path / "c"), expected_counts=SMALL_PASCAL
+    )
     assert ds["test"].num_rows == 5
     (tmp_path / "empty").mkdir()
     capsys.readouterr()  # the build's progress bars
-    code = main(["dataset", "info", "pascal50s", "--data-dir", str(tmp_path / "empty"), "--cache-dir", str(tmp_path / "c")])
+    code = main(
+        ["dataset", "info", "pascal50s", "--data-dir", str(tmp_path / "empty"), "--cache-dir", str(tmp_path / "c")]
+    )
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and "pascal_50s.json" in err[0] and "pair_pascal.mat" in err[0]

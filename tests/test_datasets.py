@@ -31,12 +31,17 @@ def load(name, root, tmp_path, **kw):
 # --- MMHE ------------------------------------------------------------------------------------------
 def mmhe_instance(task, n, image="images/a.png"):
     return {
-        "task": task, "instance_id": str(n), "image": image,
+        "task": task,
+        "instance_id": str(n),
+        "image": image,
         "question": "What is shown?" if task in ("VQA", "VDU") else None,
         "bbox": [1, 2, 3, 4] if task == "REG" else None,
-        "candidates": [{"model": f"m{k}", "text": f"text {task} {n} {k}",
-                        "ratings": {c: [1 + k, 2, 5 - k] for c in CRITERIA}} for k in range(3)],
-        "annotators": ["A1", "A2", "A3"], "best": [2, 2, 0],
+        "candidates": [
+            {"model": f"m{k}", "text": f"text {task} {n} {k}", "ratings": {c: [1 + k, 2, 5 - k] for c in CRITERIA}}
+            for k in range(3)
+        ],
+        "annotators": ["A1", "A2", "A3"],
+        "best": [2, 2, 0],
     }
 
 
@@ -86,12 +91,15 @@ def test_mmhe_default_counts_reject_small_release(mmhe_dir, tmp_path):
         load("mmhe", mmhe_dir, tmp_path)
 
 
-@pytest.mark.parametrize("corrupt, message", [
-    (lambda d: d[0]["candidates"].pop(), "expected 3 candidates"),
-    (lambda d: d[0]["candidates"][1]["ratings"].__setitem__("clarity", [1, 6, 2]), "clarity ratings in 1-5"),
-    (lambda d: d[0].__setitem__("best", [0, 3, 1]), "candidate indices 0-2"),
-    (lambda d: d.append(mmhe_instance("VQA", 0)), "duplicate id"),
-])
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (lambda d: d[0]["candidates"].pop(), "expected 3 candidates"),
+        (lambda d: d[0]["candidates"][1]["ratings"].__setitem__("clarity", [1, 6, 2]), "clarity ratings in 1-5"),
+        (lambda d: d[0].__setitem__("best", [0, 3, 1]), "candidate indices 0-2"),
+        (lambda d: d.append(mmhe_instance("VQA", 0)), "duplicate id"),
+    ],
+)
 def test_mmhe_validation_errors(mmhe_dir, tmp_path, corrupt, message):
     data = json.loads((mmhe_dir / "mmhe.json").read_text())
     corrupt(data)
@@ -120,9 +128,17 @@ def write_longcap(root: Path, prefix="dci_val", n=3, drop=None, readme_counts=No
     buf = io.BytesIO()
     Image.new("RGB", (5, 5), (0, 90, 0)).save(buf, format="PNG")
     for short, base in (("desc", 1.0), ("rel", 2.0), ("flu", 3.0)):
-        rows = [{"file_name": f"img{i}.jpg", "image": {"bytes": buf.getvalue(), "path": f"img{i}.jpg"},
-                 "refs": [f"long reference {i}"], "cand": f"candidate {i}", "score": base + i}
-                for i in range(n) if not (drop == short and i == 0)]
+        rows = [
+            {
+                "file_name": f"img{i}.jpg",
+                "image": {"bytes": buf.getvalue(), "path": f"img{i}.jpg"},
+                "refs": [f"long reference {i}"],
+                "cand": f"candidate {i}",
+                "score": base + i,
+            }
+            for i in range(n)
+            if not (drop == short and i == 0)
+        ]
         pq.write_table(pa.Table.from_pylist(rows), root / f"{prefix}.{short}-00000-of-00001.parquet")
     if readme_counts:
         yaml = "".join(f"  - name: {k}\n    num_bytes: 10\n    num_examples: {v}\n" for k, v in readme_counts.items())
@@ -166,11 +182,14 @@ def f8k_dir(tmp_path):
     root.mkdir()
     captions = {"a.jpg": ["A dog runs .", "A brown  dog ."], "b.jpg": ["A cat sits .", "Two cats ."]}
     (root / "Flickr8k.token.txt").write_text(
-        "".join(f"{img}#{k}\t{c}\n" for img, cs in captions.items() for k, c in enumerate(cs)))
+        "".join(f"{img}#{k}\t{c}\n" for img, cs in captions.items() for k, c in enumerate(cs))
+    )
     (root / "ExpertAnnotations.txt").write_text(
-        "a.jpg\tb.jpg#0\t1\t2\t1\nb.jpg\ta.jpg#1\t4\t3\t4\nb.jpg\tb.jpg#1\t4\t4\t4\n")  # last: own caption, dropped
+        "a.jpg\tb.jpg#0\t1\t2\t1\nb.jpg\ta.jpg#1\t4\t3\t4\nb.jpg\tb.jpg#1\t4\t4\t4\n"
+    )  # last: own caption, dropped
     (root / "CrowdFlowerAnnotations.txt").write_text(
-        "a.jpg\tb.jpg#0\t0.0\t0\t3\na.jpg\ta.jpg#0\t1.0\t3\t0\nb.jpg\ta.jpg#1\t0.25\t1\t3\n")
+        "a.jpg\tb.jpg#0\t0.0\t0\t3\na.jpg\ta.jpg#0\t1.0\t3\t0\nb.jpg\ta.jpg#1\t0.25\t1\t3\n"
+    )
     for name in captions:
         png(root / "Flicker8k_Dataset" / name)
     return root
@@ -178,11 +197,18 @@ def f8k_dir(tmp_path):
 
 def expert_json(root: Path) -> None:
     """The CLIPScore-style flickr8k.json written from the same judgments."""
-    entry = lambda img, refs, cap, ratings: {"image_path": f"Flicker8k_Dataset/{img}", "ground_truth": refs,
-        "human_judgement": [{"image_id": img[:-4], "image_path": f"Flicker8k_Dataset/{img}", "caption": cap,
-                             "rating": r} for r in ratings]}
-    data = {"a": entry("a.jpg", ["A dog runs .", "A brown  dog ."], "A cat sits .", [1, 2, 1]),
-            "b": entry("b.jpg", ["A cat sits .", "Two cats ."], "A brown dog .", [4, 3, 4])}
+    entry = lambda img, refs, cap, ratings: {
+        "image_path": f"Flicker8k_Dataset/{img}",
+        "ground_truth": refs,
+        "human_judgement": [
+            {"image_id": img[:-4], "image_path": f"Flicker8k_Dataset/{img}", "caption": cap, "rating": r}
+            for r in ratings
+        ],
+    }
+    data = {
+        "a": entry("a.jpg", ["A dog runs .", "A brown  dog ."], "A cat sits .", [1, 2, 1]),
+        "b": entry("b.jpg", ["A cat sits .", "Two cats ."], "A brown dog .", [4, 3, 4]),
+    }
     (root / "flickr8k.json").write_text(json.dumps(data))
 
 
@@ -223,8 +249,12 @@ def test_flickr8k_incomplete_image_folder_fails(f8k_dir, tmp_path):
 def test_composite(tmp_path):
     root = tmp_path / "comp"
     root.mkdir()
-    header = "Input.image_url;Input.text1;Input.text2;Input.text3;Answer.Q1Answer;Answer.Q2Answer;Answer.Q3Answer;Other\n"
-    (root / "8k_correctness.csv").write_text(header + "http://x/a.jpg;one;two;three;5;1;3;z\nhttp://x/b.jpg;x;y;z;;2;2;z\n")
+    header = (
+        "Input.image_url;Input.text1;Input.text2;Input.text3;Answer.Q1Answer;Answer.Q2Answer;Answer.Q3Answer;Other\n"
+    )
+    (root / "8k_correctness.csv").write_text(
+        header + "http://x/a.jpg;one;two;three;5;1;3;z\nhttp://x/b.jpg;x;y;z;;2;2;z\n"
+    )
     ds = load("composite", root, tmp_path)["test"]
     assert ds["score"] == [5.0, 1.0, 3.0] and ds[1]["references"] == ["one", "three"]  # empty row dropped
     assert md.human_judgments("composite", ds).ratings[0]["score"] == 5.0
@@ -236,14 +266,38 @@ def test_composite(tmp_path):
 def test_thumb(tmp_path):
     root = tmp_path / "thumb"
     root.mkdir()
-    lines = [{"seg_id": s, "set_id": s, "SYS": sys, "hyp": f"{sys} caption {s}", "image": f"COCO_{s}.jpg",
-              "P": 4, "R": 3, "Flu": -0.5, "Con": 0, "Inc": 0, "human_score": 3.0} for sys in ("up", "human") for s in (1, 2)]
+    lines = [
+        {
+            "seg_id": s,
+            "set_id": s,
+            "SYS": sys,
+            "hyp": f"{sys} caption {s}",
+            "image": f"COCO_{s}.jpg",
+            "P": 4,
+            "R": 3,
+            "Flu": -0.5,
+            "Con": 0,
+            "Inc": 0,
+            "human_score": 3.0,
+        }
+        for sys in ("up", "human")
+        for s in (1, 2)
+    ]
     (root / "mscoco_THumB-1.0.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
-    (root / "mscoco_references.jsonl").write_text("".join(json.dumps({"seg_id": s, "refs": [f"ref {s}"]}) + "\n" for s in (1, 2)))
+    (root / "mscoco_references.jsonl").write_text(
+        "".join(json.dumps({"seg_id": s, "refs": [f"ref {s}"]}) + "\n" for s in (1, 2))
+    )
     ds = load("thumb", root, tmp_path, expected_counts={"per_system": 2})["test"]
     assert ds.num_rows == 4 and ds[0]["total"] == 3.0 and ds[0]["references"] == ["ref 1"]
     hj = md.human_judgments("thumb", ds)
-    assert {r["criterion"] for r in hj.ratings} == {"precision", "recall", "fluency", "conciseness", "inclusive", "overall"}
+    assert {r["criterion"] for r in hj.ratings} == {
+        "precision",
+        "recall",
+        "fluency",
+        "conciseness",
+        "inclusive",
+        "overall",
+    }
     with pytest.raises(DataError, match="rows of system 'up': expected 500, but read 2"):
         load("thumb", root, tmp_path)
     lines[0]["human_score"] = 4.0
@@ -267,7 +321,12 @@ def write_pascal(root: Path, flip_vote=False):
         _img, a, b = pairs[j // 4]
         winner = 1 if j % 4 < 3 else 2  # A gets 3 of 4 votes
         cell = np.empty((1, 4), dtype=object)
-        cell[0, :] = [np.array([f"ref {j}"]), np.array([a if not flip_vote else "stray"]), np.array([b]), np.array([[winner]])]
+        cell[0, :] = [
+            np.array([f"ref {j}"]),
+            np.array([a if not flip_vote else "stray"]),
+            np.array([b]),
+            np.array([[winner]]),
+        ]
         triplets[0, j] = cell
     savemat(root / "pair_pascal.mat", {"new_input": new_input, "category": np.array([[1, 3]])})
     savemat(root / "consensus_pascal.mat", {"triplets": triplets})
@@ -282,8 +341,13 @@ def test_pascal50s(tmp_path):
     assert ds["label"] == [0, 0] and ds[0]["id"].startswith("pascal50s-hc-") and ds[1]["id"].startswith("pascal50s-hm-")
     hj = md.human_judgments("pascal50s", ds)
     # The pair follows `label` (the vote share is in the rows, not the pair: pascal_50s.json has no votes).
-    assert hj.pairs[0] == {"task": "ic", "better": f"{ds[0]['id']}-a", "worse": f"{ds[0]['id']}-b",
-                           "kind": "pascal50s", "category": "HC"}
+    assert hj.pairs[0] == {
+        "task": "ic",
+        "better": f"{ds[0]['id']}-a",
+        "worse": f"{ds[0]['id']}-b",
+        "kind": "pascal50s",
+        "category": "HC",
+    }
     with pytest.raises(DataError, match="HC pairs: expected 1000, but read 1"):
         load("pascal50s", tmp_path / "pas", tmp_path, expected_counts={"votes_per_pair": 4, "per_category": 1000})
     write_pascal(tmp_path / "bad", flip_vote=True)
@@ -294,8 +358,26 @@ def test_pascal50s(tmp_path):
 def test_foil(tmp_path):
     root = tmp_path / "foil"
     root.mkdir()
-    anns = [{"image_id": 7, "id": 1, "caption": "A dog on grass", "foil": False, "foil_word": "ORIG", "target_word": "ORIG", "foil_id": 10},
-            {"image_id": 7, "id": 1, "caption": "A cat on grass", "foil": True, "foil_word": "cat", "target_word": "dog", "foil_id": 11}]
+    anns = [
+        {
+            "image_id": 7,
+            "id": 1,
+            "caption": "A dog on grass",
+            "foil": False,
+            "foil_word": "ORIG",
+            "target_word": "ORIG",
+            "foil_id": 10,
+        },
+        {
+            "image_id": 7,
+            "id": 1,
+            "caption": "A cat on grass",
+            "foil": True,
+            "foil_word": "cat",
+            "target_word": "dog",
+            "foil_id": 11,
+        },
+    ]
     (root / "foilv1.0_test_2017.json").write_text(json.dumps({"annotations": anns}))
     coco = {"annotations": [{"image_id": 7, "caption": c} for c in ("A dog on grass", "A puppy outside")]}
     (root / "captions_val2014.json").write_text(json.dumps(coco))
@@ -304,7 +386,8 @@ def test_foil(tmp_path):
     hj = md.human_judgments("foil", ds)
     row_id = ds[0]["id"]
     assert row_id.startswith("foil-") and hj.pairs == [
-        {"task": "ic", "better": f"{row_id}-orig", "worse": f"{row_id}-foil", "kind": "foil", "weight": 1.0}]
+        {"task": "ic", "better": f"{row_id}-orig", "worse": f"{row_id}-foil", "kind": "foil", "weight": 1.0}
+    ]
     (root / "foilv1.0_test_2017.json").write_text(json.dumps({"annotations": anns[1:]}))
     with pytest.raises(DataError, match="has no original caption"):
         load("foil", root, tmp_path, download_mode="force_redownload")
@@ -348,11 +431,41 @@ def test_cli_export_and_committed_cards_are_current(mmhe_dir, tmp_path, capsys):
     from mmjudge.cli import main
 
     counts = json.dumps(SMALL_MMHE)
-    assert main(["dataset", "export", "mmhe", "--data-dir", str(mmhe_dir), "--cache-dir", str(tmp_path / "c"),
-                 "--out", str(tmp_path / "o"), "--expected-counts", counts]) == 0
+    assert (
+        main(
+            [
+                "dataset",
+                "export",
+                "mmhe",
+                "--data-dir",
+                str(mmhe_dir),
+                "--cache-dir",
+                str(tmp_path / "c"),
+                "--out",
+                str(tmp_path / "o"),
+                "--expected-counts",
+                counts,
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "o" / "data" / "test-00000-of-00001.parquet").is_file()
-    assert main(["dataset", "info", "mmhe", "--data-dir", str(mmhe_dir), "--cache-dir", str(tmp_path / "c"),
-                 "--expected-counts", counts]) == 0
+    assert (
+        main(
+            [
+                "dataset",
+                "info",
+                "mmhe",
+                "--data-dir",
+                str(mmhe_dir),
+                "--cache-dir",
+                str(tmp_path / "c"),
+                "--expected-counts",
+                counts,
+            ]
+        )
+        == 0
+    )
     assert "ratings: 360  choices: 24" in capsys.readouterr().out
     repo = Path(__file__).resolve().parents[1]
     for name in md.available_datasets():

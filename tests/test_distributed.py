@@ -58,8 +58,17 @@ def _run_worker(tmp_path, tiny_llava_dir, n, processes):
     if processes == 1:
         cmd = [sys.executable, str(script), str(out), tiny_llava_dir, str(n)]
     else:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
-               str(script), str(out), tiny_llava_dir, str(n)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc_per_node={processes}",
+            str(script),
+            str(out),
+            tiny_llava_dir,
+            str(n),
+        ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(processes)]
@@ -103,12 +112,21 @@ def test_cli_score_under_torchrun_writes_once_and_equals_one_process(tmp_path, t
         if processes == 1:
             cmd = [sys.executable, "-m", "mmjudge.cli", *args]
         else:
-            cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                   "-m", "mmjudge.cli", *args]  # fmt: skip
+            cmd = [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc_per_node=2",
+                "-m",
+                "mmjudge.cli",
+                *args,
+            ]
         import os
 
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                              env={**os.environ, "MMJUDGE_CACHE": str(env_cache)})  # fmt: skip
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "MMJUDGE_CACHE": str(env_cache)}
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert proc.stdout.count("wrote 3 rows") == 1  # rank 1 printed nothing
         outputs[processes] = [json.loads(line) for line in out.read_text().splitlines()]
@@ -131,8 +149,8 @@ def test_not_distributed_outside_a_launcher(monkeypatch):
 def test_only_the_main_process_reads_the_cache(rank, tmp_path, monkeypatch):
     """Under a launcher the main process reads which answers are cached and broadcasts them; the others
     must not read the whole cache only to throw it away."""
-    from mmjudge.judges.cached import CachedJudge
     from mmjudge.judges import RatingRequest, Turn, load_judge
+    from mmjudge.judges.cached import CachedJudge
 
     requests = [RatingRequest([Turn("user", f"Rate {i}.")]) for i in range(4)]
     monkeypatch.delenv("WORLD_SIZE", raising=False)

@@ -75,7 +75,12 @@ def test_side_inputs_questions_and_boxes_through_add_batch():
     assert batched["overall"] == direct["overall"]
     questions = ["What colour?", "What shape?", "Which colour?"]
     vqa = he.compute(predictions=PREDS, images=IMAGES, questions=questions, task="vqa", progress=False)
-    assert vqa["overall"] == he.engine.compute(predictions=PREDS, images=IMAGES, questions=questions, task="vqa", progress=False)["overall"]
+    assert (
+        vqa["overall"]
+        == he.engine.compute(predictions=PREDS, images=IMAGES, questions=questions, task="vqa", progress=False)[
+            "overall"
+        ]
+    )
     with pytest.raises(ValueError, match="unknown compute keyword 'temperature'"):
         he.compute(predictions=PREDS, images=IMAGES, temperature=2)
 
@@ -131,7 +136,9 @@ def test_combine_mixes_our_modules_and_a_hub_style_module(tmp_path):
     combined.add_batch(predictions=PREDS[:2], references=REFS[:2], images=IMAGES[:2])
     combined.add_batch(predictions=PREDS[2:], references=REFS[2:], images=IMAGES[2:])
     out = combined.compute()
-    expected_overlap = np.mean([1.0, 1.0, 1.0])  # every prediction word is in its first reference (case, punctuation aside)
+    expected_overlap = np.mean(
+        [1.0, 1.0, 1.0]
+    )  # every prediction word is in its first reference (case, punctuation aside)
     assert out["word_overlap"] == pytest.approx(
         np.mean([len(set(p.lower().split()) & set(r[0].split())) / len(p.split()) for p, r in zip(PREDS, REFS)])
     )
@@ -157,10 +164,30 @@ def test_hf_hub_disable_progress_bars_is_honoured(capfd, monkeypatch):
     assert "rating" not in capfd.readouterr().err
 
 
-SPACE_KEYS = ("title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "app_file", "pinned", "tags", "description")
-HEADINGS = ("## Metric Description", "## Intended Uses", "## How to Use", "### Inputs", "### Output Values",
-            "### Values from Popular Papers", "## Examples", "## Limitations and Bias", "## Citation",
-            "## Further References")
+SPACE_KEYS = (
+    "title",
+    "emoji",
+    "colorFrom",
+    "colorTo",
+    "sdk",
+    "sdk_version",
+    "app_file",
+    "pinned",
+    "tags",
+    "description",
+)
+HEADINGS = (
+    "## Metric Description",
+    "## Intended Uses",
+    "## How to Use",
+    "### Inputs",
+    "### Output Values",
+    "### Values from Popular Papers",
+    "## Examples",
+    "## Limitations and Bias",
+    "## Citation",
+    "## Further References",
+)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -189,7 +216,13 @@ def test_widget_builds_from_declared_inputs():
     he = _load("harmonic_eval", judge="dummy", cache=False)
     demo = build_widget(he)
     kinds = [type(c).__name__ for c in demo.input_components]
-    assert kinds == ["Textbox", "Image", "Textbox", "Textbox", "Dropdown"]  # predictions, images, questions, boxes, task
+    assert kinds == [
+        "Textbox",
+        "Image",
+        "Textbox",
+        "Textbox",
+        "Dropdown",
+    ]  # predictions, images, questions, boxes, task
     assert isinstance(demo.output_components[0], gr.JSON)
 
 
@@ -204,10 +237,18 @@ def test_app_py_serves_the_widget_and_gradio_client_scores(tmp_path):
     pytest.importorskip("gradio")
     client_mod = pytest.importorskip("gradio_client")
     port = _free_port()
-    env = dict(os.environ, GRADIO_SERVER_NAME="127.0.0.1", GRADIO_SERVER_PORT=str(port), GRADIO_ANALYTICS_ENABLED="False",
-               MMJUDGE_WIDGET_OPTIONS=json.dumps({"judge": "dummy", "cache": False}), PYTHONPATH=str(ROOT))
+    env = dict(
+        os.environ,
+        GRADIO_SERVER_NAME="127.0.0.1",
+        GRADIO_SERVER_PORT=str(port),
+        GRADIO_ANALYTICS_ENABLED="False",
+        MMJUDGE_WIDGET_OPTIONS=json.dumps({"judge": "dummy", "cache": False}),
+        PYTHONPATH=str(ROOT),
+    )
     log = open(tmp_path / "app.log", "w")
-    proc = subprocess.Popen([sys.executable, str(METRICS / "harmonic_eval" / "app.py")], env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, str(METRICS / "harmonic_eval" / "app.py")], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         url = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + 120
@@ -226,7 +267,8 @@ def test_app_py_serves_the_widget_and_gradio_client_scores(tmp_path):
         if isinstance(row, str):
             row = json.loads(row)
         expected = _load("harmonic_eval", judge="dummy", cache=False).compute(
-            predictions=["A red square."], images=[Image.open(image)], progress=False)
+            predictions=["A red square."], images=[Image.open(image)], progress=False
+        )
         assert row["overall"] == pytest.approx(expected["overall"][0], abs=1e-12)
         assert row["signature"] == str(expected["signature"])
     finally:
@@ -236,30 +278,45 @@ def test_app_py_serves_the_widget_and_gradio_client_scores(tmp_path):
 
 
 def _fresh_env(tmp_path) -> dict:
-    return dict(os.environ, HF_HOME=str(tmp_path / "hf"), HF_MODULES_CACHE=str(tmp_path / "hf" / "modules"),
-                HF_HUB_OFFLINE="1", HF_EVALUATE_OFFLINE="1", MMJUDGE_CACHE=str(tmp_path / "c.sqlite"),
-                PYTHONPATH=str(ROOT))
+    return dict(
+        os.environ,
+        HF_HOME=str(tmp_path / "hf"),
+        HF_MODULES_CACHE=str(tmp_path / "hf" / "modules"),
+        HF_HUB_OFFLINE="1",
+        HF_EVALUATE_OFFLINE="1",
+        MMJUDGE_CACHE=str(tmp_path / "c.sqlite"),
+        PYTHONPATH=str(ROOT),
+    )
 
 
 def test_bare_name_loading_in_fresh_processes_without_a_notice(tmp_path):
     env = _fresh_env(tmp_path)
-    code = ("import mmjudge, evaluate\n"
-            "m = evaluate.load('harmonic_eval', judge='dummy', cache=False)\n"
-            "print(type(m).__name__)\n")
+    code = (
+        "import mmjudge, evaluate\n"
+        "m = evaluate.load('harmonic_eval', judge='dummy', cache=False)\n"
+        "print(type(m).__name__)\n"
+    )
     for _ in range(2):  # the first process registers, the second only loads
         done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "HarmonicEval"
         assert "Using the latest cached version" not in done.stderr
     # A process that never imports mmjudge still finds the registered module by bare name.
-    plain = subprocess.run([sys.executable, "-c", "import evaluate; print(type(evaluate.load('baselines', 'bleu')).__name__)"],
-                           env=env, capture_output=True, text=True, timeout=300)
+    plain = subprocess.run(
+        [sys.executable, "-c", "import evaluate; print(type(evaluate.load('baselines', 'bleu')).__name__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert plain.returncode == 0 and plain.stdout.strip() == "Baselines", plain.stderr
 
 
 def test_no_register_opt_out_writes_nothing(tmp_path):
     env = dict(_fresh_env(tmp_path), MMJUDGE_NO_REGISTER="1")
-    done = subprocess.run([sys.executable, "-c", "import mmjudge"], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", "import mmjudge"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / "hf" / "modules" / "evaluate_modules").exists()
 
@@ -273,8 +330,10 @@ def test_cache_keys_hold_nothing_about_speed_only_settings(tiny_llava_dir):
 
     request = RatingRequest([Turn("user", "Rate: a dog.")])
     assert "batch" not in json.dumps(request.payload())
-    local = [load_judge("transformers", model=tiny_llava_dir, batch_size=b, prefetch=p, share_prefix=s).identity()
-             for b, p, s in ((1, False, False), (8, True, True))]  # fmt: skip
+    local = [
+        load_judge("transformers", model=tiny_llava_dir, batch_size=b, prefetch=p, share_prefix=s).identity()
+        for b, p, s in ((1, False, False), (8, True, True))
+    ]
     assert local[0] == local[1]
     api = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "prefill": "none"}  # settled: no request is sent
     served = [load_judge("openai", batch_size=b, max_concurrency=c, **api).identity() for b, c in ((1, 1), (64, 16))]

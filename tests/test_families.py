@@ -27,8 +27,10 @@ def test_a_batch_gives_each_prompt_its_own_image(family, tiny_family_dir):
     import torch
 
     judge = load_judge("transformers", model=tiny_family_dir(family), batch_size=4, share_prefix=False)
-    requests = [RatingRequest([Turn("user", f"Rate caption {i}: a square.")], image=image, answer_prefix="Score: ")
-                for i, image in enumerate([RED, BLUE, RED])]  # fmt: skip
+    requests = [
+        RatingRequest([Turn("user", f"Rate caption {i}: a square.")], image=image, answer_prefix="Score: ")
+        for i, image in enumerate([RED, BLUE, RED])
+    ]
     results = judge.rate(requests, progress=False)
     choices = judge.choice_token_ids(tuple(requests[0].choices))
     for request, result in zip(requests, results):
@@ -45,14 +47,18 @@ def test_a_missing_processor_dependency_is_one_line_naming_the_package(tiny_fami
     import sys
 
     folder = tiny_family_dir("smolvlm")
-    script = ("import sys; sys.modules['num2words'] = None  # as if it were not installed\n"
-              "from mmjudge.cli import main\n"
-              f"sys.exit(main(['score', '--examples', '--model', {folder!r}, '--no-cache']))")  # fmt: skip
+    script = (
+        "import sys; sys.modules['num2words'] = None  # as if it were not installed\n"
+        "from mmjudge.cli import main\n"
+        f"sys.exit(main(['score', '--examples', '--model', {folder!r}, '--no-cache']))"
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=offline_env, timeout=300)
     assert out.returncode == 2
     lines = [line for line in out.stderr.splitlines() if line.startswith("mmjudge score: error:")]
-    assert lines == [f"mmjudge score: error: The processor of {folder!r} needs the optional package 'num2words', "
-                     "which is not installed: pip install num2words"]  # fmt: skip
+    assert lines == [
+        f"mmjudge score: error: The processor of {folder!r} needs the optional package 'num2words', "
+        "which is not installed: pip install num2words"
+    ]
     assert "Traceback" not in out.stderr
 
 
@@ -65,19 +71,30 @@ def _he_like_requests(read_prefix=False):
     so suffixes are padded by up to ~100 tokens), images of three sizes and one repeated."""
     images = [Image.new("RGB", (60 + 12 * i, 40 + 4 * i), (200, 30 * i, 30)) for i in range(3)]
     images.append(images[0].copy())  # same pixels, same digest: shares with sample 0
-    questions = {"Correctness": "How accurately does the caption describe the image?",
-                 "Completeness": "How completely does the caption cover the relevant and significant details?",
-                 "Fluency": "How well is the text written?"}  # fmt: skip
+    questions = {
+        "Correctness": "How accurately does the caption describe the image?",
+        "Completeness": "How completely does the caption cover the relevant and significant details?",
+        "Fluency": "How well is the text written?",
+    }
     requests = []
     for criterion, question in questions.items():
         sees = criterion != "Fluency"
-        rubric = (f"Your task is to rate the candidate {'caption for the given image' if sees else 'text'} on a scale "
-                  f"of 1 to 5. Evaluation Criterion: {criterion}: {question} Rating Scale: 1 Very Low, 2 Low, "
-                  f"3 Moderate, 4 High, 5 Extremely High. ")  # fmt: skip
+        rubric = (
+            f"Your task is to rate the candidate {'caption for the given image' if sees else 'text'} on a scale "
+            f"of 1 to 5. Evaluation Criterion: {criterion}: {question} Rating Scale: 1 Very Low, 2 Low, "
+            f"3 Moderate, 4 High, 5 Extremely High. "
+        )
         for i, image in enumerate(images):
             caption = "a red square" + " on green grass under a bright sky" * (3 * i)
-            requests.append(RatingRequest([Turn("user", rubric + "Caption: " + caption)], answer_prefix="Score: ",
-                                          image=image if sees else None, group=criterion, read_prefix=read_prefix))
+            requests.append(
+                RatingRequest(
+                    [Turn("user", rubric + "Caption: " + caption)],
+                    answer_prefix="Score: ",
+                    image=image if sees else None,
+                    group=criterion,
+                    read_prefix=read_prefix,
+                )
+            )
     return requests
 
 
@@ -92,8 +109,11 @@ def test_shared_prefixes_equal_the_plain_path_and_one_request_at_a_time(family, 
     language models (Gemma 3, Aya Vision) included with prompts longer than their window."""
     folder = tiny_family_dir(family)
     requests = _he_like_requests()
-    alone = _raw(load_judge("transformers", model=folder, batch_size=1, share_prefix=False, prefetch=False)
-                 .rate(requests, progress=False))  # fmt: skip
+    alone = _raw(
+        load_judge("transformers", model=folder, batch_size=1, share_prefix=False, prefetch=False).rate(
+            requests, progress=False
+        )
+    )
     plain = load_judge("transformers", model=folder, batch_size=16, share_prefix=False)
     assert np.abs(_raw(plain.rate(requests, progress=False)) - alone).max() < TOL
     for batch_size in (16, 5):
@@ -119,7 +139,9 @@ def test_sliding_windows_close_the_padding_gap_or_take_the_plain_path(family, ti
     monkeypatch.setattr(prefix_sharing, "build", lambda *a, **k: built.append(original(*a, **k)) or built[-1])
     requests = _he_like_requests(read_prefix=True)
     plain = load_judge("transformers", model=folder, batch_size=1, share_prefix=False, prefetch=False)
-    assert plain.attention.window == TINY_WINDOW < min(plain.prompts.encode([r])["input_ids"].shape[1] for r in requests)
+    assert (
+        plain.attention.window == TINY_WINDOW < min(plain.prompts.encode([r])["input_ids"].shape[1] for r in requests)
+    )
     reference = plain.rate(requests, progress=False)
     for batch_size in (16, 2):
         got = load_judge("transformers", model=folder, batch_size=batch_size).rate(requests, progress=False)
@@ -146,11 +168,15 @@ def test_harmonic_eval_scores_alike_on_shared_and_plain_paths(family, tiny_famil
 
     from mmjudge import HarmonicEval
 
-    inputs = {"ic": dict(predictions=["A green field.", "A blue sky above a long grey road " * 6], images=IMAGES),
-              "vqa": dict(predictions=["Green.", "It is blue."], images=IMAGES, questions=["What colour?", "And this one?"])}
+    inputs = {
+        "ic": dict(predictions=["A green field.", "A blue sky above a long grey road " * 6], images=IMAGES),
+        "vqa": dict(predictions=["Green.", "It is blue."], images=IMAGES, questions=["What colour?", "And this one?"]),
+    }
     outs = []
     for options in (dict(batch_size=1, share_prefix=False, prefetch=False), dict(batch_size=16)):
-        he = HarmonicEval(model=tiny_family_dir(family), cache=False, min_mass=0, **options)  # random weights: keep every rating
+        he = HarmonicEval(
+            model=tiny_family_dir(family), cache=False, min_mass=0, **options
+        )  # random weights: keep every rating
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # random weights put little mass on the ratings
             outs.append([he.compute(task=task, progress=False, **kwargs) for task, kwargs in inputs.items()])
@@ -177,8 +203,10 @@ def test_fleur_fast_path_equals_the_literal_procedure_in_every_family(family, tm
     expected, got = (f.compute(predictions=texts, images=IMAGES, progress=False) for f in (plain, fast))
     assert got["method"] == ["fast", "fast"] and got["raw_score"] == [0.85, 0.85]
     assert np.abs(np.array(got["score"]) - np.array(expected["score"])).max() < METRIC_TOL
-    requests = [GenerationRequest([Turn("user", fast.prompt(t))], image=i, max_new_tokens=8, conversation=fast.conversation)
-                for t, i in zip(texts, IMAGES)]  # fmt: skip
+    requests = [
+        GenerationRequest([Turn("user", fast.prompt(t))], image=i, max_new_tokens=8, conversation=fast.conversation)
+        for t, i in zip(texts, IMAGES)
+    ]
     assert got["score"] == pytest.approx([r["score"] for r in reference_scores(fast.judge, requests)], abs=1e-5)
 
 
@@ -190,7 +218,9 @@ def test_a_batch_split_in_shared_and_plain_parts_survives_out_of_memory(tiny_fam
 
     folder = tiny_family_dir("gemma3")
     requests = [r for r in _he_like_requests() if r.image is not None]
-    reference = _raw(load_judge("transformers", model=folder, batch_size=1, share_prefix=False).rate(requests, progress=False))
+    reference = _raw(
+        load_judge("transformers", model=folder, batch_size=1, share_prefix=False).rate(requests, progress=False)
+    )
     judge = load_judge("transformers", model=folder, batch_size=16, prefetch=False)
     original, calls = judge.model.forward, {"n": 0}
 
@@ -217,8 +247,9 @@ def test_shared_prefix_inputs_are_the_processors_own(family, tiny_family_dir):
     judge = load_judge("transformers", model=tiny_family_dir(family))
     requests = [r for r in _he_like_requests() if r.image is not None]
     texts = [judge.render(r) for r in requests]
-    shared = prefix_sharing.build(requests, texts, 1, judge.processor, judge.tokenizer, judge.attention,
-                                  judge._image_ids, lambda inputs: None)  # fmt: skip
+    shared = prefix_sharing.build(
+        requests, texts, 1, judge.processor, judge.tokenizer, judge.attention, judge._image_ids, lambda inputs: None
+    )
     assert shared is not None and shared.rows
     for k, index in enumerate(shared.rows):
         own = judge.processor(text=[texts[index]], images=[[requests[index].image]], return_tensors="pt")
@@ -228,8 +259,11 @@ def test_shared_prefix_inputs_are_the_processors_own(family, tiny_family_dir):
         suffix_real = shared.suffix_mask[k].bool()
         ids = shared.prefix["input_ids"][row][prefix_real][:cut].tolist() + shared.suffix_ids[k][suffix_real].tolist()
         assert ids == own["input_ids"][0].tolist()
-        per_token = {n for n, v in own.items() if n not in ("input_ids", "attention_mask") and v.dim() >= 2
-                     and v.shape[:2] == own["input_ids"].shape}  # fmt: skip
+        per_token = {
+            n
+            for n, v in own.items()
+            if n not in ("input_ids", "attention_mask") and v.dim() >= 2 and v.shape[:2] == own["input_ids"].shape
+        }
         assert per_token == set(shared.suffix_inputs)
         for name, suffixes in shared.suffix_inputs.items():
             values = torch.cat([shared.prefix[name][row][prefix_real][:cut], suffixes[k][suffix_real]])

@@ -15,8 +15,8 @@ import mmjudge
 from mmjudge.judges import GenerationRequest, RatingResult, Turn
 from mmjudge.judges.batched import BatchedJudge
 from mmjudge.metrics.fleur import FLEUR, FLEUR_PROMPT, REFFLEUR_PROMPT, parse_score, smooth_decimals, smooth_one
-from mmjudge.testing.fleur_reference import reference_scores
 from mmjudge.testing import tiny_answering_llava
+from mmjudge.testing.fleur_reference import reference_scores
 
 IMAGES = [Image.new("RGB", (40, 30), c) for c in ("red", "blue", "green")]
 TEXTS = ["A dog runs.", "Two people ride bikes down a street.", "A cat sits on a mat."]
@@ -89,7 +89,7 @@ def test_fast_path_equals_literal_reference(models, answer):
     assert out["method"] == ["fast"] * 3
     assert out["raw_score"] == [float(answer)] * 3 == [r["raw_score"] for r in reference]
     assert out["score"] == pytest.approx([r["score"] for r in reference], abs=1e-5)
-    assert len(set(round(s, 7) for s in out["score"])) == 3  # the image and caption matter
+    assert len({round(s, 7) for s in out["score"]}) == 3  # the image and caption matter
 
 
 @pytest.mark.parametrize("answer,passes", [("0.7", 2), (" 1.0", 2), (" 0.85", 3)])
@@ -109,12 +109,16 @@ def test_deviating_judge_falls_back_to_generation(models):
     fleur = FLEUR(model=models[" so 0.42"], cache=False, max_new_tokens=8)
     out = fleur.compute(predictions=TEXTS[:2], images=IMAGES[:2], progress=False)
     assert out["method"] == ["generate", "generate"] and out["raw_score"] == [0.42, 0.42]
-    requests = [GenerationRequest([Turn("user", fleur.prompt(t))], image=i, max_new_tokens=8, conversation="llava_v1")
-                for t, i in zip(TEXTS[:2], IMAGES[:2])]
+    requests = [
+        GenerationRequest([Turn("user", fleur.prompt(t))], image=i, max_new_tokens=8, conversation="llava_v1")
+        for t, i in zip(TEXTS[:2], IMAGES[:2])
+    ]
     # Not bit-equal: the judge's generate() strips the reply, so the fallback teacher-forces "so 0." where
     # the model emitted " so 0." (other context tokens); the digit positions and arithmetic are the same.
     assert out["score"] == pytest.approx([r["score"] for r in reference_scores(fleur.judge, requests)], abs=1e-3)
-    assert fleur.compute(predictions=TEXTS[:1], images=IMAGES[:1], progress=False)["score"][0] == pytest.approx(out["score"][0])
+    assert fleur.compute(predictions=TEXTS[:1], images=IMAGES[:1], progress=False)["score"][0] == pytest.approx(
+        out["score"][0]
+    )
 
 
 def test_batch_size_invariance_determinism_and_cache(models, tmp_path):
@@ -129,9 +133,13 @@ def test_batch_size_invariance_determinism_and_cache(models, tmp_path):
 
 def test_reffleur_prompt_explanation_and_signature(models):
     fleur = FLEUR(model=models[" 0.85"], config_name="reffleur", cache=False, max_explanation_tokens=6)
-    out = fleur.compute(predictions=TEXTS[:1], images=IMAGES[:1], references=[["a dog", "a puppy"]], explain=True, progress=False)
+    out = fleur.compute(
+        predictions=TEXTS[:1], images=IMAGES[:1], references=[["a dog", "a puppy"]], explain=True, progress=False
+    )
     assert out["explanation"] == ["0.85"]  # the scripted model answers everything with its score
-    assert "Reference Captions: a dog\na puppy\n\nCandidate Caption: A dog runs." in fleur.prompt("A dog runs.", ["a dog", "a puppy"])
+    assert "Reference Captions: a dog\na puppy\n\nCandidate Caption: A dog runs." in fleur.prompt(
+        "A dog runs.", ["a dog", "a puppy"]
+    )
     assert fleur.prompt("x").startswith("Your task is to evaluate and rate the candidate caption")
     assert FLEUR_PROMPT.endswith("Caption: {candidate}\n\nScore(Choose a rating from 0.0 to 1.0):")
     assert "Reference Captions: {references}\n\nCandidate Caption: {candidate}" in REFFLEUR_PROMPT
@@ -160,7 +168,9 @@ def test_non_list_references_name_the_item(bad):
         fleur.compute(predictions=["a"], images=IMAGES[:1], references=[bad], progress=False)
     assert fleur.judge.calls == 0
     # a lone string is a one-reference list, as for VELA and the baselines (it used to be refused here)
-    assert fleur.check_item({"text": "a", "image": IMAGES[0], "references": "a red square"}, 0).references == ["a red square"]
+    assert fleur.check_item({"text": "a", "image": IMAGES[0], "references": "a red square"}, 0).references == [
+        "a red square"
+    ]
 
 
 @pytest.mark.slow
@@ -174,19 +184,47 @@ def test_registry_and_evaluate_and_cli(models, tmp_path, offline_env):
         "    out = m.compute(predictions=['a dog'], images=[Image.new('RGB', (40, 30), 'red')], references=[['a puppy']])\n"
         "    print(name, out['raw_score'][0], out['method'][0])\n"
     )
-    result = subprocess.run([sys.executable, "-c", code, models[" 0.85"]], env=env, cwd=os.getcwd(),
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", code, models[" 0.85"]],
+        env=env,
+        cwd=os.getcwd(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "fleur 0.85 fast" in result.stdout and "metrics/fleur 0.85 fast" in result.stdout
     image = tmp_path / "x.png"
     IMAGES[0].save(image)
     output = tmp_path / "out.jsonl"
     result = subprocess.run(
-        [sys.executable, "-m", "mmjudge.cli", "score", "--metric", "fleur", "--config", "reffleur", "--model",
-         models[" 0.85"], "--text", "a dog", "--image", str(image), "--references", "a puppy", "a dog",
-         "--output", str(output), "--no-cache"],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mmjudge.cli",
+            "score",
+            "--metric",
+            "fleur",
+            "--config",
+            "reffleur",
+            "--model",
+            models[" 0.85"],
+            "--text",
+            "a dog",
+            "--image",
+            str(image),
+            "--references",
+            "a puppy",
+            "a dog",
+            "--output",
+            str(output),
+            "--no-cache",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     row = json.loads(output.read_text().splitlines()[0])
     assert row["raw_score"] == 0.85 and 0 <= row["score"] <= 1 and not math.isnan(row["score"])

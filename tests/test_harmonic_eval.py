@@ -8,11 +8,11 @@ from PIL import Image
 
 import mmjudge
 from mmjudge import HarmonicEval
-from mmjudge.store import ResultStore
 from mmjudge.judges import RatingRequest, Turn
 from mmjudge.judges.dummy import DummyJudge
+from mmjudge.metrics.harmonic_eval.scoring import aggregate
 from mmjudge.signature import parse
-from mmjudge.scoring import aggregate
+from mmjudge.store import ResultStore
 
 # Random-weight judges put little mass on the digits: expected here, asserted in its own test below.
 pytestmark = pytest.mark.filterwarnings("ignore:HarmonicEval. the judge put under")
@@ -110,9 +110,15 @@ def test_reg_draws_the_box_in_red():
 
 
 def test_determinism_and_batch_size_invariance(tiny_qwen_dir):
-    a = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=1, min_mass=0).compute(progress=False, **TASK_INPUTS["ic"])
-    b = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=16, min_mass=0).compute(progress=False, **TASK_INPUTS["ic"])
-    c = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=16, min_mass=0).compute(progress=False, **TASK_INPUTS["ic"])
+    a = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=1, min_mass=0).compute(
+        progress=False, **TASK_INPUTS["ic"]
+    )
+    b = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=16, min_mass=0).compute(
+        progress=False, **TASK_INPUTS["ic"]
+    )
+    c = HarmonicEval(model=tiny_qwen_dir, cache=False, batch_size=16, min_mass=0).compute(
+        progress=False, **TASK_INPUTS["ic"]
+    )
     assert a["overall"] == pytest.approx(b["overall"], abs=1e-5)
     assert b == c
 
@@ -148,8 +154,10 @@ def test_options_subset_gamma_and_no_smoothing():
     full = HarmonicEval(judge=judge, cache=False, gamma=1.0).compute(progress=False, **TASK_INPUTS["ic"])
     mean = np.mean([[full[c][i] for c in CRITERIA] for i in range(2)], axis=1)
     assert full["overall"] == pytest.approx(mean.tolist())  # γ = 1: plain average
-    sub = HarmonicEval(judge=judge, cache=False, criteria=["fluency", "clarity"]).compute(predictions=["A dog."], progress=False)
-    assert set(k for k in sub if k in CRITERIA) == {"fluency", "clarity"}  # no image needed
+    sub = HarmonicEval(judge=judge, cache=False, criteria=["fluency", "clarity"]).compute(
+        predictions=["A dog."], progress=False
+    )
+    assert {k for k in sub if k in CRITERIA} == {"fluency", "clarity"}  # no image needed
     argmax = HarmonicEval(judge=judge, cache=False, smoothing=False).compute(progress=False, **TASK_INPUTS["ic"])
     assert all(argmax[c][i] in (1.0, 2.0, 3.0, 4.0, 5.0) for c in CRITERIA for i in range(2))
     assert "smoothing=argmax" in argmax["signature"]
@@ -208,7 +216,10 @@ BAD_INPUTS = [
     (dict(predictions=["ok"], images=[IMG], task="vqa"), "needs `questions`"),
     (dict(predictions=["ok"], images=[IMG], task="vqa", questions=[""]), r"questions\[0\]: the text is empty"),
     (dict(predictions=["ok"], images=[IMG], task="reg"), "needs `boxes`"),
-    (dict(predictions=["ok"], images=[IMG], task="reg", boxes=[[40, 10, 30, 10]]), r"boxes\[0\]: .* outside the 64x48 image"),
+    (
+        dict(predictions=["ok"], images=[IMG], task="reg", boxes=[[40, 10, 30, 10]]),
+        r"boxes\[0\]: .* outside the 64x48 image",
+    ),
     (dict(predictions=["ok"], images=[IMG], task="reg", boxes=[[1, 2, 3]]), r"boxes\[0\]: expected 4 numbers"),
     (dict(predictions=["ok"], images=[IMG], task="reg", boxes=[None]), r"boxes\[0\]: a bounding box is required"),
 ]
@@ -251,6 +262,8 @@ def test_bad_options_are_rejected(kwargs, message):
 
 def test_low_mass_is_a_status_and_one_warning_line():
     with pytest.warns(UserWarning, match="HarmonicEval: 1 of 1 items got no rating: correctness 1 \\(low_mass\\)"):
-        out = HarmonicEval(judge=DummyJudge(mass=0.1), cache=False).compute(predictions=["x"], images=[IMG], progress=False)
+        out = HarmonicEval(judge=DummyJudge(mass=0.1), cache=False).compute(
+            predictions=["x"], images=[IMG], progress=False
+        )
     assert out["correctness_status"] == ["low_mass"] and "0.1 of the judge's probability" in out["correctness_note"][0]
     assert out["failures"] == {c: {"low_mass": 1} for c in CRITERIA} and out["scored"]["overall"] == 0

@@ -16,25 +16,47 @@ from mmjudge.human_judgments import SCHEMA_VERSION, HumanJudgments
 from mmjudge.metaeval import MetaEvalResult
 
 sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
-from test_dataset_layouts import SMALL_PASCAL, flickr8k_json, write_pascal_layout  # noqa: E402
-from test_datasets import SMALL_MMHE, f8k_dir, mmhe_dir, png  # noqa: E402,F401  (fixtures)
+from test_dataset_layouts import SMALL_PASCAL, flickr8k_json, write_pascal_layout
+from test_datasets import SMALL_MMHE, f8k_dir, mmhe_dir, png  # noqa: F401  (fixtures)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "metaeval.md"
 
 
 def test_written_from_a_loader_and_read_back_the_same(f8k_dir, tmp_path, capsys):  # noqa: F811
     out = tmp_path / "f8k.json"
-    assert main(["dataset", "judgments", "flickr8k_expert", "--data-dir", str(f8k_dir), "--cache-dir",
-                 str(tmp_path / "c"), "--expected-counts", '{"test": 2, "judgments": 6}', "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "dataset",
+                "judgments",
+                "flickr8k_expert",
+                "--data-dir",
+                str(f8k_dir),
+                "--cache-dir",
+                str(tmp_path / "c"),
+                "--expected-counts",
+                '{"test": 2, "judgments": 6}',
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "wrote" in capsys.readouterr().out and f'"version": {SCHEMA_VERSION}' in out.read_text()
     back = HumanJudgments.load(out)
-    direct = md.human_judgments("flickr8k_expert", data_dir=str(f8k_dir), cache_dir=str(tmp_path / "c"),
-                                expected_counts={"test": 2, "judgments": 6})
+    direct = md.human_judgments(
+        "flickr8k_expert",
+        data_dir=str(f8k_dir),
+        cache_dir=str(tmp_path / "c"),
+        expected_counts={"test": 2, "judgments": 6},
+    )
     assert (back.name, back.correlation, back.ratings) == (direct.name, direct.correlation, direct.ratings)
     drop = lambda items: [{k: v for k, v in it.items() if k != "image"} for it in items]  # noqa: E731
     assert drop(back.items) == drop(direct.items)
     # images are paths to the files under --data-dir (the file names them, it does not copy them)
-    assert [Path(it["image"]) for it in back.items] == [(f8k_dir / "Flicker8k_Dataset" / n).resolve() for n in ("a.jpg", "b.jpg")]
+    assert [Path(it["image"]) for it in back.items] == [
+        (f8k_dir / "Flicker8k_Dataset" / n).resolve() for n in ("a.jpg", "b.jpg")
+    ]
 
 
 def test_choices_and_criteria_round_trip(mmhe_dir, tmp_path):  # noqa: F811
@@ -52,26 +74,62 @@ def test_images_are_found_by_name_when_a_copy_uses_another_folder(tmp_path):
     root = tmp_path / "json"
     flickr8k_json(root, [("a.jpg", "A cat sits .", [1, 2, 1])], {"a.jpg": ["A dog runs ."]}, "flickr8k.json")
     png(root / "Flickr8k_Dataset" / "a.jpg")
-    hj = md.write_judgments("flickr8k_expert", tmp_path / "j.json", data_dir=str(root), cache_dir=str(tmp_path / "c"),
-                            expected_counts={})
+    hj = md.write_judgments(
+        "flickr8k_expert", tmp_path / "j.json", data_dir=str(root), cache_dir=str(tmp_path / "c"), expected_counts={}
+    )
     assert hj.items[0]["image_path"] == "Flicker8k_Dataset/a.jpg"
-    assert HumanJudgments.load(tmp_path / "j.json").items[0]["image"] == str((root / "Flickr8k_Dataset" / "a.jpg").resolve())
+    assert HumanJudgments.load(tmp_path / "j.json").items[0]["image"] == str(
+        (root / "Flickr8k_Dataset" / "a.jpg").resolve()
+    )
 
 
 def test_metaeval_from_the_file_equals_metaeval_from_the_loader(tmp_path, capsys):
     write_pascal_layout(tmp_path / "D", "json")
     counts = json.dumps(SMALL_PASCAL)
-    assert main(["dataset", "judgments", "pascal50s", "--data-dir", str(tmp_path / "D"), "--cache-dir", str(tmp_path / "c"),
-                 "--expected-counts", counts, "--out", str(tmp_path / "p.json")]) == 0
+    assert (
+        main(
+            [
+                "dataset",
+                "judgments",
+                "pascal50s",
+                "--data-dir",
+                str(tmp_path / "D"),
+                "--cache-dir",
+                str(tmp_path / "c"),
+                "--expected-counts",
+                counts,
+                "--out",
+                str(tmp_path / "p.json"),
+            ]
+        )
+        == 0
+    )
     items = HumanJudgments.load(tmp_path / "p.json").items
     scores = tmp_path / "s.jsonl"  # caption A always scores higher: right exactly where label is 0
-    scores.write_text("".join(json.dumps({"id": it["id"], "score": 1.0 if it["id"].endswith("-a") else 0.0}) + "\n"
-                              for it in items))
+    scores.write_text(
+        "".join(json.dumps({"id": it["id"], "score": 1.0 if it["id"].endswith("-a") else 0.0}) + "\n" for it in items)
+    )
     common = ["--scores", str(scores), "--bootstrap", "0"]
     assert main(["metaeval", "--judgments", str(tmp_path / "p.json"), *common, "--out", str(tmp_path / "f")]) == 0
-    assert main(["metaeval", "--dataset", "pascal50s", "--data-dir", str(tmp_path / "D"), "--dataset-option",
-                 f"cache_dir={tmp_path / 'c'}", "--dataset-option", f"expected_counts={counts}", *common,
-                 "--out", str(tmp_path / "l")]) == 0
+    assert (
+        main(
+            [
+                "metaeval",
+                "--dataset",
+                "pascal50s",
+                "--data-dir",
+                str(tmp_path / "D"),
+                "--dataset-option",
+                f"cache_dir={tmp_path / 'c'}",
+                "--dataset-option",
+                f"expected_counts={counts}",
+                *common,
+                "--out",
+                str(tmp_path / "l"),
+            ]
+        )
+        == 0
+    )
     from_file = MetaEvalResult.load(tmp_path / "f" / "results.json")
     from_loader = MetaEvalResult.load(tmp_path / "l" / "results.json")
     assert from_file.records == from_loader.records
@@ -82,9 +140,15 @@ def test_metaeval_from_the_file_equals_metaeval_from_the_loader(tmp_path, capsys
 def test_relative_image_paths_are_relative_to_the_file(tmp_path):
     png(tmp_path / "study" / "imgs" / "x.png")
     path = tmp_path / "study" / "mine.json"
-    path.write_text(json.dumps({"name": "mine", "items": [{"id": "a", "text": "a red square", "image": "imgs/x.png"},
-                                                           {"id": "b", "text": "a dog"}],
-                                "pairs": [{"better": "a", "worse": "b"}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": "mine",
+                "items": [{"id": "a", "text": "a red square", "image": "imgs/x.png"}, {"id": "b", "text": "a dog"}],
+                "pairs": [{"better": "a", "worse": "b"}],
+            }
+        )
+    )
     hj = HumanJudgments.load(path)
     assert Path(hj.items[0]["image"]) == tmp_path / "study" / "imgs" / "x.png" and "image" not in hj.items[1]
 
@@ -92,7 +156,7 @@ def test_relative_image_paths_are_relative_to_the_file(tmp_path):
 def _docs_example() -> dict:
     """The example file in docs/metaeval.md (the block after the "Human judgments file" heading)."""
     text = DOCS.read_text(encoding="utf-8")
-    section = text[text.index("## Human judgments file"):]
+    section = text[text.index("## Human judgments file") :]
     return json.loads(re.search(r"```json\n(.*?)\n```", section, re.S).group(1))
 
 
@@ -104,25 +168,39 @@ def test_the_documented_example_is_a_valid_file_and_runs(tmp_path, capsys):
     hj = HumanJudgments.load(path)
     assert hj.ratings and hj.pairs and hj.criteria
     scores = tmp_path / "m.jsonl"
-    scores.write_text("".join(json.dumps({"id": it["id"], "score": k, "fluency": -k}) + "\n" for k, it in enumerate(hj.items)))
+    scores.write_text(
+        "".join(json.dumps({"id": it["id"], "score": k, "fluency": -k}) + "\n" for k, it in enumerate(hj.items))
+    )
     assert main(["metaeval", "--judgments", str(path), "--scores", str(scores), "--bootstrap", "0"]) == 0
     assert "| m |" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d.update(rating=[]), r"unknown key 'rating' \(did you mean 'ratings'\?\)"),
-    (lambda d: d.update(version=SCHEMA_VERSION + 1), f"schema version {SCHEMA_VERSION + 1}, but this mmjudge reads up to"),
-    (lambda d: d.update(schema="other"), "expected 'schema' to be 'mmjudge.human_judgments'"),
-    (lambda d: d.pop("name"), "expected 'name'"),
-    (lambda d: d.update(items=[]), "expected 'items' to be a non-empty list"),
-    (lambda d: d["items"].append(dict(d["items"][0])), r"items\[\d+\]: duplicate id"),
-    (lambda d: d["items"][1].pop("id"), r"items\[1\]: missing 'id'"),
-    (lambda d: d["ratings"][2].update(id="ghost"), r"ratings\[2\]: expected 'id' to be an item id, but got 'ghost'"),
-    (lambda d: d["ratings"][0].update(score="good"), r"ratings\[0\] \(id '.*'\): expected 'score' to be a finite number"),
-    (lambda d: d["ratings"][0].update(score=float("nan")), r"ratings\[0\] .*finite number, but got nan"),
-    (lambda d: d["pairs"][0].pop("worse"), r"pairs\[0\]: missing 'worse'"),
-    (lambda d: d.update(correlation="kendall"), "expected 'correlation' to be one of"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.update(rating=[]), r"unknown key 'rating' \(did you mean 'ratings'\?\)"),
+        (
+            lambda d: d.update(version=SCHEMA_VERSION + 1),
+            f"schema version {SCHEMA_VERSION + 1}, but this mmjudge reads up to",
+        ),
+        (lambda d: d.update(schema="other"), "expected 'schema' to be 'mmjudge.human_judgments'"),
+        (lambda d: d.pop("name"), "expected 'name'"),
+        (lambda d: d.update(items=[]), "expected 'items' to be a non-empty list"),
+        (lambda d: d["items"].append(dict(d["items"][0])), r"items\[\d+\]: duplicate id"),
+        (lambda d: d["items"][1].pop("id"), r"items\[1\]: missing 'id'"),
+        (
+            lambda d: d["ratings"][2].update(id="ghost"),
+            r"ratings\[2\]: expected 'id' to be an item id, but got 'ghost'",
+        ),
+        (
+            lambda d: d["ratings"][0].update(score="good"),
+            r"ratings\[0\] \(id '.*'\): expected 'score' to be a finite number",
+        ),
+        (lambda d: d["ratings"][0].update(score=float("nan")), r"ratings\[0\] .*finite number, but got nan"),
+        (lambda d: d["pairs"][0].pop("worse"), r"pairs\[0\]: missing 'worse'"),
+        (lambda d: d.update(correlation="kendall"), "expected 'correlation' to be one of"),
+    ],
+)
 def test_mistakes_in_a_hand_written_file_are_one_line(tmp_path, capsys, change, message):
     data = _docs_example()
     change(data)
@@ -140,5 +218,7 @@ def test_mistakes_in_a_hand_written_file_are_one_line(tmp_path, capsys, change, 
 def test_a_legacy_dump_without_version_still_reads():
     import dataclasses
 
-    hj = HumanJudgments(name="old", items=[{"id": "a"}, {"id": "b"}], pairs=[{"better": "a", "worse": "b", "kind": "x"}])
+    hj = HumanJudgments(
+        name="old", items=[{"id": "a"}, {"id": "b"}], pairs=[{"better": "a", "worse": "b", "kind": "x"}]
+    )
     assert HumanJudgments.from_dict(dataclasses.asdict(hj)) == hj

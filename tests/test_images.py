@@ -16,8 +16,15 @@ def test_parse_box_accepts_the_separators_of_every_front_door(text):
     assert parse_box(text, "Box") == [10.0, 20.0, 30.0, 40.0]
 
 
-@pytest.mark.parametrize("text, tail", [("1,2,3", "but got '1,2,3'."), ("a,b,c,d", "but got 'a,b,c,d'."),
-                                        ("1,2,3,nan", "but got '1,2,3,nan'."), ("1,-2,3,4", "coordinates cannot be negative.")])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, tail",
+    [
+        ("1,2,3", "but got '1,2,3'."),
+        ("a,b,c,d", "but got 'a,b,c,d'."),
+        ("1,2,3,nan", "but got '1,2,3,nan'."),
+        ("1,-2,3,4", "coordinates cannot be negative."),
+    ],
+)
 def test_parse_box_errors_name_the_field(text, tail):
     with pytest.raises(ValueError) as err:
         parse_box(text, "Box", "1, 2, 3, 4")

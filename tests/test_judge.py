@@ -9,16 +9,18 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmjudge.judges.cached import CachedJudge
-from mmjudge.store import ResultStore
 from mmjudge.judges import GenerationRequest, RatingRequest, Turn, load_judge
 from mmjudge.judges.batched import plan_batches
+from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.dummy import DummyJudge
 from mmjudge.judges.transformers import rating_token_ids
+from mmjudge.store import ResultStore
 
 
 def _requests(n, image=None, group=""):
-    return [RatingRequest([Turn("user", f"Rate item {i} " + "x" * (i % 7))], image=image, group=group) for i in range(n)]
+    return [
+        RatingRequest([Turn("user", f"Rate item {i} " + "x" * (i % 7))], image=image, group=group) for i in range(n)
+    ]
 
 
 # ------------------------------------------------------------------------------------ batching
@@ -71,7 +73,10 @@ def test_transformers_judge_probabilities_match_a_direct_forward_pass(family, ti
 
     judge = load_judge("transformers", model=tiny_vlm_dirs[family], batch_size=4)
     img = Image.new("RGB", (60, 40), (200, 30, 30))
-    reqs = [RatingRequest([Turn("user", f"Rate caption {i}: a red square.")], image=img, answer_prefix="Score: ") for i in range(3)]
+    reqs = [
+        RatingRequest([Turn("user", f"Rate caption {i}: a red square.")], image=img, answer_prefix="Score: ")
+        for i in range(3)
+    ]
     got = judge.rate(reqs, progress=False)
     # Independent re-computation: one request at a time, full softmax, summed variants.
     ids = rating_token_ids(judge.tokenizer, ["1", "2", "3", "4", "5"])
@@ -222,7 +227,9 @@ def test_prefix_steps_equal_separate_requests_at_each_boundary(family, tiny_vlm_
         assert result.steps and [s.offset for s in result.steps] == sorted({s.offset for s in result.steps})
         assert result.steps[0].offset == 0
         for step in result.steps:
-            [alone] = judge.rate([RatingRequest(**base, answer_prefix=request.answer_prefix[: step.offset])], progress=False)
+            [alone] = judge.rate(
+                [RatingRequest(**base, answer_prefix=request.answer_prefix[: step.offset])], progress=False
+            )
             assert step.raw == pytest.approx(alone.raw, abs=1e-5)
             assert step.greedy == alone.greedy
         [plain] = judge.rate([RatingRequest(**base, answer_prefix=request.answer_prefix)], progress=False)
@@ -233,7 +240,9 @@ def test_prefix_steps_survive_the_cache(tmp_path, tiny_llava_dir):
     judge = CachedJudge(load_judge("transformers", model=tiny_llava_dir), tmp_path / "c.sqlite")
     req = [RatingRequest([Turn("user", "Rate.")], choices=tuple("0123456789"), answer_prefix="0.", read_prefix=True)]
     first = judge.rate(req, progress=False)
-    again = CachedJudge(load_judge("transformers", model=tiny_llava_dir), tmp_path / "c.sqlite").rate(req, progress=False)
+    again = CachedJudge(load_judge("transformers", model=tiny_llava_dir), tmp_path / "c.sqlite").rate(
+        req, progress=False
+    )
     assert first[0].steps and again[0].steps == first[0].steps
 
 

@@ -13,11 +13,11 @@ from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores, get_benchm
 from mmjudge.leaderboard.hub_sync import HubSync
 from mmjudge.leaderboard.intake import submit
 from mmjudge.leaderboard.protection import AdminGuard, RateLimit, check_admin, safe_link
-from mmjudge.report import markdown_text
 from mmjudge.leaderboard.ranking import competition_ranks, group_by_signature, rank_metrics, rank_models
 from mmjudge.leaderboard.store import Store
 from mmjudge.leaderboard.validation import SubmissionError, validate_outputs, validate_scores
 from mmjudge.leaderboard.worker import Worker
+from mmjudge.report import markdown_text
 from mmjudge.signature import Signature
 
 
@@ -37,12 +37,15 @@ def test_valid_outputs_come_back_in_benchmark_order():
 @pytest.mark.parametrize(
     "data, message",
     [
-        (b"x" * 101, 'the file is 101 bytes; this board accepts at most 100 bytes. Keep only the fields the track needs in each '
-                     'line: "id" and "text" (Models) or "id" and the scores (Metrics).'),
+        (
+            b"x" * 101,
+            "the file is 101 bytes; this board accepts at most 100 bytes. Keep only the fields the track needs in each "
+            'line: "id" and "text" (Models) or "id" and the scores (Metrics).',
+        ),
         (b'{"id": "a", "text": "caf\xe9"}\n', "line 1: not UTF-8 (byte 24); save the file as UTF-8."),
         (b"", "the file holds no JSON lines."),
         (b'{"id": "a", "text": "x"}\n{"id": "b", "text": \n', "line 2: not valid JSON (Expecting value at column 21)."),
-        (b'["a", "x"]\n', "line 1: expected a JSON object like {\"id\": …}, but got list."),
+        (b'["a", "x"]\n', 'line 1: expected a JSON object like {"id": …}, but got list.'),
         (b'{"text": "x"}\n', "line 1: 'id' must be a non-empty string, but got None."),
         (b'{"id": 3, "text": "x"}\n', "line 1: 'id' must be a non-empty string, but got 3."),
     ],
@@ -60,9 +63,15 @@ def test_parse_rejections(data, message):
         (GOOD + [{"id": "z", "text": "x"}], "line 4: 1 id(s) are not in the benchmark: 'z'."),
         (GOOD + [{"id": "a", "text": "again"}], "line 4: duplicate id 'a' (first on line 1)."),
         ([GOOD[0], {"id": "b", "text": "  "}, GOOD[2]], "line 2 (id 'b'): 'text' is empty."),
-        ([GOOD[0], {"id": "b"}, GOOD[2]], "line 2 (id 'b'): no 'text'; each line needs {\"id\": \"b\", \"text\": \"<your model's output>\"}."),
+        (
+            [GOOD[0], {"id": "b"}, GOOD[2]],
+            'line 2 (id \'b\'): no \'text\'; each line needs {"id": "b", "text": "<your model\'s output>"}.',
+        ),
         ([GOOD[0], {"id": "b", "text": 3}, GOOD[2]], "line 2 (id 'b'): 'text' must be a string, but got int."),
-        ([GOOD[0], GOOD[1], {"id": "c", "text": "y" * 11}], "line 3 (id 'c'): 'text' has 11 characters; the limit is 10."),
+        (
+            [GOOD[0], GOOD[1], {"id": "c", "text": "y" * 11}],
+            "line 3 (id 'c'): 'text' has 11 characters; the limit is 10.",
+        ),
     ],
 )
 def test_output_rejections(rows, message):
@@ -73,7 +82,9 @@ def test_output_rejections(rows, message):
 
 def test_a_file_sent_to_the_wrong_track_says_so():
     scores = jsonl([{"id": i, "score": 0.5} for i in IDS])
-    with pytest.raises(SubmissionError, match=r"^line 1 \(id 'a'\): no 'text'. This looks like a Metrics-track score file"):
+    with pytest.raises(
+        SubmissionError, match=r"^line 1 \(id 'a'\): no 'text'. This looks like a Metrics-track score file"
+    ):
         validate_outputs(scores, IDS)
     with pytest.raises(SubmissionError, match=r"This looks like a Models-track outputs file"):
         validate_scores(jsonl(GOOD), IDS)
@@ -83,9 +94,15 @@ def test_score_rejections():
     ok = [{"id": i, "score": 0.5, "fluency": 1} for i in IDS]
     assert validate_scores(jsonl(ok), IDS) == {i: {"score": 0.5, "fluency": 1.0} for i in IDS}
     cases = [
-        ([{"id": i, "text": "x"} for i in IDS], "no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}. This looks "
-                                                "like a Models-track outputs file ({\"id\", \"text\"}); to submit a model's outputs, choose the Models track."),
-        (ok[:2], "no score for 1 id(s) of the benchmark: 'c'."),  # the ids are checked by the meta-evaluation's check_scores
+        (
+            [{"id": i, "text": "x"} for i in IDS],
+            'no numeric score column; each line needs e.g. {"id": …, "score": 0.5}. This looks '
+            'like a Models-track outputs file ({"id", "text"}); to submit a model\'s outputs, choose the Models track.',
+        ),
+        (
+            ok[:2],
+            "no score for 1 id(s) of the benchmark: 'c'.",
+        ),  # the ids are checked by the meta-evaluation's check_scores
         (ok + [{"id": "z", "score": 0.1, "fluency": 1}], "line 4: 1 id(s) are not in the benchmark: 'z'."),
         (ok + [{"id": "a", "score": 0.1, "fluency": 1}], "line 4: duplicate id 'a' (first on line 1)."),
         (ok[:2] + [{"id": "c", "score": 0.1}], "line 3 (id 'c'): missing score 'fluency' (other lines have it)."),
@@ -98,14 +115,21 @@ def test_score_rejections():
         assert str(err.value) == message
     for bad in (b"NaN", b"Infinity", b"-Infinity"):
         data = jsonl(ok[:2]) + b'{"id": "c", "score": ' + bad + b', "fluency": 1}\n'
-        with pytest.raises(SubmissionError, match=r"line 3 \(id 'c'\): 'score' is (nan|inf|-inf); scores must be finite"):
+        with pytest.raises(
+            SubmissionError, match=r"line 3 \(id 'c'\): 'score' is (nan|inf|-inf); scores must be finite"
+        ):
             validate_scores(data, IDS)
 
 
 # ---------------------------------------------------------------------------------------- ranking
 def entry(sid, name, overall, sig, created, criteria=None, tasks=None):
-    return {"id": sid, "name": name, "signature": str(sig), "created_at": created,
-            "summary": {"overall": overall, "criteria": criteria or {}, "tasks": tasks or {}}}
+    return {
+        "id": sid,
+        "name": name,
+        "signature": str(sig),
+        "created_at": created,
+        "summary": {"overall": overall, "criteria": criteria or {}, "tasks": tasks or {}},
+    }
 
 
 def test_models_ranked_in_exact_order_within_signature_groups():
@@ -196,7 +220,10 @@ def test_requeue_deletes_old_results(tmp_path):
 def test_escaping_and_links():
     assert markdown_text("<script>alert('x')</script>") == "&lt;script&gt;alert('x')&lt;/script&gt;"
     assert markdown_text("a\n# heading\n- item") == "a \\# heading - item"  # one line: no block can start
-    assert markdown_text("![x](http://e.x/i.png) <http://e.x> www.e.x") == "\\!\\[x\\](http\\://e.x/i.png) &lt;http\\://e.x&gt; www\\.e.x"
+    assert (
+        markdown_text("![x](http://e.x/i.png) <http://e.x> www.e.x")
+        == "\\!\\[x\\](http\\://e.x/i.png) &lt;http\\://e.x&gt; www\\.e.x"
+    )
     assert safe_link('https://x.org/"onmouseover="a') == ""
     assert safe_link("data:text/html,<b>") == ""
 
@@ -211,7 +238,9 @@ def test_admin_token(monkeypatch):
 
 def test_admin_guard_delay_grows_per_client_and_is_capped():
     clock = [100.0]
-    guard = AdminGuard(base_delay_s=1.0, max_delay_s=5.0, clock=lambda: clock[0], env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
+    guard = AdminGuard(
+        base_delay_s=1.0, max_delay_s=5.0, clock=lambda: clock[0], env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"}
+    )
 
     def attempt(token, client="ip:1"):
         try:
@@ -241,15 +270,25 @@ def test_intake_refusals_are_logged_with_reason(tmp_path):
     first = submit(store, name="<b>bold</b>", data=good, **kw)
     assert first.accepted and store.get(first.id)["name"] == "<b>bold</b>"  # stored as data
     dup = submit(store, name="again", data=good, **kw)
-    assert not dup.accepted and dup.message.startswith("duplicate: the same file was already submitted as '<b>bold</b>'")
+    assert not dup.accepted and dup.message.startswith(
+        "duplicate: the same file was already submitted as '<b>bold</b>'"
+    )
     bad = submit(store, name="bad", data=b"{", **kw)
-    assert bad.message == "invalid file: line 1: not valid JSON (Expecting property name enclosed in double quotes at column 2)."
+    assert (
+        bad.message
+        == "invalid file: line 1: not valid JSON (Expecting property name enclosed in double quotes at column 2)."
+    )
     limited = submit(store, name="more", data=jsonl(demo_outputs(1)), **kw)
     assert limited.message.startswith("rate limit: your address (10.0.0.9) sent 3 submissions in the last 60 minutes")
     wrong_track = submit(store, track="metrics", benchmark="demo-inputs", name="x", submitter="z", data=good)
     assert wrong_track.message == "benchmark 'demo-inputs' belongs to the models track, not metrics."
     reasons = [r["reason"].split(":")[0] for r in store.rejections()]
-    assert reasons == ["duplicate", "invalid file", "rate limit", "benchmark 'demo-inputs' belongs to the models track, not metrics."]
+    assert reasons == [
+        "duplicate",
+        "invalid file",
+        "rate limit",
+        "benchmark 'demo-inputs' belongs to the models track, not metrics.",
+    ]
 
 
 def test_rate_limit_counts_the_client_not_the_typed_name(tmp_path):
@@ -260,7 +299,9 @@ def test_rate_limit_counts_the_client_not_the_typed_name(tmp_path):
     assert submit(store, name="b", submitter="bo", data=jsonl(demo_outputs(1)), **kw).accepted
     third = submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **kw)
     assert third.message.startswith("rate limit: your address (10.0.0.7) sent 2 submissions")
-    assert submit(store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **{**kw, "client": "ip:10.0.0.8"}).accepted
+    assert submit(
+        store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **{**kw, "client": "ip:10.0.0.8"}
+    ).accepted
     assert [r["submitter"] for r in store.submissions()] == ["ana", "bo", "cy"]  # the name stays display data
 
 
@@ -268,9 +309,13 @@ def test_rate_limit_is_decided_inside_the_inserting_transaction(tmp_path):
     from mmjudge.leaderboard.store import RateLimitedError
 
     store = Store(tmp_path)
-    store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"1", client="c", rate=(1, 60))
+    store.add_submission(
+        track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"1", client="c", rate=(1, 60)
+    )
     with pytest.raises(RateLimitedError) as err:  # an upload that passed the early check while the first one committed
-        store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"2", client="c", rate=(1, 60))
+        store.add_submission(
+            track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"2", client="c", rate=(1, 60)
+        )
     assert err.value.used == 1 and len(store.submissions()) == 1
     assert sorted(p.name for p in store.uploads.iterdir()) == [store.submissions()[0]["file_name"]]
 
@@ -279,22 +324,30 @@ def test_store_made_before_the_client_column_is_migrated(tmp_path):
     import sqlite3
 
     db = sqlite3.connect(tmp_path / "leaderboard.sqlite")
-    db.executescript("CREATE TABLE submissions (id TEXT PRIMARY KEY, track TEXT NOT NULL, benchmark TEXT NOT NULL,"
-                     " name TEXT NOT NULL, link TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '',"
-                     " submitter TEXT NOT NULL, content_hash TEXT NOT NULL, file_name TEXT NOT NULL, status TEXT NOT NULL,"
-                     " reason TEXT NOT NULL DEFAULT '', signature TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL,"
-                     " updated_at REAL NOT NULL, started_at REAL, finished_at REAL, worker TEXT, lease_until REAL,"
-                     " attempts INTEGER NOT NULL DEFAULT 0, hidden INTEGER NOT NULL DEFAULT 0, synced_at REAL);")  # fmt: skip
+    db.executescript(
+        "CREATE TABLE submissions (id TEXT PRIMARY KEY, track TEXT NOT NULL, benchmark TEXT NOT NULL,"
+        " name TEXT NOT NULL, link TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '',"
+        " submitter TEXT NOT NULL, content_hash TEXT NOT NULL, file_name TEXT NOT NULL, status TEXT NOT NULL,"
+        " reason TEXT NOT NULL DEFAULT '', signature TEXT NOT NULL DEFAULT '', created_at REAL NOT NULL,"
+        " updated_at REAL NOT NULL, started_at REAL, finished_at REAL, worker TEXT, lease_until REAL,"
+        " attempts INTEGER NOT NULL DEFAULT 0, hidden INTEGER NOT NULL DEFAULT 0, synced_at REAL);"
+    )
     db.close()
     store = Store(tmp_path)
-    sid = store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"x", client="ip:1")
+    sid = store.add_submission(
+        track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"x", client="ip:1"
+    )
     assert store.get(sid)["client"] == "ip:1" and store.count_recent("ip:1", 0) == 1
 
 
 def test_queue_position_of_one_submission(tmp_path):
     store = Store(tmp_path)
-    sids = [store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=bytes([k]), now=100.0 + k)
-            for k in range(4)]  # fmt: skip
+    sids = [
+        store.add_submission(
+            track="models", benchmark="demo-inputs", name="m", submitter="s", data=bytes([k]), now=100.0 + k
+        )
+        for k in range(4)
+    ]
     store.claim("w")
     store.set_hidden(sids[2], True)
     assert [store.position(s) for s in sids] == [0, 1, None, 2]
@@ -360,10 +413,18 @@ def test_worker_scores_both_tracks_and_ranks_metrics(tmp_path):
 
     store = Store(tmp_path)
     for q in range(2):
-        assert submit(store, track="models", benchmark="demo-inputs", name=f"m{q}", submitter="s", data=jsonl(demo_outputs(q))).accepted
+        assert submit(
+            store, track="models", benchmark="demo-inputs", name=f"m{q}", submitter="s", data=jsonl(demo_outputs(q))
+        ).accepted
     for noise in (0.0, 3.0):
-        assert submit(store, track="metrics", benchmark="demo-judgments", name=f"noise{noise}", submitter="s",
-                      data=jsonl(demo_scores(noise, seed=1))).accepted
+        assert submit(
+            store,
+            track="metrics",
+            benchmark="demo-judgments",
+            name=f"noise{noise}",
+            submitter="s",
+            data=jsonl(demo_scores(noise, seed=1)),
+        ).accepted
     worker = Worker(store, {"judge": "dummy", "bootstrap": 50, "batch_size": 3, "explain_examples": 1}, progress=False)
     assert worker.run(once=True) == 4
     assert store.counts()["DONE"] == 4 and store.counts()["results"] == 4
@@ -391,7 +452,10 @@ def test_worker_fails_a_job_with_its_reason(tmp_path):
     sid = store.add_submission(track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"not json")
     Worker(store, {"judge": "dummy"}, progress=False).run_once()
     row = store.get(sid)
-    assert row["status"] == "FAILED" and row["reason"] == "scoring failed: line 1: not valid JSON (Expecting value at column 1)."
+    assert (
+        row["status"] == "FAILED"
+        and row["reason"] == "scoring failed: line 1: not valid JSON (Expecting value at column 1)."
+    )
 
 
 def test_worker_scores_an_upload_the_board_accepted_above_the_default_limit(tmp_path):
@@ -400,7 +464,9 @@ def test_worker_scores_an_upload_the_board_accepted_above_the_default_limit(tmp_
     store = Store(tmp_path)
     data = jsonl(demo_outputs(0)) + b"\n" * MAX_BYTES  # blank lines: valid, but over validation's default size
     limit = len(data) + 1
-    receipt = submit(store, track="models", benchmark="demo-inputs", name="big", submitter="s", data=data, max_bytes=limit)
+    receipt = submit(
+        store, track="models", benchmark="demo-inputs", name="big", submitter="s", data=data, max_bytes=limit
+    )
     assert receipt.accepted
     Worker(store, {"judge": "dummy", "max_upload_bytes": limit, "explain_examples": 0}, progress=False).run_once()
     assert store.get(receipt.id)["status"] == "DONE", store.get(receipt.id)["reason"]
@@ -408,7 +474,9 @@ def test_worker_scores_an_upload_the_board_accepted_above_the_default_limit(tmp_
 
 def test_worker_holds_its_lease_during_a_slow_hub_sync(tmp_path):
     store = Store(tmp_path)
-    sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
+    sid = submit(
+        store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))
+    ).id
     requeued = []
 
     class SlowHub:
@@ -429,7 +497,9 @@ def test_worker_loads_the_judge_once_for_scores_and_explanations(tmp_path, monke
     real = base.load_judge
     monkeypatch.setattr(base, "load_judge", lambda *a, **k: loads.append(a) or real(*a, **k))
     store = Store(tmp_path)
-    sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
+    sid = submit(
+        store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))
+    ).id
     Worker(store, {"judge": "dummy", "explain_examples": 2}, progress=False).run_once()
     assert store.get(sid)["status"] == "DONE" and len(store.result(sid)["summary"]["examples"]) > 0
     assert len(loads) == 1
@@ -439,7 +509,9 @@ def test_worker_stores_metaeval_records_as_strict_json(tmp_path):
     from mmjudge.metaeval import meta_evaluate
 
     store = Store(tmp_path)
-    sid = submit(store, track="metrics", benchmark="demo-judgments", name="x", submitter="s", data=jsonl(demo_scores(0.5))).id
+    sid = submit(
+        store, track="metrics", benchmark="demo-judgments", name="x", submitter="s", data=jsonl(demo_scores(0.5))
+    ).id
     Worker(store, {"judge": "dummy", "bootstrap": 0}, progress=False).run_once()
     scores = {r["id"]: {"score": r["score"]} for r in demo_scores(0.5)}
     expected = meta_evaluate(get_benchmark("demo-judgments").judgments(), {"submission": scores}, bootstrap=0)
@@ -470,12 +542,18 @@ def items_entry(sid, name, values, created, failed_status=None, criteria=("fluen
 
     rows = []
     for k, v in enumerate(values):
-        row = {"id": f"i{k}", "task": "ic" if k % 2 else "vqa", "overall": v, **{c: v for c in criteria}}
+        row = {"id": f"i{k}", "task": "ic" if k % 2 else "vqa", "overall": v, **dict.fromkeys(criteria, v)}
         if v is None:
             row.update({f"{c}_status": failed_status or "no_rating" for c in criteria})
         rows.append(row)
-    return {"id": sid, "name": name, "benchmark": "b", "signature": "mmjudge=0.1.0|metric=he", "created_at": created,
-            "summary": summarise_models(rows, list(criteria))}
+    return {
+        "id": sid,
+        "name": name,
+        "benchmark": "b",
+        "signature": "mmjudge=0.1.0|metric=he",
+        "created_at": created,
+        "summary": summarise_models(rows, list(criteria)),
+    }
 
 
 def test_intervals_and_paired_separability_of_neighbouring_rows():
@@ -507,20 +585,30 @@ def test_judge_failures_are_counted_and_too_many_unrank_a_row():
     ok = [3.0] * 20
     five_percent = [4.0] * 19 + [None]  # 1 of 20 failed: ranked (the limit is "more than 5%")
     ten_percent = [4.5] * 18 + [None, None]  # 2 of 20: shown, not ranked
-    entries = [items_entry("a", "ok", ok, 1), items_entry("b", "five", five_percent, 2, "low_mass"),
-               items_entry("c", "ten", ten_percent, 3, "error")]  # fmt: skip
+    entries = [
+        items_entry("a", "ok", ok, 1),
+        items_entry("b", "five", five_percent, 2, "low_mass"),
+        items_entry("c", "ten", ten_percent, 3, "error"),
+    ]
     assert entries[2]["summary"]["failures"] == {"fluency": 2} and entries[2]["summary"]["failed_items"] == 2
     assert entries[2]["summary"]["overall"] == 4.5  # failed items are left out of the mean, never counted as a score
     rows = rank_models(entries, bootstrap=0)[0]["rows"]
     assert [(r["name"], r["rank"], r["failed"]) for r in rows] == [("five", 1, 1), ("ok", 2, 0), ("ten", None, 2)]
-    assert rows[2]["note"] == "not ranked: the judge failed on 2 of 20 items (10.0%: fluency 2), more than the 5% allowed"
+    assert (
+        rows[2]["note"] == "not ranked: the judge failed on 2 of 20 items (10.0%: fluency 2), more than the 5% allowed"
+    )
     # The threshold is a setting.
     assert [r["rank"] for r in rank_models(entries, bootstrap=0, max_failed_share=0.1)[0]["rows"]] == [1, 2, 3]
     # A criterion failing makes the item's overall fail too, whatever the row says.
-    s = summarise_models([{"id": "x", "task": "ic", "overall": 3.0, "fluency": None, "fluency_status": "no_rating"}], ["fluency"])
+    s = summarise_models(
+        [{"id": "x", "task": "ic", "overall": 3.0, "fluency": None, "fluency_status": "no_rating"}], ["fluency"]
+    )
     assert s["failed_items"] == 1 and s["failures"] == {"fluency": 1}
     # Rows scored before failures were recorded (no status, no counts) stay ranked, with no failure figure.
-    old = {**entries[0], "summary": {k: v for k, v in entries[0]["summary"].items() if k not in ("failures", "failed_items")}}
+    old = {
+        **entries[0],
+        "summary": {k: v for k, v in entries[0]["summary"].items() if k not in ("failures", "failed_items")},
+    }
     assert rank_models([old], bootstrap=0)[0]["rows"][0]["failed"] is None
 
 
@@ -536,17 +624,23 @@ def test_worker_stores_judge_failures_as_null_and_the_board_says_why_a_row_is_un
 
     def silent_on_one(self, requests):
         answers = real(self, requests)
-        return [RatingResult(raw=[0.0] * 5, greedy=" I") if r.group == "fluency" and target in r.turns[0].text else a
-                for r, a in zip(requests, answers)]  # fmt: skip
+        return [
+            RatingResult(raw=[0.0] * 5, greedy=" I") if r.group == "fluency" and target in r.turns[0].text else a
+            for r, a in zip(requests, answers)
+        ]
 
     monkeypatch.setattr(DummyJudge, "_rate_batch", silent_on_one)
     store = Store(tmp_path)
-    sid = submit(store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))).id
+    sid = submit(
+        store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))
+    ).id
     Worker(store, {"judge": "dummy", "explain_examples": 0}, progress=False).run_once()
     result = store.result(sid)
     assert store.get(sid)["status"] == "DONE"
     failed_row = next(r for r in result["rows"] if r["id"] == "demo-vqa-2")
-    assert failed_row["fluency"] is None and failed_row["overall"] is None and failed_row["fluency_status"] == "no_rating"
+    assert (
+        failed_row["fluency"] is None and failed_row["overall"] is None and failed_row["fluency_status"] == "no_rating"
+    )
     assert result["summary"]["failed_items"] == 1 and result["summary"]["failures"]["fluency"] == 1
     frame, caption, _ = views.models_view(store)
     assert frame["judge failures"].tolist() == ["1 (12.5%)"] and frame["rank"].isna().all()
@@ -558,8 +652,14 @@ def test_worker_stores_judge_failures_as_null_and_the_board_says_why_a_row_is_un
 def test_metric_rows_carry_the_headline_interval_and_paired_separability(tmp_path):
     store = Store(tmp_path)
     for name, noise in (("close", 0.0), ("close-too", 0.01), ("noisy", 3.0)):
-        assert submit(store, track="metrics", benchmark="demo-judgments", name=name, submitter="s",
-                      data=jsonl(demo_scores(noise, seed=1))).accepted  # fmt: skip
+        assert submit(
+            store,
+            track="metrics",
+            benchmark="demo-judgments",
+            name=name,
+            submitter="s",
+            data=jsonl(demo_scores(noise, seed=1)),
+        ).accepted
     Worker(store, {"judge": "dummy", "bootstrap": 300}, progress=False).run(once=True)
     rows = rank_metrics(store.done("metrics"))[0]["rows"]
     assert [r["name"] for r in rows][-1] == "noisy"

@@ -36,19 +36,53 @@ def board(tmp_path_factory):
 def test_submit_score_and_read_back(board, tmp_path, monkeypatch):
     client, data_dir, settings = board
     evil = '<img src=x onerror="alert(1)">'
-    message = client.predict("models", "demo-inputs", evil, "ana", "https://example.org/m", "my *model*",
-                             write(tmp_path / "out.jsonl", demo_outputs(2)), api_name="/submit")  # fmt: skip
+    message = client.predict(
+        "models",
+        "demo-inputs",
+        evil,
+        "ana",
+        "https://example.org/m",
+        "my *model*",
+        write(tmp_path / "out.jsonl", demo_outputs(2)),
+        api_name="/submit",
+    )
     sid = re.search(r"submission ([0-9a-f]{32}) is PENDING; position 1 in the queue", message).group(1)
     queue = client.predict(api_name="/queue")
     assert [row[-1] for row in queue["data"]] == [sid] and queue["data"][0][0] == "1"
-    refused = client.predict("models", "demo-inputs", "dup", "bo", "", "", write(tmp_path / "same.jsonl", demo_outputs(2)),
-                             api_name="/submit")  # fmt: skip
+    refused = client.predict(
+        "models",
+        "demo-inputs",
+        "dup",
+        "bo",
+        "",
+        "",
+        write(tmp_path / "same.jsonl", demo_outputs(2)),
+        api_name="/submit",
+    )
     assert refused.startswith("❌ Not accepted — duplicate: the same file was already submitted as")
-    invalid = client.predict("models", "demo-inputs", "short", "bo", "", "", write(tmp_path / "short.jsonl", demo_outputs(0)[:7]),
-                             api_name="/submit")  # fmt: skip
-    assert invalid == "❌ Not accepted — invalid file: missing 1 id(s) of the benchmark: 'demo-reg-2'."  # plain text, no entities
-    metric = client.predict("metrics", "demo-judgments", "my-metric", "cy", "", "", write(tmp_path / "s.jsonl", demo_scores(0.5)),
-                            api_name="/submit")  # fmt: skip
+    invalid = client.predict(
+        "models",
+        "demo-inputs",
+        "short",
+        "bo",
+        "",
+        "",
+        write(tmp_path / "short.jsonl", demo_outputs(0)[:7]),
+        api_name="/submit",
+    )
+    assert (
+        invalid == "❌ Not accepted — invalid file: missing 1 id(s) of the benchmark: 'demo-reg-2'."
+    )  # plain text, no entities
+    metric = client.predict(
+        "metrics",
+        "demo-judgments",
+        "my-metric",
+        "cy",
+        "",
+        "",
+        write(tmp_path / "s.jsonl", demo_scores(0.5)),
+        api_name="/submit",
+    )
     assert metric.startswith("✅ received")
 
     assert Worker(Store(data_dir), settings, progress=False).run(once=True) == 2
@@ -61,7 +95,7 @@ def test_submit_score_and_read_back(board, tmp_path, monkeypatch):
     metrics = client.predict("demo-judgments", "", api_name="/metrics_table")
     assert metrics[0]["name"] == "my-metric" and 0 < metrics[0]["headline"] <= 1
 
-    assert client.predict("", sid, "hide", api_name="/admin") .startswith("❌ admin actions are disabled")
+    assert client.predict("", sid, "hide", api_name="/admin").startswith("❌ admin actions are disabled")
     monkeypatch.setenv("MMJUDGE_LEADERBOARD_ADMIN_TOKEN", "t0ken")
     assert client.predict("guess", sid, "hide", api_name="/admin") == "❌ wrong admin token."
     time.sleep(settings["admin_delay_s"])  # the throttle's wait after one wrong token
@@ -84,8 +118,12 @@ def test_metrics_signature_groups_follow_the_selected_benchmark(tmp_path, monkey
     Worker(store, {**DEFAULTS, "judge": "dummy", "bootstrap": 0}, progress=False).run(once=True)
     demo = build_app(str(tmp_path), {**DEFAULTS, "judge": "dummy"})
     ids = {b.elem_id: b._id for b in demo.blocks.values() if getattr(b, "elem_id", None)}
-    on_bench = [f for f in demo.fns.values() if (ids["metrics-bench"], "change") in [tuple(t) for t in f.targets]
-                and [o._id for o in f.outputs] == [ids["metrics-group"]]]  # fmt: skip
+    on_bench = [
+        f
+        for f in demo.fns.values()
+        if (ids["metrics-bench"], "change") in [tuple(t) for t in f.targets]
+        and [o._id for o in f.outputs] == [ids["metrics-group"]]
+    ]
     assert len(on_bench) == 1  # picking a benchmark refreshes its signature groups
     assert on_bench[0].fn("demo-judgments").choices == [(f"1: {store.done('metrics')[0]['signature']}", 0)]
     assert on_bench[0].fn("other-judgments").choices == []
@@ -109,13 +147,25 @@ def test_rate_limit_keys_on_the_address_not_the_typed_name(tmp_path):
         messages = []
         for k, who in enumerate(["ana", "bo", "", "cy", "dee"]):
             rows = [{**r, "text": f"{r['text']} Try {k}."} for r in demo_outputs(0)]
-            messages.append(client.predict("models", "demo-inputs", f"m{k}", who, "", "", write(tmp_path / f"{k}.jsonl", rows),
-                                           api_name="/submit"))  # fmt: skip
+            messages.append(
+                client.predict(
+                    "models",
+                    "demo-inputs",
+                    f"m{k}",
+                    who,
+                    "",
+                    "",
+                    write(tmp_path / f"{k}.jsonl", rows),
+                    api_name="/submit",
+                )
+            )
     finally:
         demo.close()
     assert [m[:1] for m in messages] == ["✅", "✅", "✅", "❌", "❌"], messages
-    assert messages[3] == ("❌ Not accepted — rate limit: your address (127.0.0.1) sent 3 submissions in the last 60 minutes; "
-                           "the limit is 3 per 60 minutes (refused uploads count). Try again later.")  # fmt: skip
+    assert messages[3] == (
+        "❌ Not accepted — rate limit: your address (127.0.0.1) sent 3 submissions in the last 60 minutes; "
+        "the limit is 3 per 60 minutes (refused uploads count). Try again later."
+    )
     store = Store(tmp_path / "board")
     assert [s["submitter"] for s in store.submissions()] == ["ana", "bo", "anonymous"]  # an empty name is allowed
     assert {s["client"] for s in store.submissions()} | {r["client"] for r in store.rejections()} == {"ip:127.0.0.1"}
@@ -134,13 +184,37 @@ def test_messages_repeating_user_input_are_escaped(tmp_path):
         form = next(f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "submit_form")
         for k, payload in enumerate(PAYLOADS):
             rows = [{**r, "text": f"{r['text']} Payload {k}."} for r in demo_outputs(0)]
-            reply = client.predict("models", "demo-inputs", payload, payload, payload, payload, write(tmp_path / f"{k}.jsonl", rows),
-                                   api_name="/submit")  # fmt: skip
-            assert reply == f"❌ Not accepted — the link must start with http:// or https:// and hold no spaces or quotes, not {payload!r}."
-            shown = form("models", "demo-inputs", payload, payload, payload, payload, str(tmp_path / f"{k}.jsonl"), None)
+            reply = client.predict(
+                "models",
+                "demo-inputs",
+                payload,
+                payload,
+                payload,
+                payload,
+                write(tmp_path / f"{k}.jsonl", rows),
+                api_name="/submit",
+            )
+            assert (
+                reply
+                == f"❌ Not accepted — the link must start with http:// or https:// and hold no spaces or quotes, not {payload!r}."
+            )
+            shown = form(
+                "models", "demo-inputs", payload, payload, payload, payload, str(tmp_path / f"{k}.jsonl"), None
+            )
             assert shown == markdown_text(reply) and "](" not in shown.replace("\\](", "") and "<img" not in shown
-            sid = re.search(r"[0-9a-f]{32}", client.predict("models", "demo-inputs", payload, payload, "", payload,
-                                                            write(tmp_path / f"ok{k}.jsonl", rows), api_name="/submit")).group(0)  # fmt: skip
+            sid = re.search(
+                r"[0-9a-f]{32}",
+                client.predict(
+                    "models",
+                    "demo-inputs",
+                    payload,
+                    payload,
+                    "",
+                    payload,
+                    write(tmp_path / f"ok{k}.jsonl", rows),
+                    api_name="/submit",
+                ),
+            ).group(0)
             page, _ = client.predict(sid, api_name="/submission")
             assert markdown_text(payload) in page and "<img" not in page and "](https://evil" not in page
             missing, _ = client.predict(payload, api_name="/submission")
@@ -156,16 +230,24 @@ def test_admin_guesses_are_throttled_per_client(tmp_path, monkeypatch):
         started = time.monotonic()
         replies = [client.predict(f"guess-{k}", "x", "hide", api_name="/admin") for k in range(6)]
         assert replies[0] == "❌ wrong admin token."
-        assert all(r.startswith("❌ too many wrong admin tokens from your address (127.0.0.1): wait ") for r in replies[1:]), replies
+        assert all(
+            r.startswith("❌ too many wrong admin tokens from your address (127.0.0.1): wait ") for r in replies[1:]
+        ), replies
         # Even the right token is not looked at while the client must wait.
-        assert client.predict("the-right-token", "x", "hide", api_name="/admin").startswith("❌ too many wrong admin tokens")
+        assert client.predict("the-right-token", "x", "hide", api_name="/admin").startswith(
+            "❌ too many wrong admin tokens"
+        )
         assert time.monotonic() - started < 1.5, "the guesses took too long for this check"
         time.sleep(max(0.0, 1.5 - (time.monotonic() - started)) + 0.05)
-        assert client.predict("guess-again", "x", "hide", api_name="/admin") == "❌ wrong admin token."  # second in a row
+        assert (
+            client.predict("guess-again", "x", "hide", api_name="/admin") == "❌ wrong admin token."
+        )  # second in a row
         assert client.predict("the-right-token", "x", "hide", api_name="/admin").startswith("❌ too many")  # now 3 s
         time.sleep(3.05)
         assert client.predict("the-right-token", "x", "hide", api_name="/admin") == "❌ no submission 'x'"  # let in
-        assert client.predict("guess", "x", "hide", api_name="/admin") == "❌ wrong admin token."  # the record was cleared
+        assert (
+            client.predict("guess", "x", "hide", api_name="/admin") == "❌ wrong admin token."
+        )  # the record was cleared
     finally:
         demo.close()
 
@@ -176,9 +258,13 @@ def test_oversized_and_missing_uploads_say_what_to_do(tmp_path):
     line = json.dumps({"id": "demo-ic-1", "text": "x" * 1000}) + "\n"
     big.write_text(line * (20 * 2**20 // len(line) + 1))
     try:
-        reply = client.predict("models", "demo-inputs", "big", "ana", "", "", gradio_client.handle_file(str(big)), api_name="/submit")
-        assert reply == ('❌ Not accepted — invalid file: the file is 20.0 MB; this board accepts at most 4.0 MB (4,194,304 bytes). '
-                         'Keep only the fields the track needs in each line: "id" and "text" (Models) or "id" and the scores (Metrics).')  # fmt: skip
+        reply = client.predict(
+            "models", "demo-inputs", "big", "ana", "", "", gradio_client.handle_file(str(big)), api_name="/submit"
+        )
+        assert reply == (
+            "❌ Not accepted — invalid file: the file is 20.0 MB; this board accepts at most 4.0 MB (4,194,304 bytes). "
+            'Keep only the fields the track needs in each line: "id" and "text" (Models) or "id" and the scores (Metrics).'
+        )
         reply = client.predict("models", "demo-inputs", "none", "ana", "", "", None, api_name="/submit")
         assert reply.startswith("❌ Not accepted — no file arrived. Choose a .jsonl file of at most 4.0 MB")
         scores = write(tmp_path / "scores.jsonl", demo_scores(0.1))
@@ -203,39 +289,114 @@ def test_a_builder_downloads_the_inputs_and_submits_from_the_cli(tmp_path, capsy
     demo, client = launched(tmp_path / "board", rate_limit=100)
     url = client.src
     stop = threading.Event()
-    worker = threading.Thread(target=Worker(Store(tmp_path / "board"), {**DEFAULTS, "judge": "dummy", "explain_examples": 0},
-                                            progress=False).run, kwargs={"poll_s": 0.2, "stop": stop}, daemon=True)  # fmt: skip
+    worker = threading.Thread(
+        target=Worker(
+            Store(tmp_path / "board"), {**DEFAULTS, "judge": "dummy", "explain_examples": 0}, progress=False
+        ).run,
+        kwargs={"poll_s": 0.2, "stop": stop},
+        daemon=True,
+    )
     worker.start()
     try:
         listed = client.predict(api_name="/benchmarks")
-        assert [(b["name"], b["track"], b["items"]) for b in listed] == [("demo-inputs", "models", 8), ("demo-judgments", "metrics", 24)]
+        assert [(b["name"], b["track"], b["items"]) for b in listed] == [
+            ("demo-inputs", "models", 8),
+            ("demo-judgments", "metrics", 24),
+        ]
         assert listed[0]["example"] == {"id": "demo-ic-1", "text": "<your model's caption for this image>"}
-        assert main(["leaderboard", "download", "--url", url, "--benchmark", "demo-inputs", "--out", str(tmp_path / "in.zip")]) == 0
+        assert (
+            main(
+                [
+                    "leaderboard",
+                    "download",
+                    "--url",
+                    url,
+                    "--benchmark",
+                    "demo-inputs",
+                    "--out",
+                    str(tmp_path / "in.zip"),
+                ]
+            )
+            == 0
+        )
         with zipfile.ZipFile(tmp_path / "in.zip") as zf:
             items = [json.loads(line) for line in zf.read("demo-inputs/inputs.jsonl").decode().splitlines()]
             first_image = zf.read(f"demo-inputs/{items[0]['image']}")
         assert [it["id"] for it in items] == get_benchmark_ids("demo-inputs") and first_image.startswith(b"\x89PNG")
-        assert main(["leaderboard", "download", "--url", url, "--benchmark", "demo-inputs", "--format", "parquet",
-                     "--out", str(tmp_path / "in.parquet")]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "leaderboard",
+                    "download",
+                    "--url",
+                    url,
+                    "--benchmark",
+                    "demo-inputs",
+                    "--format",
+                    "parquet",
+                    "--out",
+                    str(tmp_path / "in.parquet"),
+                ]
+            )
+            == 0
+        )
         import datasets
 
         table = datasets.load_dataset("parquet", data_files=str(tmp_path / "in.parquet"), split="train")
         assert table["id"] == [it["id"] for it in items] and table[0]["image"].size == (64, 64)
         # A "model" that answers from the inputs it was given.
-        outputs = [{"id": it["id"], "text": f"A shape; asked {it['question']!r}, box {it['box']}." } for it in items]
+        outputs = [{"id": it["id"], "text": f"A shape; asked {it['question']!r}, box {it['box']}."} for it in items]
         (tmp_path / "outputs.jsonl").write_text("".join(json.dumps(o) + "\n" for o in outputs))
         capsys.readouterr()
-        assert main(["leaderboard", "submit", "--url", url, "--benchmark", "demo-inputs", "--file", str(tmp_path / "outputs.jsonl"),
-                     "--name", "cli-vlm", "--poll", "0.2", "--timeout", "60"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "leaderboard",
+                    "submit",
+                    "--url",
+                    url,
+                    "--benchmark",
+                    "demo-inputs",
+                    "--file",
+                    str(tmp_path / "outputs.jsonl"),
+                    "--name",
+                    "cli-vlm",
+                    "--poll",
+                    "0.2",
+                    "--timeout",
+                    "60",
+                ]
+            )
+            == 0
+        )
         printed = capsys.readouterr().out.splitlines()
         assert printed[0].startswith("accepted: submission ") and re.fullmatch(
-            r"DONE: rank 1 of 1 by overall = \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]; judge failures 0", printed[-1]), printed
+            r"DONE: rank 1 of 1 by overall = \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]; judge failures 0", printed[-1]
+        ), printed
         records = client.predict("models", "demo-inputs", "", "", api_name="/results")
         assert [(r["rank"], r["name"], r["failed"]) for r in records] == [(1, "cli-vlm", 0)]
-        assert records[0]["ci_low"] < records[0]["overall"] < records[0]["ci_high"] and records[0]["benchmark"] == "demo-inputs"
+        assert (
+            records[0]["ci_low"] < records[0]["overall"] < records[0]["ci_high"]
+            and records[0]["benchmark"] == "demo-inputs"
+        )
         # Refused: the same file again is one line, exit status 2.
-        assert main(["leaderboard", "submit", "--url", url, "--benchmark", "demo-inputs", "--file", str(tmp_path / "outputs.jsonl"),
-                     "--name", "again"]) == 2  # fmt: skip
+        assert (
+            main(
+                [
+                    "leaderboard",
+                    "submit",
+                    "--url",
+                    url,
+                    "--benchmark",
+                    "demo-inputs",
+                    "--file",
+                    str(tmp_path / "outputs.jsonl"),
+                    "--name",
+                    "again",
+                ]
+            )
+            == 2
+        )
         assert capsys.readouterr().err.startswith("mmjudge leaderboard: error: Not accepted — duplicate: the same file")
         assert main(["leaderboard", "download", "--url", url, "--benchmark", "nope"]) == 2
         assert "has no benchmark 'nope'; it has demo-inputs, demo-judgments" in capsys.readouterr().err

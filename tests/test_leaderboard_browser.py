@@ -31,9 +31,16 @@ def browser(tmp_path):
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-                 "--window-size=1400,1500"):  # fmt: skip
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1400,1500",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     yield driver
@@ -81,24 +88,46 @@ def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
         browser.get(url)
         wait_for(lambda: "demo-vlm-terse" in browser.find_element(By.ID, "models-table").text)
 
-        tab = wait_for(lambda: [b for b in browser.find_elements(By.CSS_SELECTOR, "button[role=tab]") if b.text.strip() == "Submit"])
+        tab = wait_for(
+            lambda: [
+                b for b in browser.find_elements(By.CSS_SELECTOR, "button[role=tab]") if b.text.strip() == "Submit"
+            ]
+        )
         tab[0].click()
-        name = '<b>browser-vlm</b>'
-        wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#submit-name input, #submit-name textarea")).send_keys(name)
+        name = "<b>browser-vlm</b>"
+        wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#submit-name input, #submit-name textarea")).send_keys(
+            name
+        )
         browser.find_element(By.CSS_SELECTOR, "#submit-who input, #submit-who textarea").send_keys("selenium")
         upload = tmp_path / "outputs.jsonl"
-        upload.write_text("".join(json.dumps({**r, "text": r["text"] + " Seen in a browser."}) + "\n"
-                                  for r in demo_outputs(0)), encoding="utf-8")  # fmt: skip
+        upload.write_text(
+            "".join(json.dumps({**r, "text": r["text"] + " Seen in a browser."}) + "\n" for r in demo_outputs(0)),
+            encoding="utf-8",
+        )
         browser.find_element(By.CSS_SELECTOR, "#submit-file input[type=file]").send_keys(str(upload))
-        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#submit-file [aria-label='outputs.jsonl']"))  # uploaded
+        wait_for(
+            lambda: browser.find_elements(By.CSS_SELECTOR, "#submit-file [aria-label='outputs.jsonl']")
+        )  # uploaded
         browser.find_element(By.ID, "submit-button").click()
         result = wait_for(lambda: browser.find_element(By.ID, "submit-result").text)
         assert "received: submission" in result, result
 
         assert worker.run(once=True) == 1
         [b for b in browser.find_elements(By.CSS_SELECTOR, "button[role=tab]") if b.text.strip() == "Models"][0].click()
-        wait_for(lambda: [b for b in browser.find_elements(By.TAG_NAME, "button") if b.text.strip() == "Refresh" and b.is_displayed()])[0].click()
-        table = wait_for(lambda: browser.find_element(By.ID, "models-table").text if name in browser.find_element(By.ID, "models-table").text else "")
+        wait_for(
+            lambda: [
+                b
+                for b in browser.find_elements(By.TAG_NAME, "button")
+                if b.text.strip() == "Refresh" and b.is_displayed()
+            ]
+        )[0].click()
+        table = wait_for(
+            lambda: (
+                browser.find_element(By.ID, "models-table").text
+                if name in browser.find_element(By.ID, "models-table").text
+                else ""
+            )
+        )
         assert "demo-vlm-plain" in table
         assert not browser.find_elements(By.CSS_SELECTOR, "#models-table b")  # the name is text, not markup
         time.sleep(4.0)  # let the plot draw
@@ -129,7 +158,9 @@ def shoot(browser, tmp_path, name):
 def tab(browser, label):
     from selenium.webdriver.common.by import By
 
-    wait_for(lambda: [b for b in browser.find_elements(By.CSS_SELECTOR, "button[role=tab]") if b.text.strip() == label])[0].click()
+    wait_for(
+        lambda: [b for b in browser.find_elements(By.CSS_SELECTOR, "button[role=tab]") if b.text.strip() == label]
+    )[0].click()
 
 
 @pytest.mark.slow
@@ -152,7 +183,9 @@ def test_a_builder_downloads_inputs_submits_and_sees_the_ranked_row_with_its_int
         tab(browser, "How to take part")
         guide = " ".join(wait_for(lambda: browser.find_element(By.ID, "take-part-guide").text).split())
         assert "How to take part in demo-inputs (models track)" in guide and '{"id": "demo-ic-1", "text":' in guide
-        assert f"mmjudge leaderboard submit --url {url.rstrip('/')} --benchmark demo-inputs" in guide  # the board's own address
+        assert (
+            f"mmjudge leaderboard submit --url {url.rstrip('/')} --benchmark demo-inputs" in guide
+        )  # the board's own address
         shoot(browser, tmp_path, "1-how-to-take-part")
         wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#inputs-zip button, button#inputs-zip").is_enabled())
         browser.find_element(By.CSS_SELECTOR, "#inputs-zip button, button#inputs-zip").click()
@@ -162,12 +195,20 @@ def test_a_builder_downloads_inputs_submits_and_sees_the_ranked_row_with_its_int
             items = [json.loads(line) for line in zf.read("demo-inputs/inputs.jsonl").decode().splitlines()]
             assert all(zf.read(f"demo-inputs/{it['image']}").startswith(b"\x89PNG") for it in items)
         outputs = tmp_path / "my-outputs.jsonl"
-        outputs.write_text("".join(json.dumps({"id": it["id"], "text": f"A shape ({it['task']}); {it['question'] or 'no question'}."}) + "\n"
-                                   for it in items), encoding="utf-8")  # fmt: skip
+        outputs.write_text(
+            "".join(
+                json.dumps({"id": it["id"], "text": f"A shape ({it['task']}); {it['question'] or 'no question'}."})
+                + "\n"
+                for it in items
+            ),
+            encoding="utf-8",
+        )
 
         tab(browser, "Submit")
         name = "[Session expired: click here](https://evil.example/)"
-        wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#submit-name input, #submit-name textarea")).send_keys(name)
+        wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#submit-name input, #submit-name textarea")).send_keys(
+            name
+        )
         browser.find_element(By.CSS_SELECTOR, "#submit-file input[type=file]").send_keys(str(outputs))
         wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#submit-file [aria-label='my-outputs.jsonl']"))
         browser.find_element(By.ID, "submit-button").click()
@@ -178,8 +219,20 @@ def test_a_builder_downloads_inputs_submits_and_sees_the_ranked_row_with_its_int
 
         assert worker.run(once=True) == 1
         tab(browser, "Models")
-        wait_for(lambda: [b for b in browser.find_elements(By.TAG_NAME, "button") if b.text.strip() == "Refresh" and b.is_displayed()])[0].click()
-        table = wait_for(lambda: browser.find_element(By.ID, "models-table").text if "Session expired" in browser.find_element(By.ID, "models-table").text else "")
+        wait_for(
+            lambda: [
+                b
+                for b in browser.find_elements(By.TAG_NAME, "button")
+                if b.text.strip() == "Refresh" and b.is_displayed()
+            ]
+        )[0].click()
+        table = wait_for(
+            lambda: (
+                browser.find_element(By.ID, "models-table").text
+                if "Session expired" in browser.find_element(By.ID, "models-table").text
+                else ""
+            )
+        )
         assert "interval" in table and "vs above" in table and "judge failures" in table
         assert re.search(r"\[\d\.\d{3}, \d\.\d{3}\]", table), table
         assert not browser.find_elements(By.CSS_SELECTOR, "a[href^='https://evil']")  # the name is text, never a link
@@ -190,15 +243,21 @@ def test_a_builder_downloads_inputs_submits_and_sees_the_ranked_row_with_its_int
         assert shot.stat().st_size > 10_000
         # The table as a file: the CSV download holds the numbers behind the interval and "vs above".
         browser.find_element(By.CSS_SELECTOR, "#models-csv button, button#models-csv").click()
-        csv_file = wait_for(lambda: [p for p in downloads.glob("*.csv")])[0]
+        csv_file = wait_for(lambda: list(downloads.glob("*.csv")))[0]
         time.sleep(0.5)
         import pandas as pd
 
         results = pd.read_csv(csv_file)
-        assert {"rank", "name", "overall", "ci_low", "ci_high", "separable", "failed", "signature"} <= set(results.columns)
+        assert {"rank", "name", "overall", "ci_low", "ci_high", "separable", "failed", "signature"} <= set(
+            results.columns
+        )
         assert results.loc[results["id"] == sid, "name"].item() == name
-        standing = __import__("mmjudge.leaderboard.views", fromlist=["standing"]).standing(Store(data_dir), sid, settings)
+        standing = __import__("mmjudge.leaderboard.views", fromlist=["standing"]).standing(
+            Store(data_dir), sid, settings
+        )
         assert standing["status"] == "DONE" and standing["ci_low"] < standing["value"] < standing["ci_high"]
-        assert f"[{standing['ci_low']:.3f}, {standing['ci_high']:.3f}]" in table  # its own interval, as the page shows it
+        assert (
+            f"[{standing['ci_low']:.3f}, {standing['ci_high']:.3f}]" in table
+        )  # its own interval, as the page shows it
     finally:
         demo.close()

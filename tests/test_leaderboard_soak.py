@@ -42,7 +42,14 @@ def uploads(rng: random.Random) -> list[dict]:
         rows = [{**r, "text": f"{r['text']} Variant {k}."} for r in demo_outputs(k)]
         out.append({"track": "models", "benchmark": "demo-inputs", "body": jsonl(rows), "valid": True})
     for k in range(14):
-        out.append({"track": "metrics", "benchmark": "demo-judgments", "body": jsonl(demo_scores(0.2 + k / 10, seed=k)), "valid": True})
+        out.append(
+            {
+                "track": "metrics",
+                "benchmark": "demo-judgments",
+                "body": jsonl(demo_scores(0.2 + k / 10, seed=k)),
+                "valid": True,
+            }
+        )
     good = demo_outputs(0)
     invalid = [
         (jsonl(good[:-1]), "missing 1 id(s) of the benchmark"),
@@ -50,22 +57,43 @@ def uploads(rng: random.Random) -> list[dict]:
         (jsonl(good + [good[0]]), "duplicate id"),
         (jsonl(good[:1]) + '{"id": "demo-ic-2", "text": \n', "not valid JSON"),
         (jsonl([{**good[0], "text": " "}] + good[1:]), "'text' is empty"),
-        (jsonl(demo_scores(0.1))[:-2].replace('"score": ', '"score": NaN, "x": ', 1) + "}\n", "scores must be finite numbers"),
+        (
+            jsonl(demo_scores(0.1))[:-2].replace('"score": ', '"score": NaN, "x": ', 1) + "}\n",
+            "scores must be finite numbers",
+        ),
     ]
     for k in range(30):
         body, reason = invalid[k % len(invalid)]
         track = "metrics" if "NaN" in body else "models"
-        out.append({"track": track, "benchmark": "demo-judgments" if track == "metrics" else "demo-inputs",
-                    "body": body.replace("}\n", f', "pad": "{k}"}}\n', 1) if k >= len(invalid) else body,
-                    "valid": False, "reason": reason})  # fmt: skip
+        out.append(
+            {
+                "track": track,
+                "benchmark": "demo-judgments" if track == "metrics" else "demo-inputs",
+                "body": body.replace("}\n", f', "pad": "{k}"}}\n', 1) if k >= len(invalid) else body,
+                "valid": False,
+                "reason": reason,
+            }
+        )
     rng.shuffle(out)
     return out
 
 
 def start_worker(data_dir: Path, name: str, log) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "mmjudge.cli", "leaderboard-worker", "--data-dir", str(data_dir), "--poll", "0.2",
-           "--lease", str(LEASE_S), "--worker-id", name]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "mmjudge.cli",
+        "leaderboard-worker",
+        "--data-dir",
+        str(data_dir),
+        "--poll",
+        "0.2",
+        "--lease",
+        str(LEASE_S),
+        "--worker-id",
+        name,
+    ]
     return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))
 
 
@@ -83,8 +111,15 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
     from mmjudge.leaderboard.app import build_app, launch
 
     data_dir = tmp_path / "board"
-    settings = {**DEFAULTS, "demo": True, "judge": "dummy", "bootstrap": 20, "rate_limit": 1000, "batch_size": 1,
-                "explain_examples": 1}  # fmt: skip
+    settings = {
+        **DEFAULTS,
+        "demo": True,
+        "judge": "dummy",
+        "bootstrap": 20,
+        "rate_limit": 1000,
+        "batch_size": 1,
+        "explain_examples": 1,
+    }
     save_settings(data_dir, settings)
     demo = build_app(str(data_dir), settings)
     _, url, _ = launch(demo, host="127.0.0.1", prevent_thread_lock=True, quiet=True)
@@ -103,15 +138,26 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
 
         def send(k: int) -> str:
             f = files[k]
-            return client.predict(f["track"], f["benchmark"], f"sub-{k}", f"user-{k % 7}", "", "",
-                                  gradio_client.handle_file(str(f["path"])), api_name="/submit")  # fmt: skip
+            return client.predict(
+                f["track"],
+                f["benchmark"],
+                f"sub-{k}",
+                f"user-{k % 7}",
+                "",
+                "",
+                gradio_client.handle_file(str(f["path"])),
+                api_name="/submit",
+            )
 
         with ThreadPoolExecutor(max_workers=16) as pool:
             pending = [pool.submit(send, k) for k in range(len(files))]
             # Kill the victim while it holds a job, restart it, repeat — while uploads are still coming in.
             while kills < KILLS and time.monotonic() - started < DEADLINE_S / 2:
-                held = store.connect().execute(
-                    "SELECT id FROM submissions WHERE status='RUNNING' AND worker=?", (f"victim-{kills}",)).fetchone()  # fmt: skip
+                held = (
+                    store.connect()
+                    .execute("SELECT id FROM submissions WHERE status='RUNNING' AND worker=?", (f"victim-{kills}",))
+                    .fetchone()
+                )
                 if held is None:
                     time.sleep(0.05)
                     continue
@@ -131,7 +177,9 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
                 assert match, message
                 valid_ids.append(match.group(1))
             else:
-                assert message.startswith("❌ Not accepted — invalid file: ") and f["reason"] in message.replace("&#x27;", "'"), message
+                assert message.startswith("❌ Not accepted — invalid file: ") and f["reason"] in message.replace(
+                    "&#x27;", "'"
+                ), message
                 refused += 1
 
         wait_until_drained(store, started + DEADLINE_S)
@@ -151,9 +199,21 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
     lost = sum(1 for sid in valid_ids if statuses.get(sid) != "DONE")
     duplicates = len(result_ids) - len(set(result_ids))
     retried = db.execute("SELECT COUNT(*) FROM submissions WHERE attempts > 1").fetchone()[0]
-    figures = dict(submissions=len(files), valid=len(valid_ids), invalid=refused, kills=kills, orphaned_jobs=orphaned,
-                   jobs_retried=retried, done=counts["DONE"], failed=counts["FAILED"], results=counts["results"], lost=lost,
-                   duplicates=duplicates, integrity=store.integrity_check(), seconds=round(elapsed, 1))  # fmt: skip
+    figures = dict(
+        submissions=len(files),
+        valid=len(valid_ids),
+        invalid=refused,
+        kills=kills,
+        orphaned_jobs=orphaned,
+        jobs_retried=retried,
+        done=counts["DONE"],
+        failed=counts["FAILED"],
+        results=counts["results"],
+        lost=lost,
+        duplicates=duplicates,
+        integrity=store.integrity_check(),
+        seconds=round(elapsed, 1),
+    )
     print("SOAK " + " ".join(f"{k}={v}" for k, v in figures.items()))
     print((tmp_path / "workers.log").read_text()[-1500:])
 
@@ -168,8 +228,19 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
 
 def start_server(data_dir: Path, port: int, log) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "mmjudge.cli", "leaderboard", "--data-dir", str(data_dir), "--no-worker", "--host", "127.0.0.1",
-           "--port", str(port)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "mmjudge.cli",
+        "leaderboard",
+        "--data-dir",
+        str(data_dir),
+        "--no-worker",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))
 
 
@@ -201,8 +272,18 @@ def test_soak_server_and_worker_killed_while_200_uploads_arrive(tmp_path):
     from mmjudge.leaderboard.store import content_hash
 
     data_dir = tmp_path / "board"
-    save_settings(data_dir, {**DEFAULTS, "demo": True, "judge": "dummy", "bootstrap": 20, "rate_limit": 100_000,
-                             "batch_size": 2, "explain_examples": 0})  # fmt: skip
+    save_settings(
+        data_dir,
+        {
+            **DEFAULTS,
+            "demo": True,
+            "judge": "dummy",
+            "bootstrap": 20,
+            "rate_limit": 100_000,
+            "batch_size": 2,
+            "explain_examples": 0,
+        },
+    )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -229,9 +310,17 @@ def test_soak_server_and_worker_killed_while_200_uploads_arrive(tmp_path):
                 attempts += 1
                 try:
                     client = gradio_client.Client(url, verbose=False)
-                    return client.predict(f["track"], f["benchmark"], f"sub-{k}", f"user-{k % 7}", "", "",
-                                          gradio_client.handle_file(str(f["path"])), api_name="/submit"), attempts  # fmt: skip
-                except Exception:  # noqa: BLE001 — the server was killed under us: try again, as an uploader would
+                    return client.predict(
+                        f["track"],
+                        f["benchmark"],
+                        f"sub-{k}",
+                        f"user-{k % 7}",
+                        "",
+                        "",
+                        gradio_client.handle_file(str(f["path"])),
+                        api_name="/submit",
+                    ), attempts
+                except Exception:
                     time.sleep(0.3)
             return "", attempts
 
@@ -281,11 +370,24 @@ def test_soak_server_and_worker_killed_while_200_uploads_arrive(tmp_path):
             refused += 1
     lost = len(valid_hashes - set(stored_hashes))
     duplicated = len(stored_hashes) - len(set(stored_hashes))
-    figures = dict(uploads=len(files), valid=len(valid_hashes), received=received, recovered_by_retry=recovered,
-                   refused=refused, unanswered=unanswered, client_retries=retries, server_kills=server_kills,
-                   worker_kills=worker_kills, stored=len(rows), done=sum(r["status"] == "DONE" for r in rows),
-                   results=len(result_ids), lost=lost, duplicated=duplicated, integrity=store.integrity_check(),
-                   seconds=round(elapsed, 1))  # fmt: skip
+    figures = dict(
+        uploads=len(files),
+        valid=len(valid_hashes),
+        received=received,
+        recovered_by_retry=recovered,
+        refused=refused,
+        unanswered=unanswered,
+        client_retries=retries,
+        server_kills=server_kills,
+        worker_kills=worker_kills,
+        stored=len(rows),
+        done=sum(r["status"] == "DONE" for r in rows),
+        results=len(result_ids),
+        lost=lost,
+        duplicated=duplicated,
+        integrity=store.integrity_check(),
+        seconds=round(elapsed, 1),
+    )
     print("SOAK-SERVER " + " ".join(f"{k}={v}" for k, v in figures.items()))
     assert unanswered == 0 and lost == 0 and duplicated == 0
     assert set(stored_hashes) == valid_hashes and len(rows) == len(valid_hashes)  # nothing refused was stored

@@ -13,7 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
-from mmjudge.longclip import convert_longclip, load_state_dict, to_clip_model
+from mmjudge.encoders.longclip import convert_longclip, load_state_dict, to_clip_model
 from mmjudge.testing import tiny_clip
 
 open_clip = pytest.importorskip("open_clip")
@@ -24,13 +24,19 @@ VOCAB, TEXT_W, VISION_W, EMBED, PATCH, GRID = 300, 128, 128, 32, 8, 4
 def _block(prefix: str, width: int, gen: torch.Generator) -> dict:
     r = lambda *shape: torch.randn(*shape, generator=gen) * 0.05  # noqa: E731
     return {
-        f"{prefix}attn.in_proj_weight": r(3 * width, width), f"{prefix}attn.in_proj_bias": r(3 * width),
-        f"{prefix}attn.out_proj.weight": r(width, width), f"{prefix}attn.out_proj.bias": r(width),
-        f"{prefix}ln_1.weight": 1 + r(width), f"{prefix}ln_1.bias": r(width),
-        f"{prefix}ln_2.weight": 1 + r(width), f"{prefix}ln_2.bias": r(width),
-        f"{prefix}mlp.c_fc.weight": r(4 * width, width), f"{prefix}mlp.c_fc.bias": r(4 * width),
-        f"{prefix}mlp.c_proj.weight": r(width, 4 * width), f"{prefix}mlp.c_proj.bias": r(width),
-    }  # fmt: skip
+        f"{prefix}attn.in_proj_weight": r(3 * width, width),
+        f"{prefix}attn.in_proj_bias": r(3 * width),
+        f"{prefix}attn.out_proj.weight": r(width, width),
+        f"{prefix}attn.out_proj.bias": r(width),
+        f"{prefix}ln_1.weight": 1 + r(width),
+        f"{prefix}ln_1.bias": r(width),
+        f"{prefix}ln_2.weight": 1 + r(width),
+        f"{prefix}ln_2.bias": r(width),
+        f"{prefix}mlp.c_fc.weight": r(4 * width, width),
+        f"{prefix}mlp.c_fc.bias": r(4 * width),
+        f"{prefix}mlp.c_proj.weight": r(width, 4 * width),
+        f"{prefix}mlp.c_proj.bias": r(width),
+    }
 
 
 def openai_state_dict(positions: int = 248, long_clip: bool = True, seed: int = 0) -> dict:
@@ -38,14 +44,21 @@ def openai_state_dict(positions: int = 248, long_clip: bool = True, seed: int = 
     gen = torch.Generator().manual_seed(seed)
     r = lambda *shape: torch.randn(*shape, generator=gen) * 0.05  # noqa: E731
     state = {
-        "token_embedding.weight": r(VOCAB, TEXT_W), "positional_embedding": r(positions, TEXT_W),
-        "ln_final.weight": 1 + r(TEXT_W), "ln_final.bias": r(TEXT_W), "text_projection": r(TEXT_W, EMBED),
+        "token_embedding.weight": r(VOCAB, TEXT_W),
+        "positional_embedding": r(positions, TEXT_W),
+        "ln_final.weight": 1 + r(TEXT_W),
+        "ln_final.bias": r(TEXT_W),
+        "text_projection": r(TEXT_W, EMBED),
         "logit_scale": torch.tensor(4.6052),
-        "visual.class_embedding": r(VISION_W), "visual.positional_embedding": r(GRID * GRID + 1, VISION_W),
-        "visual.conv1.weight": r(VISION_W, 3, PATCH, PATCH), "visual.ln_pre.weight": 1 + r(VISION_W),
-        "visual.ln_pre.bias": r(VISION_W), "visual.ln_post.weight": 1 + r(VISION_W), "visual.ln_post.bias": r(VISION_W),
+        "visual.class_embedding": r(VISION_W),
+        "visual.positional_embedding": r(GRID * GRID + 1, VISION_W),
+        "visual.conv1.weight": r(VISION_W, 3, PATCH, PATCH),
+        "visual.ln_pre.weight": 1 + r(VISION_W),
+        "visual.ln_pre.bias": r(VISION_W),
+        "visual.ln_post.weight": 1 + r(VISION_W),
+        "visual.ln_post.bias": r(VISION_W),
         "visual.proj": r(VISION_W, EMBED),
-    }  # fmt: skip
+    }
     if long_clip:
         state["positional_embedding_res"] = r(positions, TEXT_W)
     for i in range(2):
@@ -120,7 +133,7 @@ def test_positions_past_20_come_from_the_res_table():
 def test_convert_folder_loads_in_clip_encoder(tmp_path):
     from transformers import AutoTokenizer
 
-    from mmjudge.clip import ClipEncoder
+    from mmjudge.encoders.clip import ClipEncoder
 
     tok = AutoTokenizer.from_pretrained(tiny_clip(tmp_path / "tok"))  # a tiny CLIP BPE tokenizer (77)
     global VOCAB
@@ -136,7 +149,9 @@ def test_convert_folder_loads_in_clip_encoder(tmp_path):
     assert AutoTokenizer.from_pretrained(out).model_max_length == 248
     long_text = " ".join(["a dog runs on the beach"] * 20)  # > 77 tokens, < 248
     vectors = encoder.encode_texts([long_text])
-    model = to_clip_model(state, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id, pad_token_id=tok.pad_token_id)
+    model = to_clip_model(
+        state, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id, pad_token_id=tok.pad_token_id
+    )
     ids = tok([long_text], return_tensors="pt")
     assert 77 < ids["input_ids"].shape[1] <= 248
     with torch.no_grad():
@@ -160,11 +175,23 @@ def test_bad_checkpoints_fail_clearly(tmp_path):
 def test_cli_converts(tmp_path):
     torch.save({"state_dict": {f"module.{k}": v for k, v in openai_state_dict(77, False).items()}}, tmp_path / "c.pt")
     run = subprocess.run(
-        [sys.executable, "-m", "mmjudge.cli", "convert-longclip", str(tmp_path / "c.pt"), str(tmp_path / "out"), "--no-tokenizer"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mmjudge.cli",
+            "convert-longclip",
+            str(tmp_path / "c.pt"),
+            str(tmp_path / "out"),
+            "--no-tokenizer",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "out" / "config.json").is_file()
-    bad = subprocess.run([sys.executable, "-m", "mmjudge.cli", "convert-longclip", str(tmp_path / "nope.pt"), str(tmp_path / "o2")],
-                         capture_output=True, text=True)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "-m", "mmjudge.cli", "convert-longclip", str(tmp_path / "nope.pt"), str(tmp_path / "o2")],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "mmjudge convert-longclip: error:" in bad.stderr and "does not exist" in bad.stderr

@@ -27,6 +27,7 @@ from mmjudge.metaeval import (
     read_scores,
     write_outputs,
 )
+
 correlation_module = importlib.import_module("mmjudge.metaeval.correlation")
 from mmjudge.metaeval.bootstrap import resample_counts, rng_for
 from mmjudge.metaeval.correlation import correlation_batch
@@ -93,12 +94,19 @@ def test_hand_computed_tau_value():
 
 def test_pearson_and_spearman_match_naive():
     assert correlation(HAND_X, HAND_Y, "pearson") == pytest.approx(naive_pearson(HAND_X, HAND_Y))
-    assert correlation(HAND_X, HAND_Y, "spearman") == pytest.approx(naive_pearson(naive_ranks(HAND_X), naive_ranks(HAND_Y)))
+    assert correlation(HAND_X, HAND_Y, "spearman") == pytest.approx(
+        naive_pearson(naive_ranks(HAND_X), naive_ranks(HAND_Y))
+    )
 
 
-@pytest.mark.parametrize("x,y,why", [([0.5] * 4, [1, 2, 3, 4], "metric scores are constant"),
-                                     ([1, 2, 3, 4], [3] * 4, "human scores are constant"),
-                                     ([1.0], [2.0], "only 1 row")])
+@pytest.mark.parametrize(
+    "x,y,why",
+    [
+        ([0.5] * 4, [1, 2, 3, 4], "metric scores are constant"),
+        ([1, 2, 3, 4], [3] * 4, "human scores are constant"),
+        ([1.0], [2.0], "only 1 row"),
+    ],
+)
 @pytest.mark.parametrize("measure", ["tau_b", "tau_c", "pearson", "spearman"])
 def test_undefined_correlation_is_nan_with_warning(x, y, why, measure):
     with pytest.warns(UndefinedCorrelationWarning, match=why):
@@ -138,8 +146,10 @@ def test_batched_resamples_equal_scipy_on_expanded_data(force_loop, monkeypatch)
 
 # ----------------------------------------------------------------------------- pairwise
 def _triplet(group, bests, task="ic"):
-    return [{"group": group, "task": task, "candidates": ["a", "b", "c"], "annotator": str(k), "best": best}
-            for k, best in enumerate(bests)]
+    return [
+        {"group": group, "task": task, "candidates": ["a", "b", "c"], "annotator": str(k), "best": best}
+        for k, best in enumerate(bests)
+    ]
 
 
 def test_best_of_three_options():
@@ -151,7 +161,13 @@ def test_best_of_three_options():
     per_annotator = pairs_from_choices(choices, "per_annotator")
     assert len(per_annotator) == 18
     assert [(p["better"], p["worse"]) for p in per_annotator[:6]] == [
-        ("a", "b"), ("a", "c"), ("a", "b"), ("a", "c"), ("b", "a"), ("b", "c")]
+        ("a", "b"),
+        ("a", "c"),
+        ("a", "b"),
+        ("a", "c"),
+        ("b", "a"),
+        ("b", "c"),
+    ]
 
 
 def test_best_of_bad_input():
@@ -196,8 +212,12 @@ def mmhe_like(n_instances=12, tasks=("reg", "vqa", "vdu", "ic"), seed=0):
             best = max(cands, key=quality.get)
             for a in range(3):
                 pick = best if rng.random() < 0.75 else cands[rng.integers(3)]
-                choices.append({"group": f"{task}-{i}", "task": task, "candidates": cands, "annotator": str(a), "best": pick})
-    hj = HumanJudgments(name="mmhe_toy", items=items, ratings=ratings, choices=choices, criteria=CRITERIA, correlation="tau_b")
+                choices.append(
+                    {"group": f"{task}-{i}", "task": task, "candidates": cands, "annotator": str(a), "best": pick}
+                )
+    hj = HumanJudgments(
+        name="mmhe_toy", items=items, ratings=ratings, choices=choices, criteria=CRITERIA, correlation="tau_b"
+    )
     return hj, quality
 
 
@@ -215,13 +235,21 @@ def test_meta_evaluate_correlations_follow_the_protocols():
     x = [scores["m"][r["id"]]["score"] for r in rows]  # the item's score repeated per judgment
     y = [r["score"] for r in rows]
     assert len(rows) == 45
-    assert per_judgment.value("m", measure="tau_c", task="vqa", criterion="fluency") == pytest.approx(naive_kendall(x, y, "c"))
-    assert per_judgment.value("m", measure="tau_b", task="vqa", criterion="fluency") == pytest.approx(naive_kendall(x, y, "b"))
+    assert per_judgment.value("m", measure="tau_c", task="vqa", criterion="fluency") == pytest.approx(
+        naive_kendall(x, y, "c")
+    )
+    assert per_judgment.value("m", measure="tau_b", task="vqa", criterion="fluency") == pytest.approx(
+        naive_kendall(x, y, "b")
+    )
     ids = list(dict.fromkeys(r["id"] for r in rows))
     mean_y = [np.mean([r["score"] for r in rows if r["id"] == i]) for i in ids]
     xs = [scores["m"][i]["score"] for i in ids]
-    assert averaged.value("m", measure="tau_b", task="vqa", criterion="fluency") == pytest.approx(naive_kendall(xs, mean_y, "b"))
-    assert averaged.value("m", measure="pearson", task="vqa", criterion="fluency") == pytest.approx(naive_pearson(xs, mean_y))
+    assert averaged.value("m", measure="tau_b", task="vqa", criterion="fluency") == pytest.approx(
+        naive_kendall(xs, mean_y, "b")
+    )
+    assert averaged.value("m", measure="pearson", task="vqa", criterion="fluency") == pytest.approx(
+        naive_pearson(xs, mean_y)
+    )
     record = per_judgment.find("m", measure="tau_b", task="vqa", criterion="fluency")[0]
     assert (record["n_rows"], record["n_items"], record["protocol"]) == (45, 15, "per_judgment")
     # "all" pools every task
@@ -244,9 +272,14 @@ def test_meta_evaluate_accuracy_matches_hand_count():
 
 
 def test_ties_option_changes_accuracy_by_half_per_tie():
-    hj = HumanJudgments(name="p", items=[{"id": i} for i in "abcd"],
-                        pairs=[{"better": "a", "worse": "b", "kind": "pascal50s", "category": "HC"},
-                               {"better": "c", "worse": "d", "kind": "pascal50s", "category": "HI"}])
+    hj = HumanJudgments(
+        name="p",
+        items=[{"id": i} for i in "abcd"],
+        pairs=[
+            {"better": "a", "worse": "b", "kind": "pascal50s", "category": "HC"},
+            {"better": "c", "worse": "d", "kind": "pascal50s", "category": "HI"},
+        ],
+    )
     scores = {"m": {"a": {"score": 1.0}, "b": {"score": 1.0}, "c": {"score": 2.0}, "d": {"score": 1.0}}}
     wrong = meta_evaluate(hj, scores, bootstrap=0)
     half = meta_evaluate(hj, scores, bootstrap=0, ties="half")
@@ -312,8 +345,10 @@ def test_bootstrap_is_seeded_paired_and_matches_a_naive_loop():
 
 def test_bootstrap_separates_a_good_from_a_bad_metric():
     hj, quality = mmhe_like(n_instances=30, tasks=("ic",))
-    scores = {"good": metric_scores(quality, 0.05, 1), "noise": {i: {"score": float(v)} for i, v in
-                                                                 zip(quality, np.random.default_rng(9).random(len(quality)))}}
+    scores = {
+        "good": metric_scores(quality, 0.05, 1),
+        "noise": {i: {"score": float(v)} for i, v in zip(quality, np.random.default_rng(9).random(len(quality)))},
+    }
     result = meta_evaluate(hj, scores, bootstrap=300, seed=0, measures=["tau_c"])
     cmp = result.compare("good", "noise", measure="tau_c", task="ic", criterion="correctness")
     assert cmp["ci_low"] > 0 and cmp["share_b_not_worse"] == 0.0
@@ -326,27 +361,35 @@ def write_jsonl(path, rows):
 
 
 def test_read_scores_jsonl_and_csv(tmp_path):
-    jsonl = write_jsonl(tmp_path / "s.jsonl", [{"id": "a", "overall": 1, "fluency": 2.5, "text": "x"},
-                                                {"id": 7, "overall": 2, "fluency": 3}])
+    jsonl = write_jsonl(
+        tmp_path / "s.jsonl",
+        [{"id": "a", "overall": 1, "fluency": 2.5, "text": "x"}, {"id": 7, "overall": 2, "fluency": 3}],
+    )
     assert read_scores(jsonl) == {"a": {"overall": 1.0, "fluency": 2.5}, "7": {"overall": 2.0, "fluency": 3.0}}
     csv_path = tmp_path / "s.csv"
     csv_path.write_text("id,score,text\na,0.5,hello\nb,1e-1,world\n")
     assert read_scores(csv_path) == {"a": {"score": 0.5}, "b": {"score": 0.1}}
 
 
-@pytest.mark.parametrize("rows,match", [
-    # NaN / null is a failed item now (tests below); inf stays an error.
-    ([{"id": "a", "score": float("inf")}], r"s.jsonl:1 \(id 'a'\) 'score': score is inf"),
-    ([{"id": "a", "score": 1}, {"id": "a", "score": 2}], "s.jsonl:2: duplicate id 'a'"),
-    ([{"score": 1}], "s.jsonl:1: the row has no 'id'"),
-    ([{"id": "a", "score": 1}, {"id": "b", "score": "high"}], r"id 'b'\): score 'score' is 'high'"),
-    ([{"id": "a", "score": 1}, {"id": "b"}], r"id 'b'\): missing score 'score'"),
-    ([{"id": "a", "text": "no numbers"}], "no numeric score column"),
-])
+@pytest.mark.parametrize(
+    "rows,match",
+    [
+        # NaN / null is a failed item now (tests below); inf stays an error.
+        ([{"id": "a", "score": float("inf")}], r"s.jsonl:1 \(id 'a'\) 'score': score is inf"),
+        ([{"id": "a", "score": 1}, {"id": "a", "score": 2}], "s.jsonl:2: duplicate id 'a'"),
+        ([{"score": 1}], "s.jsonl:1: the row has no 'id'"),
+        ([{"id": "a", "score": 1}, {"id": "b", "score": "high"}], r"id 'b'\): score 'score' is 'high'"),
+        ([{"id": "a", "score": 1}, {"id": "b"}], r"id 'b'\): missing score 'score'"),
+        ([{"id": "a", "text": "no numbers"}], "no numeric score column"),
+    ],
+)
 def test_read_scores_errors_name_the_row(tmp_path, rows, match):
     path = tmp_path / "s.jsonl"
-    path.write_text("".join(json.dumps(r) if not isinstance(r, str) else r for r in rows) + "\n" if len(rows) == 1
-                    else "".join(json.dumps(r) + "\n" for r in rows))
+    path.write_text(
+        "".join(json.dumps(r) if not isinstance(r, str) else r for r in rows) + "\n"
+        if len(rows) == 1
+        else "".join(json.dumps(r) + "\n" for r in rows)
+    )
     with pytest.raises(ValueError, match=match):
         read_scores(path)
 
@@ -389,7 +432,9 @@ def test_meta_evaluate_rejects_bad_input_before_computing():
     bad = HumanJudgments(name="b", items=hj.items, ratings=[{"id": "ghost", "criterion": "overall", "score": 1.0}])
     with pytest.raises(ValueError, match="rating 0 names unknown item id 'ghost'"):
         meta_evaluate(bad, {"m": good})
-    bad = HumanJudgments(name="b", items=hj.items, ratings=[{"id": "ic-0-0", "criterion": "overall", "score": math.nan}])
+    bad = HumanJudgments(
+        name="b", items=hj.items, ratings=[{"id": "ic-0-0", "criterion": "overall", "score": math.nan}]
+    )
     with pytest.raises(ValueError, match="not a finite number"):
         meta_evaluate(bad, {"m": good})
     bad = HumanJudgments(name="b", items=hj.items, pairs=[{"better": "ic-0-0", "worse": "nobody", "kind": "foil"}])
@@ -409,7 +454,7 @@ def test_tables_have_the_papers_shapes(tmp_path):
     assert len(table3.columns) == 20 and table3.columns[0] == ("REG", "Crt") and table3.columns[-1] == ("IC", "Cnc")
     for cells in table3.rows.values():
         for t in range(4):
-            block = cells[5 * t:5 * t + 5]
+            block = cells[5 * t : 5 * t + 5]
             assert [c.mark for c in block].count("↑") == 1 and [c.mark for c in block].count("↓") == 1
             assert next(c for c in block if c.mark == "↑").value == max(c.value for c in block)
     md = table3.markdown()
@@ -418,8 +463,12 @@ def test_tables_have_the_papers_shapes(tmp_path):
     header = table3.csv().splitlines()[0].split(",")
     assert header[:5] == ["metric", "REG Crt", "REG Crt_ci_low", "REG Crt_ci_high", "REG Crt_mark"]
     # Table 8 across benchmarks
-    f8k = HumanJudgments(name="flickr8k_expert", items=[{"id": i} for i in quality], correlation="tau_c",
-                         ratings=[{"id": i, "criterion": "overall", "score": 1 + round(3 * q)} for i, q in quality.items()])
+    f8k = HumanJudgments(
+        name="flickr8k_expert",
+        items=[{"id": i} for i in quality],
+        correlation="tau_c",
+        ratings=[{"id": i, "criterion": "overall", "score": 1 + round(3 * q)} for i, q in quality.items()],
+    )
     f8k_result = meta_evaluate(f8k, scores, bootstrap=0)
     table8 = benchmark_table([result, f8k_result])
     assert table8.columns == [("mmhe_toy", "acc."), ("flickr8k_expert", "τ_c")]
@@ -432,9 +481,22 @@ def test_write_outputs_and_reload(tmp_path):
     result = meta_evaluate(hj, scores, bootstrap=30, seed=0)
     markdown, written = write_outputs([result], tmp_path / "out")
     names = sorted(p.name for p in written)
-    assert names == sorted(["accuracy.md", "accuracy.csv", "accuracy.json", "criterion_correlation.md",
-                            "criterion_correlation.csv", "criterion_correlation.json", "benchmarks.md",
-                            "benchmarks.csv", "benchmarks.json", "records.csv", "results.json", "heatmap.png"])
+    assert names == sorted(
+        [
+            "accuracy.md",
+            "accuracy.csv",
+            "accuracy.json",
+            "criterion_correlation.md",
+            "criterion_correlation.csv",
+            "criterion_correlation.json",
+            "benchmarks.md",
+            "benchmarks.csv",
+            "benchmarks.json",
+            "records.csv",
+            "results.json",
+            "heatmap.png",
+        ]
+    )
     assert "Pairwise accuracy" in markdown and "Kendall τ_b" in markdown
     table = json.loads((tmp_path / "out" / "accuracy.json").read_text())
     assert [c["label"] for c in table["columns"]] == ["REG", "VQA", "VDU", "IC", "Avg."]
@@ -448,7 +510,9 @@ def test_write_outputs_and_reload(tmp_path):
 
 
 def test_heatmap_without_correlations_returns_none(tmp_path):
-    hj = HumanJudgments(name="p", items=[{"id": "a"}, {"id": "b"}], pairs=[{"better": "a", "worse": "b", "kind": "foil"}])
+    hj = HumanJudgments(
+        name="p", items=[{"id": "a"}, {"id": "b"}], pairs=[{"better": "a", "worse": "b", "kind": "foil"}]
+    )
     result = meta_evaluate(hj, {"m": {"a": {"score": 1.0}, "b": {"score": 0.0}}}, bootstrap=0)
     assert heatmap(result, tmp_path / "h.png") is None
     assert result.headline("m")["value"] == 1.0
@@ -457,12 +521,24 @@ def test_heatmap_without_correlations_returns_none(tmp_path):
 def test_pairs_per_criterion_use_the_metrics_criterion_column():
     # Humans prefer a over b overall, but b over a on fluency; the metric agrees on both only if each
     # criterion's pairs are judged on its own column.
-    hj = HumanJudgments(name="study", items=[{"id": i} for i in "abcd"], pairs=[
-        {"better": "a", "worse": "b", "kind": "pref"}, {"better": "c", "worse": "d", "kind": "pref"},
-        {"better": "b", "worse": "a", "kind": "pref", "criterion": "fluency"},
-        {"better": "d", "worse": "c", "kind": "pref", "criterion": "fluency"}])
-    scores = {"he": {"a": {"overall": 4.0, "fluency": 2.0}, "b": {"overall": 1.0, "fluency": 5.0},
-                     "c": {"overall": 3.0, "fluency": 3.0}, "d": {"overall": 2.0, "fluency": 1.0}}}
+    hj = HumanJudgments(
+        name="study",
+        items=[{"id": i} for i in "abcd"],
+        pairs=[
+            {"better": "a", "worse": "b", "kind": "pref"},
+            {"better": "c", "worse": "d", "kind": "pref"},
+            {"better": "b", "worse": "a", "kind": "pref", "criterion": "fluency"},
+            {"better": "d", "worse": "c", "kind": "pref", "criterion": "fluency"},
+        ],
+    )
+    scores = {
+        "he": {
+            "a": {"overall": 4.0, "fluency": 2.0},
+            "b": {"overall": 1.0, "fluency": 5.0},
+            "c": {"overall": 3.0, "fluency": 3.0},
+            "d": {"overall": 2.0, "fluency": 1.0},
+        }
+    }
     result = meta_evaluate(hj, scores, bootstrap=0)
     assert result.value("he", criterion="overall", subset="all") == 1.0
     fluency = result.find("he", criterion="fluency", subset="all")[0]
@@ -472,6 +548,8 @@ def test_pairs_per_criterion_use_the_metrics_criterion_column():
     assert table.columns == [("Overall", "All"), ("Flu", "All")]
     assert [c.value for c in table.rows["he"]] == [100.0, 50.0]
     # best-of-N choices may carry a criterion too
-    choices = [{"group": "g", "candidates": ["a", "b"], "annotator": "1", "best": "b", "criterion": "fluency"},
-               {"group": "g", "candidates": ["a", "b"], "annotator": "1", "best": "a"}]
+    choices = [
+        {"group": "g", "candidates": ["a", "b"], "annotator": "1", "best": "b", "criterion": "fluency"},
+        {"group": "g", "candidates": ["a", "b"], "annotator": "1", "best": "a"},
+    ]
     assert [(p["criterion"], p["better"]) for p in pairs_from_choices(choices)] == [("fluency", "b"), ("overall", "a")]

@@ -26,21 +26,40 @@ def toy_mmhe(n_instances=4, seed=0, image=None) -> tuple[HumanJudgments, dict]:
             cands = [f"{task}{i}_{k}" for k in range(3)]
             for cid in cands:
                 quality[cid] = float(rng.random())
-                items.append({"id": cid, "task": task, "text": f"A caption number {cid}.", "question": "What is it?",
-                              "image": image, "box": [2, 2, 10, 10] if task == "reg" else None})
+                items.append(
+                    {
+                        "id": cid,
+                        "task": task,
+                        "text": f"A caption number {cid}.",
+                        "question": "What is it?",
+                        "image": image,
+                        "box": [2, 2, 10, 10] if task == "reg" else None,
+                    }
+                )
                 for c in CRITERIA:
                     for a in range(3):
-                        ratings.append({"id": cid, "task": task, "criterion": c, "annotator": str(a),
-                                        "score": float(np.clip(round(1 + 4 * quality[cid] + rng.normal(0, 1)), 1, 5))})
+                        ratings.append(
+                            {
+                                "id": cid,
+                                "task": task,
+                                "criterion": c,
+                                "annotator": str(a),
+                                "score": float(np.clip(round(1 + 4 * quality[cid] + rng.normal(0, 1)), 1, 5)),
+                            }
+                        )
             best = max(cands, key=quality.get)
-            choices += [{"group": f"{task}{i}", "task": task, "candidates": cands, "annotator": str(a), "best": best}
-                        for a in range(3)]
+            choices += [
+                {"group": f"{task}{i}", "task": task, "candidates": cands, "annotator": str(a), "best": best}
+                for a in range(3)
+            ]
     return HumanJudgments(name="mmhe", items=items, ratings=ratings, choices=choices, criteria=CRITERIA), quality
 
 
 def write_scores(path, quality, noise, seed):
     rng = np.random.default_rng(seed)
-    path.write_text("".join(json.dumps({"id": i, "score": q + float(rng.normal(0, noise))}) + "\n" for i, q in quality.items()))
+    path.write_text(
+        "".join(json.dumps({"id": i, "score": q + float(rng.normal(0, noise))}) + "\n" for i, q in quality.items())
+    )
     return str(path)
 
 
@@ -60,8 +79,28 @@ def test_two_score_files_one_table(bench, tmp_path, capsys):
     a = write_scores(tmp_path / "a.jsonl", quality, 0.05, 1)
     b = write_scores(tmp_path / "b.jsonl", quality, 1.0, 2)
     out = tmp_path / "out"
-    code = main(["metaeval", "--judgments", judgments, "--scores", a, "--scores", b, "--names", "Good", "Noisy",
-                 "--out", str(out), "--bootstrap", "100", "--seed", "3", "--format", "md,csv"])
+    code = main(
+        [
+            "metaeval",
+            "--judgments",
+            judgments,
+            "--scores",
+            a,
+            "--scores",
+            b,
+            "--names",
+            "Good",
+            "Noisy",
+            "--out",
+            str(out),
+            "--bootstrap",
+            "100",
+            "--seed",
+            "3",
+            "--format",
+            "md,csv",
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0
     assert "| Metric | REG | VQA | VDU | IC | Avg. |" in printed
@@ -72,18 +111,46 @@ def test_two_score_files_one_table(bench, tmp_path, capsys):
     assert (out / "heatmap.png").is_file() and (out / "records.csv").is_file()
     result = MetaEvalResult.load(out / "results.json")
     assert result.metrics == ["Good", "Noisy"] and result.options["bootstrap"] == 100
-    assert result.value("Good", measure="accuracy", subset="avg") > result.value("Noisy", measure="accuracy", subset="avg")
+    assert result.value("Good", measure="accuracy", subset="avg") > result.value(
+        "Noisy", measure="accuracy", subset="avg"
+    )
 
 
 def test_options_reach_the_computation(bench, tmp_path, capsys):
     hj, quality, judgments = bench
     a = write_scores(tmp_path / "a.jsonl", quality, 0.3, 1)
     out = tmp_path / "out"
-    assert main(["metaeval", "--judgments", judgments, "--scores", a, "--out", str(out), "--bootstrap", "0",
-                 "--ties", "half", "--best-of", "unanimous", "--protocol", "averaged", "--measures", "tau_b,pearson"]) == 0
+    assert (
+        main(
+            [
+                "metaeval",
+                "--judgments",
+                judgments,
+                "--scores",
+                a,
+                "--out",
+                str(out),
+                "--bootstrap",
+                "0",
+                "--ties",
+                "half",
+                "--best-of",
+                "unanimous",
+                "--protocol",
+                "averaged",
+                "--measures",
+                "tau_b,pearson",
+            ]
+        )
+        == 0
+    )
     result = MetaEvalResult.load(out / "results.json")
     assert {k: result.options[k] for k in ("ties", "best_of", "protocol", "bootstrap")} == {
-        "ties": "half", "best_of": "unanimous", "protocol": "averaged", "bootstrap": 0}
+        "ties": "half",
+        "best_of": "unanimous",
+        "protocol": "averaged",
+        "bootstrap": 0,
+    }
     assert {r["measure"] for r in result.records} == {"tau_b", "pearson", "accuracy"}
     assert result.metrics == ["a"]  # named after the file
 
@@ -103,22 +170,60 @@ def test_dataset_glue_calls_the_loader(bench, tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(datasets_module, "human_judgments", fake_human_judgments, raising=False)
     a = write_scores(tmp_path / "a.jsonl", quality, 0.3, 1)
-    assert main(["metaeval", "--dataset", "mmhe", "--data-dir", "/data/mmhe", "--scores", a,
-                 "--out", str(tmp_path / "o"), "--bootstrap", "0"]) == 0
+    assert (
+        main(
+            [
+                "metaeval",
+                "--dataset",
+                "mmhe",
+                "--data-dir",
+                "/data/mmhe",
+                "--scores",
+                a,
+                "--out",
+                str(tmp_path / "o"),
+                "--bootstrap",
+                "0",
+            ]
+        )
+        == 0
+    )
     assert calls == [("mmhe", {"data_dir": "/data/mmhe"})]
 
 
 def test_metric_on_the_fly_with_criterion_columns(bench, tmp_path, capsys):
     hj, quality, judgments = bench
     out = tmp_path / "out"
-    code = main(["metaeval", "--judgments", judgments, "--metric", "harmonic_eval", "--judge", "dummy", "--no-cache",
-                 "--set", 'criteria=["clarity","fluency"]', "--save-scores", "--out", str(out), "--bootstrap", "20"])
+    code = main(
+        [
+            "metaeval",
+            "--judgments",
+            judgments,
+            "--metric",
+            "harmonic_eval",
+            "--judge",
+            "dummy",
+            "--no-cache",
+            "--set",
+            'criteria=["clarity","fluency"]',
+            "--save-scores",
+            "--out",
+            str(out),
+            "--bootstrap",
+            "20",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     result = MetaEvalResult.load(out / "results.json")
     assert result.metrics == ["harmonic_eval"]
     keys = {r["criterion"]: r["score_key"] for r in result.records if r["measure"] == "tau_c" and r["task"] == "ic"}
-    assert keys == {"correctness": "overall", "completeness": "overall", "clarity": "clarity",
-                    "fluency": "fluency", "conciseness": "overall"}
+    assert keys == {
+        "correctness": "overall",
+        "completeness": "overall",
+        "clarity": "clarity",
+        "fluency": "fluency",
+        "conciseness": "overall",
+    }
     saved = [json.loads(line) for line in (out / "scores_harmonic_eval.jsonl").read_text().splitlines()]
     assert len(saved) == len(hj.items) and {"id", "overall", "clarity", "fluency"} <= set(saved[0])
 
@@ -126,29 +231,66 @@ def test_metric_on_the_fly_with_criterion_columns(bench, tmp_path, capsys):
 def test_combine_makes_the_benchmark_table(bench, tmp_path, capsys):
     hj, quality, judgments = bench
     a = write_scores(tmp_path / "A.jsonl", quality, 0.2, 1)
-    assert main(["metaeval", "--judgments", judgments, "--scores", a, "--out", str(tmp_path / "m"), "--bootstrap", "0"]) == 0
-    f8k = HumanJudgments(name="flickr8k_expert", items=[{"id": i} for i in quality], correlation="tau_c",
-                         ratings=[{"id": i, "criterion": "overall", "score": 1 + round(3 * q)} for i, q in quality.items()])
+    assert (
+        main(["metaeval", "--judgments", judgments, "--scores", a, "--out", str(tmp_path / "m"), "--bootstrap", "0"])
+        == 0
+    )
+    f8k = HumanJudgments(
+        name="flickr8k_expert",
+        items=[{"id": i} for i in quality],
+        correlation="tau_c",
+        ratings=[{"id": i, "criterion": "overall", "score": 1 + round(3 * q)} for i, q in quality.items()],
+    )
     (tmp_path / "f8k.json").write_text(json.dumps(dataclasses.asdict(f8k)))
-    assert main(["metaeval", "--judgments", str(tmp_path / "f8k.json"), "--scores", a, "--out", str(tmp_path / "f"),
-                 "--bootstrap", "0"]) == 0
+    assert (
+        main(
+            [
+                "metaeval",
+                "--judgments",
+                str(tmp_path / "f8k.json"),
+                "--scores",
+                a,
+                "--out",
+                str(tmp_path / "f"),
+                "--bootstrap",
+                "0",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert main(["metaeval", "--combine", str(tmp_path / "m" / "results.json"), str(tmp_path / "f" / "results.json"),
-                 "--out", str(tmp_path / "t8")]) == 0
+    assert (
+        main(
+            [
+                "metaeval",
+                "--combine",
+                str(tmp_path / "m" / "results.json"),
+                str(tmp_path / "f" / "results.json"),
+                "--out",
+                str(tmp_path / "t8"),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "| Metric | mmhe acc. | flickr8k_expert τ_c |" in printed
     table = json.loads((tmp_path / "t8" / "benchmarks.json").read_text())
     assert [row["metric"] for row in table["rows"]] == ["A"]
 
 
-@pytest.mark.parametrize("extra,message", [
-    (["--names", "X", "Y"], r"--names gives 2 name\(s\) for 1 --scores file"),
-    (["--ties", "half", "--format", "html"], "Expected formats among"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--names", "X", "Y"], r"--names gives 2 name\(s\) for 1 --scores file"),
+        (["--ties", "half", "--format", "html"], "Expected formats among"),
+    ],
+)
 def test_bad_options_are_clear_errors(bench, tmp_path, capsys, extra, message):
     hj, quality, judgments = bench
     a = write_scores(tmp_path / "a.jsonl", quality, 0.3, 1)
-    code = main(["metaeval", "--judgments", judgments, "--scores", a, "--out", str(tmp_path / "o"), "--bootstrap", "0", *extra])
+    code = main(
+        ["metaeval", "--judgments", judgments, "--scores", a, "--out", str(tmp_path / "o"), "--bootstrap", "0", *extra]
+    )
     assert code == 2
     assert pytest.importorskip("re").search(message, capsys.readouterr().err)
 
@@ -181,25 +323,65 @@ def test_real_mmhe_loader_end_to_end(tmp_path, capsys):
     instances = []
     for task in ("REG", "VQA", "VDU", "IC"):
         for n in range(2):
-            instances.append({
-                "task": task, "instance_id": str(n), "image": "images/a.png",
-                "question": "What is shown?" if task in ("VQA", "VDU") else None,
-                "bbox": [1, 2, 3, 4] if task == "REG" else None,
-                "candidates": [{"model": f"m{k}", "text": f"text {task} {n} {k}",
-                                "ratings": {c: [1 + k, 2 + (k + n) % 3, 5 - k] for c in CRITERIA}} for k in range(3)],
-                "annotators": ["A1", "A2", "A3"], "best": [2, 2, 0],
-            })
+            instances.append(
+                {
+                    "task": task,
+                    "instance_id": str(n),
+                    "image": "images/a.png",
+                    "question": "What is shown?" if task in ("VQA", "VDU") else None,
+                    "bbox": [1, 2, 3, 4] if task == "REG" else None,
+                    "candidates": [
+                        {
+                            "model": f"m{k}",
+                            "text": f"text {task} {n} {k}",
+                            "ratings": {c: [1 + k, 2 + (k + n) % 3, 5 - k] for c in CRITERIA},
+                        }
+                        for k in range(3)
+                    ],
+                    "annotators": ["A1", "A2", "A3"],
+                    "best": [2, 2, 0],
+                }
+            )
     (root / "mmhe.json").write_text(json.dumps(instances))
     counts = json.dumps({"test": 24, "instances_per_task": 2, "ratings": 24 * 15})
     # Candidate k of every instance scores k: the majority's best (candidate 2) always wins.
     scores = tmp_path / "s.jsonl"
-    scores.write_text("".join(json.dumps({"id": f"mmhe-{t}-{n}-{k}", "score": k}) + "\n"
-                              for t in ("reg", "vqa", "vdu", "ic") for n in range(2) for k in range(3)))
+    scores.write_text(
+        "".join(
+            json.dumps({"id": f"mmhe-{t}-{n}-{k}", "score": k}) + "\n"
+            for t in ("reg", "vqa", "vdu", "ic")
+            for n in range(2)
+            for k in range(3)
+        )
+    )
     out = tmp_path / "out"
-    code = main(["metaeval", "--dataset", "mmhe", "--data-dir", str(root), "--dataset-option", f"expected_counts={counts}",
-                 "--dataset-option", f"cache_dir={tmp_path / 'cache'}", "--scores", str(scores),
-                 "--metric", "harmonic_eval", "--judge", "dummy", "--no-cache", "--names", "by-index", "dummy-he",
-                 "--out", str(out), "--bootstrap", "10"])
+    code = main(
+        [
+            "metaeval",
+            "--dataset",
+            "mmhe",
+            "--data-dir",
+            str(root),
+            "--dataset-option",
+            f"expected_counts={counts}",
+            "--dataset-option",
+            f"cache_dir={tmp_path / 'cache'}",
+            "--scores",
+            str(scores),
+            "--metric",
+            "harmonic_eval",
+            "--judge",
+            "dummy",
+            "--no-cache",
+            "--names",
+            "by-index",
+            "dummy-he",
+            "--out",
+            str(out),
+            "--bootstrap",
+            "10",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     result = MetaEvalResult.load(out / "results.json")
     assert result.dataset == "mmhe" and result.tasks == ["reg", "vqa", "vdu", "ic"]

@@ -24,11 +24,14 @@ def write(path, rows):
 
 # ------------------------------------------------------------------------------------ reading
 def test_null_and_nan_are_failed_items_and_status_columns_are_ignored(tmp_path):
-    path = write(tmp_path / "s.jsonl", [
-        {"id": "a", "overall": 3.0, "fluency": 4.0, "fluency_status": "ok", "explanation": "fine"},
-        {"id": "b", "overall": None, "fluency": None, "fluency_status": "no_rating", "explanation": None},
-        {"id": "c", "overall": 2.0, "fluency": None, "fluency_status": "no_rating", "explanation": "short"},
-    ])
+    path = write(
+        tmp_path / "s.jsonl",
+        [
+            {"id": "a", "overall": 3.0, "fluency": 4.0, "fluency_status": "ok", "explanation": "fine"},
+            {"id": "b", "overall": None, "fluency": None, "fluency_status": "no_rating", "explanation": None},
+            {"id": "c", "overall": 2.0, "fluency": None, "fluency_status": "no_rating", "explanation": "short"},
+        ],
+    )
     table = read_scores(path)
     assert list(table["a"]) == ["overall", "fluency"]  # no status, no explanation column
     assert table["a"] == {"overall": 3.0, "fluency": 4.0}
@@ -54,12 +57,19 @@ def test_metric_output_with_none_is_failed_not_dropped():
 def rated(n_items=12, seed=0):
     rng = np.random.default_rng(seed)
     ids = [f"i{k}" for k in range(n_items)]
-    ratings = [{"id": i, "criterion": c, "score": float(rng.integers(1, 6)), "annotator": str(a)}
-               for i in ids for c in ("overall", "fluency") for a in range(2)]
-    pairs = [{"better": ids[k], "worse": ids[k + 1], "kind": "mine", "category": "X" if k < 6 else "Y"}
-             for k in range(0, n_items - 1, 2)]
-    return HumanJudgments(name="toy", items=[{"id": i} for i in ids], ratings=ratings, pairs=pairs,
-                          criteria=["overall", "fluency"]), rng
+    ratings = [
+        {"id": i, "criterion": c, "score": float(rng.integers(1, 6)), "annotator": str(a)}
+        for i in ids
+        for c in ("overall", "fluency")
+        for a in range(2)
+    ]
+    pairs = [
+        {"better": ids[k], "worse": ids[k + 1], "kind": "mine", "category": "X" if k < 6 else "Y"}
+        for k in range(0, n_items - 1, 2)
+    ]
+    return HumanJudgments(
+        name="toy", items=[{"id": i} for i in ids], ratings=ratings, pairs=pairs, criteria=["overall", "fluency"]
+    ), rng
 
 
 def test_a_failed_item_leaves_only_the_figures_that_need_its_score():
@@ -70,7 +80,9 @@ def test_a_failed_item_leaves_only_the_figures_that_need_its_score():
     result = meta_evaluate(hj, {"m": scores}, bootstrap=50, seed=1)
     # overall: i0 and i3 left out; the value is the correlation of what is left (naive re-computation)
     kept = [r for r in hj.ratings if r["criterion"] == "overall" and r["id"] not in ("i0", "i3")]
-    expected = stats.kendalltau([scores[r["id"]]["overall"] for r in kept], [r["score"] for r in kept], variant="c").statistic
+    expected = stats.kendalltau(
+        [scores[r["id"]]["overall"] for r in kept], [r["score"] for r in kept], variant="c"
+    ).statistic
     rec = result.find("m", measure="tau_c", criterion="overall")[0]
     assert rec["value"] == pytest.approx(expected) and (rec["n_failed"], rec["n_items"], rec["n_rows"]) == (2, 10, 20)
     assert rec["ci_low"] <= rec["value"] <= rec["ci_high"]
@@ -78,8 +90,11 @@ def test_a_failed_item_leaves_only_the_figures_that_need_its_score():
     assert result.find("m", measure="tau_c", criterion="fluency")[0]["n_failed"] == 1
     # accuracy on the overall score: pairs (i0, i1) and (i2, i3) have a failed side and leave
     x = result.find("m", measure="accuracy", subset="X")[0]
-    hand = [scores[p["better"]]["overall"] > scores[p["worse"]]["overall"] for p in hj.pairs[:3] if p["better"] not in ("i0",)
-            and p["worse"] not in ("i3",)]
+    hand = [
+        scores[p["better"]]["overall"] > scores[p["worse"]]["overall"]
+        for p in hj.pairs[:3]
+        if p["better"] not in ("i0",) and p["worse"] not in ("i3",)
+    ]
     assert (x["n_pairs"], x["n_failed"]) == (1, 2) and x["value"] == pytest.approx(np.mean(hand))
     assert result.find("m", measure="accuracy", subset="Y")[0]["n_failed"] == 0
     assert result.coverage["m"]["failed"] == 2
@@ -109,7 +124,9 @@ def test_tables_and_saved_results_count_failed_items(tmp_path):
     hj, rng = rated()
     scores = {i: {"overall": float(rng.random())} for i in hj.ids()}
     scores["i4"]["overall"] = math.nan
-    result = meta_evaluate(hj, {"m": scores, "ok": {i: {"overall": float(rng.random())} for i in hj.ids()}}, bootstrap=0)
+    result = meta_evaluate(
+        hj, {"m": scores, "ok": {i: {"overall": float(rng.random())} for i in hj.ids()}}, bootstrap=0
+    )
     table = accuracy_table(result)
     assert "_m: 1 of 12 items had no score and were left out._" in table.markdown()
     assert table.csv().splitlines()[0].endswith(",n_failed") and table.csv().splitlines()[1].endswith(",1")
@@ -126,8 +143,22 @@ def test_cli_prints_the_failed_items_line_and_missing_ids_stay_an_error(tmp_path
     rows = [{"id": i, "overall": float(rng.random()), "overall_status": "ok"} for i in hj.ids()]
     rows[2].update(overall=None, overall_status="no_rating")
     write(tmp_path / "he.jsonl", rows)
-    assert main(["metaeval", "--judgments", str(tmp_path / "j.json"), "--scores", str(tmp_path / "he.jsonl"),
-                 "--bootstrap", "0", "--out", str(tmp_path / "o")]) == 0
+    assert (
+        main(
+            [
+                "metaeval",
+                "--judgments",
+                str(tmp_path / "j.json"),
+                "--scores",
+                str(tmp_path / "he.jsonl"),
+                "--bootstrap",
+                "0",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "he: 1 of 12 items had no score and were left out" in out.splitlines()
     assert "n_failed" in (tmp_path / "o" / "records.csv").read_text().splitlines()[0]
@@ -139,27 +170,37 @@ def test_cli_prints_the_failed_items_line_and_missing_ids_stay_an_error(tmp_path
 # ------------------------------------------------------------------------------ joining by content
 def pascal_like():
     """Pairs sharing captions, as Pascal-50S does: caption 'a dog' of img1 is in two pairs."""
-    items = [{"id": "p1-a", "text": "a dog", "image_path": "JPEGImages/img1.jpg"},
-             {"id": "p1-b", "text": "a cat", "image_path": "JPEGImages/img1.jpg"},
-             {"id": "p2-a", "text": "A  dog", "image_path": "JPEGImages/img1.jpg"},
-             {"id": "p2-b", "text": "a bird", "image_path": "JPEGImages/img1.jpg"},
-             {"id": "p3-a", "text": "a room", "image_path": "JPEGImages/img2.jpg"},
-             {"id": "p3-b", "text": "a room", "image_path": "JPEGImages/img2.jpg"}]
+    items = [
+        {"id": "p1-a", "text": "a dog", "image_path": "JPEGImages/img1.jpg"},
+        {"id": "p1-b", "text": "a cat", "image_path": "JPEGImages/img1.jpg"},
+        {"id": "p2-a", "text": "A  dog", "image_path": "JPEGImages/img1.jpg"},
+        {"id": "p2-b", "text": "a bird", "image_path": "JPEGImages/img1.jpg"},
+        {"id": "p3-a", "text": "a room", "image_path": "JPEGImages/img2.jpg"},
+        {"id": "p3-b", "text": "a room", "image_path": "JPEGImages/img2.jpg"},
+    ]
     pairs = [{"better": f"p{k}-a", "worse": f"p{k}-b", "kind": "pascal50s", "category": "HC"} for k in (1, 2, 3)]
     return HumanJudgments(name="pas", items=items, pairs=pairs, correlation="accuracy")
 
 
 def test_content_join_rule(tmp_path):
     hj = pascal_like()
-    rows = [{"image": "VOC2012/JPEGImages/img1.jpg", "caption": "a dog", "score": 0.9},   # one row, two items
-            {"image": "VOC2012/JPEGImages/img1.jpg", "caption": "a cat", "score": 0.1},
-            {"image": "VOC2012/JPEGImages/img1.jpg", "caption": "A bird", "score": 0.95},
-            {"image": "img2.jpg", "caption": "a room", "score": 0.3},                    # two rows, two items:
-            {"image": "img2.jpg", "caption": "a room", "score": 0.2},                    # matched in order
-            {"image": "img9.jpg", "caption": "not in the benchmark", "score": 0.5}]
+    rows = [
+        {"image": "VOC2012/JPEGImages/img1.jpg", "caption": "a dog", "score": 0.9},  # one row, two items
+        {"image": "VOC2012/JPEGImages/img1.jpg", "caption": "a cat", "score": 0.1},
+        {"image": "VOC2012/JPEGImages/img1.jpg", "caption": "A bird", "score": 0.95},
+        {"image": "img2.jpg", "caption": "a room", "score": 0.3},  # two rows, two items:
+        {"image": "img2.jpg", "caption": "a room", "score": 0.2},  # matched in order
+        {"image": "img9.jpg", "caption": "not in the benchmark", "score": 0.5},
+    ]
     table = join_scores(read_scores(write(tmp_path / "f.jsonl", rows)), hj, "fleur")
-    assert {i: v["score"] for i, v in table.items()} == {"p1-a": 0.9, "p1-b": 0.1, "p2-a": 0.9, "p2-b": 0.95,
-                                                         "p3-a": 0.3, "p3-b": 0.2}
+    assert {i: v["score"] for i, v in table.items()} == {
+        "p1-a": 0.9,
+        "p1-b": 0.1,
+        "p2-a": 0.9,
+        "p2-b": 0.95,
+        "p3-a": 0.3,
+        "p3-b": 0.2,
+    }
     assert table.join == {"by": "content", "items": 6, "joined": 6, "unjoined_rows": 1}
     result = meta_evaluate(hj, {"fleur": read_scores(tmp_path / "f.jsonl")}, bootstrap=0)  # Python API joins too
     assert result.value("fleur", subset="HC") == pytest.approx(2 / 3) and result.coverage["fleur"]["by"] == "content"
@@ -169,7 +210,9 @@ def test_content_join_rule(tmp_path):
         join_scores(read_scores(tmp_path / "g.jsonl"), hj, "fleur")
     # an item without a row is an error, as a missing id is
     write(tmp_path / "h.jsonl", rows[1:])
-    with pytest.raises(ValueError, match=r"joined by \(image, text\), 4 of 6 items of pas found a row, but 2 did not: 'p1-a', 'p2-a'"):
+    with pytest.raises(
+        ValueError, match=r"joined by \(image, text\), 4 of 6 items of pas found a row, but 2 did not: 'p1-a', 'p2-a'"
+    ):
         join_scores(read_scores(tmp_path / "h.jsonl"), hj, "fleur")
 
 
@@ -177,8 +220,10 @@ def test_content_join_through_the_cli_prints_the_counts(tmp_path, capsys):
     hj = pascal_like()
     (tmp_path / "j.json").write_text(json.dumps(hj.to_dict()))
     path = tmp_path / "fleur.csv"
-    path.write_text("image,caption,score\nimg1.jpg,a dog,0.9\nimg1.jpg,a cat,0.1\nimg1.jpg,a bird,0.2\n"
-                    "img2.jpg,a room,0.3\nimg2.jpg,a room,0.2\nx.jpg,extra,1\n")
+    path.write_text(
+        "image,caption,score\nimg1.jpg,a dog,0.9\nimg1.jpg,a cat,0.1\nimg1.jpg,a bird,0.2\n"
+        "img2.jpg,a room,0.3\nimg2.jpg,a room,0.2\nx.jpg,extra,1\n"
+    )
     assert main(["metaeval", "--judgments", str(tmp_path / "j.json"), "--scores", str(path), "--bootstrap", "0"]) == 0
     out = capsys.readouterr().out
     assert "fleur: joined by (image, text): 6 of 6 items; 1 row(s) of the file matched no item" in out

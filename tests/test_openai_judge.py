@@ -26,8 +26,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges import RatingRequest, Turn, load_judge
+from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.openai import APIError, OpenAIJudge, chat_messages, rating_position, read_rating
 from mmjudge.prompts import load_prompt_set
 
@@ -45,13 +45,25 @@ def _entry(token, logprob, top=()):
 
 def _answer(content_entries, text="Score: 4", usage=(10, 3)):
     return {
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                     "logprobs": {"content": content_entries}, "finish_reason": "stop"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "logprobs": {"content": content_entries},
+                "finish_reason": "stop",
+            }
+        ],
         "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]},
-    }  # fmt: skip
+    }
 
 
-GOOD = _answer([_entry("Score", 0.0), _entry(":", 0.0), _entry(" 4", math.log(0.6), [(" 4", math.log(0.6)), ("4", math.log(0.1)), (" 3", math.log(0.2))])])
+GOOD = _answer(
+    [
+        _entry("Score", 0.0),
+        _entry(":", 0.0),
+        _entry(" 4", math.log(0.6), [(" 4", math.log(0.6)), ("4", math.log(0.1)), (" 3", math.log(0.2))]),
+    ]
+)
 
 
 class _Backlogged(ThreadingHTTPServer):
@@ -148,7 +160,11 @@ def _request(i=0, image=None):
 # ---------------------------------------------------------------------------------------- parsing
 def test_rating_found_late_reads_that_position_and_sums_variants():
     content = [_entry(t, -0.1, [(t, -0.1)]) for t in ["Your", " evaluation", " score", " is"]]
-    content.append(_entry(" 5", math.log(0.5), [(" 5", math.log(0.5)), ("5", math.log(0.25)), (" 4", math.log(0.125)), (" is", -2.0)]))
+    content.append(
+        _entry(
+            " 5", math.log(0.5), [(" 5", math.log(0.5)), ("5", math.log(0.25)), (" 4", math.log(0.125)), (" is", -2.0)]
+        )
+    )
     r = read_rating(content, CHOICES, first_position=False)
     assert rating_position(content, CHOICES) == 4
     assert r.raw == pytest.approx([0, 0, 0, 0.125, 0.75], abs=1e-12)
@@ -165,7 +181,12 @@ def test_minus_9999_counts_as_zero_and_mass_is_a_lower_bound():
 
 def test_rating_absent_or_split_reads_after_score_or_gives_zero_mass():
     # "10" on a 10/20 scale split into "1" + "0": no single token is a rating; read right after "Score:".
-    split = [_entry("Score", 0.0), _entry(":", 0.0), _entry(" 1", -0.1, [(" 1", -0.1), (" 10", math.log(0.05))]), _entry("0", 0.0)]
+    split = [
+        _entry("Score", 0.0),
+        _entry(":", 0.0),
+        _entry(" 1", -0.1, [(" 1", -0.1), (" 10", math.log(0.05))]),
+        _entry("0", 0.0),
+    ]
     r = read_rating(split, ["10", "20"], first_position=False)
     assert rating_position(split, ["10", "20"]) == 2
     assert r.raw == pytest.approx([0.05, 0.0]) and r.greedy == " 1"
@@ -198,8 +219,10 @@ def test_one_image_is_png_encoded_once_for_all_its_requests(monkeypatch):
     original = backend.image_data_url
     monkeypatch.setattr(backend, "image_data_url", lambda image: encoded.append(image.size) or original(image))
     first, other = Image.new("RGB", (9, 7), (4, 5, 6)), Image.new("RGB", (9, 7), (6, 5, 4))
-    urls = [chat_messages(_request(i, image), prefix=False)[0]["content"][0]["image_url"]["url"]
-            for i, image in enumerate([first, first.copy(), other, first])]  # fmt: skip
+    urls = [
+        chat_messages(_request(i, image), prefix=False)[0]["content"][0]["image_url"]["url"]
+        for i, image in enumerate([first, first.copy(), other, first])
+    ]
     assert len(encoded) == 2  # one per distinct image (same pixels = same image)
     assert urls[0] == urls[1] == urls[3] != urls[2]
     decoded = Image.open(io.BytesIO(base64.b64decode(urls[2].split(",", 1)[1])))
@@ -223,11 +246,13 @@ def test_request_body_and_first_rating_distribution(stub_factory):
 
 
 def test_retries_429_and_500_honouring_retry_after_ms_then_retry_after(stub_factory):
-    stub = stub_factory(failures=[
-        (429, {"retry-after-ms": "1500"}, {"error": {"message": "slow down"}}),
-        (503, {"Retry-After": "2"}, {"error": {"message": "busy"}}),
-        (500, {}, {"error": {"message": "oops"}}),
-    ])  # fmt: skip
+    stub = stub_factory(
+        failures=[
+            (429, {"retry-after-ms": "1500"}, {"error": {"message": "slow down"}}),
+            (503, {"Retry-After": "2"}, {"error": {"message": "busy"}}),
+            (500, {}, {"error": {"message": "oops"}}),
+        ]
+    )
     judge = _judge(stub.url, max_concurrency=1)
     [r] = judge.rate([_request()], progress=False)
     assert len(stub.bodies) == 4 and r.raw[3] == pytest.approx(0.7)
@@ -257,7 +282,9 @@ def test_gives_up_after_max_retries_with_the_last_error(stub_factory):
 
 
 def test_model_refusing_logprobs_is_one_clear_error(stub_factory):
-    message = {"error": {"message": "This model does not support the 'logprobs' parameter.", "type": "invalid_request_error"}}
+    message = {
+        "error": {"message": "This model does not support the 'logprobs' parameter.", "type": "invalid_request_error"}
+    }
     stub = stub_factory(failures=[(400, {}, message)])
     judge = _judge(stub.url)
     with pytest.raises(ValueError, match=r"refuses log-probabilities \(HTTP 400.*use a model that returns them"):
@@ -301,13 +328,17 @@ def test_prefill_auto_probe(stub_factory):
 
     judge = _judge(stub_factory(answer=continuing).url, prefill="auto")
     assert judge.prefill_mode == "continue" and judge.teacher_forcing
-    refusing = stub_factory(failures=[(400, {}, {"error": {"message": "Unrecognized request argument: continue_final_message"}})])
+    refusing = stub_factory(
+        failures=[(400, {}, {"error": {"message": "Unrecognized request argument: continue_final_message"}})]
+    )
     judge = _judge(refusing.url, prefill="auto")
     assert judge.prefill_mode == "none" and not judge.teacher_forcing
     # Accepted, but the model does not count on: that proves neither (a weak model behind a server that
     # does continue answers the same), so it is reported, never read as "no" (issue 19).
     restarting = stub_factory(answer=lambda body: _answer([], text="1, 2, 3"))
-    with pytest.raises(ValueError, match=r"Cannot tell whether the server .* continues an assistant message.*prefill='continue'"):
+    with pytest.raises(
+        ValueError, match=r"Cannot tell whether the server .* continues an assistant message.*prefill='continue'"
+    ):
         _judge(restarting.url, prefill="auto")
     failing = stub_factory(failures=[(503, {}, {"error": {"message": "down"}})] * 3)
     with pytest.raises(APIError, match="giving up after 3 attempts"):  # a failing server is not "no prefill"
@@ -379,7 +410,9 @@ def tiny_vlm_server(tmp_path_factory):
 
 def _compare(a, b, names, tol=1e-5):
     for name in names:
-        np.testing.assert_allclose(np.array(b[name], dtype=float), np.array(a[name], dtype=float), atol=tol, err_msg=name)
+        np.testing.assert_allclose(
+            np.array(b[name], dtype=float), np.array(a[name], dtype=float), atol=tol, err_msg=name
+        )
 
 
 def test_serve_text_model_equals_local_backend_through_harmonic_eval(tiny_text_server):
@@ -419,7 +452,9 @@ def test_serve_generates_and_rejects_bad_requests(tiny_text_server):
     request = GenerationRequest([Turn("user", "Why?")], max_new_tokens=5)
     assert api.generate([request], progress=False) == local.generate([request], progress=False)
     with pytest.raises(ValueError, match="top_logprobs must be between 0 and 100000"):
-        OpenAIJudge(base_url=url, prefill="continue", mass="top-k", top_logprobs=100_001).rate([_request()], progress=False)
+        OpenAIJudge(base_url=url, prefill="continue", mass="top-k", top_logprobs=100_001).rate(
+            [_request()], progress=False
+        )
     # About the request's setup (every item would fail alike): a user error, not an item's failure.
     with pytest.raises(ValueError, match="rejects the request's parameters.*HTTP 400.*cannot both be true"):
         api.chat([{"role": "user", "content": "x"}], continue_final_message=True, add_generation_prompt=True)
@@ -435,7 +470,9 @@ def test_serve_under_defaults_equals_local_backend(family, request):
     from mmjudge import HarmonicEval
     from mmjudge.serve import serve_in_thread
 
-    folder = request.getfixturevalue({"qwen2_vl": "tiny_qwen_dir", "llava": "tiny_llava_dir", "text": "tiny_lm_dir"}[family])
+    folder = request.getfixturevalue(
+        {"qwen2_vl": "tiny_qwen_dir", "llava": "tiny_llava_dir", "text": "tiny_lm_dir"}[family]
+    )
     local = load_judge("transformers", model=folder, device="cpu")
     server, url = serve_in_thread(local)  # default --max-logprobs 20
     try:
@@ -443,7 +480,10 @@ def test_serve_under_defaults_equals_local_backend(family, request):
         image.paste((10, 200, 30), (0, 0, 20, 20))
         texts = ["A dog runs on the beach.", "Two cats sleep on a red sofa in the sun."]
         if family == "text":
-            kwargs, inputs = dict(criteria=["clarity", "fluency", "conciseness"], image_criteria=[]), dict(predictions=texts)
+            kwargs, inputs = (
+                dict(criteria=["clarity", "fluency", "conciseness"], image_criteria=[]),
+                dict(predictions=texts),
+            )
         else:
             kwargs, inputs = {}, dict(predictions=texts, images=[image, image])
         expected = HarmonicEval(judge=local, cache=False, **kwargs).compute(progress=False, **inputs)
@@ -477,14 +517,22 @@ def test_serve_honours_logprob_token_ids_as_vllm_does(tiny_text_server):
         sampled = entry["token"]
         assert listed == list(dict.fromkeys([sampled, local.tokenizer.decode([5]), local.tokenizer.decode([7])]))
     spelled = judge.chat(messages, logprob_token_ids=[5], return_tokens_as_token_ids=True, **flags)
-    assert all(t["token"].startswith("token_id:") for e in spelled["choices"][0]["logprobs"]["content"] for t in e["top_logprobs"])
+    assert all(
+        t["token"].startswith("token_id:")
+        for e in spelled["choices"][0]["logprobs"]["content"]
+        for t in e["top_logprobs"]
+    )
     for bad, message in (([], "non-empty list"), ([10**9], "outside the vocabulary")):
         with pytest.raises(ValueError, match=f"rejects the request's parameters.*{message}"):
             judge.chat(messages, logprob_token_ids=bad, **flags)
     with pytest.raises(ValueError, match="`logprobs` must be set to true"):
         judge.chat(messages, logprob_token_ids=[5], continue_final_message=True, add_generation_prompt=False)
-    tokens = judge._http("POST", "/tokenize", {"prompt": " 3", "add_special_tokens": False, "return_token_strs": True}, root=True)[0]
-    assert tokens["tokens"] == local.tokenizer.encode(" 3", add_special_tokens=False) and tokens["count"] == len(tokens["tokens"])
+    tokens = judge._http(
+        "POST", "/tokenize", {"prompt": " 3", "add_special_tokens": False, "return_token_strs": True}, root=True
+    )[0]
+    assert tokens["tokens"] == local.tokenizer.encode(" 3", add_special_tokens=False) and tokens["count"] == len(
+        tokens["tokens"]
+    )
     assert tokens["token_strs"] == local.tokenizer.convert_ids_to_tokens(tokens["tokens"])
 
 
@@ -514,7 +562,20 @@ def test_mmjudge_serve_command(tmp_path, tiny_text_server):
     folder = tiny_text_lm(tmp_path / "lm")  # same seed as the module's server: same weights, same name
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "mmjudge.cli", "serve", "--model", folder, "--port", str(port), "--max-logprobs", "1000", "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mmjudge.cli",
+        "serve",
+        "--model",
+        folder,
+        "--port",
+        str(port),
+        "--max-logprobs",
+        "1000",
+        "--device",
+        "cpu",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}/v1"
@@ -523,8 +584,11 @@ def test_mmjudge_serve_command(tmp_path, tiny_text_server):
         api = OpenAIJudge(base_url=url, prefill="continue", top_logprobs=1000)  # capabilities are settled when built
         assert api.model_name == local.model_identity.label()
         requests = [_request(i) for i in range(3)]
-        np.testing.assert_allclose([r.raw for r in api.rate(requests, progress=False)],
-                                   [r.raw for r in local.rate(requests, progress=False)], atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            [r.raw for r in api.rate(requests, progress=False)],
+            [r.raw for r in local.rate(requests, progress=False)],
+            atol=1e-5,
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -556,10 +620,24 @@ def llama_server(smollm2_gguf, tmp_path_factory):
         pytest.skip("llama-cpp-python is not installed (CI installs it: pip install 'llama-cpp-python[server]')")
     folder, gguf = smollm2_gguf
     port = _free_port()
-    args = ["--model", str(Path(folder) / gguf), "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-            "--logits_all", "true", "--model_alias", "smollm2-135m-instruct-q4_1"]  # fmt: skip
+    args = [
+        "--model",
+        str(Path(folder) / gguf),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--logits_all",
+        "true",
+        "--model_alias",
+        "smollm2-135m-instruct-q4_1",
+    ]
     cmd = [sys.executable, "-c", _LLAMA_SERVER, *args]
-    log = tmp_path_factory.mktemp("llama") / "server.log"  # a file, not a pipe: its verbose log would fill a pipe and block it
+    log = (
+        tmp_path_factory.mktemp("llama") / "server.log"
+    )  # a file, not a pipe: its verbose log would fill a pipe and block it
     with open(log, "wb") as sink:
         proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
@@ -567,13 +645,17 @@ def llama_server(smollm2_gguf, tmp_path_factory):
         _wait_for(url, proc, 180)
         body = {"model": "smollm2-135m-instruct-q4_1", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
         try:
-            req = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+            req = urllib.request.Request(
+                url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+            )
             urllib.request.urlopen(req, timeout=120).read()
         except OSError:
             proc.wait(timeout=10)
-            pytest.fail(f"llama.cpp's server died on its first chat request (exit code {proc.returncode}; -11 is a "
-                        "segfault inside llama_decode: a broken llama-cpp-python build). Log tail: "
-                        + log.read_text(errors="replace")[-1500:])  # fmt: skip
+            pytest.fail(
+                f"llama.cpp's server died on its first chat request (exit code {proc.returncode}; -11 is a "
+                "segfault inside llama_decode: a broken llama-cpp-python build). Log tail: "
+                + log.read_text(errors="replace")[-1500:]
+            )
         yield url
     finally:
         proc.terminate()
@@ -584,7 +666,9 @@ def llama_server(smollm2_gguf, tmp_path_factory):
 
 
 def _post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=120) as reply:
         return json.loads(reply.read())
 
@@ -600,11 +684,17 @@ def _reset_prefix(url: str, model: str) -> None:
 def _raw_distribution(url: str, model: str, prompt: str) -> list[float]:
     """Read straight from the server's JSON, independently of the backend: the first generated token
     that is a digit 1-5, its top 20 entries, renormalised over the five ratings."""
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0,
-            "max_tokens": 16, "logprobs": True, "top_logprobs": 20}  # fmt: skip
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "temperature": 0,
+        "max_tokens": 16,
+        "logprobs": True,
+        "top_logprobs": 20,
+    }
     content = _post(url, body)["choices"][0]["logprobs"]["content"]
     position = next(i for i, e in enumerate(content) if e["token"].strip() in CHOICES)
-    mass = {c: 0.0 for c in CHOICES}
+    mass = dict.fromkeys(CHOICES, 0.0)
     for top in content[position]["top_logprobs"]:
         if top["token"].strip() in CHOICES:
             mass[top["token"].strip()] += math.exp(top["logprob"]) if top["logprob"] > -9999 else 0.0
@@ -617,7 +707,11 @@ def test_llama_cpp_server_distributions_equal_the_raw_responses(llama_server):
     from mmjudge import HarmonicEval
 
     prompts = load_prompt_set("harmonic_eval")
-    captions = ["A dog runs along the sandy beach.", "beach the along runs dog A.", "Two children play beside a red car."]
+    captions = [
+        "A dog runs along the sandy beach.",
+        "beach the along runs dog A.",
+        "Two children play beside a red car.",
+    ]
     judge = OpenAIJudge(base_url=llama_server, prefill="auto", max_concurrency=1)
     assert judge.prefill_mode == "none"  # llama.cpp's server cannot continue an assistant message
     # ... which the judge knows from the server (GET /openapi.json), not from asking the model to count.
@@ -644,8 +738,22 @@ def test_cli_score_prints_usage_and_model_prefix_selects_the_backend(stub_factor
     stub = stub_factory()
     he = HarmonicEval(model="openai:stub-model", base_url=stub.url, prefill="none", criteria=["fluency"], cache=False)
     assert type(he.judge).__name__ == "OpenAIJudge" and he.judge.model_name == "stub-model"
-    code = main(["score", "--judge", "openai", "--set", f"base_url={stub.url}", "--set", "prefill=none",
-                 "--text", "A dog runs.", "--criteria", "fluency", "--no-cache"])  # fmt: skip
+    code = main(
+        [
+            "score",
+            "--judge",
+            "openai",
+            "--set",
+            f"base_url={stub.url}",
+            "--set",
+            "prefill=none",
+            "--text",
+            "A dog runs.",
+            "--criteria",
+            "fluency",
+            "--no-cache",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "usage: openai:stub-model: 1 requests, 10 prompt + 3 completion tokens, 0 retries" in out
     assert "judge=openai:stub-model" in out and "prefill=none" in out
@@ -660,9 +768,26 @@ def test_cli_with_no_server_is_one_line_not_a_traceback(capsys):
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    code = main(["score", "--judge", "openai", "--set", f"base_url=http://127.0.0.1:{port}/v1",
-                 "--set", "max_retries=1", "--set", "retry_sleep_scale=0", "--set", "model=m",
-                 "--text", "A dog runs.", "--criteria", "fluency", "--no-cache"])  # fmt: skip
+    code = main(
+        [
+            "score",
+            "--judge",
+            "openai",
+            "--set",
+            f"base_url=http://127.0.0.1:{port}/v1",
+            "--set",
+            "max_retries=1",
+            "--set",
+            "retry_sleep_scale=0",
+            "--set",
+            "model=m",
+            "--text",
+            "A dog runs.",
+            "--criteria",
+            "fluency",
+            "--no-cache",
+        ]
+    )
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and "Traceback" not in err, err
@@ -694,8 +819,18 @@ def test_serve_usage_counts_the_image_tokens_of_the_prompt(tiny_vlm_server):
 
     local, _ = tiny_vlm_server
     image = Image.new("RGB", (40, 30), (10, 200, 30))
-    body = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": image_data_url(image)}},
-                                                      {"type": "text", "text": "Describe it."}]}], "max_tokens": 2}  # fmt: skip
+    body = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": image_data_url(image)}},
+                    {"type": "text", "text": "Describe it."},
+                ],
+            }
+        ],
+        "max_tokens": 2,
+    }
     usage = ChatEngine(local, "tiny").complete(body)["usage"]
     request = GenerationRequest([Turn("user", "Describe it.")], image=image, max_new_tokens=2)
     expected = int(local.prompts.encode([request])["input_ids"].shape[1])

@@ -43,8 +43,20 @@ def test_evaluate_load_by_bare_name_offline_for_all_tasks(tmp_path, tiny_qwen_di
     for task in ("ic", "vqa", "vdu", "reg"):
         assert len(out[task]["overall"]) == 1 and 1 <= out[task]["overall"][0] <= 5
         assert set(out[task]) >= {"correctness", "fluency_sigma", "conciseness_weight", "mean_overall", "signature"}
-    assert list(out["text_only"]) == ["overall", "fluency", "fluency_sigma", "fluency_weight", "fluency_mass", "fluency_status",
-                                      "fluency_note", "mean_overall", "mean_fluency", "scored", "failures", "signature"]
+    assert list(out["text_only"]) == [
+        "overall",
+        "fluency",
+        "fluency_sigma",
+        "fluency_weight",
+        "fluency_mass",
+        "fluency_status",
+        "fluency_note",
+        "mean_overall",
+        "mean_fluency",
+        "scored",
+        "failures",
+        "signature",
+    ]
     assert (tmp_path / "judge.sqlite").is_file()  # the cache is on by default
 
 
@@ -73,12 +85,35 @@ def test_cli_scores_one_item_and_writes_jsonl(tmp_path, capsys):
     Image.new("RGB", (40, 30), "blue").save(image)
     out = tmp_path / "scores.jsonl"
     code = main(
-        ["score", "--task", "ic", "--image", str(image), "--text", "A blue square.", "--judge", "dummy",
-         "--no-cache", "--explain", "--output", str(out)]
-    )  # fmt: skip
+        [
+            "score",
+            "--task",
+            "ic",
+            "--image",
+            str(image),
+            "--text",
+            "A blue square.",
+            "--judge",
+            "dummy",
+            "--no-cache",
+            "--explain",
+            "--output",
+            str(out),
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
-    for word in ("overall", "correctness", "completeness", "clarity", "fluency", "conciseness", "sigma", "weight", "signature:"):
+    for word in (
+        "overall",
+        "correctness",
+        "completeness",
+        "clarity",
+        "fluency",
+        "conciseness",
+        "sigma",
+        "weight",
+        "signature:",
+    ):
         assert word in printed
     assert "correctness_explanation" in printed
     [row] = [json.loads(line) for line in out.read_text().splitlines()]

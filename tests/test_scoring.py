@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from mmjudge.scoring import DEFAULT_SIGMA_FLOOR, aggregate, harmonic_weights, sigma, smooth
+from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_SIGMA_FLOOR, aggregate, harmonic_weights, sigma, smooth
 
 
 def test_smoothing_is_the_expected_rating():

@@ -33,7 +33,7 @@ CRITERIA = list(SCRIPT)
 
 def expected_numbers(gamma: float = 0.75) -> dict:
     """Score, σ and weight per criterion and the overall score, worked out here from the distributions
-    (not with mmjudge.scoring): w_c ∝ σ_c^(−2(1−γ)/γ)."""
+    (not with mmjudge.metrics.harmonic_eval.scoring): w_c ∝ σ_c^(−2(1−γ)/γ)."""
     r = np.arange(1, 6, dtype=float)
     out = {}
     for c, p in SCRIPT.items():
@@ -112,10 +112,16 @@ def test_typed_box():
     [
         (dict(task="ic", image=None, text="a dog"), "Image: missing"),
         (dict(task="ic", image="PIC", text="   "), "Text: empty"),
-        (dict(task="ic", image="PIC", text="a" * 100_000), "Text: 100,000 characters is longer than this Space accepts \\(5,000\\)"),
+        (
+            dict(task="ic", image="PIC", text="a" * 100_000),
+            "Text: 100,000 characters is longer than this Space accepts \\(5,000\\)",
+        ),
         (dict(task="vqa", image="PIC", text="three", question=""), "Question: empty"),
         (dict(task="reg", image="PIC", text="the dog"), "Box: missing"),
-        (dict(task="reg", image="PIC", text="the dog", box_text="50,40,30,30"), "Box: bounding box .* outside the 64x48 image"),
+        (
+            dict(task="reg", image="PIC", text="the dog", box_text="50,40,30,30"),
+            "Box: bounding box .* outside the 64x48 image",
+        ),
         (dict(task="ic", image="PIC", text="a dog", references="r\n" * 21), "References: 21 lines"),
         (dict(task="xx", image="PIC", text="a dog"), "Task: unknown task"),
     ],
@@ -146,9 +152,20 @@ def test_item_for_each_task(picture):
 
 # ----------------------------------------------------------------------------------------- settings
 def test_settings_from_env_and_demo():
-    s = Settings.from_env({"MMJUDGE_SPACE_MODEL": "org/judge", "MMJUDGE_SPACE_CONCURRENCY": "2",
-                           "MMJUDGE_SPACE_METRIC_OPTIONS": '{"vela": {"checkpoint": "x"}}'})  # fmt: skip
-    assert (s.model, s.concurrency, s.max_queue, s.demo, dict(s.metric_options)) == ("org/judge", 2, 16, False, {"vela": {"checkpoint": "x"}})
+    s = Settings.from_env(
+        {
+            "MMJUDGE_SPACE_MODEL": "org/judge",
+            "MMJUDGE_SPACE_CONCURRENCY": "2",
+            "MMJUDGE_SPACE_METRIC_OPTIONS": '{"vela": {"checkpoint": "x"}}',
+        }
+    )
+    assert (s.model, s.concurrency, s.max_queue, s.demo, dict(s.metric_options)) == (
+        "org/judge",
+        2,
+        16,
+        False,
+        {"vela": {"checkpoint": "x"}},
+    )
     demo = Settings.from_env({"MMJUDGE_SPACE_DEMO": "yes"})
     assert (demo.demo, demo.model, demo.clip_model) == (True, "tiny-random", "tiny-random")
     assert Settings(judge="dummy").as_demo().judge == "dummy"
@@ -182,11 +199,21 @@ def test_offered_metrics_are_data_and_the_registry_declares_them():
     offered = [c.label for c in metric_choices(Settings(metrics=("CIDEr-D", "HarmonicEval", "No-Such-Metric")))]
     assert offered == ["CIDEr-D", "HarmonicEval"]  # the settings' order; an unknown label is not offered
     choice = {c.label: c for c in metric_choices(Settings())}
-    assert (choice["RefFLEUR"].name, choice["RefFLEUR"].config, choice["RefFLEUR"].spec.judged) == ("fleur", "reffleur", True)
-    assert (choice["HarmonicEval"].config, choice["CIDEr-D"].config, choice["CIDEr-D"].spec.judged) == (None, "cider", False)
+    assert (choice["RefFLEUR"].name, choice["RefFLEUR"].config, choice["RefFLEUR"].spec.judged) == (
+        "fleur",
+        "reffleur",
+        True,
+    )
+    assert (choice["HarmonicEval"].config, choice["CIDEr-D"].config, choice["CIDEr-D"].spec.judged) == (
+        None,
+        "cider",
+        False,
+    )
     # VELA requires its checkpoint and CLIP model (spec.requires): offered once both are configured.
     assert "VELA" not in [c.label for c in metric_choices(Settings(metric_options={"vela": {"checkpoint": "x"}}))]
-    assert "VELA" in [c.label for c in metric_choices(Settings(metric_options={"vela": {"checkpoint": "x", "clip_model": "y"}}))]
+    assert "VELA" in [
+        c.label for c in metric_choices(Settings(metric_options={"vela": {"checkpoint": "x", "clip_model": "y"}}))
+    ]
     assert Settings.from_env({"MMJUDGE_SPACE_METRICS": "BLEU, CIDEr-D"}).metrics == ("BLEU", "CIDEr-D")
     # Options as data: the CLIP model and the demo's FLEUR cap come from the settings, the user's win.
     assert Settings(clip_model="c", device="cuda").options_for("clip_score") == {"model": "c", "device": "cuda"}
@@ -194,14 +221,20 @@ def test_offered_metrics_are_data_and_the_registry_declares_them():
     assert Settings(metric_options={"clip_score": {"model": "mine"}}).options_for("clip_score")["model"] == "mine"
     # Tasks as the prompt set declares them.
     ps = load_prompt_set("harmonic_eval")
-    assert TASKS == {t: ps.task_info[t].label for t in ps.tasks} and list(TASKS) == list(ps.tasks)
-    assert (QUESTION_TASKS, BOX_TASKS) == (ps.tasks_needing("question"), ps.tasks_needing("box")) == (("vqa", "vdu"), ("reg",))
+    assert {t: ps.task_info[t].label for t in ps.tasks} == TASKS and list(TASKS) == list(ps.tasks)
+    assert (
+        (QUESTION_TASKS, BOX_TASKS)
+        == (ps.tasks_needing("question"), ps.tasks_needing("box"))
+        == (("vqa", "vdu"), ("reg",))
+    )
     assert TEXT_NAMES["reg"] == ps.task_info["reg"].text_name == "referring expression"
 
 
 def test_engine_imports_without_gradio():
-    code = ("import sys; sys.modules['gradio'] = None\n"
-            "import mmjudge.space, mmjudge.space.app, mmjudge.space.handlers, mmjudge.commands.space\nprint('ok')")  # fmt: skip
+    code = (
+        "import sys; sys.modules['gradio'] = None\n"
+        "import mmjudge.space, mmjudge.space.app, mmjudge.space.handlers, mmjudge.commands.space\nprint('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr
 
@@ -209,8 +242,14 @@ def test_engine_imports_without_gradio():
 # ----------------------------------------------------------------------------------------- scoring
 def test_scores_and_formatting_are_exact(picture):
     scorer = scripted_scorer()
-    page = score_page(scorer, "ic", picture, "A brown square on a blue sky.", references="a brown square",
-                      metrics=["HarmonicEval", "BLEU", "RefCLIP-S", "FLEUR"])  # fmt: skip
+    page = score_page(
+        scorer,
+        "ic",
+        picture,
+        "A brown square on a blue sky.",
+        references="a brown square",
+        metrics=["HarmonicEval", "BLEU", "RefCLIP-S", "FLEUR"],
+    )
     assert page.ok, page.status
     want = expected_numbers()
     frame = page.frame
@@ -240,24 +279,38 @@ def test_scores_and_formatting_are_exact(picture):
 
 
 def test_inapplicable_metrics_are_listed_with_the_reason(picture):
-    page = score_page(scripted_scorer(), "vqa", picture, "three", question="How many?",
-                      metrics=["HarmonicEval", "RefCLIP-S", "CIDEr-D"], explain=True)  # fmt: skip
+    page = score_page(
+        scripted_scorer(),
+        "vqa",
+        picture,
+        "three",
+        question="How many?",
+        metrics=["HarmonicEval", "RefCLIP-S", "CIDEr-D"],
+        explain=True,
+    )
     assert page.ok
     assert "| RefCLIP-S | not run: scores Image captioning only |" in page.others
     assert "| CIDEr-D | not run: scores Image captioning only |" in page.others
-    assert page.explanations == {c: "scripted explanation" for c in CRITERIA}
+    assert page.explanations == dict.fromkeys(CRITERIA, "scripted explanation")
 
 
 def test_reg_shows_the_box_on_the_image(picture):
-    page = score_page(scripted_scorer(), "reg", picture, "the brown square", box_text="20,20,20,20", metrics=["HarmonicEval"])
+    page = score_page(
+        scripted_scorer(), "reg", picture, "the brown square", box_text="20,20,20,20", metrics=["HarmonicEval"]
+    )
     assert page.ok
     assert page.boxed_image.size == (64, 48) and page.boxed_image.getpixel((20, 20)) == (255, 0, 0)
 
 
 def test_errors_become_a_status_line(picture, not_an_image):
     scorer = scripted_scorer()
-    assert score_page(scorer, "ic", not_an_image, "a dog", metrics=["HarmonicEval"]).status.startswith("**Error:** Image: the file is not an image")
-    assert score_page(scorer, "ic", picture, "a dog", metrics=[]).status == "**Error:** Metrics: none chosen. Tick at least one metric."
+    assert score_page(scorer, "ic", not_an_image, "a dog", metrics=["HarmonicEval"]).status.startswith(
+        "**Error:** Image: the file is not an image"
+    )
+    assert (
+        score_page(scorer, "ic", picture, "a dog", metrics=[]).status
+        == "**Error:** Metrics: none chosen. Tick at least one metric."
+    )
 
     class Broken(ScriptedJudge):
         def _rate_batch(self, requests):
@@ -294,8 +347,10 @@ def test_an_oversized_image_is_refused_in_the_users_terms(tmp_path):
     big = tmp_path / "big.png"
     Image.new("1", (7000, 6000)).save(big)  # 42 megapixels, a small file (1 bit per pixel)
     page = score_page(scripted_scorer(), "ic", {"path": str(big)}, "a dog", metrics=["HarmonicEval"])
-    assert page.status == ("**Error:** Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up "
-                           "to 40 megapixels. Resize it, e.g. to 6,831 × 5,855, and upload it again.")  # fmt: skip
+    assert page.status == (
+        "**Error:** Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up "
+        "to 40 megapixels. Resize it, e.g. to 6,831 × 5,855, and upload it again."
+    )
     assert "max_pixels" not in page.status
     from mmjudge.space.app import limits_text
 
@@ -316,13 +371,22 @@ def test_a_score_the_engine_cannot_compute_is_shown_as_not_computed(picture, mon
         return out
 
     monkeypatch.setattr(handlers.Report, "from_items", classmethod(corpus_less))
-    page = score_page(scripted_scorer(), "ic", picture, "a brown square", references="a brown square", metrics=["HarmonicEval", "CIDEr-D"])
+    page = score_page(
+        scripted_scorer(),
+        "ic",
+        picture,
+        "a brown square",
+        references="a brown square",
+        metrics=["HarmonicEval", "CIDEr-D"],
+    )
     assert "| CIDEr-D | not computed: CIDEr-D needs a corpus: not computed for one item |" in page.others
     assert "| CIDEr-D | 0.000" not in page.others
 
 
 def test_cider_for_one_item_is_never_zero(picture):
-    page = score_page(scripted_scorer(), "ic", picture, "a brown square", references="a brown square", metrics=["CIDEr-D"])
+    page = score_page(
+        scripted_scorer(), "ic", picture, "a brown square", references="a brown square", metrics=["CIDEr-D"]
+    )
     assert "| CIDEr-D | not computed: CIDEr-D needs a corpus" in page.others, page.others
 
 
@@ -354,8 +418,9 @@ def test_gradio_client_scores(served, picture, not_an_image, tmp_path):
     demo, url = served
     assert demo.get_config_file()["components"]  # built
     client = Client(url, verbose=False)
-    out = client.predict("ic", handle_file(picture), None, "A brown square.", "", "", "", ["HarmonicEval"], False,
-                         api_name="/score")  # fmt: skip
+    out = client.predict(
+        "ic", handle_file(picture), None, "A brown square.", "", "", "", ["HarmonicEval"], False, api_name="/score"
+    )
     status, overall, chart, table = out[:4]
     want = expected_numbers()
     assert status == "Scored with HarmonicEval."
@@ -367,14 +432,22 @@ def test_gradio_client_scores(served, picture, not_an_image, tmp_path):
     stroke = Image.new("RGBA", (64, 48), (0, 0, 0, 0))
     stroke.paste((255, 0, 0, 255), (10, 10, 30, 25))
     stroke.save(tmp_path / "layer.png")
-    editor = {"background": handle_file(picture), "layers": [handle_file(str(tmp_path / "layer.png"))], "composite": None}
+    editor = {
+        "background": handle_file(picture),
+        "layers": [handle_file(str(tmp_path / "layer.png"))],
+        "composite": None,
+    }
     out = client.predict("reg", None, editor, "the square", "", "", "", ["HarmonicEval"], False, api_name="/score")
     assert out[0] == "Scored with HarmonicEval.", out[0]
     assert json.loads(out[-1])["box"] == [10, 10, 20, 15]
     # Bad inputs come back as one line.
-    out = client.predict("ic", handle_file(not_an_image), None, "a dog", "", "", "", ["HarmonicEval"], False, api_name="/score")
+    out = client.predict(
+        "ic", handle_file(not_an_image), None, "a dog", "", "", "", ["HarmonicEval"], False, api_name="/score"
+    )
     assert out[0].startswith("**Error:** Image: the file is not an image")
-    out = client.predict("ic", handle_file(picture), None, "x" * 100_000, "", "", "", ["HarmonicEval"], False, api_name="/score")
+    out = client.predict(
+        "ic", handle_file(picture), None, "x" * 100_000, "", "", "", ["HarmonicEval"], False, api_name="/score"
+    )
     assert out[0].startswith("**Error:** Text: 100,000 characters")
 
 
@@ -386,16 +459,25 @@ def test_gradio_client_gets_escaped_lines_and_limits_in_user_terms(served, pictu
     _, url = served
     client = Client(url, verbose=False)
     for payload in PAYLOADS:
-        status = client.predict("reg", handle_file(picture), None, "the square", "", payload, "", ["HarmonicEval"], False,
-                                api_name="/score")[0]  # fmt: skip
+        status = client.predict(
+            "reg", handle_file(picture), None, "the square", "", payload, "", ["HarmonicEval"], False, api_name="/score"
+        )[0]
         assert status.startswith("**Error:** Box: expected four numbers") and markdown_text(payload) in status
         assert rendered_safely(status) and "&#x27;" not in status
-        out = client.predict("ic", handle_file(picture), None, "a dog", "", "", "", ["HarmonicEval", payload], False, api_name="/score")
-        assert rendered_safely(out[0]) and rendered_safely(out[-3]) and markdown_text(payload) in out[-3]  # status, Other metrics
+        out = client.predict(
+            "ic", handle_file(picture), None, "a dog", "", "", "", ["HarmonicEval", payload], False, api_name="/score"
+        )
+        assert (
+            rendered_safely(out[0]) and rendered_safely(out[-3]) and markdown_text(payload) in out[-3]
+        )  # status, Other metrics
     big = tmp_path / "big.png"
     Image.new("1", (7000, 6000)).save(big)
-    status = client.predict("ic", handle_file(str(big)), None, "a dog", "", "", "", ["HarmonicEval"], False, api_name="/score")[0]
-    assert status.startswith("**Error:** Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up to 40")
+    status = client.predict(
+        "ic", handle_file(str(big)), None, "a dog", "", "", "", ["HarmonicEval"], False, api_name="/score"
+    )[0]
+    assert status.startswith(
+        "**Error:** Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up to 40"
+    )
 
 
 # ------------------------------------------------------------------------------------ real browser
@@ -411,8 +493,16 @@ def browser(tmp_path_factory):
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-dev-shm-usage", "--window-size=1400,2200"):  # fmt: skip
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,2200",
+    ):
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -453,7 +543,9 @@ def _set_text(driver, css, value):
 
     area = driver.find_element(By.CSS_SELECTOR, css)
     driver.execute_script(
-        "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input', {bubbles: true}));", area, value
+        "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input', {bubbles: true}));",
+        area,
+        value,
     )
 
 
@@ -504,10 +596,16 @@ def test_browser_scores_an_upload(browser, served_demo, tmp_path):
         cells = [td.text for td in row.find_elements(By.CSS_SELECTOR, "td")]
         shown[cells[0]] = [float(v) for v in cells[1:4]]
     # The same judge called directly on the same file and text: the page shows its numbers.
-    direct = HarmonicEval(judge="dummy", cache=False).compute(predictions=[text], images=[str(path)], task="ic", progress=False)
+    direct = HarmonicEval(judge="dummy", cache=False).compute(
+        predictions=[text], images=[str(path)], task="ic", progress=False
+    )
     assert list(shown) == CRITERIA
     for c in CRITERIA:
-        assert shown[c] == [round(direct[c][0], 3), round(direct[f"{c}_sigma"][0], 3), round(direct[f"{c}_weight"][0], 3)]
+        assert shown[c] == [
+            round(direct[c][0], 3),
+            round(direct[f"{c}_sigma"][0], 3),
+            round(direct[f"{c}_weight"][0], 3),
+        ]
     overall = browser.find_element(By.CSS_SELECTOR, "#overall").text
     assert f"Overall HarmonicEval score: {direct['overall'][0]:.3f} / 5" in overall and "MEANINGLESS" in overall
     _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#chart canvas, #chart svg"))
@@ -548,14 +646,19 @@ def test_browser_shows_payloads_as_text_and_the_size_limit(browser, served_demo,
     Image.new("RGB", (40, 30), "white").save(picture)
     _open(browser, served_demo)
     assert "images up to 40 megapixels" in browser.find_element(By.CSS_SELECTOR, "#limits").text
-    [label for label in browser.find_elements(By.CSS_SELECTOR, "#task label") if "Referring expression" in label.text][0].click()
+    [label for label in browser.find_elements(By.CSS_SELECTOR, "#task label") if "Referring expression" in label.text][
+        0
+    ].click()
     _wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#box textarea, #box input").is_displayed())
     _upload(browser, str(picture))
     _set_text(browser, "#text textarea", "the white square")
     for payload in PAYLOADS:
         box = browser.find_element(By.CSS_SELECTOR, "#box textarea, #box input")
         browser.execute_script(
-            "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input', {bubbles: true}));", box, payload)
+            "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input', {bubbles: true}));",
+            box,
+            payload,
+        )
         status = _score_and_wait(browser)
         assert status.startswith("Error: Box: expected four numbers") and payload in status, status  # shown literally
         assert not browser.find_elements(By.CSS_SELECTOR, "#status a, #status img"), "the payload became markup"
@@ -569,4 +672,6 @@ def test_browser_shows_payloads_as_text_and_the_size_limit(browser, served_demo,
     _upload(browser, str(big))
     _set_text(browser, "#text textarea", "A dog.")
     status = _score_and_wait(browser)
-    assert status.startswith("Error: Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up to 40"), status
+    assert status.startswith(
+        "Error: Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up to 40"
+    ), status

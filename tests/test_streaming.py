@@ -39,8 +39,10 @@ def _images(folder: Path, n: int) -> list[str]:
 
 def _items(folder: Path, n: int, images: int = 7) -> list[dict]:
     paths = _images(folder, images)
-    return [{"id": f"i{k}", "text": f"A picture number {k}" + " with words" * (k % 3), "image": paths[k % images]}
-            for k in range(n)]  # fmt: skip
+    return [
+        {"id": f"i{k}", "text": f"A picture number {k}" + " with words" * (k % 3), "image": paths[k % images]}
+        for k in range(n)
+    ]
 
 
 def _jsonl(path: Path, items: list[dict]) -> str:
@@ -98,7 +100,9 @@ def test_each_distinct_image_is_decoded_once_per_chunk(tmp_path, monkeypatch):
     paths = _images(tmp_path, 3)
     calls = []
     real = mmjudge.images.load_image
-    monkeypatch.setattr(mmjudge.images, "load_image", lambda image, *a, **k: calls.append(image) or real(image, *a, **k))
+    monkeypatch.setattr(
+        mmjudge.images, "load_image", lambda image, *a, **k: calls.append(image) or real(image, *a, **k)
+    )
     items = [{"text": f"t{k}", "image": paths[k % 3]} for k in range(12)]
     list(mmjudge.load("harmonic_eval", judge="dummy", cache=False).stream(items, chunk_size=6))
     assert len(calls) == 6  # 2 chunks x 3 distinct images
@@ -107,7 +111,9 @@ def test_each_distinct_image_is_decoded_once_per_chunk(tmp_path, monkeypatch):
 def test_a_bad_item_fails_its_row_and_the_stream_goes_on(tmp_path):
     items = _items(tmp_path, 6)
     items[3]["image"] = str(tmp_path / "missing.png")
-    results = list(mmjudge.load("harmonic_eval", judge="dummy", cache=False).stream(items, on_error="record", chunk_size=4))
+    results = list(
+        mmjudge.load("harmonic_eval", judge="dummy", cache=False).stream(items, on_error="record", chunk_size=4)
+    )
     assert [r.error is None for r in results] == [True, True, True, False, True, True]
     assert "images[3]: image file not found" in results[3].error and math.isnan(results[3].values["overall"])
     with pytest.raises(ValueError, match=r"images\[3\]: image file not found"):
@@ -124,8 +130,12 @@ def test_parquet_csv_and_datasets_inputs_read_the_same_items(tmp_path):
     jsonl = _jsonl(tmp_path / "items.jsonl", items)
     renamed = [{"key": it["id"], "caption": it["text"], "picture": open(it["image"], "rb").read()} for it in items]
     pq.write_table(pa.Table.from_pylist(renamed), tmp_path / "items.parquet", row_group_size=4)
-    (tmp_path / "items.csv").write_text("id,text,image\n" + "".join(f"{it['id']},{it['text']},{it['image']}\n" for it in items))
-    datasets.Dataset.from_list([{"id": it["id"], "text": it["text"], "image": it["image"]} for it in items]).save_to_disk(str(tmp_path / "saved"))
+    (tmp_path / "items.csv").write_text(
+        "id,text,image\n" + "".join(f"{it['id']},{it['text']},{it['image']}\n" for it in items)
+    )
+    datasets.Dataset.from_list(
+        [{"id": it["id"], "text": it["text"], "image": it["image"]} for it in items]
+    ).save_to_disk(str(tmp_path / "saved"))
     he = mmjudge.load("harmonic_eval", judge="dummy", cache=False, criteria=["correctness", "fluency"])
     outputs = {}
     for name, source, options in (
@@ -161,8 +171,12 @@ def test_merging_parts_copies_each_row_exactly(tmp_path):
     from mmjudge.stream.outputs import PartFile, merge_parts
 
     out = str(tmp_path / "out.jsonl")
-    rows = [{"id": "a", "text": 'ends like an index, "_i": 7}', "x": 1.5}, {"id": "b", "meta": {"_i": 3}, "score": float("nan")},
-            {"id": "c", "text": "un café {}"}, {}]
+    rows = [
+        {"id": "a", "text": 'ends like an index, "_i": 7}', "x": 1.5},
+        {"id": "b", "meta": {"_i": 3}, "score": float("nan")},
+        {"id": "c", "text": "un café {}"},
+        {},
+    ]
     parts = [PartFile(out, 0, 2, "sig"), PartFile(out, 1, 2, "sig")]
     for index, row in enumerate(rows):
         parts[index % 2].write(row, index)
@@ -172,8 +186,13 @@ def test_merging_parts_copies_each_row_exactly(tmp_path):
         f.write(json.dumps({"_i": 4, "id": "e"}) + "\n")
     assert merge_parts(out, 2) == 5
     got = [json.loads(line) for line in open(out, encoding="utf-8")]
-    assert got == [{"id": "a", "text": 'ends like an index, "_i": 7}', "x": 1.5}, {"id": "b", "meta": {"_i": 3}, "score": None},
-                   {"id": "c", "text": "un café {}"}, {}, {"id": "e"}]
+    assert got == [
+        {"id": "a", "text": 'ends like an index, "_i": 7}', "x": 1.5},
+        {"id": "b", "meta": {"_i": 3}, "score": None},
+        {"id": "c", "text": "un café {}"},
+        {},
+        {"id": "e"},
+    ]
     assert not list(tmp_path.glob("*.part-*"))
 
 
@@ -233,7 +252,10 @@ def test_items_without_ids_keep_their_input_position_across_a_resume_and_a_repea
     rows = _rows(out)
     assert [r["id"] for r in rows] == ["0", "1", "2", "3", "4", "5", "1"]
     assert all(r["overall"] is not None for r in rows[:6])
-    assert rows[6]["overall"] is None and "its id '1' is already the id of input item 1 (counting from 0)" in rows[6]["error"]
+    assert (
+        rows[6]["overall"] is None
+        and "its id '1' is already the id of input item 1 (counting from 0)" in rows[6]["error"]
+    )
 
 
 def test_resuming_drops_a_cut_off_line_and_remembers_the_ids_written(tmp_path):
@@ -285,8 +307,22 @@ def test_a_run_killed_mid_way_resumes_to_the_uninterrupted_output(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "MMJUDGE_CACHE": str(tmp_path / "c.sqlite")}
 
     def command(out):
-        return [sys.executable, str(script), "score", "--input", path, "--output", str(out), "--quiet",
-                "--chunk-size", "4", "--judge", "dummy", "--criteria", "fluency,clarity"]  # fmt: skip
+        return [
+            sys.executable,
+            str(script),
+            "score",
+            "--input",
+            path,
+            "--output",
+            str(out),
+            "--quiet",
+            "--chunk-size",
+            "4",
+            "--judge",
+            "dummy",
+            "--criteria",
+            "fluency,clarity",
+        ]
 
     whole = tmp_path / "whole.jsonl"
     assert subprocess.run(command(whole), env=env, timeout=300).returncode == 0
@@ -335,9 +371,14 @@ def test_two_torchrun_processes_each_read_half_and_equal_one_process(tmp_path):
     for processes in (1, 2):
         out, stats = tmp_path / f"s{processes}.jsonl", tmp_path / f"stats{processes}"
         stats.mkdir()
-        launch = [sys.executable] if processes == 1 else [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                                                           f"--nproc_per_node={processes}"]  # fmt: skip
-        proc = subprocess.run([*launch, str(script), path, str(out), str(stats)], env=env, capture_output=True, text=True, timeout=600)
+        launch = (
+            [sys.executable]
+            if processes == 1
+            else [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
+        )
+        proc = subprocess.run(
+            [*launch, str(script), path, str(out), str(stats)], env=env, capture_output=True, text=True, timeout=600
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         outputs[processes] = (_rows(out), [json.loads((stats / f"rank{r}.json").read_text()) for r in range(processes)])
     (single, [one]), (double, ranks) = outputs[1], outputs[2]
@@ -346,7 +387,9 @@ def test_two_torchrun_processes_each_read_half_and_equal_one_process(tmp_path):
     # Two criteria per item: each process judged exactly its own items, no request split or repeated.
     assert [r["calls"] for r in ranks] == [2 * n for n in ranks[0]["read"]] and one["calls"] == 40
     assert ranks[0]["written"] == 20
-    assert [r["id"] for r in double] == [r["id"] for r in single] == [str(k) if k % 3 == 0 else f"i{k}" for k in range(20)]
+    assert (
+        [r["id"] for r in double] == [r["id"] for r in single] == [str(k) if k % 3 == 0 else f"i{k}" for k in range(20)]
+    )
     assert all(_same(a, b, ("overall", "fluency", "correctness")) for a, b in zip(single, double))
 
 
@@ -365,8 +408,9 @@ def test_the_evaluate_door_keeps_images_out_of_arrow(tmp_path):
             seen.append(request.image)
         return [0.2] * 5
 
-    he = evaluate.load(str(ROOT / "metrics" / "harmonic_eval"), judge=ScriptedJudge(script), cache=False,
-                       criteria=["correctness"])  # fmt: skip
+    he = evaluate.load(
+        str(ROOT / "metrics" / "harmonic_eval"), judge=ScriptedJudge(script), cache=False, criteria=["correctness"]
+    )
     assert str(he._info().features["images"]) == "Value('string')"
     picture = Image.new("RGB", (16, 12), "red")
     path = _images(tmp_path, 1)[0]

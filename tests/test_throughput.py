@@ -72,14 +72,19 @@ def test_shared_prefix_reads_prefix_steps_like_the_plain_path(family_dir):
             assert np.abs(np.array(sa.raw) - np.array(sb.raw)).max() < TOL
 
 
-RUBRIC = ("You are given a caption. Rate its fluency on a scale of 1 to 5, where 1 means very low and 5 means "
-          "extremely high; consider grammar, word choice and how naturally it reads. Caption: ")
+RUBRIC = (
+    "You are given a caption. Rate its fluency on a scale of 1 to 5, where 1 means very low and 5 means "
+    "extremely high; consider grammar, word choice and how naturally it reads. Caption: "
+)
 
 
 def _text_only_requests():
     captions = ["a dog", "two people ride bikes down a street", "a cat sits on a mat next to a window", "red"]
-    return [RatingRequest([Turn("user", RUBRIC + c)], answer_prefix="Score: ", group=g)
-            for g in ("fluency", "clarity") for c in captions]  # fmt: skip
+    return [
+        RatingRequest([Turn("user", RUBRIC + c)], answer_prefix="Score: ", group=g)
+        for g in ("fluency", "clarity")
+        for c in captions
+    ]
 
 
 @pytest.mark.parametrize("which", ["qwen2_vl", "llava", "text_lm"])
@@ -132,8 +137,9 @@ def test_expanded_token_ids_equal_the_processors(family_dir):
     from mmjudge.judges.local import prefix_sharing
 
     texts = [judge.render(r) for r in requests]
-    shared = prefix_sharing.build(requests, texts, 1, judge.processor, judge.tokenizer, judge.attention,
-                                  judge._image_ids, lambda inputs: None)  # fmt: skip
+    shared = prefix_sharing.build(
+        requests, texts, 1, judge.processor, judge.tokenizer, judge.attention, judge._image_ids, lambda inputs: None
+    )
     assert shared is not None and shared.rows == list(range(len(requests)))
     for k, (request, text) in enumerate(zip(requests, texts)):
         expected = judge.processor(text=[text], images=[[request.image]], return_tensors="pt")["input_ids"][0].tolist()
@@ -180,7 +186,11 @@ def test_out_of_memory_halves_the_batch_with_equal_results(tiny_llava_dir, monke
     import torch
 
     requests = _he_like_requests(3)
-    reference = _raw(load_judge("transformers", model=tiny_llava_dir, batch_size=1, share_prefix=False).rate(requests, progress=False))
+    reference = _raw(
+        load_judge("transformers", model=tiny_llava_dir, batch_size=1, share_prefix=False).rate(
+            requests, progress=False
+        )
+    )
     judge = load_judge("transformers", model=tiny_llava_dir, batch_size=16)
     calls = {"n": 0}
     original = judge.model.forward
@@ -203,7 +213,9 @@ def test_harmonic_eval_scores_do_not_depend_on_the_batch_plan(tiny_qwen_dir):
     images = [Image.new("RGB", (64 + 8 * i, 48), (20 * i, 120, 200)) for i in range(3)]
     texts = ["A blue square.", "A blue square on a table with a cup.", "Blue."]
     outs = [
-        HarmonicEval(model=tiny_qwen_dir, cache=False, min_mass=0, **kw).compute(predictions=texts, images=images, progress=False)
+        HarmonicEval(model=tiny_qwen_dir, cache=False, min_mass=0, **kw).compute(
+            predictions=texts, images=images, progress=False
+        )
         for kw in (dict(batch_size=1, share_prefix=False, prefetch=False), dict(batch_size=32), dict(batch_size=3))
     ]
     for out in outs[1:]:
@@ -216,8 +228,10 @@ def test_harmonic_eval_scores_do_not_depend_on_the_batch_plan(tiny_qwen_dir):
 def test_benchmark_tiny_smoke(tmp_path):
     out = subprocess.run(
         [sys.executable, "benchmarks/judge_throughput.py", "--tiny", "--n", "2", "--profile", "2"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "samples/s" in out.stdout and "naive" in out.stdout and "x naive" in out.stdout
     for phase in ("mmjudge.judge.prefix", "mmjudge.judge.suffix", "vision tower"):  # --profile's labels
@@ -275,7 +289,9 @@ def test_compiled_blocks_give_the_eager_ratings(family_dir):
     compiled = load_judge("transformers", model=family_dir, batch_size=8, compile=True)
     wrapped = [m for m in compiled.model.modules() if hasattr(m.forward, "_torchdynamo_orig_callable")]
     assert wrapped and not any("attention" in type(m).__name__.lower() for m in wrapped)
-    assert np.abs(_raw(compiled.rate(requests, progress=False)) - _raw(eager.rate(requests, progress=False))).max() < 1e-5
+    assert (
+        np.abs(_raw(compiled.rate(requests, progress=False)) - _raw(eager.rate(requests, progress=False))).max() < 1e-5
+    )
 
 
 def test_requests_with_different_rating_scales_share_a_batch(tiny_llava_dir):

@@ -54,113 +54,294 @@ def img(d):
 # (kind, cli args or None, api callable(d) or None, text the message must contain)
 CASES = [
     # ---------------------------------------------------------------------------- setup mistakes
-    ("cache path is a folder", "score --text x --judge dummy --cache {d}/folder",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=d / "folder"), "is a folder"),
-    ("cache file is not SQLite", "score --text x --judge dummy --cache {d}/not_sqlite.txt",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=d / "not_sqlite.txt"), "not an SQLite file"),
-    ("cache path under a file (not writable)", "score --text x --judge dummy --cache {d}/not_sqlite.txt/c.sqlite",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=d / "not_sqlite.txt" / "c.sqlite"), "is a file, not a folder"),
-    ("model folder does not exist", "score --text x --no-cache --model ./no/such/model",
-     lambda d: mmjudge.load("harmonic_eval", model="./no/such/model", cache=False), "does not exist"),
-    ("model folder is empty", "score --text x --no-cache --model {d}/empty_model",
-     lambda d: mmjudge.load("harmonic_eval", model=str(d / "empty_model"), cache=False), "holds no model files"),
-    ("default model while offline", "score --text x --no-cache",
-     lambda d: mmjudge.load("harmonic_eval", cache=False), "offline mode is on"),
-    ("judge switch that is not true/false", "score --text x --no-cache --model tiny-random --set prefetch=no",
-     lambda d: mmjudge.load("harmonic_eval", model="tiny-random", cache=False, prefetch="no"),
-     "Expected argument `prefetch` to be true or false, but got 'no'"),
-    ("vela compile that is not true/false", "score --metric vela --text x --no-cache --set allow_untrained=true --set compile=maybe",
-     lambda d: mmjudge.load("vela", allow_untrained=True, compile="maybe"),
-     "Expected argument `compile` to be true or false, but got 'maybe'"),
-    ("dtype float17", "score --text x --no-cache --model tiny-random --dtype float17",
-     lambda d: mmjudge.load("harmonic_eval", model="tiny-random", dtype="float17", cache=False), "float17"),
-    ("unknown option --set foo=1", f"score --text x {D} --set foo=1",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, foo=1), "unknown option 'foo' for harmonic_eval"),
-    ("misspelt keyword", f"score --text x {D} --set gama=0.5",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, gama=0.5), "did you mean 'gamma'"),
-    ("misspelt keyword, other metric", "score --metric fleur --text x --no-cache --judge dummy --set explian=true",
-     lambda d: mmjudge.load("fleur", judge="dummy", cache=False, explian=True), "did you mean 'explain'"),
-    ("unknown judge backend", "score --text x --no-cache --judge dumy",
-     lambda d: mmjudge.load("harmonic_eval", judge="dumy", cache=False), "Did you mean 'dummy'"),
+    (
+        "cache path is a folder",
+        "score --text x --judge dummy --cache {d}/folder",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=d / "folder"),
+        "is a folder",
+    ),
+    (
+        "cache file is not SQLite",
+        "score --text x --judge dummy --cache {d}/not_sqlite.txt",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=d / "not_sqlite.txt"),
+        "not an SQLite file",
+    ),
+    (
+        "cache path under a file (not writable)",
+        "score --text x --judge dummy --cache {d}/not_sqlite.txt/c.sqlite",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=d / "not_sqlite.txt" / "c.sqlite"),
+        "is a file, not a folder",
+    ),
+    (
+        "model folder does not exist",
+        "score --text x --no-cache --model ./no/such/model",
+        lambda d: mmjudge.load("harmonic_eval", model="./no/such/model", cache=False),
+        "does not exist",
+    ),
+    (
+        "model folder is empty",
+        "score --text x --no-cache --model {d}/empty_model",
+        lambda d: mmjudge.load("harmonic_eval", model=str(d / "empty_model"), cache=False),
+        "holds no model files",
+    ),
+    (
+        "default model while offline",
+        "score --text x --no-cache",
+        lambda d: mmjudge.load("harmonic_eval", cache=False),
+        "offline mode is on",
+    ),
+    (
+        "judge switch that is not true/false",
+        "score --text x --no-cache --model tiny-random --set prefetch=no",
+        lambda d: mmjudge.load("harmonic_eval", model="tiny-random", cache=False, prefetch="no"),
+        "Expected argument `prefetch` to be true or false, but got 'no'",
+    ),
+    (
+        "vela compile that is not true/false",
+        "score --metric vela --text x --no-cache --set allow_untrained=true --set compile=maybe",
+        lambda d: mmjudge.load("vela", allow_untrained=True, compile="maybe"),
+        "Expected argument `compile` to be true or false, but got 'maybe'",
+    ),
+    (
+        "dtype float17",
+        "score --text x --no-cache --model tiny-random --dtype float17",
+        lambda d: mmjudge.load("harmonic_eval", model="tiny-random", dtype="float17", cache=False),
+        "float17",
+    ),
+    (
+        "unknown option --set foo=1",
+        f"score --text x {D} --set foo=1",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, foo=1),
+        "unknown option 'foo' for harmonic_eval",
+    ),
+    (
+        "misspelt keyword",
+        f"score --text x {D} --set gama=0.5",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, gama=0.5),
+        "did you mean 'gamma'",
+    ),
+    (
+        "misspelt keyword, other metric",
+        "score --metric fleur --text x --no-cache --judge dummy --set explian=true",
+        lambda d: mmjudge.load("fleur", judge="dummy", cache=False, explian=True),
+        "did you mean 'explain'",
+    ),
+    (
+        "unknown judge backend",
+        "score --text x --no-cache --judge dumy",
+        lambda d: mmjudge.load("harmonic_eval", judge="dumy", cache=False),
+        "Did you mean 'dummy'",
+    ),
     ("unknown metric", "score --metric harmonic --text x", lambda d: mmjudge.load("harmonic"), "Unknown metric"),
     ("--set without '='", f"score --text x {D} --set gamma", None, "KEY=VALUE"),
     ("--output into a missing folder", f"score --text x {D} --output {{d}}/nowhere/out.jsonl", None, "does not exist"),
     ("--output is a folder", f"score --text x {D} --output {{d}}/folder", None, "is a folder"),
-    ("metaeval --out is a file", "metaeval --dataset mmhe --scores {d}/ok.jsonl --out {d}/not_sqlite.txt", None, "is a file"),
+    (
+        "metaeval --out is a file",
+        "metaeval --dataset mmhe --scores {d}/ok.jsonl --out {d}/not_sqlite.txt",
+        None,
+        "is a file",
+    ),
     ("--input missing", f"score {D} --input {{d}}/missing.jsonl", None, "no such file"),
     ("--input is a folder", f"score {D} --input {{d}}/folder", None, "is a folder"),
-    ("unknown dataset name offline", "dataset info no_such_set",
-     lambda d: mmjudge.load_dataset("no_such_set"), "Unknown dataset 'no_such_set'"),
-    ("unknown task", f"score --text x {D} --task captioning",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, task="captioning"), "Unknown task"),
-    ("gamma out of range", f"score --text x {D} --gamma 0",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, gamma=0), "gamma"),
-    ("--criteria empty", f"score --text x {D} --criteria ''",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, criteria=[]), "criteri"),
-    ("unknown criterion", f"score --text x {D} --criteria fluncy",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, criteria=["fluncy"]), "fluncy"),
-    ("smoothing='no'", f"score --text x {D} --set smoothing=no",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, smoothing="no"), "smoothing"),
-    ("explain='maybe'", None,
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(predictions=["x"], images=img(d), explain="maybe"), "explain"),
+    (
+        "unknown dataset name offline",
+        "dataset info no_such_set",
+        lambda d: mmjudge.load_dataset("no_such_set"),
+        "Unknown dataset 'no_such_set'",
+    ),
+    (
+        "unknown task",
+        f"score --text x {D} --task captioning",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, task="captioning"),
+        "Unknown task",
+    ),
+    (
+        "gamma out of range",
+        f"score --text x {D} --gamma 0",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, gamma=0),
+        "gamma",
+    ),
+    (
+        "--criteria empty",
+        f"score --text x {D} --criteria ''",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, criteria=[]),
+        "criteri",
+    ),
+    (
+        "unknown criterion",
+        f"score --text x {D} --criteria fluncy",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, criteria=["fluncy"]),
+        "fluncy",
+    ),
+    (
+        "smoothing='no'",
+        f"score --text x {D} --set smoothing=no",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False, smoothing="no"),
+        "smoothing",
+    ),
+    (
+        "explain='maybe'",
+        None,
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=img(d), explain="maybe"
+        ),
+        "explain",
+    ),
     # --------------------------------------------------------------------- inputs that used to fail deep
-    ("REG box in 0-1 coordinates", f"score --task reg --image {{d}}/img.png --box 0.1,0.2,0.3,0.4 --text x {D}",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
-         predictions=["x"], images=img(d), boxes=[[0.1, 0.2, 0.3, 0.4]], task="reg"), "boxes[0]: bounding box"),
-    ("REG box outside the image", None,
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
-         predictions=["x"], images=img(d), boxes=[[-1, 2, 3, 4]], task="reg"), "boxes[0]"),
-    ("--box a,b,c,d", f"score --task reg --image {{d}}/img.png --box a,b,c,d --text x {D}",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
-         predictions=["x"], images=img(d), boxes=[["a", "b", "c", "d"]], task="reg"), "box"),
+    (
+        "REG box in 0-1 coordinates",
+        f"score --task reg --image {{d}}/img.png --box 0.1,0.2,0.3,0.4 --text x {D}",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=img(d), boxes=[[0.1, 0.2, 0.3, 0.4]], task="reg"
+        ),
+        "boxes[0]: bounding box",
+    ),
+    (
+        "REG box outside the image",
+        None,
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=img(d), boxes=[[-1, 2, 3, 4]], task="reg"
+        ),
+        "boxes[0]",
+    ),
+    (
+        "--box a,b,c,d",
+        f"score --task reg --image {{d}}/img.png --box a,b,c,d --text x {D}",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=img(d), boxes=[["a", "b", "c", "d"]], task="reg"
+        ),
+        "box",
+    ),
     ("--box -1,2,3,4", f"score --task reg --image {{d}}/img.png --box=-1,2,3,4 --text x {D}", None, "negative"),
-    ("--box -1,2,3,4 without '='", f"score --task reg --image {{d}}/img.png --box -1,2,3,4 --text x {D}", None, "--box=-1,2,3,4"),
+    (
+        "--box -1,2,3,4 without '='",
+        f"score --task reg --image {{d}}/img.png --box -1,2,3,4 --text x {D}",
+        None,
+        "--box=-1,2,3,4",
+    ),
     ("unknown flag", f"score --text x {D} --temperature 2", None, "unrecognized arguments: --temperature"),
     ("misspelt flag", f"score --text x {D} --criterias fluency", None, "did you mean --criteria?"),
-    ("--box with 3 numbers", f"score --task reg --image {{d}}/img.png --box 1,2,3 --text x {D}",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
-         predictions=["x"], images=img(d), boxes=[[1, 2, 3]], task="reg"), "box"),
-    ("REG without a box", f"score --task reg --image {{d}}/img.png --text x {D}",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
-         predictions=["x"], images=img(d), task="reg"), "boxes"),
-    ("extreme aspect ratio", f"score --image {{d}}/strip.png --text x {D}",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
-         predictions=["x"], images=[str(d / "strip.png")]), "images[0]: aspect ratio"),
-    ("image file missing", f"score --image {{d}}/nope.png --text x {D}",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
-         predictions=["x"], images=[str(d / "nope.png")]), "images[0]"),
-    ("image file corrupt", f"score --image {{d}}/broken.png --text x {D}",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
-         predictions=["x"], images=[str(d / "broken.png")]), "images[0]: cannot read image"),
-    ("VQA without a question", f"score --task vqa --image {{d}}/img.png --text x {D}",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
-         predictions=["x"], images=img(d), task="vqa"), "questions"),
-    ("JSONL line is an array", f"score {D} --criteria fluency --strict --input {{d}}/array.jsonl", None, "array.jsonl:2: expected a JSON object"),
-    ("JSONL line is a string", f"score {D} --strict --input {{d}}/string.jsonl", None, "string.jsonl:1: expected a JSON object"),
-    ("JSONL line not valid JSON", f"score {D} --strict --input {{d}}/invalid.jsonl", None, "invalid.jsonl:1: not valid JSON"),
+    (
+        "--box with 3 numbers",
+        f"score --task reg --image {{d}}/img.png --box 1,2,3 --text x {D}",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=img(d), boxes=[[1, 2, 3]], task="reg"
+        ),
+        "box",
+    ),
+    (
+        "REG without a box",
+        f"score --task reg --image {{d}}/img.png --text x {D}",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=img(d), task="reg"
+        ),
+        "boxes",
+    ),
+    (
+        "extreme aspect ratio",
+        f"score --image {{d}}/strip.png --text x {D}",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=[str(d / "strip.png")]
+        ),
+        "images[0]: aspect ratio",
+    ),
+    (
+        "image file missing",
+        f"score --image {{d}}/nope.png --text x {D}",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=[str(d / "nope.png")]
+        ),
+        "images[0]",
+    ),
+    (
+        "image file corrupt",
+        f"score --image {{d}}/broken.png --text x {D}",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=[str(d / "broken.png")]
+        ),
+        "images[0]: cannot read image",
+    ),
+    (
+        "VQA without a question",
+        f"score --task vqa --image {{d}}/img.png --text x {D}",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["x"], images=img(d), task="vqa"
+        ),
+        "questions",
+    ),
+    (
+        "JSONL line is an array",
+        f"score {D} --criteria fluency --strict --input {{d}}/array.jsonl",
+        None,
+        "array.jsonl:2: expected a JSON object",
+    ),
+    (
+        "JSONL line is a string",
+        f"score {D} --strict --input {{d}}/string.jsonl",
+        None,
+        "string.jsonl:1: expected a JSON object",
+    ),
+    (
+        "JSONL line not valid JSON",
+        f"score {D} --strict --input {{d}}/invalid.jsonl",
+        None,
+        "invalid.jsonl:1: not valid JSON",
+    ),
     ("JSONL not UTF-8", f"score {D} --strict --input {{d}}/latin1.jsonl", None, "latin1.jsonl:1: not UTF-8"),
     ("JSONL item without text", f"score {D} --strict --input {{d}}/no_text.jsonl", None, "no_text.jsonl:1: text"),
-    ("duplicate ids in --input", f"score {D} --criteria fluency --strict --input {{d}}/dupes.jsonl", None, "dupes.jsonl:3: its id 'a' is already the id of input item 0 (counting from 0)"),
+    (
+        "duplicate ids in --input",
+        f"score {D} --criteria fluency --strict --input {{d}}/dupes.jsonl",
+        None,
+        "dupes.jsonl:3: its id 'a' is already the id of input item 0 (counting from 0)",
+    ),
     ("empty --input", f"score {D} --input {{d}}/empty.jsonl", None, "no items"),
-    ("--chunk-size below 1", f"score {D} --criteria fluency --input {{d}}/dupes.jsonl --chunk-size 0",
-     lambda d: list(mmjudge.load("harmonic_eval", judge="dummy", cache=False).stream([{"text": "x"}], chunk_size=-3)),
-     "`chunk_size` (--chunk-size) to be a whole number of items, at least 1"),
+    (
+        "--chunk-size below 1",
+        f"score {D} --criteria fluency --input {{d}}/dupes.jsonl --chunk-size 0",
+        lambda d: list(
+            mmjudge.load("harmonic_eval", judge="dummy", cache=False).stream([{"text": "x"}], chunk_size=-3)
+        ),
+        "`chunk_size` (--chunk-size) to be a whole number of items, at least 1",
+    ),
     ("no text given", f"score {D}", None, "give --text"),
-    ("empty text", f"score --text '  ' {D}",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(predictions=["  "], images=img(d)),
-     "predictions[0]: the text is empty"),
-    ("text not a string", None,
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(predictions=["a", None], images=img(d) * 2),
-     "predictions[1]"),
-    ("200,000-character text", f"score {D} --strict --input {{d}}/long.jsonl",
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(predictions=["a" * 200_000], images=img(d)),
-     "the text has 200000 characters"),
-    ("200,000-character text, FLEUR", None,
-     lambda d: mmjudge.load("fleur", judge="dummy", cache=False).compute(predictions=["a" * 200_000], images=img(d)),
-     "predictions[0]: the text has 200000 characters"),
-    ("lengths differ", None,
-     lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(predictions=["a", "b"], images=img(d)),
-     "one entry per prediction"),
+    (
+        "empty text",
+        f"score --text '  ' {D}",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(predictions=["  "], images=img(d)),
+        "predictions[0]: the text is empty",
+    ),
+    (
+        "text not a string",
+        None,
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["a", None], images=img(d) * 2
+        ),
+        "predictions[1]",
+    ),
+    (
+        "200,000-character text",
+        f"score {D} --strict --input {{d}}/long.jsonl",
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["a" * 200_000], images=img(d)
+        ),
+        "the text has 200000 characters",
+    ),
+    (
+        "200,000-character text, FLEUR",
+        None,
+        lambda d: mmjudge.load("fleur", judge="dummy", cache=False).compute(predictions=["a" * 200_000], images=img(d)),
+        "predictions[0]: the text has 200000 characters",
+    ),
+    (
+        "lengths differ",
+        None,
+        lambda d: mmjudge.load("harmonic_eval", judge="dummy", cache=False).compute(
+            predictions=["a", "b"], images=img(d)
+        ),
+        "one entry per prediction",
+    ),
     ("metaeval without a benchmark", "metaeval --scores {d}/ok.jsonl", None, "--dataset"),
     ("metaeval score file missing", "metaeval --dataset mmhe --scores {d}/missing.jsonl", None, "does not exist"),
     ("metaeval --save-scores without --out", "metaeval --dataset mmhe --metric bleu --save-scores", None, "--out"),
@@ -224,11 +405,36 @@ def test_cuda_without_gpu(d, capsys):
 
 # ----------------------------------------------------------------------------- accepted, handled well
 def test_csv_input_with_byte_order_mark(d, capsys):
-    rc = main(["score", "--judge", "dummy", "--no-cache", "--input", str(d / "bom.csv"), "--format", "jsonl", "--quiet",
-               "--criteria", "fluency,clarity"])
+    rc = main(
+        [
+            "score",
+            "--judge",
+            "dummy",
+            "--no-cache",
+            "--input",
+            str(d / "bom.csv"),
+            "--format",
+            "jsonl",
+            "--quiet",
+            "--criteria",
+            "fluency,clarity",
+        ]
+    )
     assert rc == 0
-    rc = main(["score", "--judge", "dummy", "--no-cache", "--input", str(d / "bom.csv"), "--format", "jsonl",
-               "--criteria", "fluency,clarity"])
+    rc = main(
+        [
+            "score",
+            "--judge",
+            "dummy",
+            "--no-cache",
+            "--input",
+            str(d / "bom.csv"),
+            "--format",
+            "jsonl",
+            "--criteria",
+            "fluency,clarity",
+        ]
+    )
     row = json.loads(capsys.readouterr().out.splitlines()[0])
     assert rc == 0 and row["id"] == "x1" and row["signature"].startswith("mmjudge=")
 
@@ -250,7 +456,7 @@ def test_long_text_truncated_on_request(d):
 def test_high_bit_depth_images_are_scaled_not_clipped(tmp_path):
     from mmjudge.images import load_image
 
-    ramp16 = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1024 + 1023)  # 1023 … 65535
+    ramp16 = np.arange(64, dtype=np.uint16).reshape(8, 8) * 1024 + 1023  # 1023 … 65535
     Image.fromarray(ramp16).save(tmp_path / "ramp16.png")
     got = np.asarray(load_image(str(tmp_path / "ramp16.png")))[..., 0]
     np.testing.assert_array_equal(got, np.round(ramp16 / 65535 * 255).astype(np.uint8))
@@ -266,6 +472,7 @@ def test_high_bit_depth_images_are_scaled_not_clipped(tmp_path):
 
 def test_outputs_are_checked_before_scoring(d, monkeypatch, capsys):
     """--output into a missing folder fails before the metric is even built."""
+
     def boom(*args, **kwargs):
         raise AssertionError("the metric was loaded before --output was checked")
 
@@ -283,7 +490,7 @@ def test_every_kind_is_named_once_and_tried_one_way_at_least():
 
 
 def test_meteor_without_java_says_how_to_install_it(d, capsys, monkeypatch):
-    from mmjudge.baselines import meteor
+    from mmjudge.metrics.baselines import meteor
 
     monkeypatch.setattr(meteor.shutil, "which", lambda name: None)
     rc, err = _run_cli("score --metric baselines --config meteor --text 'a dog' --references 'a dog runs'", d, capsys)
@@ -306,7 +513,10 @@ def test_read_only_output_file_is_refused_before_scoring(d, monkeypatch, capsys,
     rc, err = _run_cli(f"score --text x {D} --output {locked}", d, capsys)
     lines = [line for line in err.splitlines() if line.strip()]
     assert rc == 2 and len(lines) == 1, err
-    assert lines[0] == f"mmjudge score: error: --output {locked}: the file exists and is not writable; give another name or make it writable."
+    assert (
+        lines[0]
+        == f"mmjudge score: error: --output {locked}: the file exists and is not writable; give another name or make it writable."
+    )
     assert locked.read_text() == "old results\n"
 
 

@@ -14,12 +14,11 @@ from PIL import Image
 
 pytest.importorskip("peft")
 
-import mmjudge  # noqa: E402
-from mmjudge.metrics.vela import VELA  # noqa: E402
-from mmjudge.testing import tiny_clip  # noqa: E402
-from mmjudge.vela import load_vela, new_vela  # noqa: E402
-from mmjudge.vela.model import render_prompt  # noqa: E402
-from mmjudge.vela.training import TrainConfig, train_vela  # noqa: E402
+import mmjudge
+from mmjudge.metrics.vela import VELA, load_vela, new_vela
+from mmjudge.metrics.vela.model import render_prompt
+from mmjudge.metrics.vela.training import TrainConfig, train_vela
+from mmjudge.testing import tiny_clip
 
 COLORS = ("red", "blue", "green", "yellow", "white", "black")
 TEXTS = [
@@ -30,17 +29,31 @@ TEXTS = [
     "children play football on a green field",
     "a bowl of fruit on a wooden table",
 ]
-REFS = [["a dog on a beach", "a puppy runs"], ["people on bikes"], ["a cat on a mat"], ["a car on a street"],
-        ["kids playing football"], ["fruit in a bowl", "a table"]]  # fmt: skip
+REFS = [
+    ["a dog on a beach", "a puppy runs"],
+    ["people on bikes"],
+    ["a cat on a mat"],
+    ["a car on a street"],
+    ["kids playing football"],
+    ["fruit in a bowl", "a table"],
+]
 
 
 def items(n=6, offset=0):
     out = []
     for i in range(n):
         k = (i + offset) % len(TEXTS)
-        out.append({"id": f"s{i + offset}", "text": TEXTS[k], "image": Image.new("RGB", (40, 30), COLORS[k]),
-                    "references": REFS[k], "descriptiveness": 1.0 + k % 5, "relevance": 5.0 - k % 4,
-                    "fluency": 1.0 + (k * 2) % 5})  # fmt: skip
+        out.append(
+            {
+                "id": f"s{i + offset}",
+                "text": TEXTS[k],
+                "image": Image.new("RGB", (40, 30), COLORS[k]),
+                "references": REFS[k],
+                "descriptiveness": 1.0 + k % 5,
+                "relevance": 5.0 - k % 4,
+                "fluency": 1.0 + (k * 2) % 5,
+            }
+        )
     return out
 
 
@@ -62,7 +75,7 @@ def checkpoint(vela, tmp_path_factory):
 def test_features_match_direct_recomputation(vela, tiny_lm_dir, clip_dir):
     from transformers import AutoModelForCausalLM, AutoTokenizer, CLIPModel
 
-    from mmjudge.clip import OPENAI_MEAN, OPENAI_STD, preprocess_images
+    from mmjudge.encoders.clip import OPENAI_MEAN, OPENAI_STD, preprocess_images
 
     cands, refs = TEXTS[:2], REFS[:2]
     imgs = [Image.new("RGB", (40, 30), c) for c in COLORS[:2]]
@@ -78,7 +91,9 @@ def test_features_match_direct_recomputation(vela, tiny_lm_dir, clip_dir):
         ids = tok(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
         with torch.no_grad():  # LoRA B starts at zero, so the adapter adds nothing yet
             hidden = lm.model(input_ids=ids).last_hidden_state[0]
-            image = clip.get_image_features(pixel_values=preprocess_images([imgs[i]], 32, OPENAI_MEAN, OPENAI_STD)).pooler_output[0]
+            image = clip.get_image_features(
+                pixel_values=preprocess_images([imgs[i]], 32, OPENAI_MEAN, OPENAI_STD)
+            ).pooler_output[0]
             cand = clip.get_text_features(**ctok([cands[i]], return_tensors="pt")).pooler_output[0]
         want_r2c = torch.cat([hidden.mean(0), hidden[-1]])
         torch.testing.assert_close(got_r2c[i], want_r2c, atol=1e-5, rtol=1e-5)
@@ -139,7 +154,7 @@ def test_scores_do_not_depend_on_batching(vela):
 
 
 def test_training_features_follow_list_positions_not_captions(vela, monkeypatch, capsys):
-    from mmjudge.vela.training import _predict, clip_features
+    from mmjudge.metrics.vela.training import _predict, clip_features
 
     # two id-less items, same caption, different images: they used to share one feature row (keyed by text)
     same = [{k: v for k, v in it.items() if k != "id"} for it in items(2)]
@@ -152,15 +167,21 @@ def test_training_features_follow_list_positions_not_captions(vela, monkeypatch,
         torch.testing.assert_close(feats[k], vela.clip_features([it["image"]], [it["text"]])[0])
     # the validation pass reads the same batched LLM features as scoring does
     predicted = _predict(vela, same, feats, batch_size=1)
-    scored = vela.score([it["text"] for it in same], [it["image"] for it in same], [it["references"] for it in same], batch_size=2)
+    scored = vela.score(
+        [it["text"] for it in same], [it["image"] for it in same], [it["references"] for it in same], batch_size=2
+    )
     np.testing.assert_allclose(predicted, scored, atol=1e-5)
     assert not np.allclose(predicted[0], predicted[1])
 
 
 def test_metric_contract_and_round_trip(vela, checkpoint, tiny_lm_dir, clip_dir):
     data = items(3)
-    kwargs = dict(predictions=[d["text"] for d in data], images=[d["image"] for d in data],
-                  references=[d["references"] for d in data], progress=False)  # fmt: skip
+    kwargs = dict(
+        predictions=[d["text"] for d in data],
+        images=[d["image"] for d in data],
+        references=[d["references"] for d in data],
+        progress=False,
+    )
     a = mmjudge.load("vela", checkpoint=checkpoint, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
     b = VELA(checkpoint=checkpoint, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
     out_a, out_b = a.compute(**kwargs), b.compute(**kwargs)
@@ -178,8 +199,18 @@ def test_metric_contract_and_round_trip(vela, checkpoint, tiny_lm_dir, clip_dir)
 def test_training_lowers_the_loss(tiny_lm_dir, clip_dir, tmp_path):
     losses = []
     config = TrainConfig(epochs=3, lr_llm=1e-3, lr_projection=3e-3, lr_head=3e-2, save_every=0)
-    result = train_vela(items(6), items(4), tmp_path / "run", llm=tiny_lm_dir, clip_model=clip_dir, config=config,
-                        device="cpu", progress=False, projection_dim=16, on_step=lambda _step, loss: losses.append(loss))  # fmt: skip
+    result = train_vela(
+        items(6),
+        items(4),
+        tmp_path / "run",
+        llm=tiny_lm_dir,
+        clip_model=clip_dir,
+        config=config,
+        device="cpu",
+        progress=False,
+        projection_dim=16,
+        on_step=lambda _step, loss: losses.append(loss),
+    )
     assert len(losses) == 18 and result["finished"]
     assert np.mean(losses[-6:]) < np.mean(losses[:6])
     assert [h["epoch"] for h in result["history"]] == [1, 2, 3]
@@ -197,7 +228,9 @@ def test_resumed_training_equals_uninterrupted(tiny_lm_dir, clip_dir, tmp_path):
     part = train_vela(items(5), items(3, 1), tmp_path / "b", config=config, stop_after_steps=4, **common)
     assert not part["finished"] and part["step"] == 4  # interrupted mid second epoch (3 steps per epoch)
     steps = []
-    resumed = train_vela(items(5), items(3, 1), tmp_path / "b", config=config, on_step=lambda s, _: steps.append(s), **common)
+    resumed = train_vela(
+        items(5), items(3, 1), tmp_path / "b", config=config, on_step=lambda s, _: steps.append(s), **common
+    )
     assert steps == [5, 6]  # it went on from step 4, not from scratch
     assert resumed["finished"] and resumed["step"] == full["step"] == 6
     a, b = full["model"].trainable_state(), resumed["model"].trainable_state()
@@ -240,7 +273,9 @@ def test_foreign_and_wrong_shape_checkpoints_are_refused(checkpoint, tiny_lm_dir
     foreign = tmp_path / "authors"
     foreign.mkdir()
     save_file({"regressor.weight": torch.zeros(1, 8)}, str(foreign / "vela_regressor.safetensors"))
-    with pytest.raises(ValueError, match="only checkpoints written by `mmjudge train-vela` load|Only checkpoints written"):
+    with pytest.raises(
+        ValueError, match="only checkpoints written by `mmjudge train-vela` load|Only checkpoints written"
+    ):
         load_vela(foreign, clip_model=clip_dir, llm=tiny_lm_dir)
     with pytest.raises(ValueError, match="bare safetensors file"):
         load_vela(foreign / "vela_regressor.safetensors", clip_model=clip_dir, llm=tiny_lm_dir)
@@ -276,8 +311,13 @@ def test_evaluate_shell_and_cli(checkpoint, tiny_lm_dir, clip_dir, tmp_path, off
         "out = m.compute(predictions=['a dog runs'], images=[Image.open(sys.argv[4])], references=[['a dog']])\n"
         "print(sorted(k for k in out if not k.startswith('mean_')), 0 <= out['vela'][0] <= 1)\n"
     )
-    run = subprocess.run([sys.executable, "-c", code, checkpoint, clip_dir, tiny_lm_dir, str(tmp_path / "img.png")],
-                         capture_output=True, text=True, env=offline_env, cwd=str(__import__("pathlib").Path(__file__).parents[1]))  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-c", code, checkpoint, clip_dir, tiny_lm_dir, str(tmp_path / "img.png")],
+        capture_output=True,
+        text=True,
+        env=offline_env,
+        cwd=str(__import__("pathlib").Path(__file__).parents[1]),
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "['descriptiveness', 'failures', 'fluency', 'relevance', 'scored', 'signature', 'vela'] True" in run.stdout
 
@@ -290,15 +330,44 @@ def test_metaeval_cli_gives_tau_per_criterion(checkpoint, tiny_lm_dir, clip_dir,
         it["image"].save(path)
         it["image"] = str(path)
     judgments = {
-        "name": "toy_longcap", "correlation": "tau_c", "criteria": ["descriptiveness", "relevance", "fluency"],
-        "items": [{"id": it["id"], "task": "ic", "text": it["text"], "image": it["image"], "references": it["references"]} for it in data],
-        "ratings": [{"id": it["id"], "task": "ic", "criterion": c, "score": it[c], "annotator": None}
-                    for it in data for c in ("descriptiveness", "relevance", "fluency")],
-    }  # fmt: skip
+        "name": "toy_longcap",
+        "correlation": "tau_c",
+        "criteria": ["descriptiveness", "relevance", "fluency"],
+        "items": [
+            {"id": it["id"], "task": "ic", "text": it["text"], "image": it["image"], "references": it["references"]}
+            for it in data
+        ],
+        "ratings": [
+            {"id": it["id"], "task": "ic", "criterion": c, "score": it[c], "annotator": None}
+            for it in data
+            for c in ("descriptiveness", "relevance", "fluency")
+        ],
+    }
     (tmp_path / "j.json").write_text(json.dumps(judgments))
-    cmd = [sys.executable, "-m", "mmjudge.cli", "metaeval", "--judgments", str(tmp_path / "j.json"), "--metric", "vela",
-           "--set", f"checkpoint={checkpoint}", "--set", f"clip_model={clip_dir}", "--set", f"llm={tiny_lm_dir}",
-           "--device", "cpu", "--bootstrap", "20", "--measures", "tau_c", "--out", str(tmp_path / "out")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "mmjudge.cli",
+        "metaeval",
+        "--judgments",
+        str(tmp_path / "j.json"),
+        "--metric",
+        "vela",
+        "--set",
+        f"checkpoint={checkpoint}",
+        "--set",
+        f"clip_model={clip_dir}",
+        "--set",
+        f"llm={tiny_lm_dir}",
+        "--device",
+        "cpu",
+        "--bootstrap",
+        "20",
+        "--measures",
+        "tau_c",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True, env=offline_env)
     assert run.returncode == 0, run.stderr[-2000:]
     results = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -328,7 +397,7 @@ def test_benchmark_smoke_runs_with_only_the_gpu_machines_packages(offline_env):
     """The benchmark's --tiny mode runs end to end (VELA, HarmonicEval, FLEUR) without importing evaluate,
     datasets, pandas or open_clip (the GPU machine has only torch, transformers, peft and friends), and the
     engine modules it uses import no scipy. No timing is asserted."""
-    check = "import sys, mmjudge, mmjudge.vela, mmjudge.metrics.vela, mmjudge.metrics.fleur, mmjudge.metrics.harmonic_eval\n"
+    check = "import sys, mmjudge, mmjudge.metrics.vela, mmjudge.metrics.vela, mmjudge.metrics.fleur, mmjudge.metrics.harmonic_eval\n"
     check += "print(sorted({m.split('.')[0] for m in sys.modules} & {'evaluate', 'datasets', 'scipy', 'pandas'}))"
     engine = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=offline_env)
     assert engine.stdout.strip() == "[]", engine.stdout + engine.stderr[-2000:]
@@ -338,8 +407,12 @@ def test_benchmark_smoke_runs_with_only_the_gpu_machines_packages(offline_env):
     code = CHECK_IMPORTS.replace("SCRIPT", repr(str(script)))
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=offline_env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "VELA batch   4:" in run.stdout and "HarmonicEval (5 criteria):" in run.stdout and "FLEUR (fast path):" in run.stdout
-    assert "CPU time by phase: " in run.stdout and "mmjudge.vela.llm" in run.stdout  # --profile's labels
+    assert (
+        "VELA batch   4:" in run.stdout
+        and "HarmonicEval (5 criteria):" in run.stdout
+        and "FLEUR (fast path):" in run.stdout
+    )
+    assert "CPU time by phase: " in run.stdout and "mmjudge.metrics.vela.llm" in run.stdout  # --profile's labels
     assert "imported: []" in run.stdout
 
 
@@ -359,12 +432,37 @@ def test_train_vela_cli_on_a_longcap_arena_folder(tiny_lm_dir, clip_dir, tmp_pat
             for it in rows:
                 buf = io.BytesIO()
                 it["image"].save(buf, format="PNG")
-                table.append({"file_name": f"{it['id']}.png", "image": {"bytes": buf.getvalue(), "path": f"{it['id']}.png"},
-                              "refs": it["references"], "cand": it["text"], "score": it[crit]})  # fmt: skip
+                table.append(
+                    {
+                        "file_name": f"{it['id']}.png",
+                        "image": {"bytes": buf.getvalue(), "path": f"{it['id']}.png"},
+                        "refs": it["references"],
+                        "cand": it["text"],
+                        "score": it[crit],
+                    }
+                )
             pq.write_table(pa.Table.from_pylist(table), data / f"{split}.{short}-00000-of-00001.parquet")
     env = dict(offline_env, HF_DATASETS_CACHE=str(tmp_path / "ds"))
-    cmd = [sys.executable, "-m", "mmjudge.cli", "train-vela", "--clip-model", clip_dir, "--llm", tiny_lm_dir,
-           "--out", str(tmp_path / "run"), "--data-dir", str(data), "--epochs", "1", "--projection-dim", "16", "--device", "cpu"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "mmjudge.cli",
+        "train-vela",
+        "--clip-model",
+        clip_dir,
+        "--llm",
+        tiny_lm_dir,
+        "--out",
+        str(tmp_path / "run"),
+        "--data-dir",
+        str(data),
+        "--epochs",
+        "1",
+        "--projection-dim",
+        "16",
+        "--device",
+        "cpu",
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "best epoch 1: tau-c descriptiveness" in run.stdout
@@ -375,7 +473,7 @@ def test_train_vela_cli_on_a_longcap_arena_folder(tiny_lm_dir, clip_dir, tmp_pat
 
 
 def test_head_class_is_defined_once_and_loading_compares_shapes_only(vela, monkeypatch):
-    from mmjudge.vela.head import VelaHead
+    from mmjudge.metrics.vela.head import VelaHead
 
     assert type(VelaHead(6, 4, seed=0)) is type(VelaHead(6, 4, seed=1))  # was a new class per call
     state = vela.trainable_state()
@@ -395,7 +493,7 @@ def test_tokenizers_load_with_every_loader_keyword(tiny_lm_dir, clip_dir, monkey
     # the tokenizer loaders kept only `revision`, dropping trust_remote_code (and gguf_file)
     import transformers
 
-    from mmjudge.clip import ClipEncoder
+    from mmjudge.encoders.clip import ClipEncoder
 
     seen = []
     original = transformers.AutoTokenizer.from_pretrained.__func__
@@ -432,8 +530,12 @@ def test_compiled_vela_scores_equal_eager(tiny_lm_dir, clip_dir):
     from mmjudge.metrics.vela import VELA
 
     data = items(3)
-    kwargs = dict(predictions=[it["text"] for it in data], images=[it["image"] for it in data],
-                  references=[it["references"] for it in data], progress=False)  # fmt: skip
+    kwargs = dict(
+        predictions=[it["text"] for it in data],
+        images=[it["image"] for it in data],
+        references=[it["references"] for it in data],
+        progress=False,
+    )
     with pytest.warns(UserWarning, match="random head"):
         eager = VELA(llm=tiny_lm_dir, clip_model=clip_dir, allow_untrained=True, device="cpu")
         compiled = VELA(llm=tiny_lm_dir, clip_model=clip_dir, allow_untrained=True, device="cpu", compile=True)

@@ -16,13 +16,35 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
-VOCAB = ["<|end|>", "Your", " score", " is", ".", "Score", ":", "1", "2", "3", "4", "5", " 1", " 2", " 3", " 4", " 5",
-         "8", " 8", ",", "Hi"] + [f" w{i}" for i in range(39)]  # fmt: skip
+VOCAB = [
+    "<|end|>",
+    "Your",
+    " score",
+    " is",
+    ".",
+    "Score",
+    ":",
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    " 1",
+    " 2",
+    " 3",
+    " 4",
+    " 5",
+    "8",
+    " 8",
+    ",",
+    "Hi",
+] + [f" w{i}" for i in range(39)]
 IDS = {t: i for i, t in enumerate(VOCAB)}
 SCRIPT = ["Your", " score", " is", " 4", "."]  # what the toy model writes when not continuing a prefix
 KINDS = ("vllm", "vllm-old", "sglang", "llama.cpp", "llama-cpp-python", "openai", "unknown")
@@ -51,7 +73,7 @@ class ToyServer:
     """One toy server of ``kind``. ``fail(body)`` may return ``(status, json)``, ``"malformed"`` (a 200 that is
     not JSON), ``("slow", seconds)`` or ``None`` for each chat request (``body`` includes the messages)."""
 
-    def __init__(self, kind: str = "vllm", fail: Optional[Callable[[dict], Any]] = None, model: str = "toy-judge"):
+    def __init__(self, kind: str = "vllm", fail: Callable[[dict], Any] | None = None, model: str = "toy-judge"):
         assert kind in KINDS, kind
         self.kind, self.fail, self.model = kind, fail, model
         self.answers: list[tuple[dict, list[np.ndarray]]] = []  # (chat body, distribution at each generated position)
@@ -65,7 +87,7 @@ class ToyServer:
             def log_message(self, *args):
                 pass
 
-            def _send(self, status, data, raw: Optional[bytes] = None):
+            def _send(self, status, data, raw: bytes | None = None):
                 blob = raw if raw is not None else json.dumps(data).encode()
                 self.send_response(status)
                 if toy.kind == "openai":
@@ -114,9 +136,16 @@ class ToyServer:
         self.server.server_close()
 
     # ------------------------------------------------------------------------------------ routes
-    def get(self, path: str) -> Optional[tuple[int, Any]]:
-        owned = {"vllm": "vllm", "vllm-old": "vllm", "sglang": "sglang", "llama.cpp": "llamacpp",
-                 "llama-cpp-python": "me", "openai": "openai", "unknown": "owner"}[self.kind]  # fmt: skip
+    def get(self, path: str) -> tuple[int, Any] | None:
+        owned = {
+            "vllm": "vllm",
+            "vllm-old": "vllm",
+            "sglang": "sglang",
+            "llama.cpp": "llamacpp",
+            "llama-cpp-python": "me",
+            "openai": "openai",
+            "unknown": "owner",
+        }[self.kind]
         if path == "/v1/models":
             return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": owned}]}
         if path == "/version" and self.kind in ("vllm", "vllm-old"):  # vllm/entrypoints/openai/api_server.py
@@ -143,9 +172,19 @@ class ToyServer:
         ids_wanted = body.get("logprob_token_ids")
         knows_ids = self.kind == "vllm"  # vLLM after PR #43463
         if self.kind == "openai":  # OpenAI refuses arguments it does not know
-            for field in ("continue_final_message", "add_generation_prompt", "logprob_token_ids", "return_tokens_as_token_ids"):
+            for field in (
+                "continue_final_message",
+                "add_generation_prompt",
+                "logprob_token_ids",
+                "return_tokens_as_token_ids",
+            ):
                 if field in body:
-                    return 400, {"error": {"message": f"Unrecognized request argument supplied: {field}", "type": "invalid_request_error"}}
+                    return 400, {
+                        "error": {
+                            "message": f"Unrecognized request argument supplied: {field}",
+                            "type": "invalid_request_error",
+                        }
+                    }
         if self.kind in ("vllm", "vllm-old"):  # ChatCompletionRequest's validators
             if body.get("continue_final_message") and body.get("add_generation_prompt"):
                 return self._error("Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
@@ -184,12 +223,21 @@ class ToyServer:
             content.append(item)
         with self.lock:
             self.answers.append((body, dists))
-        choice = {"index": 0, "message": {"role": "assistant", "content": "".join(VOCAB[i] for i in sampled)},
-                  "finish_reason": "length"}  # fmt: skip
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": "".join(VOCAB[i] for i in sampled)},
+            "finish_reason": "length",
+        }
         if body.get("logprobs"):
             choice["logprobs"] = {"content": content}
-        return 200, {"id": "chatcmpl-toy", "object": "chat.completion", "created": 0, "model": self.model,
-                     "choices": [choice], "usage": {"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n}}  # fmt: skip
+        return 200, {
+            "id": "chatcmpl-toy",
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [choice],
+            "usage": {"prompt_tokens": 12, "completion_tokens": n, "total_tokens": 12 + n},
+        }
 
     def rating_requests(self) -> list[tuple[dict, list[np.ndarray]]]:
         """The chat answers that rated something (not the judge's setup requests)."""

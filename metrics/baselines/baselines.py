@@ -7,7 +7,6 @@ import evaluate
 # it finds in this namespace, and that must be the class below (see mmjudge/adapters/evaluate_metric.py).
 import mmjudge.adapters.evaluate_metric as shell
 
-
 _CITATION = """\
 @inproceedings{papineni2002bleu, title={BLEU: a Method for Automatic Evaluation of Machine Translation},
   author={Papineni, Kishore and Roukos, Salim and Ward, Todd and Zhu, Wei-Jing}, booktitle={ACL}, year={2002}}
@@ -55,4 +54,8 @@ Examples:
 class Baselines(shell.EngineMetric):
     ENGINE = "baselines"
     DESCRIPTION, CITATION, KWARGS_DESCRIPTION = _DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION
-    REFERENCE_URLS = ["https://github.com/salaniz/pycocoevalcap", "https://github.com/Tiiiger/bert_score", "https://github.com/neulab/BARTScore"]
+    REFERENCE_URLS = [
+        "https://github.com/salaniz/pycocoevalcap",
+        "https://github.com/Tiiiger/bert_score",
+        "https://github.com/neulab/BARTScore",
+    ]

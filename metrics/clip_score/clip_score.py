@@ -6,7 +6,6 @@ import evaluate
 # it finds in this namespace, and that must be the class below (see mmjudge/adapters/evaluate_metric.py).
 import mmjudge.adapters.evaluate_metric as shell
 
-
 _CITATION = """\
 @inproceedings{hessel2021clipscore,
   title={CLIPScore: A Reference-free Evaluation Metric for Image Captioning},

@@ -6,7 +6,6 @@ import evaluate
 # it finds in this namespace, and that must be the class below (see mmjudge/adapters/evaluate_metric.py).
 import mmjudge.adapters.evaluate_metric as shell
 
-
 _CITATION = """\
 @inproceedings{lee2024fleur,
   title={FLEUR: An Explainable Reference-Free Evaluation Metric for Image Captioning Using a Large Multimodal Model},

@@ -6,7 +6,6 @@ import evaluate
 # it finds in this namespace, and that must be the class below (see mmjudge/adapters/evaluate_metric.py).
 import mmjudge.adapters.evaluate_metric as shell
 
-
 _CITATION = """\
 @inproceedings{ohi2025harmoniceval,
   title={HarmonicEval: Multi-modal, Multi-task, Multi-criteria Automatic Evaluation Using a Vision Language Model},

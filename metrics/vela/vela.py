@@ -2,6 +2,7 @@
 
 import datasets
 import evaluate
+
 import mmjudge
 from mmjudge.adapters.evaluate_registry import split_init_kwargs
 

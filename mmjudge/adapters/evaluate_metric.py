@@ -28,7 +28,8 @@ shell's own class is the only candidate.
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import datasets
 import evaluate
@@ -44,7 +45,11 @@ def _stored_image(value: Any) -> str:
 
     if isinstance(value, (str, os.PathLike)):
         return os.fspath(value)
-    path = value.get("path") if isinstance(value, dict) else getattr(value, "filename", None) or getattr(value, "path", None)
+    path = (
+        value.get("path")
+        if isinstance(value, dict)
+        else getattr(value, "filename", None) or getattr(value, "path", None)
+    )
     return str(path) if isinstance(path, (str, os.PathLike)) and path else ""
 
 
@@ -78,7 +83,7 @@ class EngineMetric(evaluate.Metric):
     KWARGS_DESCRIPTION: ClassVar[str] = ""
     REFERENCE_URLS: ClassVar[Sequence[str]] = ()
 
-    def __init__(self, config_name: Optional[str] = None, **kwargs: Any):
+    def __init__(self, config_name: str | None = None, **kwargs: Any):
         import mmjudge
         from mmjudge.metrics import METRICS
 
@@ -150,7 +155,9 @@ class EngineMetric(evaluate.Metric):
         side, kwargs = self._split(kwargs)
         unknown = [k for k in kwargs if k not in self._feature_names()]
         if unknown:
-            raise ValueError(f"{self.ENGINE}: unknown input {unknown[0]!r}; it takes {[i.name for i in self.spec.inputs]}.")
+            raise ValueError(
+                f"{self.ENGINE}: unknown input {unknown[0]!r}; it takes {[i.name for i in self.spec.inputs]}."
+            )
         references = kwargs.pop("references", None)
         if getattr(self, "_computing", False):
             pass  # evaluate's compute() adding its own batch: compute() already kept the side inputs

@@ -25,16 +25,25 @@ import hashlib
 import logging
 import os
 from pathlib import Path
-from typing import Optional
 
 logger = logging.getLogger(__name__)
 
 # The keyword arguments `evaluate.load` passes on to `evaluate.Metric.__init__`; every other keyword
 # given to `evaluate.load("<name>", ...)` is an option of the mmjudge engine metric.
 EVALUATE_INIT_KWARGS = frozenset(
-    {"config_name", "keep_in_memory", "cache_dir", "num_process", "process_id", "seed", "experiment_id",
-     "hash", "max_concurrent_cache_files", "timeout"}
-)  # fmt: skip
+    {
+        "config_name",
+        "keep_in_memory",
+        "cache_dir",
+        "num_process",
+        "process_id",
+        "seed",
+        "experiment_id",
+        "hash",
+        "max_concurrent_cache_files",
+        "timeout",
+    }
+)
 
 
 def split_init_kwargs(kwargs: dict) -> tuple[dict, dict]:
@@ -47,7 +56,7 @@ def split_init_kwargs(kwargs: dict) -> tuple[dict, dict]:
     return own, {k: v for k, v in kwargs.items() if k not in EVALUATE_INIT_KWARGS}
 
 
-def shells_dir() -> Optional[Path]:
+def shells_dir() -> Path | None:
     """Folder holding ``<name>/<name>.py`` evaluate shells: the checkout's ``metrics/`` (editable
     install) or the copy that ``setup.py`` bundles as ``mmjudge/_evaluate_shells`` (regular install)."""
     package = Path(__file__).resolve().parent.parent  # mmjudge/

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from mmjudge.images import parse_box
 
@@ -34,11 +34,11 @@ def widget_options() -> dict[str, Any]:
     except json.JSONDecodeError as err:
         raise ValueError(f"MMJUDGE_WIDGET_OPTIONS is not valid JSON ({err}).") from None
     if not isinstance(options, dict):
-        raise ValueError("MMJUDGE_WIDGET_OPTIONS must be a JSON object, e.g. {\"judge\": \"dummy\"}.")
+        raise ValueError('MMJUDGE_WIDGET_OPTIONS must be a JSON object, e.g. {"judge": "dummy"}.')
     return options
 
 
-def load_module(app_file: Union[str, os.PathLike], config_name: Optional[str] = None):
+def load_module(app_file: str | os.PathLike, config_name: str | None = None):
     """The evaluate module of the folder holding ``app_file`` (``evaluate.load(<folder>)``), with
     :func:`widget_options`."""
     import evaluate
@@ -51,7 +51,7 @@ def _engine(metric: Any) -> Any:
     return getattr(metric, "engine", metric)  # an evaluate shell, or the engine metric itself
 
 
-def build_widget(metric: Any, title: Optional[str] = None):
+def build_widget(metric: Any, title: str | None = None):
     """A ``gradio.Interface`` scoring one item with ``metric`` (an evaluate shell or engine metric)."""
     import gradio as gr
 
@@ -64,7 +64,11 @@ def build_widget(metric: Any, title: Optional[str] = None):
     takes_task = "task" in inspect.signature(engine.compute).parameters and len(spec.tasks) > 1
     components, names = [], []
     for inp in spec.inputs:
-        need = "required" if inp.required else ("needed for " + ", ".join(inp.required_for) if inp.required_for else "optional")
+        need = (
+            "required"
+            if inp.required
+            else ("needed for " + ", ".join(inp.required_for) if inp.required_for else "optional")
+        )
         label = f"{inp.name} ({need})"
         if inp.kind == "image":
             components.append(gr.Image(type="pil", label=label))

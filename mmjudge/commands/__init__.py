@@ -3,15 +3,18 @@ that adds the sub-command's parser to the CLI's sub-parsers."""
 
 from mmjudge.registry import Registry
 
-COMMANDS = Registry("command", {
-    "convert_longclip": "mmjudge.commands.convert_longclip:add_parser",
-    "dataset": "mmjudge.commands.dataset:add_parser",
-    "leaderboard": "mmjudge.commands.leaderboard:add_parser",
-    "leaderboard_worker": "mmjudge.commands.leaderboard_worker:add_parser",
-    "metaeval": "mmjudge.commands.metaeval:add_parser",
-    "register": "mmjudge.commands.register:add_parser",
-    "score": "mmjudge.commands.score:add_parser",
-    "serve": "mmjudge.commands.serve:add_parser",
-    "space": "mmjudge.commands.space:add_parser",
-    "train_vela": "mmjudge.commands.train_vela:add_parser",
-})  # fmt: skip
+COMMANDS = Registry(
+    "command",
+    {
+        "convert_longclip": "mmjudge.commands.convert_longclip:add_parser",
+        "dataset": "mmjudge.commands.dataset:add_parser",
+        "leaderboard": "mmjudge.commands.leaderboard:add_parser",
+        "leaderboard_worker": "mmjudge.commands.leaderboard_worker:add_parser",
+        "metaeval": "mmjudge.commands.metaeval:add_parser",
+        "register": "mmjudge.commands.register:add_parser",
+        "score": "mmjudge.commands.score:add_parser",
+        "serve": "mmjudge.commands.serve:add_parser",
+        "space": "mmjudge.commands.space:add_parser",
+        "train_vela": "mmjudge.commands.train_vela:add_parser",
+    },
+)

@@ -12,11 +12,17 @@ JUDGE_FLAGS = ("model", "judge", "batch_size", "device", "dtype", "revision")
 
 def add_judge_options(group) -> None:
     """``--model --judge --revision --batch-size --device --dtype --cache --no-cache --set KEY=VALUE``."""
-    group.add_argument("--model", help="judge model (Hub id or folder); 'tiny-random' for an offline random-weight demo")
+    group.add_argument(
+        "--model", help="judge model (Hub id or folder); 'tiny-random' for an offline random-weight demo"
+    )
     group.add_argument("--judge", help="judge backend (default transformers)")
     group.add_argument("--revision", help="model revision")
-    group.add_argument("--batch-size", dest="batch_size", type=_batch_size,
-                       help="requests per forward pass, or 'auto' (the local judge's default: sized from free GPU memory; 8 on the CPU)")
+    group.add_argument(
+        "--batch-size",
+        dest="batch_size",
+        type=_batch_size,
+        help="requests per forward pass, or 'auto' (the local judge's default: sized from free GPU memory; 8 on the CPU)",
+    )
     group.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda when available, else cpu)")
     group.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on a GPU, float32 on the CPU)")
     group.add_argument("--cache", help="judge cache file (default ~/.cache/mmjudge/judge_cache.sqlite)")
@@ -53,7 +59,9 @@ def key_values(pairs: list[str] | None, flag: str) -> dict[str, Any]:
 
 def judge_options(args: argparse.Namespace) -> dict[str, Any]:
     """Metric keyword arguments from the flags of :func:`add_judge_options` (unset flags are left out)."""
-    kwargs: dict[str, Any] = {name: getattr(args, name) for name in JUDGE_FLAGS if getattr(args, name, None) is not None}
+    kwargs: dict[str, Any] = {
+        name: getattr(args, name) for name in JUDGE_FLAGS if getattr(args, name, None) is not None
+    }
     if args.no_cache:
         kwargs["cache"] = False
     elif getattr(args, "cache", None):

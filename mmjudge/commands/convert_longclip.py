@@ -12,7 +12,7 @@ import argparse
 
 
 def run(args: argparse.Namespace) -> int:
-    from mmjudge.longclip import convert_longclip
+    from mmjudge.encoders.longclip import convert_longclip
 
     try:
         out = convert_longclip(args.checkpoint, args.out_dir, tokenizer=None if args.no_tokenizer else args.tokenizer)
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    from mmjudge.longclip import DEFAULT_TOKENIZER
+    from mmjudge.encoders.longclip import DEFAULT_TOKENIZER
 
     p = sub.add_parser(
         "convert-longclip",
@@ -37,8 +37,11 @@ def add_parser(sub) -> None:
     )
     p.add_argument("checkpoint", help="the .pt file, e.g. longclip-L.pt from BeichenZhang/LongCLIP-L")
     p.add_argument("out_dir", help="folder to write (config.json, model.safetensors, tokenizer, image processor)")
-    p.add_argument("--tokenizer", default=DEFAULT_TOKENIZER,
-                   help=f"CLIP tokenizer to ship with it: Hub id or folder (default {DEFAULT_TOKENIZER}, the vocabulary of "
-                        "Long-CLIP-L); saved with model_max_length = the text positions (248)")
+    p.add_argument(
+        "--tokenizer",
+        default=DEFAULT_TOKENIZER,
+        help=f"CLIP tokenizer to ship with it: Hub id or folder (default {DEFAULT_TOKENIZER}, the vocabulary of "
+        "Long-CLIP-L); saved with model_max_length = the text positions (248)",
+    )
     p.add_argument("--no-tokenizer", action="store_true", help="write the weights and image processor only")
     p.set_defaults(func=run)

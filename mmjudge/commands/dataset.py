@@ -51,17 +51,20 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"`mmjudge dataset {args.action}` needs --out {what}.")
     if args.action == "judgments":
         if Path(args.out).is_dir():
-            raise ValueError(f"--out {args.out}: is a folder, but `dataset judgments` writes one JSON file; "
-                             "give a file path.")
+            raise ValueError(
+                f"--out {args.out}: is a folder, but `dataset judgments` writes one JSON file; give a file path."
+            )
         if not Path(args.out).resolve().parent.is_dir():
             raise ValueError(f"--out {args.out}: its folder does not exist; create it first.")
     dataset = md.load_dataset(args.name, **_load_kwargs(args))
     if args.action == "judgments":
         hj = md.write_judgments(args.name, args.out, data_dir=args.data_dir, dataset=dataset)
         placed = sum(1 for it in hj.items if it.get("image"))
-        print(f"wrote {args.out}: {len(hj.items)} items ({placed} with an image path), {len(hj.ratings)} ratings, "
-              f"{len(hj.pairs)} pairs, {len(hj.choices)} choices (schema mmjudge.human_judgments, version "
-              f"{SCHEMA_VERSION})")
+        print(
+            f"wrote {args.out}: {len(hj.items)} items ({placed} with an image path), {len(hj.ratings)} ratings, "
+            f"{len(hj.pairs)} pairs, {len(hj.choices)} choices (schema mmjudge.human_judgments, version "
+            f"{SCHEMA_VERSION})"
+        )
         return 0
     if args.action == "info":
         for split, ds in dataset.items():
@@ -84,14 +87,22 @@ def add_parser(sub) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("action", choices=["list", "info", "export", "card", "judgments"],
-                   help="list the benchmarks, show one's splits and counts, export it, print its card, or write its "
-                        "human judgments as a JSON file (docs/metaeval.md)")
+    p.add_argument(
+        "action",
+        choices=["list", "info", "export", "card", "judgments"],
+        help="list the benchmarks, show one's splits and counts, export it, print its card, or write its "
+        "human judgments as a JSON file (docs/metaeval.md)",
+    )
     p.add_argument("name", nargs="?", help="benchmark name (see `mmjudge dataset list`)")
     p.add_argument("--data-dir", dest="data_dir", help="folder with the upstream files (and images)")
     p.add_argument("--cache-dir", dest="cache_dir", help="datasets cache folder")
     p.add_argument("--out", help="export folder (export) or JSON file (judgments)")
-    p.add_argument("--layout", choices=["original", "json"],
-                   help="which copy to read when --data-dir holds both the original release and the JSON file")
-    p.add_argument("--expected-counts", dest="expected_counts", help='JSON, e.g. \'{"test": 12}\'; {} disables count checks')
+    p.add_argument(
+        "--layout",
+        choices=["original", "json"],
+        help="which copy to read when --data-dir holds both the original release and the JSON file",
+    )
+    p.add_argument(
+        "--expected-counts", dest="expected_counts", help="JSON, e.g. '{\"test\": 12}'; {} disables count checks"
+    )
     p.set_defaults(func=run)

@@ -64,36 +64,57 @@ def submit(args: argparse.Namespace) -> int:
     from mmjudge.leaderboard.client import BoardClient, describe
 
     board = BoardClient(args.url)
-    sid = board.submit(args.benchmark, args.file, args.name, args.submitter or "", args.link or "", args.description or "")
+    sid = board.submit(
+        args.benchmark, args.file, args.name, args.submitter or "", args.link or "", args.description or ""
+    )
     print(f"accepted: submission {sid}", flush=True)
     if args.no_wait:
         return 0
     if args.poll <= 0 or args.timeout <= 0:
         raise ValueError("--poll and --timeout must be positive numbers of seconds.")
-    final = board.wait(sid, timeout_s=args.timeout, poll_s=args.poll, on_change=lambda s: print(describe(s), flush=True))
+    final = board.wait(
+        sid, timeout_s=args.timeout, poll_s=args.poll, on_change=lambda s: print(describe(s), flush=True)
+    )
     return 0 if final.get("status") == "DONE" else 1
 
 
 def _add_client_parsers(p) -> None:
-    actions = p.add_subparsers(dest="action", metavar="ACTION",
-                               help="take part in a running board: download (a benchmark's inputs) or submit (a file)")
-    d = actions.add_parser("download", help="download a benchmark's inputs (or its example submission) from a board",
-                           description="Download a benchmark's inputs from a running board, through its public API.",
-                           epilog="examples:\n  mmjudge leaderboard download --url http://127.0.0.1:7860 --benchmark demo-inputs"
-                                  " --out inputs.zip", formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    actions = p.add_subparsers(
+        dest="action",
+        metavar="ACTION",
+        help="take part in a running board: download (a benchmark's inputs) or submit (a file)",
+    )
+    d = actions.add_parser(
+        "download",
+        help="download a benchmark's inputs (or its example submission) from a board",
+        description="Download a benchmark's inputs from a running board, through its public API.",
+        epilog="examples:\n  mmjudge leaderboard download --url http://127.0.0.1:7860 --benchmark demo-inputs"
+        " --out inputs.zip",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     d.add_argument("--url", required=True, help="the board's address (the page's URL)")
     d.add_argument("--benchmark", required=True, help="benchmark name, as the board lists it")
-    d.add_argument("--format", choices=["zip", "parquet", "example"], default="zip",
-                   help="zip: inputs.jsonl + images; parquet: image bytes inside; example: an example submission")
-    d.add_argument("--out", help="file to write (default <benchmark>-inputs.zip / .parquet / -example_submission.jsonl)")
+    d.add_argument(
+        "--format",
+        choices=["zip", "parquet", "example"],
+        default="zip",
+        help="zip: inputs.jsonl + images; parquet: image bytes inside; example: an example submission",
+    )
+    d.add_argument(
+        "--out", help="file to write (default <benchmark>-inputs.zip / .parquet / -example_submission.jsonl)"
+    )
     d.set_defaults(func=download)
-    s = actions.add_parser("submit", help="submit a file to a board and wait for its ranked row",
-                           description="Submit a file through a board's public API and wait until it is scored.",
-                           epilog="examples:\n  mmjudge leaderboard submit --url http://127.0.0.1:7860 --benchmark demo-inputs"
-                                  " --file outputs.jsonl --name my-vlm", formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    s = actions.add_parser(
+        "submit",
+        help="submit a file to a board and wait for its ranked row",
+        description="Submit a file through a board's public API and wait until it is scored.",
+        epilog="examples:\n  mmjudge leaderboard submit --url http://127.0.0.1:7860 --benchmark demo-inputs"
+        " --file outputs.jsonl --name my-vlm",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     s.add_argument("--url", required=True, help="the board's address (the page's URL)")
     s.add_argument("--benchmark", required=True, help="benchmark name (its track is looked up on the board)")
-    s.add_argument("--file", required=True, help="the JSONL file: {\"id\", \"text\"} (models) or {\"id\", \"score\"} (metrics)")
+    s.add_argument("--file", required=True, help='the JSONL file: {"id", "text"} (models) or {"id", "score"} (metrics)')
     s.add_argument("--name", required=True, help="your model's or metric's name on the board")
     s.add_argument("--submitter", help="your name (default: your Hub user, else anonymous)")
     s.add_argument("--link", help="a link to the model or metric (https://…)")
@@ -105,14 +126,28 @@ def _add_client_parsers(p) -> None:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("leaderboard", help="serve the leaderboard app (submissions, queue, rankings), or download / submit")
-    p.add_argument("--demo", action="store_true",
-                   help="offline demo: dummy judge (meaningless scores), synthetic judgments, example submissions")
-    p.add_argument("--data-dir", dest="data_dir", help=f"database and uploads (default ./{DEFAULT_DATA_DIR}; demo: {DEMO_DATA_DIR})")
+    p = sub.add_parser(
+        "leaderboard", help="serve the leaderboard app (submissions, queue, rankings), or download / submit"
+    )
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="offline demo: dummy judge (meaningless scores), synthetic judgments, example submissions",
+    )
+    p.add_argument(
+        "--data-dir",
+        dest="data_dir",
+        help=f"database and uploads (default ./{DEFAULT_DATA_DIR}; demo: {DEMO_DATA_DIR})",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s)")
     p.add_argument("--port", type=int, default=None, help="port (default: Gradio's, 7860 or the next free)")
-    p.add_argument("--worker", dest="worker", action="store_true", default=None,
-                   help="also score in this process (default with --demo; otherwise run `mmjudge leaderboard-worker`)")
+    p.add_argument(
+        "--worker",
+        dest="worker",
+        action="store_true",
+        default=None,
+        help="also score in this process (default with --demo; otherwise run `mmjudge leaderboard-worker`)",
+    )
     p.add_argument("--no-worker", dest="worker", action="store_false", help="do not score in this process")
     p.set_defaults(func=run)
     _add_client_parsers(p)

@@ -25,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
 
     data_dir = Path(args.data_dir).expanduser()
     if not data_dir.is_dir():
-        raise ValueError(f"--data-dir {data_dir}: no such folder; start the board there first (mmjudge leaderboard --data-dir …).")
+        raise ValueError(
+            f"--data-dir {data_dir}: no such folder; start the board there first (mmjudge leaderboard --data-dir …)."
+        )
     settings = load_settings(data_dir)
     for key in ("judge", "model"):
         if getattr(args, key):
@@ -49,9 +51,15 @@ def add_parser(sub) -> None:
     p = sub.add_parser("leaderboard-worker", help="score queued leaderboard submissions")
     p.add_argument("--data-dir", dest="data_dir", default="leaderboard-data", help="the board's data dir")
     p.add_argument("--once", action="store_true", help="exit when the queue is empty")
-    p.add_argument("--poll", type=float, default=2.0, help="seconds between looks at an empty queue (default %(default)g)")
-    p.add_argument("--lease", type=float, default=DEFAULT_LEASE_S,
-                   help="seconds a claimed job stays this worker's without a heartbeat (default %(default)g)")
+    p.add_argument(
+        "--poll", type=float, default=2.0, help="seconds between looks at an empty queue (default %(default)g)"
+    )
+    p.add_argument(
+        "--lease",
+        type=float,
+        default=DEFAULT_LEASE_S,
+        help="seconds a claimed job stays this worker's without a heartbeat (default %(default)g)",
+    )
     p.add_argument("--max-idle", dest="max_idle", type=float, default=None, help="exit after this many idle seconds")
     p.add_argument("--judge", help="override the judge backend of the settings (e.g. dummy, transformers)")
     p.add_argument("--model", help="override the judge model of the settings")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge import distributed
 from mmjudge.commands._options import add_judge_options, judge_options, key_values
@@ -76,7 +76,7 @@ def collect_scores(args: argparse.Namespace, judgments) -> dict[str, dict]:
             print(line)
     if metrics:
         options = judge_options(args)
-        for name, metric in zip(names[len(files):], metrics):
+        for name, metric in zip(names[len(files) :], metrics):
             scores[name] = score_items(judgments, metric, args.config, **options)
             if args.save_scores and distributed.is_main():
                 _save_scores(scores[name], Path(args.out) / f"scores_{name.replace(':', '_')}.jsonl")
@@ -113,8 +113,16 @@ def run(args: argparse.Namespace) -> int:
         measures = [m.strip() for m in args.measures.split(",")] if args.measures else list(MEASURES)
         results = [
             meta_evaluate(
-                judgments, scores, measures=measures, protocol=args.protocol, best_of=args.best_of, ties=args.ties,
-                bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence, progress=True,
+                judgments,
+                scores,
+                measures=measures,
+                protocol=args.protocol,
+                best_of=args.best_of,
+                ties=args.ties,
+                bootstrap=args.bootstrap,
+                seed=args.seed,
+                confidence=args.confidence,
+                progress=True,
             )
         ]
     if not distributed.is_main():  # under a launcher, one process writes (the others computed the same)
@@ -135,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_out_folder(path: Optional[str]) -> None:
+def check_out_folder(path: str | None) -> None:
     """``--out`` must be a folder (or not exist yet): checked before any work."""
     if path and Path(path).exists() and not Path(path).is_dir():
         raise ValueError(f"--out {path}: is a file, but --out names a folder for the tables; give a folder path.")
@@ -155,8 +163,10 @@ def _print_comparison(result) -> None:
     for metric in heads:
         if metric != best:
             c = result.compare(best, metric, **figure)
-            print(f"  {best} − {metric}: {100 * c['difference']:+.1f} ({100 * c['ci_low']:+.1f} to "
-                  f"{100 * c['ci_high']:+.1f}); share of resamples where {metric} is not worse: {c['share_b_not_worse']:.3f}")
+            print(
+                f"  {best} − {metric}: {100 * c['difference']:+.1f} ({100 * c['ci_low']:+.1f} to "
+                f"{100 * c['ci_high']:+.1f}); share of resamples where {metric} is not worse: {c['share_b_not_worse']:.3f}"
+            )
     print()
 
 
@@ -172,33 +182,68 @@ def add_parser(sub) -> None:
     src = p.add_argument_group("benchmark")
     src.add_argument("--dataset", help="benchmark name (mmhe, flickr8k_expert, pascal50s, …)")
     src.add_argument("--data-dir", dest="data_dir", help="local folder of the benchmark's files")
-    src.add_argument("--dataset-option", dest="dataset_option", action="append", metavar="KEY=VALUE",
-                     help="any other loader option, e.g. cache_dir=… (JSON value)")
-    src.add_argument("--judgments", metavar="FILE.json",
-                     help="human judgments as a JSON file (schema in docs/metaeval.md; written by `mmjudge dataset "
-                          "judgments`), instead of --dataset")
-    src.add_argument("--combine", nargs="+", metavar="RESULTS_JSON", help="merge saved results into one benchmark table")
+    src.add_argument(
+        "--dataset-option",
+        dest="dataset_option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="any other loader option, e.g. cache_dir=… (JSON value)",
+    )
+    src.add_argument(
+        "--judgments",
+        metavar="FILE.json",
+        help="human judgments as a JSON file (schema in docs/metaeval.md; written by `mmjudge dataset "
+        "judgments`), instead of --dataset",
+    )
+    src.add_argument(
+        "--combine", nargs="+", metavar="RESULTS_JSON", help="merge saved results into one benchmark table"
+    )
     met = p.add_argument_group("metrics")
-    met.add_argument("--scores", action="append", metavar="FILE",
-                     help="JSONL/CSV with id (or image and text) and score columns; null = a failed item (repeatable)")
-    met.add_argument("--metric", action="append", metavar="NAME", help="mmjudge metric to run on the items (repeatable)")
+    met.add_argument(
+        "--scores",
+        action="append",
+        metavar="FILE",
+        help="JSONL/CSV with id (or image and text) and score columns; null = a failed item (repeatable)",
+    )
+    met.add_argument(
+        "--metric", action="append", metavar="NAME", help="mmjudge metric to run on the items (repeatable)"
+    )
     met.add_argument("--names", nargs="+", help="display names, one per --scores then per --metric")
     met.add_argument("--config", help="metric configuration for --metric")
     add_judge_options(met)
     met.add_argument("--save-scores", action="store_true", help="also write the --metric scores as JSONL in --out")
     opt = p.add_argument_group("meta-evaluation")
-    opt.add_argument("--out", help="output folder for tables, records.csv, results.json and heatmap.png "
-                     "(default: print the tables only)")
+    opt.add_argument(
+        "--out",
+        help="output folder for tables, records.csv, results.json and heatmap.png (default: print the tables only)",
+    )
     opt.add_argument("--format", default="md,csv,json", help="table formats, comma-separated (md,csv,json)")
-    opt.add_argument("--ties", choices=TIES, default="wrong", help="a metric tie in a pair is wrong (default) or half right")
-    opt.add_argument("--best-of", dest="best_of", choices=BEST_OF, default="majority",
-                     help="how annotators' best-of-N choices become pairs (default majority)")
-    opt.add_argument("--protocol", choices=PROTOCOLS, default="per_judgment",
-                     help="one row per human judgment (default) or per item with the mean human score")
+    opt.add_argument(
+        "--ties", choices=TIES, default="wrong", help="a metric tie in a pair is wrong (default) or half right"
+    )
+    opt.add_argument(
+        "--best-of",
+        dest="best_of",
+        choices=BEST_OF,
+        default="majority",
+        help="how annotators' best-of-N choices become pairs (default majority)",
+    )
+    opt.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="per_judgment",
+        help="one row per human judgment (default) or per item with the mean human score",
+    )
     opt.add_argument("--measures", help=f"correlations to compute, comma-separated (default {','.join(MEASURES)})")
-    opt.add_argument("--table-measure", dest="table_measure", choices=MEASURES,
-                     help="correlation shown in the criterion table (default: the benchmark's, e.g. tau_c)")
-    opt.add_argument("--bootstrap", type=int, default=DEFAULT_RESAMPLES, help=f"resamples (default {DEFAULT_RESAMPLES}; 0 = none)")
+    opt.add_argument(
+        "--table-measure",
+        dest="table_measure",
+        choices=MEASURES,
+        help="correlation shown in the criterion table (default: the benchmark's, e.g. tau_c)",
+    )
+    opt.add_argument(
+        "--bootstrap", type=int, default=DEFAULT_RESAMPLES, help=f"resamples (default {DEFAULT_RESAMPLES}; 0 = none)"
+    )
     opt.add_argument("--confidence", type=float, default=0.95, help="interval coverage (default %(default)g)")
     opt.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
     opt.add_argument("--no-ci", dest="no_ci", action="store_true", help="leave the intervals out of the Markdown")

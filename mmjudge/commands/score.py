@@ -21,18 +21,17 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge import distributed
 from mmjudge.commands._options import add_judge_options, judge_options
+from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA
+from mmjudge.metrics.statuses import add_failures, failure_line
 from mmjudge.models import TINY_RANDOM
 from mmjudge.report import json_safe
-from mmjudge.scoring import DEFAULT_GAMMA
-from mmjudge.metrics.statuses import add_failures, failure_line
 from mmjudge.stream import score_file, stream_rows
 from mmjudge.stream.outputs import csv_cell
 from mmjudge.stream.sources import FORMATS, open_source, parse_columns
-
 
 EXAMPLES = """\
 examples:
@@ -75,7 +74,7 @@ def parse_box(text: str) -> list[float]:
     return parse(text, "--box", "--box 10,20,100,50")
 
 
-def check_output(path: Optional[str]) -> None:
+def check_output(path: str | None) -> None:
     """An --output file can be written: checked BEFORE scoring, so no work is lost to a typo."""
     if not path:
         return
@@ -84,11 +83,15 @@ def check_output(path: Optional[str]) -> None:
         raise ValueError(f"--output {path}: is a folder; give a file name such as {str(target / 'scores.jsonl')!r}.")
     folder = target.parent
     if not folder.is_dir():
-        raise FileNotFoundError(f"--output {path}: folder {str(folder)!r} does not exist; create it first (mkdir -p {folder}).")
+        raise FileNotFoundError(
+            f"--output {path}: folder {str(folder)!r} does not exist; create it first (mkdir -p {folder})."
+        )
     if not os.access(folder, os.W_OK):
         raise PermissionError(f"--output {path}: folder {str(folder)!r} is not writable.")
     if target.exists() and not os.access(target, os.W_OK):  # would fail only after all the scoring
-        raise PermissionError(f"--output {path}: the file exists and is not writable; give another name or make it writable.")
+        raise PermissionError(
+            f"--output {path}: the file exists and is not writable; give another name or make it writable."
+        )
 
 
 def metric_kwargs(args: argparse.Namespace) -> dict:
@@ -100,7 +103,9 @@ def metric_kwargs(args: argparse.Namespace) -> dict:
     if args.criteria is not None:
         criteria = [c.strip() for c in args.criteria.split(",") if c.strip()]
         if not criteria:
-            raise ValueError(f"--criteria {args.criteria!r} names no criterion; give e.g. --criteria fluency,clarity or leave it out for all.")
+            raise ValueError(
+                f"--criteria {args.criteria!r} names no criterion; give e.g. --criteria fluency,clarity or leave it out for all."
+            )
         kwargs["criteria"] = criteria
     return kwargs
 
@@ -123,7 +128,10 @@ def run(args: argparse.Namespace) -> int:
     say = print if notes else (lambda *a, **k: None)
     metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
     if args.model == TINY_RANDOM:  # after loading, so a bad option's error stays the only line
-        say(f"NOTE: '{TINY_RANDOM}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.", file=sys.stderr)
+        say(
+            f"NOTE: '{TINY_RANDOM}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.",
+            file=sys.stderr,
+        )
     options = {"explain": True} if args.explain else {}
     # Items typed on the command line stop at their first mistake; a long --input records it and goes on.
     strict = args.strict or not args.input
@@ -131,21 +139,44 @@ def run(args: argparse.Namespace) -> int:
     # stdout holds only the rows when they are JSONL or CSV: notes go to stderr then.
     note_stream = sys.stderr if args.format != "table" else sys.stdout
     if args.output:
-        summary = score_file(metric, args.input or items, args.output, task=args.task, strict=strict,
-                             overwrite=args.overwrite, progress=not args.quiet, chunk_size=args.chunk_size,
-                             source_options=source_options if args.input else None,
-                             on_row=printer.row if args.format != "table" or not args.input else None, **options)  # fmt: skip
+        summary = score_file(
+            metric,
+            args.input or items,
+            args.output,
+            task=args.task,
+            strict=strict,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+            chunk_size=args.chunk_size,
+            source_options=source_options if args.input else None,
+            on_row=printer.row if args.format != "table" or not args.input else None,
+            **options,
+        )
         if summary.complete:
-            say(f"{args.output} is complete already; nothing to do (pass --overwrite to score again).", file=note_stream)
+            say(
+                f"{args.output} is complete already; nothing to do (pass --overwrite to score again).", file=note_stream
+            )
         else:
             resumed = f" ({summary.resumed} were there from an earlier run)" if summary.resumed else ""
             say(f"wrote {summary.written + summary.resumed} rows to {args.output}{resumed}", file=note_stream)
-        failed, first, unrated, counts = summary.failed, summary.first_failure, summary.unrated, summary.failures_by_output
+        failed, first, unrated, counts = (
+            summary.failed,
+            summary.first_failure,
+            summary.unrated,
+            summary.failures_by_output,
+        )
         total = summary.written + summary.resumed
     else:
         failed, first, unrated, counts, total = 0, None, 0, {}, 0
-        rows = stream_rows(metric, source if args.input else items, args.task, strict, chunk_size=args.chunk_size,
-                           progress=not args.quiet, **options)  # fmt: skip
+        rows = stream_rows(
+            metric,
+            source if args.input else items,
+            args.task,
+            strict,
+            chunk_size=args.chunk_size,
+            progress=not args.quiet,
+            **options,
+        )
         for _, row in rows:
             total += 1
             if row.get("error") is not None:
@@ -157,13 +188,17 @@ def run(args: argparse.Namespace) -> int:
     if notes:
         with contextlib.redirect_stdout(note_stream):
             if failed:
-                print(f"{failed} of {total} items could not be scored (their rows hold NaN and the reason in `error`); "
-                      f"first: {first}")  # fmt: skip
+                print(
+                    f"{failed} of {total} items could not be scored (their rows hold NaN and the reason in `error`); "
+                    f"first: {first}"
+                )
             if unrated:
                 print(failure_line(counts, unrated, total))
                 if args.model == TINY_RANDOM:
-                    print(f"('{TINY_RANDOM}' has random weights: it barely answers with a rating. --set min_mass=0 shows its "
-                          "renormalised numbers anyway; they mean nothing.)")  # fmt: skip
+                    print(
+                        f"('{TINY_RANDOM}' has random weights: it barely answers with a rating. --set min_mass=0 shows its "
+                        "renormalised numbers anyway; they mean nothing.)"
+                    )
             print_usage(metric)
     # --strict: a run in which the judge gave no rating for some item is a failed run (exit status 3).
     return 3 if args.strict and unrated else 0
@@ -176,7 +211,7 @@ class _RowPrinter:
         self.fmt, self.spec, self.quiet = fmt, metric.spec, quiet
         self.signatures: dict[str, None] = {}
         self.count = 0
-        self._csv: Optional[Any] = None
+        self._csv: Any | None = None
 
     def row(self, row: dict) -> None:
         if self.quiet:
@@ -258,29 +293,58 @@ def add_parser(sub) -> None:
     p.add_argument("--question", help="question (vqa, vdu)")
     p.add_argument("--box", help="bounding box x,y,w,h (reg)")
     p.add_argument("--references", nargs="+", help="reference texts (reference-based metrics)")
-    p.add_argument("--input", help="the items: a JSONL file (one object per line with text, image, question, box, "
-                   "references, task, id), a CSV file with those columns (references separated by '|'), a Parquet file, "
-                   "or a datasets dataset (a local folder or a Hub id); read lazily")
-    p.add_argument("--input-format", dest="input_format", choices=FORMATS,
-                   help="the --input's format (default: from its suffix; folders and Hub ids are datasets)")
+    p.add_argument(
+        "--input",
+        help="the items: a JSONL file (one object per line with text, image, question, box, "
+        "references, task, id), a CSV file with those columns (references separated by '|'), a Parquet file, "
+        "or a datasets dataset (a local folder or a Hub id); read lazily",
+    )
+    p.add_argument(
+        "--input-format",
+        dest="input_format",
+        choices=FORMATS,
+        help="the --input's format (default: from its suffix; folders and Hub ids are datasets)",
+    )
     p.add_argument("--split", help="the split of a --input dataset with several")
-    p.add_argument("--columns", help="item key=column pairs for inputs with other column names, e.g. "
-                   "text=caption,image=file_name,references=refs")
-    p.add_argument("--strict", action="store_true",
-                   help="stop at the first item that cannot be scored (one line naming it; by default its row records the "
-                   "reason and the run goes on), and end with exit status 3 when the judge gave no rating for some item")
-    p.add_argument("--overwrite", action="store_true",
-                   help="score --output again from the start; by default a run resumes where an earlier one stopped")
-    p.add_argument("--chunk-size", dest="chunk_size", type=int,
-                   help="items scored together (each distinct image decoded once per chunk; default 256)")
+    p.add_argument(
+        "--columns",
+        help="item key=column pairs for inputs with other column names, e.g. "
+        "text=caption,image=file_name,references=refs",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first item that cannot be scored (one line naming it; by default its row records the "
+        "reason and the run goes on), and end with exit status 3 when the judge gave no rating for some item",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="score --output again from the start; by default a run resumes where an earlier one stopped",
+    )
+    p.add_argument(
+        "--chunk-size",
+        dest="chunk_size",
+        type=int,
+        help="items scored together (each distinct image decoded once per chunk; default 256)",
+    )
     p.add_argument("--examples", action="store_true", help="score the bundled examples")
-    p.add_argument("--output", help="write per-item rows to this file as they finish: CSV (.csv), Parquet (.parquet), "
-                   "else JSONL; a killed run resumes when run again")
-    p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table",
-                   help="what to print on stdout (default table); JSON writes NaN as null")
+    p.add_argument(
+        "--output",
+        help="write per-item rows to this file as they finish: CSV (.csv), Parquet (.parquet), "
+        "else JSONL; a killed run resumes when run again",
+    )
+    p.add_argument(
+        "--format",
+        choices=("table", "jsonl", "csv"),
+        default="table",
+        help="what to print on stdout (default table); JSON writes NaN as null",
+    )
     p.add_argument("--quiet", action="store_true", help="print nothing but errors (no table, notes or progress bars)")
     add_judge_options(p)
-    p.add_argument("--gamma", type=float, help=f"harmonic weighting gamma in (0, 1] (harmonic_eval; default {DEFAULT_GAMMA})")
+    p.add_argument(
+        "--gamma", type=float, help=f"harmonic weighting gamma in (0, 1] (harmonic_eval; default {DEFAULT_GAMMA})"
+    )
     p.add_argument("--criteria", help="comma-separated subset of criteria")
     p.add_argument("--explain", action="store_true", help="add one explanation per criterion")
     p.set_defaults(func=run)

@@ -26,8 +26,11 @@ def run(args: argparse.Namespace) -> int:
     server = make_server(judge, args.host, args.port, args.served_model_name, args.max_logprobs)
     host, port = server.server_address[:2]
     name = server.RequestHandlerClass.engine.model_name
-    print(f"mmjudge serve: {name} at http://{host}:{port}/v1 (continue_final_message, logprob_token_ids, "
-          f"top_logprobs <= {args.max_logprobs}; Ctrl-C stops)", flush=True)  # fmt: skip
+    print(
+        f"mmjudge serve: {name} at http://{host}:{port}/v1 (continue_final_message, logprob_token_ids, "
+        f"top_logprobs <= {args.max_logprobs}; Ctrl-C stops)",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -43,9 +46,13 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default %(default)s)")
     p.add_argument("--served-model-name", help="the name clients use (default: the model's id or fingerprint)")
-    p.add_argument("--max-logprobs", type=int, default=20, help="largest top_logprobs a client may ask for (default %(default)s)")
+    p.add_argument(
+        "--max-logprobs", type=int, default=20, help="largest top_logprobs a client may ask for (default %(default)s)"
+    )
     p.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
     p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda when available, else cpu)")
     p.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on a GPU, float32 on the CPU)")
-    p.add_argument("--gguf-file", dest="gguf_file", help="GGUF file inside the model folder or repo (llama.cpp weights)")
+    p.add_argument(
+        "--gguf-file", dest="gguf_file", help="GGUF file inside the model folder or repo (llama.cpp weights)"
+    )
     p.set_defaults(func=run)

@@ -19,9 +19,14 @@ def settings_from_args(args: argparse.Namespace):
     from mmjudge.space.settings import Settings
 
     settings = Settings.from_env().override(
-        model=args.model, judge=args.judge, device=args.device, clip_model=args.clip_model,
-        concurrency=args.concurrency, max_queue=args.queue_size, max_chars=args.max_chars,
-    )  # fmt: skip
+        model=args.model,
+        judge=args.judge,
+        device=args.device,
+        clip_model=args.clip_model,
+        concurrency=args.concurrency,
+        max_queue=args.queue_size,
+        max_chars=args.max_chars,
+    )
     if args.demo:
         settings = settings.as_demo()
     return settings
@@ -53,6 +58,10 @@ def add_parser(sub) -> None:
     p.add_argument("--device", help="cuda, cpu, ...")
     p.add_argument("--clip-model", dest="clip_model", help="CLIP model for CLIP-S / RefCLIP-S")
     p.add_argument("--concurrency", type=int, help=f"requests scored at once (default {DEFAULT_CONCURRENCY})")
-    p.add_argument("--queue-size", dest="queue_size", type=int, help=f"requests allowed to wait (default {DEFAULT_MAX_QUEUE})")
-    p.add_argument("--max-chars", dest="max_chars", type=int, help=f"longest text accepted (default {DEFAULT_MAX_CHARS})")
+    p.add_argument(
+        "--queue-size", dest="queue_size", type=int, help=f"requests allowed to wait (default {DEFAULT_MAX_QUEUE})"
+    )
+    p.add_argument(
+        "--max-chars", dest="max_chars", type=int, help=f"longest text accepted (default {DEFAULT_MAX_CHARS})"
+    )
     p.set_defaults(func=run)

@@ -19,6 +19,15 @@ from mmjudge.datasets._judgments import caption_judgments, human_judgments, rows
 from mmjudge.datasets._loading import DATASETS, available_datasets, builder, load_dataset
 
 __all__ = [
-    "DATASETS", "available_datasets", "builder", "caption_judgments", "card", "export_info", "export_to_parquet",
-    "human_judgments", "load_dataset", "rows_of", "write_judgments",
+    "DATASETS",
+    "available_datasets",
+    "builder",
+    "caption_judgments",
+    "card",
+    "export_info",
+    "export_to_parquet",
+    "human_judgments",
+    "load_dataset",
+    "rows_of",
+    "write_judgments",
 ]

@@ -18,17 +18,16 @@ import io
 import logging
 import math
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 import datasets
 
-from mmjudge.datasets._errors import DataError  # noqa: F401  (the builders import it from here)
+from mmjudge.datasets._errors import DataError
 
 logger = logging.getLogger(__name__)
-
-
 
 
 @dataclass
@@ -39,9 +38,9 @@ class BenchmarkConfig(datasets.BuilderConfig):
     ``layout``: read this copy of the benchmark (``"original"`` or ``"json"``) even when ``data_dir`` holds
     both (by default the original release wins)."""
 
-    expected_counts: Optional[dict] = None
+    expected_counts: dict | None = None
     check_images: bool = True
-    layout: Optional[str] = None
+    layout: str | None = None
 
 
 class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
@@ -64,8 +63,11 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
-            description=self.DESCRIPTION, citation=self.CITATION, license=self.LICENSE,
-            homepage=self.HOMEPAGE, features=self.FEATURES,
+            description=self.DESCRIPTION,
+            citation=self.CITATION,
+            license=self.LICENSE,
+            homepage=self.HOMEPAGE,
+            features=self.FEATURES,
         )
 
     # --- to implement -----------------------------------------------------------------------------
@@ -113,8 +115,10 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
         from mmjudge.datasets import _sources as src
 
         if self.config.layout is not None and self.name not in src.LAYOUTS:
-            raise DataError(f"{self.PRETTY_NAME or self.name} is read from one copy only: drop argument `layout` "
-                            f"(got {self.config.layout!r}).")
+            raise DataError(
+                f"{self.PRETTY_NAME or self.name} is read from one copy only: drop argument `layout` "
+                f"(got {self.config.layout!r})."
+            )
         splits = self.read(self.source_dir(dl_manager))
         if not splits or not any(splits.values()):
             raise DataError(f"{self.name}: no rows were read; the source files are empty or truncated.")
@@ -129,7 +133,7 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
         for row in rows:
             yield row["id"], row
 
-    def image(self, path: Optional[Path]) -> Optional[dict[str, Any]]:
+    def image(self, path: Path | None) -> dict[str, Any] | None:
         """An ``Image()`` cell holding the file's bytes (so exports are self-contained), or ``None``."""
         if path is None:
             return None
@@ -150,16 +154,20 @@ class ImageLocator:
         self.root = root
         self.folders = [root / f for f in folders if (root / f).is_dir()]
         if not self.folders:
-            logger.warning("No folder of %s (%s) under %s: the image column will be None.", what, ", ".join(folders), root)
+            logger.warning(
+                "No folder of %s (%s) under %s: the image column will be None.", what, ", ".join(folders), root
+            )
 
-    def __call__(self, rel_path: str) -> Optional[Path]:
+    def __call__(self, rel_path: str) -> Path | None:
         if not self.folders:
             return None
         name = Path(rel_path).name
         for path in (self.root / rel_path, *(folder / name for folder in self.folders)):
             if path.is_file():
                 return path
-        raise DataError(f"Image {rel_path!r} is missing from {', '.join(map(str, self.folders))}: incomplete image folder.")
+        raise DataError(
+            f"Image {rel_path!r} is missing from {', '.join(map(str, self.folders))}: incomplete image folder."
+        )
 
 
 def load_image(path: Path, check: bool = True) -> dict[str, Any]:
@@ -177,7 +185,7 @@ def load_image(path: Path, check: bool = True) -> dict[str, Any]:
     return {"bytes": data, "path": path.name}
 
 
-def image_folder(root: Path, name: str, needed: bool = False) -> Optional[Path]:
+def image_folder(root: Path, name: str, needed: bool = False) -> Path | None:
     """The images' folder under ``root`` if present. Missing is fine for classic sets (metrics without
     images still work; the image column is None), unless ``needed``."""
     folder = root / name

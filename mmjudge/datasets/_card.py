@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge.datasets._loading import DATASETS
 
@@ -14,8 +14,12 @@ def _size_category(n: int) -> str:
     return "100K<n<1M"
 
 
-def card(name: str, splits: Optional[dict[str, int]] = None, features: Any = None,
-         split_bytes: Optional[dict[str, int]] = None) -> str:
+def card(
+    name: str,
+    splits: dict[str, int] | None = None,
+    features: Any = None,
+    split_bytes: dict[str, int] | None = None,
+) -> str:
     """The dataset card (README.md with YAML metadata) for benchmark ``name``, built from its builder's
     metadata so the committed card and the exported one never drift apart. With ``features`` (an
     export), the YAML also holds ``dataset_info`` (features and split sizes) as the Hub reads it."""
@@ -45,8 +49,8 @@ def card(name: str, splits: Optional[dict[str, int]] = None, features: Any = Non
         "\n".join(line for line in yaml if line),
         f"# {cls.PRETTY_NAME}\n\n{cls.DESCRIPTION}",
         "## Loading\n\n```python\nfrom mmjudge import load_dataset\n"
-        f"ds = load_dataset(\"{name}\", data_dir=\"path/to/files\")  # builds and caches once\n"
-        f"# after export: datasets.load_dataset(\"<org>/{name}\")\n```\n\n"
+        f'ds = load_dataset("{name}", data_dir="path/to/files")  # builds and caches once\n'
+        f'# after export: datasets.load_dataset("<org>/{name}")\n```\n\n'
         f"Source files a `data_dir` must hold: {cls.SOURCE_FILES}. Homepage: {cls.HOMEPAGE or 'n/a'}."
         + (_layouts_text(src.LAYOUTS[name]) if len(src.LAYOUTS.get(name, ())) > 1 else ""),
         f"## Schema\n\n| column | type |\n|---|---|\n{schema}",
@@ -60,10 +64,16 @@ def card(name: str, splits: Optional[dict[str, int]] = None, features: Any = Non
 
 def _layouts_text(layouts: Any) -> str:
     """The copies of the benchmark the loader reads, as a Markdown list for the card."""
-    lines = [f"- `{lay.name}`: {lay.describe()}" + (f" (optional: {', '.join(f'`{o}`' for o in lay.optional)})"
-             if lay.optional else "") + f" — from {lay.source}" for lay in layouts]
-    return ("\n\nEither layout gives the same rows and ids; when a folder holds both, the original release is read "
-            "(`layout=\"json\"` picks the other):\n\n" + "\n".join(lines))
+    lines = [
+        f"- `{lay.name}`: {lay.describe()}"
+        + (f" (optional: {', '.join(f'`{o}`' for o in lay.optional)})" if lay.optional else "")
+        + f" — from {lay.source}"
+        for lay in layouts
+    ]
+    return (
+        "\n\nEither layout gives the same rows and ids; when a folder holds both, the original release is read "
+        '(`layout="json"` picks the other):\n\n' + "\n".join(lines)
+    )
 
 
 def _dataset_info_yaml(features: Any, splits: dict[str, int], split_bytes: dict[str, int]) -> str:

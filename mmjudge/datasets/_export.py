@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from mmjudge.datasets._card import card
 from mmjudge.datasets._loading import DATASETS, load_dataset
@@ -11,7 +11,7 @@ from mmjudge.datasets._loading import DATASETS, load_dataset
 CATEGORICAL_COLUMNS = ("task",)
 
 
-def export_to_parquet(name: str, out_dir: Union[str, Path], dataset: Any = None, **load_kwargs: Any) -> Path:
+def export_to_parquet(name: str, out_dir: str | Path, dataset: Any = None, **load_kwargs: Any) -> Path:
     """Write ``out_dir/data/<split>-00000-of-00001.parquet`` and ``out_dir/README.md`` (the card, whose
     YAML ``configs`` lets ``datasets.load_dataset(out_dir)`` — or the pushed Hub repo — read it back).
 
@@ -90,7 +90,7 @@ def _add_info_metadata(path: Path, texts: dict[str, str], features: Any = None) 
         tmp.unlink(missing_ok=True)
 
 
-def export_info(path: Union[str, Path]) -> Any:
+def export_info(path: str | Path) -> Any:
     """The ``datasets.DatasetInfo`` (features, description, citation, licence, homepage) stored in an
     exported Parquet file."""
     import json
@@ -100,6 +100,9 @@ def export_info(path: Union[str, Path]) -> Any:
 
     hf = json.loads((pq.read_schema(path).metadata or {}).get(b"huggingface", b"{}")).get("info", {})
     return datasets.DatasetInfo(
-        description=hf.get("description", ""), citation=hf.get("citation", ""), license=hf.get("license", ""),
-        homepage=hf.get("homepage", ""), features=datasets.Features.from_dict(hf["features"]) if "features" in hf else None,
+        description=hf.get("description", ""),
+        citation=hf.get("citation", ""),
+        license=hf.get("license", ""),
+        homepage=hf.get("homepage", ""),
+        features=datasets.Features.from_dict(hf["features"]) if "features" in hf else None,
     )

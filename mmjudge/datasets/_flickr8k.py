@@ -13,13 +13,20 @@ import logging
 import math
 from collections import OrderedDict, defaultdict
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import (
-    BenchmarkBuilder, DataError, ImageLocator, check_count, check_range, default_configs, squash, stable_id,
+    BenchmarkBuilder,
+    DataError,
+    ImageLocator,
+    check_count,
+    check_range,
+    default_configs,
+    squash,
+    stable_id,
 )
 
 logger = logging.getLogger(__name__)
@@ -30,16 +37,18 @@ CITATION = """@article{hodosh2013framing,
   journal={Journal of Artificial Intelligence Research}, volume={47}, pages={853--899}, year={2013}
 }"""
 
-FEATURES = datasets.Features({
-    "id": datasets.Value("string"),
-    "image_id": datasets.Value("string"),
-    "image": datasets.Image(),
-    "image_path": datasets.Value("string"),
-    "text": datasets.Value("string"),
-    "references": datasets.Sequence(datasets.Value("string")),
-    "ratings": datasets.Sequence(datasets.Value("float32")),
-    "score": datasets.Value("float32"),
-})
+FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "image_id": datasets.Value("string"),
+        "image": datasets.Image(),
+        "image_path": datasets.Value("string"),
+        "text": datasets.Value("string"),
+        "references": datasets.Sequence(datasets.Value("string")),
+        "ratings": datasets.Sequence(datasets.Value("float32")),
+        "score": datasets.Value("float32"),
+    }
+)
 
 
 def read_tokens(path: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
@@ -95,7 +104,9 @@ def read_expert_original(paths: dict[str, Path]) -> list[dict[str, Any]]:
     rows = []
     for n, (image_file, caption_id, *scores) in enumerate(read_table(paths[src.FLICKR8K_FILES["expert"]], 5), 1):
         if caption_id not in by_id or image_file not in refs:
-            raise DataError(f"ExpertAnnotations.txt:{n}: caption {caption_id!r} or image {image_file!r} is not in Flickr8k.token.txt.")
+            raise DataError(
+                f"ExpertAnnotations.txt:{n}: caption {caption_id!r} or image {image_file!r} is not in Flickr8k.token.txt."
+            )
         caption = by_id[caption_id]
         if caption in refs[image_file]:  # the image's own caption: dropped (SPICE / CLIPScore protocol)
             continue
@@ -111,23 +122,29 @@ def read_crowdflower_original(paths: dict[str, Path]) -> list[dict[str, Any]]:
     image_refs = {image: list(r) for image, r in refs.items()}
     for n, (image_file, caption_id, *_rest) in enumerate(table, 1):
         if caption_id not in by_id or image_file not in refs:
-            raise DataError(f"CrowdFlowerAnnotations.txt:{n}: caption {caption_id!r} or image {image_file!r} is not in Flickr8k.token.txt.")
+            raise DataError(
+                f"CrowdFlowerAnnotations.txt:{n}: caption {caption_id!r} or image {image_file!r} is not in Flickr8k.token.txt."
+            )
         if by_id[caption_id] in image_refs[image_file]:
             image_refs[image_file].remove(by_id[caption_id])
     # A caption judged on two lines becomes one row with two shares, as the JSON layout (grouped by
     # image and caption) reads it.
-    shares: "OrderedDict[tuple[str, str], list[float]]" = OrderedDict()
+    shares: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
     for n, (image_file, caption_id, share, yes, no) in enumerate(table, 1):
         share_f = check_range(share, 0, 1, f"CrowdFlowerAnnotations.txt:{n}")
         if int(yes) + int(no) == 0 or abs(share_f - int(yes) / (int(yes) + int(no))) > 1e-4:
-            raise DataError(f"CrowdFlowerAnnotations.txt:{n}: share of yes {share!r} disagrees with {yes} yes / {no} no.")
+            raise DataError(
+                f"CrowdFlowerAnnotations.txt:{n}: share of yes {share!r} disagrees with {yes} yes / {no} no."
+            )
         shares.setdefault((image_file, by_id[caption_id]), []).append(share_f)
-    rows = [_row("f8k-cf", image_file, caption, image_refs[image_file], values)
-            for (image_file, caption), values in shares.items()]
+    rows = [
+        _row("f8k-cf", image_file, caption, image_refs[image_file], values)
+        for (image_file, caption), values in shares.items()
+    ]
     return by_image(rows)
 
 
-def read_json(path: Path, prefix: str, low: float, high: float, per_caption: Optional[int]) -> list[dict[str, Any]]:
+def read_json(path: Path, prefix: str, low: float, high: float, per_caption: int | None) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
@@ -136,18 +153,21 @@ def read_json(path: Path, prefix: str, low: float, high: float, per_caption: Opt
     for key, entry in data.items():
         if not isinstance(entry, dict) or "human_judgement" not in entry or "ground_truth" not in entry:
             raise DataError(f"{path.name}: entry {key!r} lacks 'human_judgement' / 'ground_truth'.")
-        grouped: "OrderedDict[tuple[str, str], list[float]]" = OrderedDict()
+        grouped: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
         for j in entry["human_judgement"]:
             rating = float(j["rating"])
             if math.isnan(rating):
                 skipped += 1
                 continue
             grouped.setdefault((Path(j["image_path"]).name, squash(j["caption"])), []).append(
-                check_range(rating, low, high, f"{path.name}: {key!r}"))
+                check_range(rating, low, high, f"{path.name}: {key!r}")
+            )
         refs = [squash(r) for r in entry["ground_truth"]]
         for (image_file, caption), ratings in grouped.items():
             if per_caption is not None and len(ratings) != per_caption:
-                raise DataError(f"{path.name}: caption {caption[:40]!r} of {key!r} has {len(ratings)} ratings, expected {per_caption}.")
+                raise DataError(
+                    f"{path.name}: caption {caption[:40]!r} of {key!r} has {len(ratings)} ratings, expected {per_caption}."
+                )
             rows.append(_row(prefix, image_file, caption, refs, ratings))
     if skipped:
         logger.warning("%s: skipped %d NaN ratings (as the reference protocol does).", path.name, skipped)
@@ -179,4 +199,3 @@ class Flickr8kBuilder(BenchmarkBuilder):
         for row in rows:
             row["image"] = self.image(locate(row["image_path"]))
         return {"test": rows}
-

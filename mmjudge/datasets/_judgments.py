@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from mmjudge.datasets._loading import DATASETS, load_dataset
 from mmjudge.human_judgments import HumanJudgments
@@ -35,34 +35,60 @@ def rows_of(dataset: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(str(dataset.split or "test"), row) for row in dataset]
 
 
-def caption_judgments(name: str, dataset: Any, correlation: str, per_rating: bool,
-                      criteria: Optional[list[str]] = None) -> HumanJudgments:
+def caption_judgments(
+    name: str, dataset: Any, correlation: str, per_rating: bool, criteria: list[str] | None = None
+) -> HumanJudgments:
     """Shared by the caption sets: one item per row; one rating per human judgment (``per_rating``,
     the Flickr8k protocol) or one rating per row and criterion (``criteria``, e.g. THumB)."""
     items, ratings = [], []
     for _split, row in rows_of(dataset):
-        items.append({"id": row["id"], "task": "ic", "text": row["text"], "image": row.get("image"),
-                      "image_path": row.get("image_path"), "references": list(row.get("references") or [])})
+        items.append(
+            {
+                "id": row["id"],
+                "task": "ic",
+                "text": row["text"],
+                "image": row.get("image"),
+                "image_path": row.get("image_path"),
+                "references": list(row.get("references") or []),
+            }
+        )
         if criteria:
             for criterion in criteria:
-                ratings.append({"id": row["id"], "task": "ic", "criterion": criterion,
-                                "score": float(row[criterion]), "annotator": None})
+                ratings.append(
+                    {
+                        "id": row["id"],
+                        "task": "ic",
+                        "criterion": criterion,
+                        "score": float(row[criterion]),
+                        "annotator": None,
+                    }
+                )
         elif per_rating:
             for k, value in enumerate(row["ratings"]):
-                ratings.append({"id": row["id"], "task": "ic", "criterion": "overall", "score": float(value),
-                                "annotator": str(k) if len(row["ratings"]) > 1 else None})
+                ratings.append(
+                    {
+                        "id": row["id"],
+                        "task": "ic",
+                        "criterion": "overall",
+                        "score": float(value),
+                        "annotator": str(k) if len(row["ratings"]) > 1 else None,
+                    }
+                )
         else:
-            ratings.append({"id": row["id"], "task": "ic", "criterion": "overall", "score": float(row["score"]),
-                            "annotator": None})
-    return HumanJudgments(name=name, items=items, ratings=ratings, correlation=correlation,
-                          criteria=list(criteria or []))
+            ratings.append(
+                {"id": row["id"], "task": "ic", "criterion": "overall", "score": float(row["score"]), "annotator": None}
+            )
+    return HumanJudgments(
+        name=name, items=items, ratings=ratings, correlation=correlation, criteria=list(criteria or [])
+    )
 
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
 
 
-def write_judgments(name: str, out: Union[str, os.PathLike], data_dir: Optional[str] = None, dataset: Any = None,
-                    **load_kwargs: Any) -> HumanJudgments:
+def write_judgments(
+    name: str, out: str | os.PathLike, data_dir: str | None = None, dataset: Any = None, **load_kwargs: Any
+) -> HumanJudgments:
     """Write benchmark ``name`` as a judgments file (:meth:`HumanJudgments.save`) and return what was written.
 
     Images are not copied: an item's ``image`` becomes the absolute path of its file under ``data_dir``
@@ -74,8 +100,10 @@ def write_judgments(name: str, out: Union[str, os.PathLike], data_dir: Optional[
     if dataset is None:
         dataset = load_dataset(name, data_dir=data_dir, **load_kwargs)
     # The images are only located, not read: keep them undecoded.
-    undecoded = {split: ds.cast_column("image", datasets.Image(decode=False)) if "image" in ds.column_names else ds
-                 for split, ds in (dataset.items() if isinstance(dataset, datasets.DatasetDict) else [(None, dataset)])}
+    undecoded = {
+        split: ds.cast_column("image", datasets.Image(decode=False)) if "image" in ds.column_names else ds
+        for split, ds in (dataset.items() if isinstance(dataset, datasets.DatasetDict) else [(None, dataset)])
+    }
     dataset = datasets.DatasetDict(undecoded) if None not in undecoded else undecoded[None]
     hj = human_judgments(name, dataset)
     locate = _image_files(Path(os.path.expanduser(data_dir)) if data_dir else None)
@@ -85,11 +113,11 @@ def write_judgments(name: str, out: Union[str, os.PathLike], data_dir: Optional[
     return hj
 
 
-def _image_files(root: Optional[Path]):
+def _image_files(root: Path | None):
     """``image_path -> absolute path or None`` under ``root``; the folder is listed once, when first needed."""
-    by_name: Optional[dict[str, str]] = None
+    by_name: dict[str, str] | None = None
 
-    def locate(image_path: Optional[str]) -> Optional[str]:
+    def locate(image_path: str | None) -> str | None:
         nonlocal by_name
         if root is None or not image_path:
             return None

@@ -26,9 +26,9 @@ mmjudge.datasets._errors.DataError: Pascal-50S: ... holds none of its layouts: t
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
 
 from mmjudge.datasets._errors import DataError
 
@@ -77,8 +77,9 @@ def locate(root: Path, names: Iterable[str]) -> dict[str, Path]:
     return found
 
 
-def detect(root: Path, layouts: tuple[Layout, ...], what: str,
-           forced: Optional[str] = None) -> tuple[Layout, dict[str, Path]]:
+def detect(
+    root: Path, layouts: tuple[Layout, ...], what: str, forced: str | None = None
+) -> tuple[Layout, dict[str, Path]]:
     """The first of ``layouts`` whose files are all under ``root`` (or the ``forced`` one) and the paths found.
 
     Raises:
@@ -88,8 +89,10 @@ def detect(root: Path, layouts: tuple[Layout, ...], what: str,
     if forced is not None:
         candidates = tuple(layout for layout in layouts if layout.name == forced)
         if not candidates:
-            raise DataError(f"Expected argument `layout` to be one of {[lay.name for lay in layouts]} for {what}, "
-                            f"but got {forced!r}.")
+            raise DataError(
+                f"Expected argument `layout` to be one of {[lay.name for lay in layouts]} for {what}, "
+                f"but got {forced!r}."
+            )
     found = locate(root, {n for layout in candidates for n in layout.names()})
     for layout in candidates:
         if all(any(n in found for n in group) for group in layout.files):
@@ -97,7 +100,9 @@ def detect(root: Path, layouts: tuple[Layout, ...], what: str,
     if len(candidates) == 1:
         layout = candidates[0]
         owner = f"{layout.title()} of {what}" if len(layouts) > 1 else f"the files of {what}"
-        raise DataError(f"Expected {owner} under {str(root)!r}: {layout.describe()} (from {layout.source}), but "
-                        f"found {'none' if not found else 'only ' + ', '.join(sorted(found))}.")
+        raise DataError(
+            f"Expected {owner} under {str(root)!r}: {layout.describe()} (from {layout.source}), but "
+            f"found {'none' if not found else 'only ' + ', '.join(sorted(found))}."
+        )
     needs = "; ".join(f"{layout.title()} needs {layout.describe()} (from {layout.source})" for layout in candidates)
     raise DataError(f"{what}: {str(root)!r} holds none of its layouts: {needs}. Pass data_dir=<a folder with either>.")

@@ -7,22 +7,25 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge.registry import Registry
 
 # Benchmarks: name -> builder class. A new benchmark is one module in this package (the builder and its
 # `to_human_judgments`) and one line here.
-DATASETS = Registry("dataset", {
-    "composite": "mmjudge.datasets.composite:Composite",
-    "flickr8k_cf": "mmjudge.datasets.flickr8k_cf:Flickr8kCF",
-    "flickr8k_expert": "mmjudge.datasets.flickr8k_expert:Flickr8kExpert",
-    "foil": "mmjudge.datasets.foil:FOIL",
-    "longcap_arena": "mmjudge.datasets.longcap_arena:LongCapArena",
-    "mmhe": "mmjudge.datasets.mmhe:MMHE",
-    "pascal50s": "mmjudge.datasets.pascal50s:Pascal50S",
-    "thumb": "mmjudge.datasets.thumb:THumB",
-})  # fmt: skip
+DATASETS = Registry(
+    "dataset",
+    {
+        "composite": "mmjudge.datasets.composite:Composite",
+        "flickr8k_cf": "mmjudge.datasets.flickr8k_cf:Flickr8kCF",
+        "flickr8k_expert": "mmjudge.datasets.flickr8k_expert:Flickr8kExpert",
+        "foil": "mmjudge.datasets.foil:FOIL",
+        "longcap_arena": "mmjudge.datasets.longcap_arena:LongCapArena",
+        "mmhe": "mmjudge.datasets.mmhe:MMHE",
+        "pascal50s": "mmjudge.datasets.pascal50s:Pascal50S",
+        "thumb": "mmjudge.datasets.thumb:THumB",
+    },
+)
 
 
 def available_datasets() -> list[str]:
@@ -30,7 +33,7 @@ def available_datasets() -> list[str]:
     return DATASETS.names()
 
 
-def builder(name: str, data_dir: Optional[str] = None, cache_dir: Optional[str] = None, **config_kwargs: Any):
+def builder(name: str, data_dir: str | None = None, cache_dir: str | None = None, **config_kwargs: Any):
     """The benchmark's ``datasets`` builder (not yet prepared). ``config_kwargs``: ``expected_counts``,
     ``check_images`` (see :class:`mmjudge.datasets._base.BenchmarkConfig`) and benchmark options."""
     cls = DATASETS.get(name)
@@ -39,7 +42,7 @@ def builder(name: str, data_dir: Optional[str] = None, cache_dir: Optional[str] 
     return cls(data_dir=data_dir, cache_dir=cache_dir, **config_kwargs)
 
 
-def load_dataset(name: str, split: Optional[str] = None, data_dir: Optional[str] = None, **kwargs: Any):
+def load_dataset(name: str, split: str | None = None, data_dir: str | None = None, **kwargs: Any):
     """``mmjudge.load_dataset("mmhe", data_dir=...)`` → ``DatasetDict`` (or one ``Dataset`` with ``split``).
 
     Our names (:func:`available_datasets`) are built by their builder and cached the ``datasets`` way
@@ -62,12 +65,16 @@ def load_dataset(name: str, split: Optional[str] = None, data_dir: Optional[str]
 
             close = difflib.get_close_matches(key, available_datasets(), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"Unknown dataset {name!r}.{hint} mmjudge's benchmarks are {ours}, and offline mode is on, "
-                             "so no Hub dataset can be looked up; check the name or turn the network on.")
+            raise ValueError(
+                f"Unknown dataset {name!r}.{hint} mmjudge's benchmarks are {ours}, and offline mode is on, "
+                "so no Hub dataset can be looked up; check the name or turn the network on."
+            )
         try:
             return datasets.load_dataset(name, split=split, data_dir=data_dir, **kwargs)
         except (datasets.exceptions.DatasetNotFoundError, ConnectionError) as err:
-            raise ValueError(f"Unknown dataset {name!r} (mmjudge's benchmarks are {ours}): {str(err).splitlines()[0]}") from None
+            raise ValueError(
+                f"Unknown dataset {name!r} (mmjudge's benchmarks are {ours}): {str(err).splitlines()[0]}"
+            ) from None
     download_mode = kwargs.pop("download_mode", None)
     verification_mode = kwargs.pop("verification_mode", None)
     cache_dir = kwargs.pop("cache_dir", None)

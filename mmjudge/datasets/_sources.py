@@ -100,10 +100,19 @@ PASCAL50S_CATEGORIES = {1: "HC", 2: "HI", 3: "HM", 4: "MM"}
 # pascal_50s.json (FLEUR's annotations/, read by its fleur_pascal.py): {"HC"|"HI"|"HM"|"MM": [{"image":
 # "VOC2012/JPEGImages/<file>", "captions": [a, b], "label": index of the caption humans preferred,
 # "references": [5 sentences]}]}, 1,000 per category.
-PASCAL50S_JSON = {"file": "pascal_50s.json", "image": "image", "captions": "captions", "label": "label",
-                  "references": "references"}
-PASCAL50S_IMAGE_FOLDERS = ("JPEGImages", "VOC2012/JPEGImages", "VOCdevkit/VOC2012/JPEGImages",
-                           "VOCdevkit/VOC2010/JPEGImages")
+PASCAL50S_JSON = {
+    "file": "pascal_50s.json",
+    "image": "image",
+    "captions": "captions",
+    "label": "label",
+    "references": "references",
+}
+PASCAL50S_IMAGE_FOLDERS = (
+    "JPEGImages",
+    "VOC2012/JPEGImages",
+    "VOCdevkit/VOC2012/JPEGImages",
+    "VOCdevkit/VOC2010/JPEGImages",
+)
 PASCAL50S_COUNTS = {"test": 4000, "per_category": 1000, "votes_per_pair": 48}
 
 # --- FOIL (Shekhar et al. 2017) -----------------------------------------------------------------------
@@ -116,7 +125,13 @@ FOIL_IMAGE_NAME = "COCO_val2014_{:012d}.jpg"
 # written under that script's naming (results/fleur_foil.txt), so the layout read here is the Pascal one:
 # {category: [{"image", "captions": [a, b], "label": index of the correct caption, "references"?}]}.
 # An ASSUMPTION until the real file is seen.
-FOIL_JSON = {"file": "foil.json", "image": "image", "captions": "captions", "label": "label", "references": "references"}
+FOIL_JSON = {
+    "file": "foil.json",
+    "image": "image",
+    "captions": "captions",
+    "label": "label",
+    "references": "references",
+}
 FOIL_COUNTS: dict[str, int] = {}  # unverified here
 
 # --- THumB 1.0 (Kasai et al. 2022) ----------------------------------------------------------------------
@@ -125,8 +140,11 @@ THUMB_URLS = {
     "scores": "https://raw.githubusercontent.com/jungokasai/THumB/master/mscoco/mscoco_THumB-1.0.jsonl",
     "references": "https://raw.githubusercontent.com/jungokasai/THumB/master/mscoco/mscoco_references.jsonl",
 }
-THUMB_FILES = {"scores": "mscoco_THumB-1.0.jsonl", "references": ["mscoco_references.jsonl", "mscoco_references.json"],
-               "images": "val2014"}
+THUMB_FILES = {
+    "scores": "mscoco_THumB-1.0.jsonl",
+    "references": ["mscoco_references.jsonl", "mscoco_references.json"],
+    "images": "val2014",
+}
 # mscoco/README.md: "500 captions are evaluated for every model".
 THUMB_COUNTS = {"per_system": 500}
 
@@ -134,38 +152,58 @@ THUMB_COUNTS = {"per_system": 500}
 FLEUR_ANNOTATIONS = "annotations/ of github.com/Yebin46/FLEUR"
 LAYOUTS: dict[str, tuple[Layout, ...]] = {
     "flickr8k_expert": (
-        Layout("original", ((FLICKR8K_FILES["expert"],), (FLICKR8K_FILES["token"],)),
-               "Flickr8k_text.zip of the Flickr8k release, hockenmaier.cs.illinois.edu/8k-pictures.html"),
-        Layout("json", ((FLICKR8K_FILES["expert_json"],),),
-               f"{FLEUR_ANNOTATIONS}; the same file PAC-S reads, github.com/aimagelab/pacscore"),
+        Layout(
+            "original",
+            ((FLICKR8K_FILES["expert"],), (FLICKR8K_FILES["token"],)),
+            "Flickr8k_text.zip of the Flickr8k release, hockenmaier.cs.illinois.edu/8k-pictures.html",
+        ),
+        Layout(
+            "json",
+            ((FLICKR8K_FILES["expert_json"],),),
+            f"{FLEUR_ANNOTATIONS}; the same file PAC-S reads, github.com/aimagelab/pacscore",
+        ),
     ),
     "flickr8k_cf": (
-        Layout("original", ((FLICKR8K_FILES["crowdflower"],), (FLICKR8K_FILES["token"],)),
-               "Flickr8k_text.zip of the Flickr8k release, hockenmaier.cs.illinois.edu/8k-pictures.html"),
-        Layout("json", ((FLICKR8K_FILES["crowdflower_json"],),),
-               f"{FLEUR_ANNOTATIONS}; the same file PAC-S reads, github.com/aimagelab/pacscore"),
+        Layout(
+            "original",
+            ((FLICKR8K_FILES["crowdflower"],), (FLICKR8K_FILES["token"],)),
+            "Flickr8k_text.zip of the Flickr8k release, hockenmaier.cs.illinois.edu/8k-pictures.html",
+        ),
+        Layout(
+            "json",
+            ((FLICKR8K_FILES["crowdflower_json"],),),
+            f"{FLEUR_ANNOTATIONS}; the same file PAC-S reads, github.com/aimagelab/pacscore",
+        ),
     ),
     "composite": (
-        Layout("original", (tuple(f for f, _, _ in COMPOSITE_FILES.values()),),
-               f"the Composite release, {COMPOSITE_HOMEPAGE}"),
+        Layout(
+            "original",
+            (tuple(f for f, _, _ in COMPOSITE_FILES.values()),),
+            f"the Composite release, {COMPOSITE_HOMEPAGE}",
+        ),
         Layout("json", ((COMPOSITE_JSON["file"],),), FLEUR_ANNOTATIONS),
     ),
     "pascal50s": (
-        Layout("original", ((PASCAL50S_FILES["pairs"],), (PASCAL50S_FILES["votes"],)),
-               f"pyCIDErConsensus of the CIDEr release, {PASCAL50S_HOMEPAGE}"),
+        Layout(
+            "original",
+            ((PASCAL50S_FILES["pairs"],), (PASCAL50S_FILES["votes"],)),
+            f"pyCIDErConsensus of the CIDEr release, {PASCAL50S_HOMEPAGE}",
+        ),
         Layout("json", ((PASCAL50S_JSON["file"],),), FLEUR_ANNOTATIONS),
     ),
     "foil": (
-        Layout("original", ((FOIL_FILES["foil"],),), f"{FOIL_HOMEPAGE}; references from MSCOCO captions_val2014.json",
-               optional=(FOIL_FILES["coco_captions"],)),
+        Layout(
+            "original",
+            ((FOIL_FILES["foil"],),),
+            f"{FOIL_HOMEPAGE}; references from MSCOCO captions_val2014.json",
+            optional=(FOIL_FILES["coco_captions"],),
+        ),
         Layout("json", ((FOIL_JSON["file"],),), FLEUR_ANNOTATIONS, optional=(FOIL_FILES["coco_captions"],)),
     ),
     "thumb": (
         Layout("original", ((THUMB_FILES["scores"],), tuple(THUMB_FILES["references"])), f"mscoco/ of {THUMB_REPO}"),
     ),
-    "mmhe": (
-        Layout("original", (tuple(MMHE_FILES["annotations"]),), f"the authors' release, {MMHE_HOMEPAGE}"),
-    ),
+    "mmhe": (Layout("original", (tuple(MMHE_FILES["annotations"]),), f"the authors' release, {MMHE_HOMEPAGE}"),),
 }
 
 # What was checked against real upstream files (from public mirrors; nothing else could be downloaded):
@@ -173,13 +211,13 @@ VERIFIED: dict[str, Any] = {
     "mmhe": "layout ASSUMED (release not visible here); counts from the paper",
     "longcap_arena": "columns/split names from the project lead's notes; train/val prefixes assumed",
     "flickr8k_expert": "flickr8k.json loaded from FLEUR's real file (5,664 rows, 16,992 judgments); text-file layout "
-                       "from public preprocessing code (CLIPScore), on fixtures only",
+    "from public preprocessing code (CLIPScore), on fixtures only",
     "flickr8k_cf": "both layouts from public preprocessing code (CLIPScore), on fixtures only; no count",
     "composite": "CSV columns from public evaluation code; composite.json from FLEUR's fleur_com.py; fixtures only; "
-                 "no count",
+    "no count",
     "pascal50s": "pascal_50s.json loaded from FLEUR's real file (4 x 1,000 pairs); MAT fields from public evaluation "
-                 "code, on fixtures only (48 votes each)",
+    "code, on fixtures only (48 votes each)",
     "foil": "release JSON fields from public evaluation code; foil.json layout ASSUMED (no copy or reader found); "
-            "fixtures only; no count",
+    "fixtures only; no count",
     "thumb": "JSONL fields from the upstream README; references file name uncertain",
 }

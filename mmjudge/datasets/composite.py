@@ -16,13 +16,19 @@ import logging
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import (
-    BenchmarkBuilder, DataError, ImageLocator, check_range, content_ids, default_configs, squash,
+    BenchmarkBuilder,
+    DataError,
+    ImageLocator,
+    check_range,
+    content_ids,
+    default_configs,
+    squash,
 )
 from mmjudge.datasets._judgments import caption_judgments
 from mmjudge.human_judgments import HumanJudgments
@@ -47,8 +53,10 @@ class Composite(BenchmarkBuilder):
 }"""
     HOMEPAGE = src.COMPOSITE_HOMEPAGE
     LICENSE = "research use (see the authors' page); images under their sources' terms"
-    SOURCE_FILES = ("`8k_correctness.csv`, `30k_correctness.csv`, `coco_correctness.csv` (`;`-separated AMT exports), or "
-                    "`composite.json`; images in `Flicker8k_Dataset/`, `flickr30k_images/`, `val2014/` (optional)")
+    SOURCE_FILES = (
+        "`8k_correctness.csv`, `30k_correctness.csv`, `coco_correctness.csv` (`;`-separated AMT exports), or "
+        "`composite.json`; images in `Flicker8k_Dataset/`, `flickr30k_images/`, `val2014/` (optional)"
+    )
     KNOWN_ISSUES = (
         "Rows whose rating is empty are dropped (the reference code drops them too); the count is logged.",
         "References are the other captions judged for the same image in the same subset, the candidate itself "
@@ -56,15 +64,17 @@ class Composite(BenchmarkBuilder):
         "Ids come from (subset, image, caption), so both layouts give the same ids; a repeated caption gets `-2`.",
         "No exact upstream row count could be verified here.",
     )
-    FEATURES = datasets.Features({
-        "id": datasets.Value("string"),
-        "subset": datasets.Value("string"),
-        "image": datasets.Image(),
-        "image_path": datasets.Value("string"),
-        "text": datasets.Value("string"),
-        "references": datasets.Sequence(datasets.Value("string")),
-        "score": datasets.Value("float32"),
-    })
+    FEATURES = datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "subset": datasets.Value("string"),
+            "image": datasets.Image(),
+            "image_path": datasets.Value("string"),
+            "text": datasets.Value("string"),
+            "references": datasets.Sequence(datasets.Value("string")),
+            "score": datasets.Value("float32"),
+        }
+    )
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
         layout, paths = self.detect_layout(source)
@@ -84,8 +94,11 @@ class Composite(BenchmarkBuilder):
     def read_csv(self, path: Path, subset: str, n_texts: int) -> list[tuple[str, str, str, float]]:
         with path.open(encoding="utf-8", newline="") as f:
             reader = csv.DictReader(f, delimiter=CSV["sep"])
-            needed = [CSV["image_url"], *(CSV["text"].format(i) for i in range(1, n_texts + 1)),
-                      *(CSV["answer"].format(i) for i in range(1, n_texts + 1))]
+            needed = [
+                CSV["image_url"],
+                *(CSV["text"].format(i) for i in range(1, n_texts + 1)),
+                *(CSV["answer"].format(i) for i in range(1, n_texts + 1)),
+            ]
             missing = [c for c in needed if c not in (reader.fieldnames or [])]
             if missing:
                 raise DataError(f"{path.name}: missing columns {missing}.")
@@ -109,8 +122,10 @@ class Composite(BenchmarkBuilder):
         except json.JSONDecodeError as err:
             raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
         if not isinstance(data, dict) or not data:
-            raise DataError(f"{path.name}: expected {{subset: [samples]}} with subsets {list(src.COMPOSITE_FILES)}, "
-                            f"but got {type(data).__name__}.")
+            raise DataError(
+                f"{path.name}: expected {{subset: [samples]}} with subsets {list(src.COMPOSITE_FILES)}, "
+                f"but got {type(data).__name__}."
+            )
         unknown = [k for k in data if k not in src.COMPOSITE_FILES]
         if unknown:
             raise DataError(f"{path.name}: expected subsets among {list(src.COMPOSITE_FILES)}, but got {unknown}.")
@@ -120,14 +135,22 @@ class Composite(BenchmarkBuilder):
                 where = f"{path.name}: {subset}[{n}]"
                 needed = (JSON["image"], JSON["text"], JSON["score"])
                 if not isinstance(sample, dict) or any(k not in sample for k in needed):
-                    raise DataError(f"{where}: expected an object with {JSON['image']!r}, {JSON['text']!r} and "
-                                    f"{JSON['score']!r}, but got {str(sample)[:80]!r}.")
+                    raise DataError(
+                        f"{where}: expected an object with {JSON['image']!r}, {JSON['text']!r} and "
+                        f"{JSON['score']!r}, but got {str(sample)[:80]!r}."
+                    )
                 score = sample[JSON["score"]]
                 if score is None or (isinstance(score, float) and math.isnan(score)):
                     dropped += 1  # the CSV layout drops unrated rows too
                     continue
-                judged.append((subset, Path(str(sample[JSON["image"]])).name, squash(sample[JSON["text"]]),
-                               check_range(score, 1, 5, where)))
+                judged.append(
+                    (
+                        subset,
+                        Path(str(sample[JSON["image"]])).name,
+                        squash(sample[JSON["text"]]),
+                        check_range(score, 1, 5, where),
+                    )
+                )
         if dropped:
             logger.warning("%s: dropped %d captions without a rating.", path.name, dropped)
         return judged
@@ -138,9 +161,12 @@ class Composite(BenchmarkBuilder):
         captions: dict[tuple[str, str], list[str]] = defaultdict(list)
         for subset, image_name, text, _score in judged:
             captions[(subset, image_name)].append(text)
-        locators = {subset: ImageLocator(source, folders, f"Composite {subset} images")
-                    for subset, folders in src.COMPOSITE_IMAGE_FOLDERS.items() if any(j[0] == subset for j in judged)}
-        images: dict[tuple[str, str], Optional[dict]] = {}
+        locators = {
+            subset: ImageLocator(source, folders, f"Composite {subset} images")
+            for subset, folders in src.COMPOSITE_IMAGE_FOLDERS.items()
+            if any(j[0] == subset for j in judged)
+        }
+        images: dict[tuple[str, str], dict | None] = {}
         rows = []
         for subset in src.COMPOSITE_FILES:
             mine = [j for j in judged if j[0] == subset]
@@ -151,9 +177,17 @@ class Composite(BenchmarkBuilder):
                     images[key] = self.image(locators[subset](image_name))
                 others = list(captions[key])
                 others.remove(text)
-                rows.append({"id": row_id, "subset": subset, "image": images[key],
-                             "image_path": f"{src.COMPOSITE_FILES[subset][2]}/{image_name}", "text": text,
-                             "references": others, "score": score})
+                rows.append(
+                    {
+                        "id": row_id,
+                        "subset": subset,
+                        "image": images[key],
+                        "image_path": f"{src.COMPOSITE_FILES[subset][2]}/{image_name}",
+                        "text": text,
+                        "references": others,
+                        "score": score,
+                    }
+                )
         return rows
 
 

@@ -24,7 +24,9 @@ class Flickr8kExpert(Flickr8kBuilder):
         "of the image's own five captions are dropped, as in SPICE/CLIPScore, leaving 5,664 pairs and 16,992 "
         "judgments; references are the image's five captions."
     )
-    SOURCE_FILES = "`ExpertAnnotations.txt` + `Flickr8k.token.txt`, or `flickr8k.json`; images in `Flicker8k_Dataset/` (optional)"
+    SOURCE_FILES = (
+        "`ExpertAnnotations.txt` + `Flickr8k.token.txt`, or `flickr8k.json`; images in `Flicker8k_Dataset/` (optional)"
+    )
     KNOWN_ISSUES = (
         "Images are not redistributable: supply them in data_dir/Flicker8k_Dataset/ or the image column is None.",
         "Kendall tau-c over one row per judgment is the customary protocol (a candidate's score repeats 3 times).",

@@ -42,8 +42,10 @@ class FOIL(BenchmarkBuilder):
 }"""
     HOMEPAGE = src.FOIL_HOMEPAGE
     LICENSE = "see the FOIL page; MSCOCO annotations CC BY 4.0"
-    SOURCE_FILES = ("`foilv1.0_test_2017.json` or `foil.json`; MSCOCO `captions_val2014.json` (for references, "
-                    "optional); images in `val2014/` (optional)")
+    SOURCE_FILES = (
+        "`foilv1.0_test_2017.json` or `foil.json`; MSCOCO `captions_val2014.json` (for references, "
+        "optional); images in `val2014/` (optional)"
+    )
     KNOWN_ISSUES = (
         "Without references in the file or captions_val2014.json the references column is empty "
         "(reference-based metrics cannot run).",
@@ -53,17 +55,19 @@ class FOIL(BenchmarkBuilder):
         "pair-accuracy script reads; target_word / foil_word are then read from where the captions differ.",
         "Ids come from (image, original, foil), so both layouts give the same ids; a repeated pair gets `-2`.",
     )
-    FEATURES = datasets.Features({
-        "id": datasets.Value("string"),
-        "image_id": datasets.Value("int64"),
-        "image": datasets.Image(),
-        "image_path": datasets.Value("string"),
-        "original": datasets.Value("string"),
-        "foil": datasets.Value("string"),
-        "target_word": datasets.Value("string"),
-        "foil_word": datasets.Value("string"),
-        "references": datasets.Sequence(datasets.Value("string")),
-    })
+    FEATURES = datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "image_id": datasets.Value("int64"),
+            "image": datasets.Image(),
+            "image_path": datasets.Value("string"),
+            "original": datasets.Value("string"),
+            "foil": datasets.Value("string"),
+            "target_word": datasets.Value("string"),
+            "foil_word": datasets.Value("string"),
+            "references": datasets.Sequence(datasets.Value("string")),
+        }
+    )
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
         layout, paths = self.detect_layout(source)
@@ -83,8 +87,15 @@ class FOIL(BenchmarkBuilder):
             refs = pair.pop("references")
             if refs is None:  # not in the file: the image's other MSCOCO captions, the original excluded
                 refs = [r for r in coco_refs.get(pair["image_id"], []) if r != pair["original"]]
-            rows.append({"id": row_id, **pair, "references": refs, "image": self.image(locate(name)),
-                         "image_path": f"{src.FOIL_FILES['images']}/{name}"})
+            rows.append(
+                {
+                    "id": row_id,
+                    **pair,
+                    "references": refs,
+                    "image": self.image(locate(name)),
+                    "image_path": f"{src.FOIL_FILES['images']}/{name}",
+                }
+            )
         return {"test": rows}
 
     def read_original(self, path: Path) -> list[dict[str, Any]]:
@@ -102,33 +113,58 @@ class FOIL(BenchmarkBuilder):
         for n, ann in enumerate(foils):
             original = originals.get(int(ann["id"]))
             if original is None:
-                raise DataError(f"{path.name}: foil caption {ann.get('foil_id', n)!r} has no original caption with id {ann['id']!r}.")
-            pairs.append({"image_id": int(ann["image_id"]), "original": squash(original["caption"]),
-                          "foil": squash(ann["caption"]), "target_word": str(ann.get("target_word", "")),
-                          "foil_word": str(ann.get("foil_word", "")), "references": None})
+                raise DataError(
+                    f"{path.name}: foil caption {ann.get('foil_id', n)!r} has no original caption with id {ann['id']!r}."
+                )
+            pairs.append(
+                {
+                    "image_id": int(ann["image_id"]),
+                    "original": squash(original["caption"]),
+                    "foil": squash(ann["caption"]),
+                    "target_word": str(ann.get("target_word", "")),
+                    "foil_word": str(ann.get("foil_word", "")),
+                    "references": None,
+                }
+            )
         return pairs
 
     def read_json(self, path: Path) -> list[dict[str, Any]]:
         data = _load(path)
         groups = list(data.values()) if isinstance(data, dict) else [data]
         if not data or not all(isinstance(g, list) for g in groups):
-            raise DataError(f"{path.name}: expected {{category: [pairs]}} (the pascal_50s.json shape), but got "
-                            f"{type(data).__name__}.")
+            raise DataError(
+                f"{path.name}: expected {{category: [pairs]}} (the pascal_50s.json shape), but got "
+                f"{type(data).__name__}."
+            )
         pairs = []
         for group_name, group in zip(data if isinstance(data, dict) else ["pairs"], groups):
             for n, sample in enumerate(group):
                 where = f"{path.name}: {group_name}[{n}]"
                 captions = sample.get(JSON["captions"]) if isinstance(sample, dict) else None
                 label = sample.get(JSON["label"]) if isinstance(sample, dict) else None
-                if not isinstance(captions, list) or len(captions) != 2 or label not in (0, 1) or isinstance(label, bool):
-                    raise DataError(f"{where}: expected {JSON['image']!r}, two {JSON['captions']!r} and {JSON['label']!r} "
-                                    f"0 or 1 (the correct caption), but got {str(sample)[:80]!r}.")
+                if (
+                    not isinstance(captions, list)
+                    or len(captions) != 2
+                    or label not in (0, 1)
+                    or isinstance(label, bool)
+                ):
+                    raise DataError(
+                        f"{where}: expected {JSON['image']!r}, two {JSON['captions']!r} and {JSON['label']!r} "
+                        f"0 or 1 (the correct caption), but got {str(sample)[:80]!r}."
+                    )
                 original, foil = squash(captions[label]), squash(captions[1 - label])
                 target, foil_word = swapped_words(original, foil)
                 refs = sample.get(JSON["references"])
-                pairs.append({"image_id": coco_image_id(str(sample.get(JSON["image"], "")), where), "original": original,
-                              "foil": foil, "target_word": target, "foil_word": foil_word,
-                              "references": [squash(r) for r in refs] if isinstance(refs, list) else None})
+                pairs.append(
+                    {
+                        "image_id": coco_image_id(str(sample.get(JSON["image"], "")), where),
+                        "original": original,
+                        "foil": foil,
+                        "target_word": target,
+                        "foil_word": foil_word,
+                        "references": [squash(r) for r in refs] if isinstance(refs, list) else None,
+                    }
+                )
         return pairs
 
 
@@ -173,7 +209,15 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     for _split, row in rows_of(dataset):
         good, bad = f"{row['id']}-orig", f"{row['id']}-foil"
         for item_id, text in ((good, row["original"]), (bad, row["foil"])):
-            items.append({"id": item_id, "task": "ic", "text": text, "image": row["image"],
-                          "image_path": row["image_path"], "references": list(row["references"])})
+            items.append(
+                {
+                    "id": item_id,
+                    "task": "ic",
+                    "text": text,
+                    "image": row["image"],
+                    "image_path": row["image_path"],
+                    "references": list(row["references"]),
+                }
+            )
         pairs.append({"task": "ic", "better": good, "worse": bad, "kind": "foil", "weight": 1.0})
     return HumanJudgments(name="foil", items=items, pairs=pairs, correlation="accuracy")

@@ -14,7 +14,7 @@ import logging
 import math
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import datasets
 
@@ -42,40 +42,54 @@ class LongCapArena(BenchmarkBuilder):
 }"""
     HOMEPAGE = f"https://huggingface.co/datasets/{src.LONGCAP_REPO}"
     LICENSE = "see the Hub dataset card (images from DCI)"
-    SOURCE_FILES = "the Hub Parquet files (`<split>.<desc|rel|flu>*.parquet`, e.g. `dci_val.desc-00000-of-00001.parquet`)"
+    SOURCE_FILES = (
+        "the Hub Parquet files (`<split>.<desc|rel|flu>*.parquet`, e.g. `dci_val.desc-00000-of-00001.parquet`)"
+    )
     KNOWN_ISSUES = (
         "The paper's per-split sizes (11,971 / 1,309 / 294 / 324) are approximate; validation checks the "
         "Parquet row counts against the Hub's own metadata (README dataset_info) when it is present.",
         "Upstream prefixes of train/validation are assumed ('train', 'val'); testA = dci_val, testB = dci_test.",
     )
-    FEATURES = datasets.Features({
-        "id": datasets.Value("string"),
-        "image_name": datasets.Value("string"),
-        "image": datasets.Image(),
-        "references": datasets.Sequence(datasets.Value("string")),
-        "text": datasets.Value("string"),
-        "descriptiveness": datasets.Value("float32"),
-        "relevance": datasets.Value("float32"),
-        "fluency": datasets.Value("float32"),
-    })
+    FEATURES = datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "image_name": datasets.Value("string"),
+            "image": datasets.Image(),
+            "references": datasets.Sequence(datasets.Value("string")),
+            "text": datasets.Value("string"),
+            "descriptiveness": datasets.Value("float32"),
+            "relevance": datasets.Value("float32"),
+            "fluency": datasets.Value("float32"),
+        }
+    )
 
     def download(self, dl_manager: datasets.DownloadManager) -> Path:
         from huggingface_hub import snapshot_download
 
-        return Path(snapshot_download(src.LONGCAP_REPO, repo_type="dataset", revision=src.LONGCAP_REVISION,
-                                      allow_patterns=["*.parquet", "README.md"]))
+        return Path(
+            snapshot_download(
+                src.LONGCAP_REPO,
+                repo_type="dataset",
+                revision=src.LONGCAP_REVISION,
+                allow_patterns=["*.parquet", "README.md"],
+            )
+        )
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
         published = published_counts(source / "README.md")
         splits: dict[str, list[dict[str, Any]]] = {}
         for split, prefix in src.LONGCAP_SPLITS.items():
-            tables = {crit: criterion_files(source, f"{prefix}.{short}") for crit, short in src.LONGCAP_CRITERIA.items()}
+            tables = {
+                crit: criterion_files(source, f"{prefix}.{short}") for crit, short in src.LONGCAP_CRITERIA.items()
+            }
             present = [c for c, files in tables.items() if files]
             if not present:
                 continue
             if len(present) != len(tables):
                 missing = sorted(set(tables) - set(present))
-                raise DataError(f"LongCap-Arena {split} ({prefix}): files for {missing} are missing; the three criteria must all be present.")
+                raise DataError(
+                    f"LongCap-Arena {split} ({prefix}): files for {missing} are missing; the three criteria must all be present."
+                )
             splits[split] = self.join(split, prefix, tables, published)
         if not splits:
             raise DataError(f"No LongCap-Arena Parquet files (e.g. dci_val.desc*.parquet) under {str(source)!r}.")
@@ -108,19 +122,23 @@ class LongCapArena(BenchmarkBuilder):
         for crit in others:
             if set(by_criterion[crit]) != set(keys):
                 only = len(set(keys) ^ set(by_criterion[crit]))
-                raise DataError(f"LongCap-Arena {split}: {first} and {crit} disagree on {only} (image, candidate) "
-                                "pairs; a criterion file is truncated or from another version.")
+                raise DataError(
+                    f"LongCap-Arena {split}: {first} and {crit} disagree on {only} (image, candidate) "
+                    "pairs; a criterion file is truncated or from another version."
+                )
         rows = []
         for key in keys:
             base = by_criterion[first][key]
-            rows.append({
-                "id": stable_id(f"longcap-{split}", *key),
-                "image_name": key[0],
-                "image": _image_cell(base[COL["image"]], key[0]),
-                "references": [str(r) for r in base[COL["references"]] or []],
-                "text": key[1],
-                **{crit: float(by_criterion[crit][key][COL["score"]]) for crit in src.LONGCAP_CRITERIA},
-            })
+            rows.append(
+                {
+                    "id": stable_id(f"longcap-{split}", *key),
+                    "image_name": key[0],
+                    "image": _image_cell(base[COL["image"]], key[0]),
+                    "references": [str(r) for r in base[COL["references"]] or []],
+                    "text": key[1],
+                    **{crit: float(by_criterion[crit][key][COL["score"]]) for crit in src.LONGCAP_CRITERIA},
+                }
+            )
         return rows
 
 
@@ -137,11 +155,15 @@ def published_counts(readme: Path) -> dict[str, int]:
     if not readme.is_file():
         return {}
     text = readme.read_text(encoding="utf-8")
-    return {m.group(1): int(m.group(2)) for m in re.finditer(
-        r"-\s+name:\s*['\"]?([\w.]+)['\"]?\s*\n\s+num_bytes:\s*\d+\s*\n\s+num_examples:\s*(\d+)", text)}
+    return {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(
+            r"-\s+name:\s*['\"]?([\w.]+)['\"]?\s*\n\s+num_bytes:\s*\d+\s*\n\s+num_examples:\s*(\d+)", text
+        )
+    }
 
 
-def _image_cell(value: Any, name: str) -> Optional[dict[str, Any]]:
+def _image_cell(value: Any, name: str) -> dict[str, Any] | None:
     if value is None:
         return None
     data = value.get("bytes") if isinstance(value, dict) else value
@@ -162,10 +184,28 @@ def _image_cell(value: Any, name: str) -> Optional[dict[str, Any]]:
 def to_human_judgments(dataset: Any) -> HumanJudgments:
     items, ratings = [], []
     for split, row in rows_of(dataset):
-        items.append({"id": row["id"], "task": "ic", "text": row["text"], "image": row["image"],
-                      "image_path": row["image_name"], "references": list(row["references"]), "split": split})
+        items.append(
+            {
+                "id": row["id"],
+                "task": "ic",
+                "text": row["text"],
+                "image": row["image"],
+                "image_path": row["image_name"],
+                "references": list(row["references"]),
+                "split": split,
+            }
+        )
         for crit in src.LONGCAP_CRITERIA:
-            ratings.append({"id": row["id"], "task": "ic", "criterion": crit, "score": float(row[crit]),
-                            "annotator": None, "split": split})
-    return HumanJudgments(name="longcap_arena", items=items, ratings=ratings, correlation="tau_c",
-                          criteria=list(src.LONGCAP_CRITERIA))
+            ratings.append(
+                {
+                    "id": row["id"],
+                    "task": "ic",
+                    "criterion": crit,
+                    "score": float(row[crit]),
+                    "annotator": None,
+                    "split": split,
+                }
+            )
+    return HumanJudgments(
+        name="longcap_arena", items=items, ratings=ratings, correlation="tau_c", criteria=list(src.LONGCAP_CRITERIA)
+    )

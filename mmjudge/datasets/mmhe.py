@@ -45,27 +45,31 @@ class MMHE(BenchmarkBuilder):
 }"""
     HOMEPAGE = src.MMHE_HOMEPAGE
     LICENSE = "see the authors' release (sources: RefCOCO Apache-2.0, OK-VQA Apache-2.0, VisualMRC, MSCOCO CC BY 4.0)"
-    SOURCE_FILES = "`mmhe.json` (or `.jsonl`: one object per instance, fields in `_sources.MMHE_FIELDS`) and the images it names"
+    SOURCE_FILES = (
+        "`mmhe.json` (or `.jsonl`: one object per instance, fields in `_sources.MMHE_FIELDS`) and the images it names"
+    )
     KNOWN_ISSUES = (
         "The authors' release layout was not reachable when this loader was written: it reads the layout in "
         "mmjudge/datasets/_sources.py (MMHE_FILES, MMHE_FIELDS); correct it there if the release differs.",
         "Overall judgments are best-of-three choices, not scores; how they become pairs is the meta-evaluation's option.",
     )
-    FEATURES = datasets.Features({
-        "id": datasets.Value("string"),
-        "task": datasets.Value("string"),
-        "instance_id": datasets.Value("string"),
-        "candidate_index": datasets.Value("int32"),
-        "model": datasets.Value("string"),
-        "image": datasets.Image(),
-        "image_path": datasets.Value("string"),
-        "question": datasets.Value("string"),
-        "box": datasets.Sequence(datasets.Value("float32")),
-        "text": datasets.Value("string"),
-        "annotators": datasets.Sequence(datasets.Value("string")),
-        **{c: datasets.Sequence(datasets.Value("int32")) for c in CRITERIA},
-        "chosen_by": datasets.Sequence(datasets.Value("bool")),
-    })
+    FEATURES = datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "task": datasets.Value("string"),
+            "instance_id": datasets.Value("string"),
+            "candidate_index": datasets.Value("int32"),
+            "model": datasets.Value("string"),
+            "image": datasets.Image(),
+            "image_path": datasets.Value("string"),
+            "question": datasets.Value("string"),
+            "box": datasets.Sequence(datasets.Value("float32")),
+            "text": datasets.Value("string"),
+            "annotators": datasets.Sequence(datasets.Value("string")),
+            **{c: datasets.Sequence(datasets.Value("int32")) for c in CRITERIA},
+            "chosen_by": datasets.Sequence(datasets.Value("bool")),
+        }
+    )
     DEFAULT_COUNTS = {
         "test": len(src.MMHE_TASKS) * N["instances_per_task"] * N["candidates_per_instance"],
         "instances_per_task": N["instances_per_task"],
@@ -77,7 +81,7 @@ class MMHE(BenchmarkBuilder):
         path = next(paths[n] for n in src.MMHE_FILES["annotations"] if n in paths)
         instances = _read_instances(path)
         rows: list[dict[str, Any]] = []
-        per_task = {t: 0 for t in src.MMHE_TASKS}
+        per_task = dict.fromkeys(src.MMHE_TASKS, 0)
         for n, inst in enumerate(instances, 1):
             where = f"{path.name}: instance {n}"
             task = str(inst.get(F["task"], "")).upper()
@@ -103,10 +107,14 @@ class MMHE(BenchmarkBuilder):
         annotators = [str(a) for a in inst.get(F["annotators"]) or range(N["annotators"])]
         best = inst.get(F["best"]) or []
         if len(annotators) != N["annotators"] or len(best) != N["annotators"]:
-            raise DataError(f"{where} ({task} {instance_id}): expected 3 annotators and 3 best-of-three choices, "
-                            f"but got {len(annotators)} and {len(best)}.")
+            raise DataError(
+                f"{where} ({task} {instance_id}): expected 3 annotators and 3 best-of-three choices, "
+                f"but got {len(annotators)} and {len(best)}."
+            )
         if any(not isinstance(b, int) or not 0 <= b < len(candidates) for b in best):
-            raise DataError(f"{where} ({task} {instance_id}): best-of-three choices must be candidate indices 0-2, but got {best!r}.")
+            raise DataError(
+                f"{where} ({task} {instance_id}): best-of-three choices must be candidate indices 0-2, but got {best!r}."
+            )
         image_rel = inst.get(F["image"])
         image = self.image(source / image_rel) if image_rel else None
         box = inst.get(F["box"])
@@ -117,18 +125,29 @@ class MMHE(BenchmarkBuilder):
             ratings = cand.get(F["ratings"]) or {}
             row = {
                 "id": f"mmhe-{task.lower()}-{instance_id}-{k}",
-                "task": task, "instance_id": instance_id, "candidate_index": k,
-                "model": str(cand.get(F["model"], "")), "image": image, "image_path": image_rel,
-                "question": inst.get(F["question"]), "box": [float(v) for v in box] if box else None,
-                "text": str(cand.get(F["text"], "")), "annotators": annotators,
+                "task": task,
+                "instance_id": instance_id,
+                "candidate_index": k,
+                "model": str(cand.get(F["model"], "")),
+                "image": image,
+                "image_path": image_rel,
+                "question": inst.get(F["question"]),
+                "box": [float(v) for v in box] if box else None,
+                "text": str(cand.get(F["text"], "")),
+                "annotators": annotators,
                 "chosen_by": [b == k for b in best],
             }
             for criterion in CRITERIA:
                 values = ratings.get(criterion)
-                if not isinstance(values, list) or len(values) != N["annotators"] or any(
-                        not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 5 for v in values):
-                    raise DataError(f"{where} ({task} {instance_id}, candidate {k}): expected three integer "
-                                    f"{criterion} ratings in 1-5, but got {values!r}.")
+                if (
+                    not isinstance(values, list)
+                    or len(values) != N["annotators"]
+                    or any(not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 5 for v in values)
+                ):
+                    raise DataError(
+                        f"{where} ({task} {instance_id}, candidate {k}): expected three integer "
+                        f"{criterion} ratings in 1-5, but got {values!r}."
+                    )
                 row[criterion] = values
             rows.append(row)
         return rows
@@ -149,13 +168,29 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     items, ratings, groups = [], [], {}
     for _split, row in rows_of(dataset):
         task = src.MMHE_TASKS[row["task"]]
-        items.append({"id": row["id"], "task": task, "text": row["text"], "image": row["image"],
-                      "image_path": row["image_path"], "question": row["question"], "box": row["box"],
-                      "model": row["model"]})
+        items.append(
+            {
+                "id": row["id"],
+                "task": task,
+                "text": row["text"],
+                "image": row["image"],
+                "image_path": row["image_path"],
+                "question": row["question"],
+                "box": row["box"],
+                "model": row["model"],
+            }
+        )
         for criterion in CRITERIA:
             for annotator, score in zip(row["annotators"], row[criterion]):
-                ratings.append({"id": row["id"], "task": task, "criterion": criterion, "score": float(score),
-                                "annotator": annotator})
+                ratings.append(
+                    {
+                        "id": row["id"],
+                        "task": task,
+                        "criterion": criterion,
+                        "score": float(score),
+                        "annotator": annotator,
+                    }
+                )
         group = groups.setdefault((task, row["instance_id"]), {"ids": [], "best": {}, "annotators": row["annotators"]})
         group["ids"].append(row["id"])
         for annotator, chosen in zip(row["annotators"], row["chosen_by"]):
@@ -163,7 +198,10 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
                 group["best"][annotator] = row["id"]
     choices = [
         {"group": f"mmhe-{task}-{instance}", "task": task, "candidates": g["ids"], "annotator": a, "best": best}
-        for (task, instance), g in groups.items() for a in g["annotators"] if (best := g["best"].get(a))
+        for (task, instance), g in groups.items()
+        for a in g["annotators"]
+        if (best := g["best"].get(a))
     ]
-    return HumanJudgments(name="mmhe", items=items, ratings=ratings, choices=choices, correlation="tau_b",
-                          criteria=list(CRITERIA))
+    return HumanJudgments(
+        name="mmhe", items=items, ratings=ratings, choices=choices, correlation="tau_b", criteria=list(CRITERIA)
+    )

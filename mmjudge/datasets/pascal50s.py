@@ -22,7 +22,13 @@ import numpy as np
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import (
-    BenchmarkBuilder, DataError, ImageLocator, check_count, content_ids, default_configs, squash,
+    BenchmarkBuilder,
+    DataError,
+    ImageLocator,
+    check_count,
+    content_ids,
+    default_configs,
+    squash,
 )
 from mmjudge.datasets._judgments import rows_of
 from mmjudge.human_judgments import HumanJudgments
@@ -48,8 +54,10 @@ class Pascal50S(BenchmarkBuilder):
 }"""
     HOMEPAGE = src.PASCAL50S_HOMEPAGE
     LICENSE = "research use; images under the PASCAL VOC terms"
-    SOURCE_FILES = ("`pair_pascal.mat` and `consensus_pascal.mat` (pyCIDErConsensus), or `pascal_50s.json`; "
-                    "VOC images in `JPEGImages/` (optional)")
+    SOURCE_FILES = (
+        "`pair_pascal.mat` and `consensus_pascal.mat` (pyCIDErConsensus), or `pascal_50s.json`; "
+        "VOC images in `JPEGImages/` (optional)"
+    )
     KNOWN_ISSUES = (
         "`label` is the caption humans preferred (0: text_a, 1: text_b). From the .mat files it is the majority of "
         "the 48 votes, and a 24–24 tie makes text_a the preferred caption (public code breaks ties at random, so "
@@ -60,20 +68,25 @@ class Pascal50S(BenchmarkBuilder):
         "Ids come from (category, image, text_a, text_b), so both layouts give the same ids; pascal_50s.json "
         "repeats two MM pairs, whose second copies get `-2`.",
     )
-    FEATURES = datasets.Features({
-        "id": datasets.Value("string"),
-        "category": datasets.Value("string"),
-        "image": datasets.Image(),
-        "image_path": datasets.Value("string"),
-        "text_a": datasets.Value("string"),
-        "text_b": datasets.Value("string"),
-        "label": datasets.Value("int32"),
-        "votes_a": datasets.Value("int32"),
-        "votes_b": datasets.Value("int32"),
-        "references": datasets.Sequence(datasets.Value("string")),
-    })
-    DEFAULT_COUNTS = {"test": src.PASCAL50S_COUNTS["test"], "per_category": src.PASCAL50S_COUNTS["per_category"],
-                      "votes_per_pair": src.PASCAL50S_COUNTS["votes_per_pair"]}
+    FEATURES = datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "category": datasets.Value("string"),
+            "image": datasets.Image(),
+            "image_path": datasets.Value("string"),
+            "text_a": datasets.Value("string"),
+            "text_b": datasets.Value("string"),
+            "label": datasets.Value("int32"),
+            "votes_a": datasets.Value("int32"),
+            "votes_b": datasets.Value("int32"),
+            "references": datasets.Sequence(datasets.Value("string")),
+        }
+    )
+    DEFAULT_COUNTS = {
+        "test": src.PASCAL50S_COUNTS["test"],
+        "per_category": src.PASCAL50S_COUNTS["per_category"],
+        "votes_per_pair": src.PASCAL50S_COUNTS["votes_per_pair"],
+    }
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
         layout, paths = self.detect_layout(source)
@@ -93,8 +106,14 @@ class Pascal50S(BenchmarkBuilder):
             ids = content_ids(f"pascal50s-{label.lower()}", [(p["image_name"], p["text_a"], p["text_b"]) for p in mine])
             for row_id, pair in zip(ids, mine):
                 image_name = pair.pop("image_name")
-                rows.append({"id": row_id, **pair, "image": self.image(locate(image_name)),
-                             "image_path": f"{src.PASCAL50S_FILES['images']}/{image_name}"})
+                rows.append(
+                    {
+                        "id": row_id,
+                        **pair,
+                        "image": self.image(locate(image_name)),
+                        "image_path": f"{src.PASCAL50S_FILES['images']}/{image_name}",
+                    }
+                )
         return {"test": rows}
 
     def read_mat(self, pairs_path: Path, votes_path: Path) -> list[dict[str, Any]]:
@@ -114,7 +133,9 @@ class Pascal50S(BenchmarkBuilder):
         out, ties = [], 0
         for i, (pair, category) in enumerate(zip(pairs, categories)):
             if len(pair) != 3 or category not in CATEGORIES:
-                raise DataError(f"Pascal-50S pair {i}: expected (image, caption A, caption B) and category 1-4, got {pair!r}, {category!r}.")
+                raise DataError(
+                    f"Pascal-50S pair {i}: expected (image, caption A, caption B) and category 1-4, got {pair!r}, {category!r}."
+                )
             image_name, text_a, text_b = (squash(x) for x in pair)
             votes = {text_a: 0, text_b: 0}
             refs = []
@@ -124,15 +145,28 @@ class Pascal50S(BenchmarkBuilder):
                 ref, cand_b, cand_c, winner = triplets[j]
                 chosen = squash(cand_b if int(winner) == 1 else cand_c)
                 if chosen not in votes:
-                    raise DataError(f"Pascal-50S vote {j} is for {chosen[:40]!r}, not a caption of pair {i}: files out of sync.")
+                    raise DataError(
+                        f"Pascal-50S vote {j} is for {chosen[:40]!r}, not a caption of pair {i}: files out of sync."
+                    )
                 votes[chosen] += 1
                 refs.append(squash(ref))
             ties += votes[text_a] == votes[text_b]
-            out.append({"category": CATEGORIES[category], "image_name": image_name, "text_a": text_a, "text_b": text_b,
-                        "label": preferred(votes[text_a], votes[text_b]), "votes_a": votes[text_a],
-                        "votes_b": votes[text_b], "references": refs})
+            out.append(
+                {
+                    "category": CATEGORIES[category],
+                    "image_name": image_name,
+                    "text_a": text_a,
+                    "text_b": text_b,
+                    "label": preferred(votes[text_a], votes[text_b]),
+                    "votes_a": votes[text_a],
+                    "votes_b": votes[text_b],
+                    "references": refs,
+                }
+            )
         if ties:
-            logger.warning("Pascal-50S: %d pairs have as many votes for each caption; text_a is taken as preferred.", ties)
+            logger.warning(
+                "Pascal-50S: %d pairs have as many votes for each caption; text_a is taken as preferred.", ties
+            )
         return out
 
     def read_json(self, path: Path) -> list[dict[str, Any]]:
@@ -150,16 +184,28 @@ class Pascal50S(BenchmarkBuilder):
                 where = f"{path.name}: {category}[{n}]"
                 captions = sample.get(JSON["captions"]) if isinstance(sample, dict) else None
                 if not isinstance(captions, list) or len(captions) != 2 or JSON["image"] not in sample:
-                    raise DataError(f"{where}: expected {JSON['image']!r} and two {JSON['captions']!r}, "
-                                    f"but got {str(sample)[:80]!r}.")
+                    raise DataError(
+                        f"{where}: expected {JSON['image']!r} and two {JSON['captions']!r}, "
+                        f"but got {str(sample)[:80]!r}."
+                    )
                 label = sample.get(JSON["label"])
                 if label not in (0, 1) or isinstance(label, bool):
-                    raise DataError(f"{where}: expected {JSON['label']!r} 0 or 1 (the index of the preferred caption), "
-                                    f"but got {label!r}.")
-                out.append({"category": category, "image_name": Path(str(sample[JSON["image"]])).name,
-                            "text_a": squash(captions[0]), "text_b": squash(captions[1]), "label": int(label),
-                            "votes_a": None, "votes_b": None,
-                            "references": [squash(r) for r in sample.get(JSON["references"]) or []]})
+                    raise DataError(
+                        f"{where}: expected {JSON['label']!r} 0 or 1 (the index of the preferred caption), "
+                        f"but got {label!r}."
+                    )
+                out.append(
+                    {
+                        "category": category,
+                        "image_name": Path(str(sample[JSON["image"]])).name,
+                        "text_a": squash(captions[0]),
+                        "text_b": squash(captions[1]),
+                        "label": int(label),
+                        "votes_a": None,
+                        "votes_b": None,
+                        "references": [squash(r) for r in sample.get(JSON["references"]) or []],
+                    }
+                )
         return out
 
 
@@ -201,8 +247,16 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     for _split, row in rows_of(dataset):
         a, b = f"{row['id']}-a", f"{row['id']}-b"
         for item_id, text in ((a, row["text_a"]), (b, row["text_b"])):
-            items.append({"id": item_id, "task": "ic", "text": text, "image": row["image"],
-                          "image_path": row["image_path"], "references": list(row["references"])})
+            items.append(
+                {
+                    "id": item_id,
+                    "task": "ic",
+                    "text": text,
+                    "image": row["image"],
+                    "image_path": row["image_path"],
+                    "references": list(row["references"]),
+                }
+            )
         better, worse = (a, b) if row["label"] == 0 else (b, a)
         pairs.append({"task": "ic", "better": better, "worse": worse, "kind": "pascal50s", "category": row["category"]})
     return HumanJudgments(name="pascal50s", items=items, pairs=pairs, correlation="accuracy")

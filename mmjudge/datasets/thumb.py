@@ -20,7 +20,14 @@ from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, che
 from mmjudge.datasets._judgments import caption_judgments
 from mmjudge.human_judgments import HumanJudgments
 
-UPSTREAM = {"precision": "P", "recall": "R", "fluency": "Flu", "conciseness": "Con", "inclusive": "Inc", "total": "human_score"}
+UPSTREAM = {
+    "precision": "P",
+    "recall": "R",
+    "fluency": "Flu",
+    "conciseness": "Con",
+    "inclusive": "Inc",
+    "total": "human_score",
+}
 CRITERIA = list(UPSTREAM)
 
 
@@ -42,16 +49,18 @@ class THumB(BenchmarkBuilder):
         "The references file name differs between the README and public code (.json vs .jsonl); both are accepted.",
         "Validation checks 500 rows per system (the README's statement) and total = (P+R)/2 + Flu + Con + Inc.",
     )
-    FEATURES = datasets.Features({
-        "id": datasets.Value("string"),
-        "system": datasets.Value("string"),
-        "seg_id": datasets.Value("string"),
-        "image": datasets.Image(),
-        "image_path": datasets.Value("string"),
-        "text": datasets.Value("string"),
-        "references": datasets.Sequence(datasets.Value("string")),
-        **{c: datasets.Value("float32") for c in CRITERIA},
-    })
+    FEATURES = datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "system": datasets.Value("string"),
+            "seg_id": datasets.Value("string"),
+            "image": datasets.Image(),
+            "image_path": datasets.Value("string"),
+            "text": datasets.Value("string"),
+            "references": datasets.Sequence(datasets.Value("string")),
+            **{c: datasets.Value("float32") for c in CRITERIA},
+        }
+    )
     DEFAULT_COUNTS = dict(src.THUMB_COUNTS)
 
     def download(self, dl_manager: datasets.DownloadManager) -> Path:
@@ -83,14 +92,27 @@ class THumB(BenchmarkBuilder):
                 check_range(values[c], 1, 5, f"{where} {c}")
             for c in ("fluency", "conciseness", "inclusive"):
                 check_range(values[c], -5, 0, f"{where} {c}")
-            total = (values["precision"] + values["recall"]) / 2 + values["fluency"] + values["conciseness"] + values["inclusive"]
+            total = (
+                (values["precision"] + values["recall"]) / 2
+                + values["fluency"]
+                + values["conciseness"]
+                + values["inclusive"]
+            )
             if abs(total - values["total"]) > 1e-4:
                 raise DataError(f"{where}: human_score {values['total']} != (P+R)/2 + Flu + Con + Inc = {total}.")
             image_name = str(line["image"])
-            rows.append({"id": f"thumb-{line['SYS']}-{seg}", "system": str(line["SYS"]), "seg_id": seg,
-                         "image": self.image(images / image_name) if images else None,
-                         "image_path": f"{src.THUMB_FILES['images']}/{image_name}", "text": str(line["hyp"]),
-                         "references": refs[seg], **values})
+            rows.append(
+                {
+                    "id": f"thumb-{line['SYS']}-{seg}",
+                    "system": str(line["SYS"]),
+                    "seg_id": seg,
+                    "image": self.image(images / image_name) if images else None,
+                    "image_path": f"{src.THUMB_FILES['images']}/{image_name}",
+                    "text": str(line["hyp"]),
+                    "references": refs[seg],
+                    **values,
+                }
+            )
         per_system = self.expected_counts.get("per_system")
         if per_system is not None:
             for system, count in Counter(r["system"] for r in rows).items():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmjudge.registry import Registry
 from mmjudge.judges.base import (
     Capabilities,
     GenerationRequest,
@@ -20,17 +19,32 @@ from mmjudge.judges.base import (
     RatingResult,
     Turn,
 )
+from mmjudge.registry import Registry
 
-__all__ = ["Capabilities", "Judge", "JudgeCapabilityError", "PrefixStep", "RatingRequest", "GenerationRequest",
-           "RatingResult", "Turn", "JUDGES", "load_judge", "available_judges"]
+__all__ = [
+    "Capabilities",
+    "Judge",
+    "JudgeCapabilityError",
+    "PrefixStep",
+    "RatingRequest",
+    "GenerationRequest",
+    "RatingResult",
+    "Turn",
+    "JUDGES",
+    "load_judge",
+    "available_judges",
+]
 
 
 # Judge backends: name -> class. A new backend is one file in this package and one line here.
-JUDGES = Registry("judge backend", {
-    "dummy": "mmjudge.judges.dummy:DummyJudge",
-    "openai": "mmjudge.judges.openai:OpenAIJudge",
-    "transformers": "mmjudge.judges.transformers:TransformersJudge",
-})  # fmt: skip
+JUDGES = Registry(
+    "judge backend",
+    {
+        "dummy": "mmjudge.judges.dummy:DummyJudge",
+        "openai": "mmjudge.judges.openai:OpenAIJudge",
+        "transformers": "mmjudge.judges.transformers:TransformersJudge",
+    },
+)
 
 
 def available_judges() -> list[str]:

@@ -25,8 +25,9 @@ import json
 import logging
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, ClassVar, Mapping, Optional, Sequence
+from typing import Any, ClassVar
 
 from PIL import Image
 
@@ -51,11 +52,11 @@ class _Conversation:
     """What both kinds of request carry: the conversation, its image, a forced answer start."""
 
     turns: Sequence[Turn]
-    image: Optional[Image.Image] = None
+    image: Image.Image | None = None
     answer_prefix: str = ""
     group: str = ""
-    conversation: Optional[str] = None
-    image_digest: Optional[str] = field(default=None, repr=False, compare=False)
+    conversation: str | None = None
+    image_digest: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.image is None:
@@ -145,9 +146,9 @@ class RatingResult:
 
     raw: list[float]
     greedy: str = ""
-    steps: Optional[list["PrefixStep"]] = None
+    steps: list[PrefixStep] | None = None
     mass_exact: bool = True
-    error: Optional[str] = None
+    error: str | None = None
 
     @property
     def mass(self) -> float:
@@ -172,7 +173,7 @@ class RatingResult:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "RatingResult":
+    def from_json(cls, data: Mapping[str, Any]) -> RatingResult:
         steps = data.get("steps")
         return cls(
             raw=[float(x) for x in data["raw"]],
@@ -265,7 +266,7 @@ class Judge(ABC):
     capabilities: Capabilities = Capabilities()
     # The judge model's architecture (``config.model_type``, e.g. "llava") when known: metrics pick a
     # conversation format from it (FLEUR prompts LLaVA-1.5 in its original format).
-    model_type: Optional[str] = None
+    model_type: str | None = None
 
     @abstractmethod
     def identity(self) -> dict:
@@ -273,12 +274,14 @@ class Judge(ABC):
         Used in cache keys and signatures; must not include speed-only knobs like ``batch_size``."""
 
     @abstractmethod
-    def rate(self, requests: Sequence[RatingRequest], progress: bool = True,
-             on_batch: Optional[BatchCallback] = None) -> list[RatingResult]:  # fmt: skip
+    def rate(
+        self, requests: Sequence[RatingRequest], progress: bool = True, on_batch: BatchCallback | None = None
+    ) -> list[RatingResult]:
         """One :class:`RatingResult` per request, in the order of ``requests``."""
 
-    def generate(self, requests: Sequence[GenerationRequest], progress: bool = True,
-                 on_batch: Optional[BatchCallback] = None) -> list[str]:  # fmt: skip
+    def generate(
+        self, requests: Sequence[GenerationRequest], progress: bool = True, on_batch: BatchCallback | None = None
+    ) -> list[str]:
         """Greedy generation for every request, in the order of ``requests``."""
         raise JudgeCapabilityError(f"The {self.backend!r} judge cannot generate text.")
 
@@ -287,7 +290,7 @@ class Judge(ABC):
         one share (requests about one image stay together). Default: one batch per request."""
         return [[i] for i in range(len(requests))]
 
-    def usage_summary(self) -> Optional[str]:
+    def usage_summary(self) -> str | None:
         """One line of what the judge cost (API backends: requests, tokens, price), or ``None``."""
         return None
 
@@ -360,7 +363,7 @@ class JudgeWrapper(Judge):
         return self.inner.capabilities
 
     @property
-    def model_type(self) -> Optional[str]:  # type: ignore[override]
+    def model_type(self) -> str | None:  # type: ignore[override]
         return self.inner.model_type
 
     def identity(self) -> dict:
@@ -375,7 +378,7 @@ class JudgeWrapper(Judge):
     def plan(self, requests):
         return self.inner.plan(requests)
 
-    def usage_summary(self) -> Optional[str]:
+    def usage_summary(self) -> str | None:
         return self.inner.usage_summary()
 
     def signature_fields(self) -> dict[str, Any]:

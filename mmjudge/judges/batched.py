@@ -17,9 +17,17 @@ from __future__ import annotations
 
 import contextlib
 from abc import abstractmethod
-from typing import Any, Callable, Iterator, Optional, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
-from mmjudge.judges.base import BatchCallback, GenerationRequest, Judge, JudgeCapabilityError, RatingRequest, RatingResult
+from mmjudge.judges.base import (
+    BatchCallback,
+    GenerationRequest,
+    Judge,
+    JudgeCapabilityError,
+    RatingRequest,
+    RatingResult,
+)
 
 
 def plan_batches(requests: Sequence[RatingRequest], batch_size: int) -> list[list[int]]:
@@ -54,12 +62,14 @@ class BatchedJudge(Judge):
         """Batches of request indices (a backend may group differently, e.g. to share image prefixes)."""
         return plan_batches(requests, self.batch_size)
 
-    def rate(self, requests: Sequence[RatingRequest], progress: bool = True,
-             on_batch: Optional[BatchCallback] = None) -> list[RatingResult]:  # fmt: skip
+    def rate(
+        self, requests: Sequence[RatingRequest], progress: bool = True, on_batch: BatchCallback | None = None
+    ) -> list[RatingResult]:
         return self._run(requests, self._prepare_rating, self._rate_batch, progress, on_batch, "rating")
 
-    def generate(self, requests: Sequence[GenerationRequest], progress: bool = True,
-                 on_batch: Optional[BatchCallback] = None) -> list[str]:  # fmt: skip
+    def generate(
+        self, requests: Sequence[GenerationRequest], progress: bool = True, on_batch: BatchCallback | None = None
+    ) -> list[str]:
         if not self.capabilities.can_generate:
             raise JudgeCapabilityError(f"The {self.backend!r} judge cannot generate text.")
         return self._run(requests, list, self._generate_batch, progress, on_batch, "generating")
@@ -75,14 +85,23 @@ class BatchedJudge(Judge):
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         raise JudgeCapabilityError(f"The {self.backend!r} judge cannot generate text.")
 
-    def _run(self, requests: Sequence, prepare: Callable, answer: Callable, progress: bool,
-             on_batch: Optional[BatchCallback], label: str) -> list:  # fmt: skip
+    def _run(
+        self,
+        requests: Sequence,
+        prepare: Callable,
+        answer: Callable,
+        progress: bool,
+        on_batch: BatchCallback | None,
+        label: str,
+    ) -> list:
         out: list = [None] * len(requests)
         batches = self.plan(requests) if requests else []
         with _bar(progress and len(batches) > 1, len(requests), f"{self.backend} judge {label}") as bar:
             for batch, answers in _answered(batches, requests, prepare, answer, self.prefetch):
                 if len(answers) != len(batch):
-                    raise RuntimeError(f"{type(self).__name__} returned {len(answers)} answers for {len(batch)} requests.")
+                    raise RuntimeError(
+                        f"{type(self).__name__} returned {len(answers)} answers for {len(batch)} requests."
+                    )
                 for i, value in zip(batch, answers):
                     out[i] = value
                 # Counted once answered: with prefetch the next batch is already being prepared.
@@ -104,8 +123,9 @@ def _bar(enabled: bool, total: int, desc: str):
         yield bar
 
 
-def _answered(batches: list[list[int]], requests: Sequence, prepare: Callable, answer: Callable,
-              prefetch: bool) -> Iterator[tuple[list[int], list]]:  # fmt: skip
+def _answered(
+    batches: list[list[int]], requests: Sequence, prepare: Callable, answer: Callable, prefetch: bool
+) -> Iterator[tuple[list[int], list]]:
     """Yield ``(batch, answers)``; with ``prefetch``, batch k+1 is prepared in a background thread while
     batch k is answered."""
     if not prefetch:

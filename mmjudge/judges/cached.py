@@ -21,10 +21,19 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from mmjudge import distributed
-from mmjudge.judges.base import BatchCallback, GenerationRequest, Judge, JudgeWrapper, RatingRequest, RatingResult, request_key
+from mmjudge.judges.base import (
+    BatchCallback,
+    GenerationRequest,
+    Judge,
+    JudgeWrapper,
+    RatingRequest,
+    RatingResult,
+    request_key,
+)
 from mmjudge.paths import default_cache_path
 from mmjudge.store import ResultStore, cached_map
 
@@ -37,21 +46,33 @@ class CachedJudge(JudgeWrapper):
         path: the SQLite file; default :func:`mmjudge.paths.default_cache_path`.
     """
 
-    def __init__(self, judge: Judge, path: Optional[Union[str, os.PathLike]] = None):
+    def __init__(self, judge: Judge, path: str | os.PathLike | None = None):
         super().__init__(judge)
         self.store = ResultStore(path or default_cache_path())
         self.hits = 0
 
-    def rate(self, requests: Sequence[RatingRequest], progress: bool = True,
-             on_batch: Optional[BatchCallback] = None) -> list[RatingResult]:  # fmt: skip
-        return self._cached(requests, "rate", RatingResult.from_json, RatingResult.to_json, self.inner.rate, progress, on_batch)
+    def rate(
+        self, requests: Sequence[RatingRequest], progress: bool = True, on_batch: BatchCallback | None = None
+    ) -> list[RatingResult]:
+        return self._cached(
+            requests, "rate", RatingResult.from_json, RatingResult.to_json, self.inner.rate, progress, on_batch
+        )
 
-    def generate(self, requests: Sequence[GenerationRequest], progress: bool = True,
-                 on_batch: Optional[BatchCallback] = None) -> list[str]:  # fmt: skip
+    def generate(
+        self, requests: Sequence[GenerationRequest], progress: bool = True, on_batch: BatchCallback | None = None
+    ) -> list[str]:
         return self._cached(requests, "generate", str, str, self.inner.generate, progress, on_batch)
 
-    def _cached(self, requests: Sequence, kind: str, decode: Callable, encode: Callable, compute: Callable,
-                progress: bool, on_batch: Optional[BatchCallback]) -> list:  # fmt: skip
+    def _cached(
+        self,
+        requests: Sequence,
+        kind: str,
+        decode: Callable,
+        encode: Callable,
+        compute: Callable,
+        progress: bool,
+        on_batch: BatchCallback | None,
+    ) -> list:
         identity = self.inner.identity()
         keys = [request_key(identity, kind, r) for r in requests]
 

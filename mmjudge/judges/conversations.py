@@ -17,7 +17,7 @@ rendered by that format instead of the chat template.
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from mmjudge.judges.base import Turn
 
@@ -26,10 +26,10 @@ LLAVA_V1_SYSTEM = (
     "The assistant gives helpful, detailed, and polite answers to the human's questions."
 )
 
-Renderer = Callable[[Sequence[Turn], Optional[str]], str]
+Renderer = Callable[[Sequence[Turn], str | None], str]
 
 
-def _llava_v1(turns: Sequence[Turn], image_token: Optional[str]) -> str:
+def _llava_v1(turns: Sequence[Turn], image_token: str | None) -> str:
     # LLaVA's "two separators" style: user turns end with " ", assistant turns with "</s>", and the
     # open assistant turn at the end is "ASSISTANT:" with no trailing space.
     text = LLAVA_V1_SYSTEM + " "
@@ -49,7 +49,7 @@ def _llava_v1(turns: Sequence[Turn], image_token: Optional[str]) -> str:
 CONVERSATIONS: dict[str, Renderer] = {"llava_v1": _llava_v1}
 
 
-def render_conversation(name: str, turns: Sequence[Turn], image_token: Optional[str] = None) -> str:
+def render_conversation(name: str, turns: Sequence[Turn], image_token: str | None = None) -> str:
     """The prompt text of ``turns`` in conversation format ``name``, ending with the open assistant turn.
     ``image_token`` is the model's image placeholder, put before the first turn's text (``None``: no image)."""
     if name not in CONVERSATIONS:

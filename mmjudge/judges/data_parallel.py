@@ -24,7 +24,7 @@ outside a launcher, calls pass straight through.
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from mmjudge import distributed
 from mmjudge.judges.base import BatchCallback, Judge, JudgeWrapper
@@ -46,13 +46,13 @@ def parallel(judge: Judge) -> Judge:
 class DataParallelJudge(JudgeWrapper):
     """Splits each call of the wrapped judge between the launched processes (see the module)."""
 
-    def rate(self, requests, progress: bool = True, on_batch: Optional[BatchCallback] = None):
+    def rate(self, requests, progress: bool = True, on_batch: BatchCallback | None = None):
         return self._split(requests, self.inner.rate, progress, on_batch)
 
-    def generate(self, requests, progress: bool = True, on_batch: Optional[BatchCallback] = None):
+    def generate(self, requests, progress: bool = True, on_batch: BatchCallback | None = None):
         return self._split(requests, self.inner.generate, progress, on_batch)
 
-    def _split(self, requests: Sequence, run: Callable, progress: bool, on_batch: Optional[BatchCallback]) -> list:
+    def _split(self, requests: Sequence, run: Callable, progress: bool, on_batch: BatchCallback | None) -> list:
         if not distributed.shares_requests():
             return run(requests, progress=progress, on_batch=on_batch)
         order = [i for batch in self.inner.plan(requests) for i in batch] if requests else []

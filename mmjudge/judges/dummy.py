@@ -7,7 +7,7 @@ reproducible and caching can be tested; it proves plumbing only, never quality.
 from __future__ import annotations
 
 import hashlib
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
 from mmjudge.judges.batched import BatchedJudge
@@ -27,14 +27,17 @@ class DummyJudge(BatchedJudge):
         mass: float = 0.9,
         batch_size: int = 8,
         seed: int = 0,
-        model: Optional[str] = None,
+        model: str | None = None,
         teacher_forcing: bool = True,
         full_distribution: bool = True,
         can_generate: bool = True,
     ):
         # `model` is accepted (and ignored) so any metric's model option works with this judge.
-        self.capabilities = Capabilities(teacher_forcing=bool(teacher_forcing), full_distribution=bool(full_distribution),
-                                         can_generate=bool(can_generate))  # fmt: skip
+        self.capabilities = Capabilities(
+            teacher_forcing=bool(teacher_forcing),
+            full_distribution=bool(full_distribution),
+            can_generate=bool(can_generate),
+        )
         self.mass = float(mass)
         self.batch_size = batch_size
         self.seed = int(seed)

@@ -11,7 +11,7 @@ ValueError: unknown option 'gama' for the 'dummy' judge. Options: batch_size, ca
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 from mmjudge.judges import JUDGES, load_judge
 from mmjudge.judges.base import Judge, JudgeWrapper
@@ -24,8 +24,8 @@ CacheOption = Union[bool, str, os.PathLike, None]
 
 
 def build_judge(
-    model: Optional[str],
-    judge: Union[Judge, str, None] = None,
+    model: str | None,
+    judge: Judge | str | None = None,
     cache: CacheOption = True,
     **judge_kwargs: Any,
 ) -> Judge:
@@ -57,7 +57,7 @@ def _has_layer(judge: Any, kind: type) -> bool:
     return False
 
 
-def backend_name(judge: Optional[str], model: Any) -> str:
+def backend_name(judge: str | None, model: Any) -> str:
     """The judge backend that ``judge=`` / ``model=`` select: ``judge``, default ``"transformers"``, except
     that ``model="openai:gpt-4o"`` alone selects the chat-API backend."""
     if judge in (None, "transformers") and isinstance(model, str) and model.startswith("openai:"):
@@ -65,7 +65,7 @@ def backend_name(judge: Optional[str], model: Any) -> str:
     return judge or "transformers"
 
 
-def judge_keywords(backend: str) -> Optional[list[str]]:
+def judge_keywords(backend: str) -> list[str] | None:
     """The options of the judge backend ``backend`` (``None``: anything goes); ``ValueError`` if unknown."""
     return accepted_keywords(JUDGES.get(backend).__init__)
 

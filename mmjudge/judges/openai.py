@@ -69,9 +69,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any
 
 from mmjudge import distributed
 from mmjudge.errors import ServiceError
@@ -121,7 +122,7 @@ class APIError(ServiceError):
     retries ran out (``status`` None). A :class:`~mmjudge.errors.ServiceError` (still a ``RuntimeError``),
     so the CLI answers it in one line: the fix is on the user's side (start the server, fix the URL)."""
 
-    def __init__(self, message: str, status: Optional[int] = None):
+    def __init__(self, message: str, status: int | None = None):
         super().__init__(message)
         self.status = status
 
@@ -137,7 +138,7 @@ def image_data_url(image: Any) -> str:
 # criterion), and PNG encoding + base64 of a large image costs more than the rest of the request.
 # Small and bounded (a data URL can be megabytes); shared by the request threads, hence the lock.
 DATA_URL_CACHE_SIZE = 32
-_data_urls: "OrderedDict[str, str]" = OrderedDict()
+_data_urls: OrderedDict[str, str] = OrderedDict()
 _data_urls_lock = threading.Lock()
 
 
@@ -204,7 +205,7 @@ def retry_delay(headers: Mapping[str, str], attempt: int, base: float = 0.5, cap
 
 
 # ------------------------------------------------------------------------------------------ servers
-def parse_base_urls(base_url: Union[str, Sequence[str], None]) -> list[str]:
+def parse_base_urls(base_url: str | Sequence[str] | None) -> list[str]:
     """The servers' ``…/v1`` URLs: one URL, several comma-separated in one string, or a list (a fleet);
     default OpenAI's. Order is kept and repeats are dropped.
 
@@ -246,7 +247,7 @@ class _Server:
         # Servers' own routes (/version, /tokenize, …) sit beside /v1, not under it.
         self.root = url.removesuffix("/v1")
         self.is_openai = parsed.hostname == "api.openai.com"
-        self.info: Optional[ServerInfo] = ServerInfo("openai", "", "host api.openai.com") if self.is_openai else None
+        self.info: ServerInfo | None = ServerInfo("openai", "", "host api.openai.com") if self.is_openai else None
         self.reached = False  # it has answered something (an HTTP error is an answer)
         self.failures = 0  # connection failures in a row
 
@@ -267,7 +268,7 @@ class Usage:
     retries: int = 0
     failed: int = 0
 
-    def add(self, usage: Optional[Mapping[str, Any]]) -> None:
+    def add(self, usage: Mapping[str, Any] | None) -> None:
         self.requests += 1
         if usage:
             self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
@@ -299,14 +300,14 @@ class OpenAIJudge(BatchedJudge):
 
     def __init__(
         self,
-        model: Optional[str] = None,
-        base_url: Union[str, Sequence[str], None] = None,
+        model: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         prefill: str = "auto",
         mass: str = "auto",
         top_logprobs: int = 20,
         max_tokens: int = 16,
         max_concurrency: int = 8,
-        batch_size: Optional[int] = None,
+        batch_size: int | None = None,
         max_retries: int = 5,
         timeout: float = 120.0,
         api_key_env: str = "OPENAI_API_KEY",
@@ -354,18 +355,31 @@ class OpenAIJudge(BatchedJudge):
         self._identify(need_kind=(prefill == "auto" or mass == "auto") and not self.is_openai)
         self.prefill_mode = prefill if prefill != "auto" else self._settle_prefill()
         self.mass_mode = mass if mass != "auto" else self._settle_mass()
-        self.capabilities = Capabilities(teacher_forcing=self.prefill_mode == "continue", full_distribution=False,
-                                         reads_prefix_steps=False, can_generate=True,
-                                         exact_choices=self.mass_mode == "exact")  # fmt: skip
-        logger.info("%s: %s -> prefill=%s, mass=%s", self.describe(),
-                    "; ".join(s.info.describe() for s in self.servers if s.info) or "not identified (given)",
-                    self.prefill_mode, self.mass_mode)  # fmt: skip
+        self.capabilities = Capabilities(
+            teacher_forcing=self.prefill_mode == "continue",
+            full_distribution=False,
+            reads_prefix_steps=False,
+            can_generate=True,
+            exact_choices=self.mass_mode == "exact",
+        )
+        logger.info(
+            "%s: %s -> prefill=%s, mass=%s",
+            self.describe(),
+            "; ".join(s.info.describe() for s in self.servers if s.info) or "not identified (given)",
+            self.prefill_mode,
+            self.mass_mode,
+        )
 
     def identity(self) -> dict:
         # Never the API key, nor which server of a fleet answered. The endpoint keeps two servers' answers
         # apart; the prefill and mass modes change what is read; top_logprobs only matters for a top-k read,
         # max_tokens only when the rating is searched for.
-        ident = {"backend": self.backend, "endpoint": self.endpoint, "model": self.model_name, "prefill": self.prefill_mode}
+        ident = {
+            "backend": self.backend,
+            "endpoint": self.endpoint,
+            "model": self.model_name,
+            "prefill": self.prefill_mode,
+        }
         if self.mass_mode == "exact":
             ident["mass"] = "exact"
         else:
@@ -402,9 +416,13 @@ class OpenAIJudge(BatchedJudge):
             where = ", ".join(s.endpoint for s in self.servers)
             if any(len(n) != 1 for n in names):
                 served = sorted({x for n in names for x in n})
-                raise ValueError(f"The server at {where} serves {len(served)} models ({', '.join(served)}): pass `model=`.")
+                raise ValueError(
+                    f"The server at {where} serves {len(served)} models ({', '.join(served)}): pass `model=`."
+                )
             if len({n[0] for n in names}) > 1:
-                raise ValueError(f"The servers {where} serve different models ({', '.join(n[0] for n in names)}); a fleet must serve one.")
+                raise ValueError(
+                    f"The servers {where} serve different models ({', '.join(n[0] for n in names)}); a fleet must serve one."
+                )
             self.model_name = names[0][0]
 
     def _get_json(self, server: _Server, path: str) -> Any:
@@ -444,16 +462,26 @@ class OpenAIJudge(BatchedJudge):
             {"role": "user", "content": "Count from 1 to 20, separated by commas."},
             {"role": "assistant", "content": "1, 2, 3, 4, 5, 6, 7,"},
         ]
-        body = {"model": self.model_name, "messages": messages, "temperature": 0, "max_tokens": 3,
-                "continue_final_message": True, "add_generation_prompt": False}  # fmt: skip
+        body = {
+            "model": self.model_name,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": 3,
+            "continue_final_message": True,
+            "add_generation_prompt": False,
+        }
         try:
             answer, _ = self._http("POST", "/chat/completions", body, server=server, client_errors=False)
         except APIError as err:
             if err.status is None:
                 raise  # unreachable or failing: that says nothing about continuation
             self._raise_for_credentials(err)
-            logger.info("%s at %s: no assistant continuation (%s); reading the first generated rating.",
-                        self.describe(), server.endpoint, err)  # fmt: skip
+            logger.info(
+                "%s at %s: no assistant continuation (%s); reading the first generated rating.",
+                self.describe(),
+                server.endpoint,
+                err,
+            )
             return "none"
         choices = answer.get("choices") or [{}]
         text = str((choices[0].get("message") or {}).get("content") or "")
@@ -470,8 +498,15 @@ class OpenAIJudge(BatchedJudge):
         """Does the server list the log-probabilities of the token ids a request names (vLLM's
         ``logprob_token_ids``)? One one-token request naming ids 0 and 1, spelled ``token_id:N``
         (``return_tokens_as_token_ids``): both listed means yes; ignored or refused means no."""
-        body = {"model": self.model_name, "messages": [{"role": "user", "content": "Hi"}], "temperature": 0,
-                "max_tokens": 1, "logprobs": True, "logprob_token_ids": [0, 1], "return_tokens_as_token_ids": True}  # fmt: skip
+        body = {
+            "model": self.model_name,
+            "messages": [{"role": "user", "content": "Hi"}],
+            "temperature": 0,
+            "max_tokens": 1,
+            "logprobs": True,
+            "logprob_token_ids": [0, 1],
+            "return_tokens_as_token_ids": True,
+        }
         try:
             answer, _ = self._http("POST", "/chat/completions", body, server=server, client_errors=False)
         except APIError as err:
@@ -484,7 +519,7 @@ class OpenAIJudge(BatchedJudge):
         listed = {str(t.get("token")) for t in content[0].get("top_logprobs") or [] if isinstance(t, dict)}
         return {f"{TOKEN_ID_PREFIX}0", f"{TOKEN_ID_PREFIX}1"} <= listed
 
-    def _raise_for_credentials(self, err: "APIError") -> None:
+    def _raise_for_credentials(self, err: APIError) -> None:
         if err.status in (401, 403, 404):
             raise self._client_error(err.status, str(err), self.servers[0]) from None
 
@@ -516,8 +551,15 @@ class OpenAIJudge(BatchedJudge):
             else:
                 server.failures += 1
 
-    def _http(self, method: str, path: str, body: Optional[dict] = None, server: Optional[_Server] = None,
-              root: bool = False, client_errors: bool = True) -> tuple[dict, dict]:  # fmt: skip
+    def _http(
+        self,
+        method: str,
+        path: str,
+        body: dict | None = None,
+        server: _Server | None = None,
+        root: bool = False,
+        client_errors: bool = True,
+    ) -> tuple[dict, dict]:
         """One call with retries: ``(decoded JSON answer, its headers)``. ``server``: that server only;
         default: the fleet, each attempt going to the next server. ``root``: a path beside ``/v1``.
         ``client_errors``: map a 4xx that retrying cannot fix to a one-line user error (else an
@@ -544,7 +586,9 @@ class OpenAIJudge(BatchedJudge):
                 if status not in RETRY_STATUSES and status < 500:
                     if client_errors:
                         raise self._client_error(status, text, target) from None
-                    raise APIError(f"{self.describe()} at {target.endpoint}: HTTP {status}: {text.strip()}", status) from None
+                    raise APIError(
+                        f"{self.describe()} at {target.endpoint}: HTTP {status}: {text.strip()}", status
+                    ) from None
                 problem = f"HTTP {status}: {text}"
             # OSError: socket timeouts, refused/reset connections (URLError too); HTTPException: a reply
             # cut short (IncompleteRead) or malformed (BadStatusLine), which is not an OSError.
@@ -555,7 +599,9 @@ class OpenAIJudge(BatchedJudge):
             # until it answers again; in a fleet the next attempt goes to another server.
             hopeless = target.down if server is not None else all(s.down for s in self.servers)
             if attempt == self.max_retries or hopeless:
-                raise APIError(f"{self.describe()} at {target.endpoint}: giving up after {attempt + 1} attempts; last error: {problem}")
+                raise APIError(
+                    f"{self.describe()} at {target.endpoint}: giving up after {attempt + 1} attempts; last error: {problem}"
+                )
             delay = retry_delay(headers, attempt) * self.retry_sleep_scale
             with self._lock:
                 self.usage.retries += 1
@@ -575,7 +621,9 @@ class OpenAIJudge(BatchedJudge):
                 "distribution from logprobs: use a model that returns them (e.g. gpt-4o, gpt-4o-mini, gpt-4.1)."
             )
         if status in (401, 403):
-            return ValueError(f"{where}: the server rejected the API key (HTTP {status}). Check the key's environment variable.")
+            return ValueError(
+                f"{where}: the server rejected the API key (HTTP {status}). Check the key's environment variable."
+            )
         if status == 404:
             return ValueError(f"{where}: not found (HTTP 404: {text.strip()}). Check `base_url` and the model name.")
         if status in (400, 422) and any(p in low for p in SETUP_PARAMETERS):
@@ -613,7 +661,9 @@ class OpenAIJudge(BatchedJudge):
         for choice, ids in zip(choices, out):
             for token_id in ids:
                 if owner.setdefault(token_id, str(choice)) != str(choice):
-                    raise ValueError(f"Ratings {owner[token_id]!r} and {choice!r} share token id {token_id} on {self.describe()}.")
+                    raise ValueError(
+                        f"Ratings {owner[token_id]!r} and {choice!r} share token id {token_id} on {self.describe()}."
+                    )
         return out
 
     def _tokenize_choice(self, choice: str) -> list[tuple[int, str]]:
@@ -647,8 +697,14 @@ class OpenAIJudge(BatchedJudge):
         results = super().rate(requests, progress=progress, on_batch=on_batch)
         failed = [r for r in results if r.error is not None]
         if failed:
-            logger.warning("%s: %d of %d ratings failed and carry no score (first: %s); they are not cached, so a "
-                           "re-run asks only for them.", self.describe(), len(failed), len(results), failed[0].error)  # fmt: skip
+            logger.warning(
+                "%s: %d of %d ratings failed and carry no score (first: %s); they are not cached, so a "
+                "re-run asks only for them.",
+                self.describe(),
+                len(failed),
+                len(results),
+                failed[0].error,
+            )
         return results
 
     def _rate_one(self, request: RatingRequest) -> RatingResult:
@@ -660,7 +716,7 @@ class OpenAIJudge(BatchedJudge):
         else:
             fields = dict(max_tokens=self.max_tokens)
             messages = chat_messages(request, prefix=False)
-        id_choices: Optional[dict[int, int]] = None
+        id_choices: dict[int, int] | None = None
         try:
             if exact:  # a user error (a rating that is not one token, no /tokenize) stops the run: it is every item's
                 ids = self.choice_token_ids(choices)
@@ -678,8 +734,10 @@ class OpenAIJudge(BatchedJudge):
         except (AttributeError, TypeError):
             content = None
         if not isinstance(content, list):
-            problem = (f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
-                       "in chat completions (llama.cpp: start it with --logits_all true).")  # fmt: skip
+            problem = (
+                f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
+                "in chat completions (llama.cpp: start it with --logits_all true)."
+            )
             if not self._answered:
                 raise ValueError(problem)  # the first answer already lacks them: the server's setup, not an item
             return self._failed(choices, problem)
@@ -687,7 +745,9 @@ class OpenAIJudge(BatchedJudge):
         try:
             result = read_rating(content, choices, first_position=first, exact=exact, id_choices=id_choices)
         except (AttributeError, TypeError, ValueError) as err:  # entries that are not {token, logprob} objects
-            return self._failed(choices, f"{self.describe()}: a malformed logprobs answer ({type(err).__name__}: {err})")
+            return self._failed(
+                choices, f"{self.describe()}: a malformed logprobs answer ({type(err).__name__}: {err})"
+            )
         if exact and id_choices:
             position = 0 if first else rating_position(content, choices, id_choices)
             if position is not None and listed_choice_tokens(content[position], choices, id_choices) < len(id_choices):

@@ -15,7 +15,8 @@ token ids a request named (``logprob_token_ids``). Pure functions of the answer,
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from mmjudge.judges.base import RatingResult
 
@@ -35,12 +36,12 @@ def bare_token(token: str) -> str:
     return token.strip()
 
 
-def _choice_of(token: str, choices: Sequence[str], id_choices: Optional[Mapping[int, int]] = None) -> Optional[int]:
+def _choice_of(token: str, choices: Sequence[str], id_choices: Mapping[int, int] | None = None) -> int | None:
     """The choice a listed token spells: by its text, or, for a server that spells tokens as
     ``token_id:N`` (vLLM's ``return_tokens_as_token_ids``), by the id when the judge knows it."""
     token = str(token)
-    if id_choices is not None and token.startswith(TOKEN_ID_PREFIX) and token[len(TOKEN_ID_PREFIX):].isdigit():
-        return id_choices.get(int(token[len(TOKEN_ID_PREFIX):]))
+    if id_choices is not None and token.startswith(TOKEN_ID_PREFIX) and token[len(TOKEN_ID_PREFIX) :].isdigit():
+        return id_choices.get(int(token[len(TOKEN_ID_PREFIX) :]))
     bare = token.strip()
     for i, choice in enumerate(choices):
         if bare == str(choice).strip():
@@ -48,8 +49,9 @@ def _choice_of(token: str, choices: Sequence[str], id_choices: Optional[Mapping[
     return None
 
 
-def rating_position(content: Sequence[Mapping[str, Any]], choices: Sequence[str],
-                    id_choices: Optional[Mapping[int, int]] = None) -> Optional[int]:  # fmt: skip
+def rating_position(
+    content: Sequence[Mapping[str, Any]], choices: Sequence[str], id_choices: Mapping[int, int] | None = None
+) -> int | None:
     """Index of the generated position to read: the first whose token is a whole rating; else the
     position right after a generated ``"Score:"``; else ``None`` (the rating is absent, or split over
     several tokens so no single position holds it).
@@ -73,8 +75,13 @@ def rating_position(content: Sequence[Mapping[str, Any]], choices: Sequence[str]
     return None
 
 
-def read_rating(content: Sequence[Mapping[str, Any]], choices: Sequence[str], first_position: bool,
-                exact: bool = False, id_choices: Optional[Mapping[int, int]] = None) -> RatingResult:  # fmt: skip
+def read_rating(
+    content: Sequence[Mapping[str, Any]],
+    choices: Sequence[str],
+    first_position: bool,
+    exact: bool = False,
+    id_choices: Mapping[int, int] | None = None,
+) -> RatingResult:
     """The rating distribution in one chat-completions ``logprobs.content`` list.
 
     ``first_position``: read position 0 (the server continued the forced prefix); otherwise the
@@ -95,11 +102,14 @@ def read_rating(content: Sequence[Mapping[str, Any]], choices: Sequence[str], fi
     choices = [str(c) for c in choices]
     position = (0 if content else None) if first_position else rating_position(content, choices, id_choices)
     if position is None:
-        return RatingResult(raw=[0.0] * len(choices), greedy="".join(str(e.get("token", "")) for e in content),
-                            mass_exact=exact)  # fmt: skip
+        return RatingResult(
+            raw=[0.0] * len(choices), greedy="".join(str(e.get("token", "")) for e in content), mass_exact=exact
+        )
     entry = content[position]
     raw = [0.0] * len(choices)
-    tops = entry.get("top_logprobs") or [{"token": entry.get("token", ""), "logprob": entry.get("logprob", LOGPROB_FLOOR)}]
+    tops = entry.get("top_logprobs") or [
+        {"token": entry.get("token", ""), "logprob": entry.get("logprob", LOGPROB_FLOOR)}
+    ]
     seen: set[str] = set()
     for top in tops:
         token = str(top.get("token", ""))
@@ -114,6 +124,10 @@ def read_rating(content: Sequence[Mapping[str, Any]], choices: Sequence[str], fi
     return RatingResult(raw=raw, greedy=str(entry.get("token", "")), mass_exact=exact)
 
 
-def listed_choice_tokens(entry: Mapping[str, Any], choices: Sequence[str], id_choices: Optional[Mapping[int, int]] = None) -> int:
+def listed_choice_tokens(
+    entry: Mapping[str, Any], choices: Sequence[str], id_choices: Mapping[int, int] | None = None
+) -> int:
     """How many of the position's listed tokens spell a choice (to check a server honoured ``logprob_token_ids``)."""
-    return sum(_choice_of(str(t.get("token", "")), choices, id_choices) is not None for t in entry.get("top_logprobs") or [])
+    return sum(
+        _choice_of(str(t.get("token", "")), choices, id_choices) is not None for t in entry.get("top_logprobs") or []
+    )

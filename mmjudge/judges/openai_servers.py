@@ -35,12 +35,13 @@ PR #43463 (2026-05), so one small request asks the server itself. ``GET /v1/mode
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import Any
 
 # kind -> (continues a final assistant message, returns log-probs of chosen token ids); None = unknown,
 # to be asked of the server. Data, not logic: what each kind's sources say (docs/api_judges.md).
-KNOWN: dict[str, tuple[Optional[bool], Optional[bool]]] = {
+KNOWN: dict[str, tuple[bool | None, bool | None]] = {
     "openai": (False, False),
     "mmjudge": (True, True),
     "vllm": (True, None),
@@ -63,12 +64,12 @@ class ServerInfo:
     evidence: str = ""
 
     @property
-    def continues(self) -> Optional[bool]:
+    def continues(self) -> bool | None:
         """Whether it continues a final assistant message (``None``: unknown)."""
         return KNOWN[self.kind][0]
 
     @property
-    def choice_logprobs(self) -> Optional[bool]:
+    def choice_logprobs(self) -> bool | None:
         """Whether it returns the log-probabilities of chosen token ids (``None``: to be asked)."""
         return KNOWN[self.kind][1]
 
@@ -81,7 +82,7 @@ def _lower(headers: Mapping[str, str]) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in headers.items()}
 
 
-def from_headers(headers: Mapping[str, str]) -> Optional[ServerInfo]:
+def from_headers(headers: Mapping[str, str]) -> ServerInfo | None:
     """The kind a server's answer headers name (``mmjudge serve``, OpenAI), else ``None``.
 
     >>> from_headers({"openai-version": "2020-10-01"}).kind, from_headers({"server": "uvicorn"})
@@ -96,28 +97,28 @@ def from_headers(headers: Mapping[str, str]) -> Optional[ServerInfo]:
     return None
 
 
-def _vllm(get: Getter) -> Optional[ServerInfo]:
+def _vllm(get: Getter) -> ServerInfo | None:
     data = get("/version")  # vllm/entrypoints/openai/api_server.py: show_version
     if isinstance(data, dict) and set(data) == {"version"} and isinstance(data["version"], str):
         return ServerInfo("vllm", data["version"], "GET /version")
     return None
 
 
-def _sglang(get: Getter) -> Optional[ServerInfo]:
+def _sglang(get: Getter) -> ServerInfo | None:
     data = get("/get_server_info")  # sglang/srt/entrypoints/http_server.py: server args + version
     if isinstance(data, dict) and "version" in data and "model_path" in data:
         return ServerInfo("sglang", str(data["version"]), "GET /get_server_info")
     return None
 
 
-def _llama_cpp(get: Getter) -> Optional[ServerInfo]:
+def _llama_cpp(get: Getter) -> ServerInfo | None:
     data = get("/props")  # llama.cpp tools/server: the server's default generation settings
     if isinstance(data, dict) and "default_generation_settings" in data:
         return ServerInfo("llama.cpp", str(data.get("build_info", "")), "GET /props")
     return None
 
 
-def _llama_cpp_python(get: Getter) -> Optional[ServerInfo]:
+def _llama_cpp_python(get: Getter) -> ServerInfo | None:
     data = get("/openapi.json")  # llama_cpp/server/app.py: FastAPI(title="🦙 llama.cpp Python API")
     info = data.get("info") if isinstance(data, dict) else None
     if isinstance(info, dict) and "llama.cpp python" in str(info.get("title", "")).lower():
@@ -125,7 +126,7 @@ def _llama_cpp_python(get: Getter) -> Optional[ServerInfo]:
     return None
 
 
-CHECKS: dict[str, Callable[[Getter], Optional[ServerInfo]]] = {
+CHECKS: dict[str, Callable[[Getter], ServerInfo | None]] = {
     "vllm": _vllm,
     "sglang": _sglang,
     "llama.cpp": _llama_cpp,
@@ -141,7 +142,11 @@ def identify(get: Getter, headers: Mapping[str, str], listing: Any) -> ServerInf
     found = from_headers(headers)
     if found is not None:
         return found
-    owners = [m.get("owned_by") for m in (listing or {}).get("data", []) if isinstance(m, dict)] if isinstance(listing, dict) else []
+    owners = (
+        [m.get("owned_by") for m in (listing or {}).get("data", []) if isinstance(m, dict)]
+        if isinstance(listing, dict)
+        else []
+    )
     hinted = [OWNED_BY[o] for o in owners if o in OWNED_BY]
     for kind in dict.fromkeys([*hinted, *CHECKS]):
         found = CHECKS[kind](get)

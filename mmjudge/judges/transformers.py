@@ -36,8 +36,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 from mmjudge.errors import check_bool
 from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
@@ -78,7 +79,7 @@ class ThroughputStats:
     prepare_seconds: float = 0.0  # CPU-side preparation (in the background thread when prefetching)
     model_seconds: float = 0.0  # forward passes, until the probabilities are back on the CPU
 
-    def add(self, requests: int, tokens: int, unshared: Optional[int] = None, padded: Optional[int] = None) -> None:
+    def add(self, requests: int, tokens: int, unshared: int | None = None, padded: int | None = None) -> None:
         self.padded_tokens += tokens if padded is None else padded
         self.requests += requests
         self.tokens += tokens
@@ -94,8 +95,8 @@ class _PreparedBatch:
     requests: list
     offsets: list
     keep: int
-    inputs: Optional[dict] = None
-    shared: Optional[prefix_sharing.SharedPrefixBatch] = None
+    inputs: dict | None = None
+    shared: prefix_sharing.SharedPrefixBatch | None = None
     plain_rows: list = field(default_factory=list)
 
 
@@ -133,19 +134,21 @@ class TransformersJudge(BatchedJudge):
     """
 
     backend = "transformers"
-    capabilities = Capabilities(teacher_forcing=True, full_distribution=True, reads_prefix_steps=True, can_generate=True)
+    capabilities = Capabilities(
+        teacher_forcing=True, full_distribution=True, reads_prefix_steps=True, can_generate=True
+    )
 
     def __init__(
         self,
         model: ModelSource,
-        revision: Optional[str] = None,
-        device: Optional[str] = None,
-        dtype: Optional[str] = None,
-        batch_size: Union[int, str] = "auto",
+        revision: str | None = None,
+        device: str | None = None,
+        dtype: str | None = None,
+        batch_size: int | str = "auto",
         device_map: Any = None,
-        gguf_file: Optional[str] = None,
+        gguf_file: str | None = None,
         trust_remote_code: bool = False,
-        model_kwargs: Optional[dict] = None,
+        model_kwargs: dict | None = None,
         share_prefix: bool = True,
         prefetch: bool = True,
         compile: bool = False,
@@ -153,7 +156,9 @@ class TransformersJudge(BatchedJudge):
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
         self.auto_batch = batch_size == "auto"
-        if not self.auto_batch and (isinstance(batch_size, bool) or not str(batch_size).isdigit() or int(batch_size) < 1):
+        if not self.auto_batch and (
+            isinstance(batch_size, bool) or not str(batch_size).isdigit() or int(batch_size) < 1
+        ):
             raise ValueError(
                 f"Expected argument `batch_size` to be a positive integer or 'auto', but got {batch_size!r}."
             )
@@ -170,10 +175,17 @@ class TransformersJudge(BatchedJudge):
             return [AutoModelForImageTextToText, AutoModelForCausalLM] if vlm else [AutoModelForCausalLM]
 
         loaded = load_pretrained(
-            model, classes, processor_loader=load_processor,
-            device=device, dtype=dtype, revision=revision, device_map=device_map,
-            trust_remote_code=trust_remote_code, gguf_file=gguf_file, model_kwargs=model_kwargs,
-        )  # fmt: skip
+            model,
+            classes,
+            processor_loader=load_processor,
+            device=device,
+            dtype=dtype,
+            revision=revision,
+            device_map=device_map,
+            trust_remote_code=trust_remote_code,
+            gguf_file=gguf_file,
+            model_kwargs=model_kwargs,
+        )
         self.model = loaded.model
         self.processor, self.tokenizer = split_processor(loaded.processor)
         self.model_identity = loaded.identity
@@ -191,8 +203,11 @@ class TransformersJudge(BatchedJudge):
         self.attention = attention_layout(self.model)
         self._image_ids = vision_token_ids(self.model, self.processor) if self.processor is not None else frozenset()
         if self.share_prefix and not self.attention.shareable:
-            logger.info("Shared prefixes off for %s: layers of kind %s (the plain path answers every request).",
-                        self.model_identity.label(), ", ".join(self.attention.unsupported))  # fmt: skip
+            logger.info(
+                "Shared prefixes off for %s: layers of kind %s (the plain path answers every request).",
+                self.model_identity.label(),
+                ", ".join(self.attention.unsupported),
+            )
         self._auto_sized = False
         self.stats = ThroughputStats()
         if compile:
@@ -256,8 +271,11 @@ class TransformersJudge(BatchedJudge):
         )
         batches: list[list[int]] = []
         for i in order:
-            if batches and (requests[batches[-1][0]].image is None) == (requests[i].image is None) \
-                    and len(batches[-1]) < self.batch_size:  # fmt: skip
+            if (
+                batches
+                and (requests[batches[-1][0]].image is None) == (requests[i].image is None)
+                and len(batches[-1]) < self.batch_size
+            ):
                 batches[-1].append(i)
             else:
                 batches.append([i])
@@ -278,9 +296,12 @@ class TransformersJudge(BatchedJudge):
         with self._tokenizer_lock:
             tokens = int(self.prompts.encode([longest])["input_ids"].shape[1])
         free, _ = torch.cuda.mem_get_info(device)
-        self.batch_size = sizing.auto_batch_size(free, tokens, sizing.bytes_per_token(self.model), sizing.vocab_size(self.model))
-        logger.info("batch_size='auto': %d requests per batch (%d tokens, %.1f GiB free)", self.batch_size,
-                    tokens, free / 2**30)  # fmt: skip
+        self.batch_size = sizing.auto_batch_size(
+            free, tokens, sizing.bytes_per_token(self.model), sizing.vocab_size(self.model)
+        )
+        logger.info(
+            "batch_size='auto': %d requests per batch (%d tokens, %.1f GiB free)", self.batch_size, tokens, free / 2**30
+        )
 
     # -------------------------------------------------------------------------------------- answering
     def rate(self, requests: Sequence[RatingRequest], progress: bool = True, on_batch=None) -> list[RatingResult]:
@@ -304,12 +325,20 @@ class TransformersJudge(BatchedJudge):
         for choices in dict.fromkeys(tuple(r.choices) for r in requests):
             self.choice_token_ids(choices)  # here, so reading the answers never tokenises on the main thread
         texts = [self.prompts.render(r) for r in requests]
-        offsets = [self.prompts.prefix_offsets(t, r.answer_prefix) if r.read_prefix else None for t, r in zip(texts, requests)]
+        offsets = [
+            self.prompts.prefix_offsets(t, r.answer_prefix) if r.read_prefix else None for t, r in zip(texts, requests)
+        ]
         keep = 1 + max((len(o) for o in offsets if o), default=0)
         batch = _PreparedBatch(list(requests), offsets, keep)
         if self.share_prefix and (self.processor is not None or all(r.image is None for r in requests)):
             batch.shared = prefix_sharing.build(
-                requests, texts, keep, self.processor, self.tokenizer, self.attention, self._image_ids,
+                requests,
+                texts,
+                keep,
+                self.processor,
+                self.tokenizer,
+                self.attention,
+                self._image_ids,
                 lambda inputs: prefix_sharing.mrope_positions(self.model, inputs),
             )
         shared_rows = set(batch.shared.rows) if batch.shared is not None else set()
@@ -354,9 +383,14 @@ class TransformersJudge(BatchedJudge):
             torch.cuda.empty_cache()
             half = len(batch.requests) // 2
             self.batch_size = max(1, min(self.batch_size, half))
-            logger.warning("Out of GPU memory with %d requests per batch; continuing with %d.", len(batch.requests), half)
-            return [r for part in (batch.requests[:half], batch.requests[half:])
-                    for r in self._rate_batch(self._prepare_rating(part))]  # fmt: skip
+            logger.warning(
+                "Out of GPU memory with %d requests per batch; continuing with %d.", len(batch.requests), half
+            )
+            return [
+                r
+                for part in (batch.requests[:half], batch.requests[half:])
+                for r in self._rate_batch(self._prepare_rating(part))
+            ]
         with record_function("mmjudge.judge.read"):
             ratings, greedy = reduce_on_device(batch.requests, torch.softmax(logits, dim=-1), self.choice_token_ids)
         self.stats.model_seconds += time.perf_counter() - started
@@ -380,13 +414,19 @@ class TransformersJudge(BatchedJudge):
             inputs = to_device(self.prompts.encode([request]), self.model.device)
         with torch.no_grad():
             generated = self.model.generate(
-                **inputs, max_new_tokens=request.max_new_tokens, do_sample=False, output_logits=True,
-                return_dict_in_generate=True, pad_token_id=self.tokenizer.pad_token_id,
-            )  # fmt: skip
+                **inputs,
+                max_new_tokens=request.max_new_tokens,
+                do_sample=False,
+                output_logits=True,
+                return_dict_in_generate=True,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
         new_ids = generated.sequences[0, inputs["input_ids"].shape[1] :].tolist()
         texts = [self.tokenizer.decode(new_ids[: k + 1], skip_special_tokens=True) for k in range(len(new_ids))]
         probs = [torch.softmax(step[0].float(), dim=-1).cpu() for step in generated.logits[: len(new_ids)]]
-        return GenerationTrace(token_ids=new_ids, texts=texts, probs=probs, prompt_tokens=int(inputs["input_ids"].shape[1]))
+        return GenerationTrace(
+            token_ids=new_ids, texts=texts, probs=probs, prompt_tokens=int(inputs["input_ids"].shape[1])
+        )
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         import torch

@@ -24,8 +24,9 @@ from __future__ import annotations
 import json
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from mmjudge.human_judgments import HumanJudgments
 from mmjudge.prompts import load_prompt_set
@@ -61,9 +62,11 @@ class Benchmark:
     ids: list[str]
     tasks: list[str]
     demo: bool = False
-    _inputs: Optional[Callable[[], list[dict]]] = field(default=None, repr=False)
-    _judgments: Optional[Callable[[], HumanJudgments]] = field(default=None, repr=False)
-    _extra: Optional[Callable[[], dict[str, dict]]] = field(default=None, repr=False)  # id -> public columns the judgments lack
+    _inputs: Callable[[], list[dict]] | None = field(default=None, repr=False)
+    _judgments: Callable[[], HumanJudgments] | None = field(default=None, repr=False)
+    _extra: Callable[[], dict[str, dict]] | None = field(
+        default=None, repr=False
+    )  # id -> public columns the judgments lack
 
     def inputs(self) -> list[dict]:
         """Models track: one dict per item (``id``, ``task``, ``image``, ``question``, ``box``)."""
@@ -84,8 +87,10 @@ class Benchmark:
         if self.track == "models":
             return [{k: it.get(k) for k in MODEL_FIELDS} for it in self.inputs()]
         extra = self._extra() if self._extra is not None else {}
-        return [{k: v for k, v in {**it, **extra.get(it["id"], {})}.items() if k in METRIC_FIELDS and v is not None}
-                for it in self.judgments().items]  # fmt: skip
+        return [
+            {k: v for k, v in {**it, **extra.get(it["id"], {})}.items() if k in METRIC_FIELDS and v is not None}
+            for it in self.judgments().items
+        ]
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ def register(name: str, track: str, factory: Callable[[], Benchmark], key: Any =
         _BUILT.pop(name, None)
 
 
-def available_benchmarks(track: Optional[str] = None) -> list[str]:
+def available_benchmarks(track: str | None = None) -> list[str]:
     """Registered names (of one track when given), in registration order."""
     return [n for n, r in _REGISTRY.items() if track in (None, r.track)]
 
@@ -153,7 +158,7 @@ def configure(entries: list[dict]) -> None:
 
 
 # ------------------------------------------------------------------------------ from the loaders
-def _loader_judgments(name: str, options: dict, board: Optional[str] = None) -> Benchmark:
+def _loader_judgments(name: str, options: dict, board: str | None = None) -> Benchmark:
     from mmjudge.datasets import human_judgments, load_dataset, rows_of
 
     dataset = load_dataset(name, **options)
@@ -164,11 +169,19 @@ def _loader_judgments(name: str, options: dict, board: Optional[str] = None) -> 
     tasks = list(dict.fromkeys(str(it.get("task") or "all") for it in hj.items))
     board = board or name
     split = f", split {options['split']}" if options.get("split") else ""
-    return Benchmark(board, "metrics", board, f"human judgments of {name}{split} (mmjudge.load_dataset)", hj.ids(), tasks,
-                     _judgments=lambda: hj, _extra=lambda: paths)  # fmt: skip
+    return Benchmark(
+        board,
+        "metrics",
+        board,
+        f"human judgments of {name}{split} (mmjudge.load_dataset)",
+        hj.ids(),
+        tasks,
+        _judgments=lambda: hj,
+        _extra=lambda: paths,
+    )
 
 
-def _loader_inputs(name: str, options: dict, board: Optional[str] = None) -> Benchmark:
+def _loader_inputs(name: str, options: dict, board: str | None = None) -> Benchmark:
     """One input per instance of the benchmark (MMHE: the image, question and box the three candidates answered)."""
     from mmjudge.datasets import load_dataset, rows_of
 
@@ -177,17 +190,37 @@ def _loader_inputs(name: str, options: dict, board: Optional[str] = None) -> Ben
         task = str(row.get("task") or "ic").lower()
         key = f"{name}-{task}-{row.get('instance_id', row.get('id'))}"
         if key not in inputs:
-            inputs[key] = {"id": key, "task": task, "image": row.get("image"), "question": row.get("question") or None,
-                           "box": row.get("box") or None}  # fmt: skip
+            inputs[key] = {
+                "id": key,
+                "task": task,
+                "image": row.get("image"),
+                "question": row.get("question") or None,
+                "box": row.get("box") or None,
+            }
     items = list(inputs.values())
     board = board or f"{name}-inputs"
-    return Benchmark(board, "models", f"{name} inputs", f"the inputs of {name}; submit one text per id",
-                     [it["id"] for it in items], list(dict.fromkeys(it["task"] for it in items)), _inputs=lambda: items)  # fmt: skip
+    return Benchmark(
+        board,
+        "models",
+        f"{name} inputs",
+        f"the inputs of {name}; submit one text per id",
+        [it["id"] for it in items],
+        list(dict.fromkeys(it["task"] for it in items)),
+        _inputs=lambda: items,
+    )
 
 
 # --------------------------------------------------------------------------------- demo benchmarks
-_SHAPES = [("red", "circle"), ("blue", "square"), ("green", "triangle"), ("orange", "circle"),
-           ("purple", "square"), ("black", "triangle"), ("yellow", "circle"), ("teal", "square")]  # fmt: skip
+_SHAPES = [
+    ("red", "circle"),
+    ("blue", "square"),
+    ("green", "triangle"),
+    ("orange", "circle"),
+    ("purple", "square"),
+    ("black", "triangle"),
+    ("yellow", "circle"),
+    ("teal", "square"),
+]
 
 
 def demo_image(color: str, shape: str, size: int = 64):
@@ -215,8 +248,13 @@ def _demo_inputs() -> list[dict]:
         needs = PROMPTS.task_info[task].needs
         for k in (1, 2):
             color, shape = _SHAPES[(2 * t + k - 1) % len(_SHAPES)]
-            item: dict[str, Any] = {"id": f"demo-{task}-{k}", "task": task, "image": demo_image(color, shape),
-                                    "question": None, "box": None}  # fmt: skip
+            item: dict[str, Any] = {
+                "id": f"demo-{task}-{k}",
+                "task": task,
+                "image": demo_image(color, shape),
+                "question": None,
+                "box": None,
+            }
             if "question" in needs:
                 item["question"] = _DEMO_QUESTIONS[asking.index(task) % len(_DEMO_QUESTIONS)]
             if "box" in needs:
@@ -238,9 +276,16 @@ def demo_outputs(quality: int = 0) -> list[dict]:
 
 def _demo_inputs_benchmark() -> Benchmark:
     items = _demo_inputs()
-    return Benchmark("demo-inputs", "models", "Demo inputs (IC, VQA, VDU, REG)",
-                     "8 drawn images, two per MMHE task; made for the demo (stand-in for the MMHE inputs)",
-                     [it["id"] for it in items], list(MODEL_TASKS), demo=True, _inputs=lambda: items)  # fmt: skip
+    return Benchmark(
+        "demo-inputs",
+        "models",
+        "Demo inputs (IC, VQA, VDU, REG)",
+        "8 drawn images, two per MMHE task; made for the demo (stand-in for the MMHE inputs)",
+        [it["id"] for it in items],
+        list(MODEL_TASKS),
+        demo=True,
+        _inputs=lambda: items,
+    )
 
 
 def _demo_judgments() -> HumanJudgments:
@@ -253,18 +298,46 @@ def _demo_judgments() -> HumanJudgments:
                 item_id = f"demo-{task}-{instance}-{cand}"
                 group.append(item_id)
                 quality = rng.uniform(1.5, 4.5)
-                items.append({"id": item_id, "task": task, "text": f"candidate {cand} of {task} instance {instance}",
-                              "quality": quality})  # fmt: skip
+                items.append(
+                    {
+                        "id": item_id,
+                        "task": task,
+                        "text": f"candidate {cand} of {task} instance {instance}",
+                        "quality": quality,
+                    }
+                )
                 for criterion in CRITERIA:
                     for annotator in range(3):
                         score = min(5.0, max(1.0, round(quality + rng.uniform(-1, 1))))
-                        ratings.append({"id": item_id, "task": task, "criterion": criterion, "score": float(score),
-                                        "annotator": str(annotator)})  # fmt: skip
+                        ratings.append(
+                            {
+                                "id": item_id,
+                                "task": task,
+                                "criterion": criterion,
+                                "score": float(score),
+                                "annotator": str(annotator),
+                            }
+                        )
             best = max(group, key=lambda i: next(it["quality"] for it in items if it["id"] == i))
-            choices += [{"group": f"demo-{task}-{instance}", "task": task, "candidates": group, "annotator": str(a),
-                         "best": best} for a in range(3)]  # fmt: skip
-    return HumanJudgments(name="demo-judgments", items=items, ratings=ratings, choices=choices, correlation="tau_b",
-                          criteria=list(CRITERIA), metadata={"synthetic": True})  # fmt: skip
+            choices += [
+                {
+                    "group": f"demo-{task}-{instance}",
+                    "task": task,
+                    "candidates": group,
+                    "annotator": str(a),
+                    "best": best,
+                }
+                for a in range(3)
+            ]
+    return HumanJudgments(
+        name="demo-judgments",
+        items=items,
+        ratings=ratings,
+        choices=choices,
+        correlation="tau_b",
+        criteria=list(CRITERIA),
+        metadata={"synthetic": True},
+    )
 
 
 def demo_scores(noise: float = 0.0, seed: int = 0) -> list[dict]:
@@ -275,9 +348,16 @@ def demo_scores(noise: float = 0.0, seed: int = 0) -> list[dict]:
 
 def _demo_judgments_benchmark() -> Benchmark:
     hj = _demo_judgments()
-    return Benchmark("demo-judgments", "metrics", "Demo judgments (synthetic)",
-                     "24 candidate texts with SYNTHETIC 1-5 ratings and best-of-three choices; figures mean nothing",
-                     hj.ids(), list(MODEL_TASKS), demo=True, _judgments=lambda: hj)  # fmt: skip
+    return Benchmark(
+        "demo-judgments",
+        "metrics",
+        "Demo judgments (synthetic)",
+        "24 candidate texts with SYNTHETIC 1-5 ratings and best-of-three choices; figures mean nothing",
+        hj.ids(),
+        list(MODEL_TASKS),
+        demo=True,
+        _judgments=lambda: hj,
+    )
 
 
 register("demo-inputs", "models", _demo_inputs_benchmark)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 FINAL = ("DONE", "FAILED")
 _RECEIPT = re.compile(r"received: submission ([0-9a-f]{32}) is PENDING")
@@ -43,14 +44,14 @@ class BoardClient:
                 raise ValueError("talking to a board needs gradio_client: pip install gradio_client") from None
             try:
                 client = Client(url, verbose=False)
-            except Exception as err:  # noqa: BLE001 — httpx / websockets errors: say which URL failed
+            except Exception as err:
                 raise ValueError(f"cannot reach a board at {url} ({type(err).__name__}: {err}); check --url.") from None
         self.url, self.client = url, client
 
     def _call(self, *args: Any, api_name: str) -> Any:
         try:
             return self.client.predict(*args, api_name=api_name)
-        except Exception as err:  # noqa: BLE001 — the board's own error, or an older board without the endpoint
+        except Exception as err:
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             raise ValueError(f"the board at {self.url} answered {api_name} with an error: {first}") from None
 
@@ -76,7 +77,9 @@ class BoardClient:
         shutil.copyfile(got, out)
         return out
 
-    def submit(self, name: str, path: str | Path, label: str, submitter: str = "", link: str = "", description: str = "") -> str:
+    def submit(
+        self, name: str, path: str | Path, label: str, submitter: str = "", link: str = "", description: str = ""
+    ) -> str:
         """Upload ``path`` for benchmark ``name`` as ``label``; returns the submission id (``ValueError``
         with the board's one-line reason when refused)."""
         from gradio_client import handle_file
@@ -91,8 +94,13 @@ class BoardClient:
     def status(self, sid: str) -> dict:
         return dict(self._call(sid, api_name="/status"))
 
-    def wait(self, sid: str, timeout_s: float = 3600.0, poll_s: float = 5.0,
-             on_change: Optional[Callable[[dict], None]] = None) -> dict:  # fmt: skip
+    def wait(
+        self,
+        sid: str,
+        timeout_s: float = 3600.0,
+        poll_s: float = 5.0,
+        on_change: Callable[[dict], None] | None = None,
+    ) -> dict:
         """Poll ``/status`` until the submission is DONE or FAILED (``ValueError`` after ``timeout_s``)."""
         deadline, last = time.monotonic() + timeout_s, None
         while True:
@@ -104,8 +112,10 @@ class BoardClient:
             if status.get("status") in FINAL or status.get("status") == "UNKNOWN":
                 return status
             if time.monotonic() >= deadline:
-                raise ValueError(f"submission {sid} is still {status.get('status')} after {timeout_s:g} s; "
-                                 f"see its page on the board, or wait longer with --timeout.")  # fmt: skip
+                raise ValueError(
+                    f"submission {sid} is still {status.get('status')} after {timeout_s:g} s; "
+                    f"see its page on the board, or wait longer with --timeout."
+                )
             time.sleep(poll_s)
 
 

@@ -28,9 +28,23 @@ def seed_demo(store: Store) -> int:
         return 0
     queued = 0
     for quality, name in enumerate(["demo-vlm-terse", "demo-vlm-plain", "demo-vlm-wordy"]):
-        queued += submit(store, track="models", benchmark="demo-inputs", name=name, submitter="demo",
-                         description="example outputs made for the demo", data=_jsonl(demo_outputs(quality))).accepted  # fmt: skip
+        queued += submit(
+            store,
+            track="models",
+            benchmark="demo-inputs",
+            name=name,
+            submitter="demo",
+            description="example outputs made for the demo",
+            data=_jsonl(demo_outputs(quality)),
+        ).accepted
     for noise, name in ((0.3, "demo-metric-close"), (1.5, "demo-metric-noisy")):
-        queued += submit(store, track="metrics", benchmark="demo-judgments", name=name, submitter="demo",
-                         description=f"synthetic quality plus Gaussian noise σ={noise}", data=_jsonl(demo_scores(noise))).accepted  # fmt: skip
+        queued += submit(
+            store,
+            track="metrics",
+            benchmark="demo-judgments",
+            name=name,
+            submitter="demo",
+            description=f"synthetic quality plus Gaussian noise σ={noise}",
+            data=_jsonl(demo_scores(noise)),
+        ).accepted
     return queued

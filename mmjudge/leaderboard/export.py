@@ -31,7 +31,7 @@ import json
 import os
 import zipfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge.leaderboard.benchmarks import CRITERIA, PROMPTS, Benchmark
 from mmjudge.leaderboard.settings import DEFAULTS
@@ -79,12 +79,14 @@ def example_submission(bench: Benchmark) -> list[dict]:
     """One line per item in the exact format the track wants; the values are placeholders to replace."""
     if bench.track == "models":
         names = {t: info.text_name for t, info in PROMPTS.task_info.items()}
-        return [{"id": it["id"], "text": f"<your model's {names.get(it['task'], 'text')} for this image>"}
-                for it in bench.public_items()]  # fmt: skip
+        return [
+            {"id": it["id"], "text": f"<your model's {names.get(it['task'], 'text')} for this image>"}
+            for it in bench.public_items()
+        ]
     return [{"id": i, "score": 0.0} for i in bench.ids]
 
 
-def image_bytes(image: Any) -> Optional[tuple[bytes, str]]:
+def image_bytes(image: Any) -> tuple[bytes, str] | None:
     """(file bytes, extension) of an item's image: encoded files are kept as they are, decoded images
     (PIL) are saved as PNG (lossless); ``None`` when the item has no image."""
     if image is None:
@@ -138,10 +140,17 @@ def _write_zip(bench: Benchmark, path: Path) -> None:
 def _write_parquet(bench: Benchmark, path: Path) -> None:
     import datasets
 
-    types = {"id": datasets.Value("string"), "task": datasets.Value("string"), "text": datasets.Value("string"),
-             "image": datasets.Image(), "question": datasets.Value("string"),
-             "box": datasets.Sequence(datasets.Value("float32")), "references": datasets.Sequence(datasets.Value("string")),
-             "image_path": datasets.Value("string"), "split": datasets.Value("string")}  # fmt: skip
+    types = {
+        "id": datasets.Value("string"),
+        "task": datasets.Value("string"),
+        "text": datasets.Value("string"),
+        "image": datasets.Image(),
+        "question": datasets.Value("string"),
+        "box": datasets.Sequence(datasets.Value("float32")),
+        "references": datasets.Sequence(datasets.Value("string")),
+        "image_path": datasets.Value("string"),
+        "split": datasets.Value("string"),
+    }
     items = bench.public_items()
     columns = [c for c in types if any(c in it for it in items)]
     rows = []
@@ -166,18 +175,32 @@ def line_format(bench: Benchmark) -> dict[str, Any]:
     """The submission format as data (the ``/benchmarks`` API): track, items, fields, an example line."""
     example = example_submission(bench)[0] if bench.ids else {}
     if bench.track == "models":
-        fields = {"id": "an id of the inputs, each exactly once", "text": f"your model's output (at most {MAX_TEXT_CHARS:,} characters)"}
+        fields = {
+            "id": "an id of the inputs, each exactly once",
+            "text": f"your model's output (at most {MAX_TEXT_CHARS:,} characters)",
+        }
     else:
-        fields = {"id": "an item id, each exactly once", "score": "your metric's score of the item (a finite number; higher = better)"}
+        fields = {
+            "id": "an item id, each exactly once",
+            "score": "your metric's score of the item (a finite number; higher = better)",
+        }
         criteria = [c for c in bench.judgments().criteria if c != "overall"]
         if criteria:
             fields["<criterion>"] = f"optional: one score column per criterion among {', '.join(criteria)}"
-    return {"name": bench.name, "track": bench.track, "title": bench.title, "description": bench.description,
-            "items": len(bench.ids), "tasks": list(bench.tasks), "fields": fields, "example": example,
-            "formats": list(FORMATS)}  # fmt: skip
+    return {
+        "name": bench.name,
+        "track": bench.track,
+        "title": bench.title,
+        "description": bench.description,
+        "items": len(bench.ids),
+        "tasks": list(bench.tasks),
+        "fields": fields,
+        "example": example,
+        "formats": list(FORMATS),
+    }
 
 
-def guide(bench: Benchmark, url: Optional[str] = None, settings: Optional[dict] = None, plain: bool = False) -> str:
+def guide(bench: Benchmark, url: str | None = None, settings: dict | None = None, plain: bool = False) -> str:
     """The "How to submit" text of one benchmark (Markdown). ``plain``: for the README in the download
     (no page-specific wording). Names from the benchmark's data pass the page's escaping helper."""
     from mmjudge.report import markdown_text
@@ -187,53 +210,95 @@ def guide(bench: Benchmark, url: Optional[str] = None, settings: Optional[dict] 
     spec = line_format(bench)
     board = url or "URL-OF-THE-BOARD"
     example = json.dumps(spec["example"], ensure_ascii=False)
-    per_task = {t: sum(1 for it in bench.public_items() if it.get("task") == t) for t in bench.tasks} if bench.track == "models" else {}
-    lines = [f"### How to take part in `{bench.name}` ({bench.track} track)", "",
-             markdown_text(bench.description) if not plain else bench.description, ""]  # fmt: skip
+    per_task = (
+        {t: sum(1 for it in bench.public_items() if it.get("task") == t) for t in bench.tasks}
+        if bench.track == "models"
+        else {}
+    )
+    lines = [
+        f"### How to take part in `{bench.name}` ({bench.track} track)",
+        "",
+        markdown_text(bench.description) if not plain else bench.description,
+        "",
+    ]
     if bench.track == "models":
-        lines += ["1. **Get the inputs**: *Inputs (zip)* — `inputs.jsonl` (one item per line: `id`, `task`, `image`, "
-                  "`question`, `box`) and `images/` — or *Inputs (Parquet)*, the same with the image bytes inside "
-                  "(`datasets.load_dataset(\"parquet\", data_files=…)`).",
-                  f"2. **Run your model on every item** ({len(bench.ids)} items). What each task asks:"]  # fmt: skip
+        lines += [
+            "1. **Get the inputs**: *Inputs (zip)* — `inputs.jsonl` (one item per line: `id`, `task`, `image`, "
+            "`question`, `box`) and `images/` — or *Inputs (Parquet)*, the same with the image bytes inside "
+            '(`datasets.load_dataset("parquet", data_files=…)`).',
+            f"2. **Run your model on every item** ({len(bench.ids)} items). What each task asks:",
+        ]
         for t in bench.tasks:
             info = PROMPTS.task_info.get(t)
             if info is None:
                 continue
-            what = {"question": "to the item's `question`", "box": "for the object in `box` (x, y, width, height in pixels)"}
+            what = {
+                "question": "to the item's `question`",
+                "box": "for the object in `box` (x, y, width, height in pixels)",
+            }
             target = " and ".join(what[n] for n in info.needs) or "of the image"
-            lines.append(f"   - `{t}` — {info.label} ({per_task.get(t, 0)} items): write the {info.text_name} {target}.")
-        lines += ["3. **Write one JSON object per line** (UTF-8), every id exactly once, nothing else needed:", "",
-                  "   ```json", f"   {example}", "   ```", "",
-                  f"   *Example submission* has a line for every id. Texts: at most {MAX_TEXT_CHARS:,} characters each.",
-                  f"4. **Submit** the file (at most {human_size(int(s['max_upload_bytes']))}) on the *Submit* tab (track "
-                  f"*models*, benchmark *{name}*), or from a terminal, which also waits for the score:", "",
-                  "   ```", f"   mmjudge leaderboard download --url {board} --benchmark {bench.name} --out inputs.zip",
-                  f"   mmjudge leaderboard submit --url {board} --benchmark {bench.name} --file outputs.jsonl --name my-vlm", "   ```", "",
-                  f"**Scoring**: HarmonicEval rates every text 1–5 on {', '.join(CRITERIA)} with the board's judge; rows are "
-                  "ranked overall, per task and per criterion, each with a 95% bootstrap interval over the items, and "
-                  "marked when separable from the row above (paired bootstrap on the same items). Items the judge "
-                  f"cannot rate are counted; above {100 * float(s['max_failed_share']):g}% of the items a submission is "
-                  "shown but not ranked."]  # fmt: skip
+            lines.append(
+                f"   - `{t}` — {info.label} ({per_task.get(t, 0)} items): write the {info.text_name} {target}."
+            )
+        lines += [
+            "3. **Write one JSON object per line** (UTF-8), every id exactly once, nothing else needed:",
+            "",
+            "   ```json",
+            f"   {example}",
+            "   ```",
+            "",
+            f"   *Example submission* has a line for every id. Texts: at most {MAX_TEXT_CHARS:,} characters each.",
+            f"4. **Submit** the file (at most {human_size(int(s['max_upload_bytes']))}) on the *Submit* tab (track "
+            f"*models*, benchmark *{name}*), or from a terminal, which also waits for the score:",
+            "",
+            "   ```",
+            f"   mmjudge leaderboard download --url {board} --benchmark {bench.name} --out inputs.zip",
+            f"   mmjudge leaderboard submit --url {board} --benchmark {bench.name} --file outputs.jsonl --name my-vlm",
+            "   ```",
+            "",
+            f"**Scoring**: HarmonicEval rates every text 1–5 on {', '.join(CRITERIA)} with the board's judge; rows are "
+            "ranked overall, per task and per criterion, each with a 95% bootstrap interval over the items, and "
+            "marked when separable from the row above (paired bootstrap on the same items). Items the judge "
+            f"cannot rate are counted; above {100 * float(s['max_failed_share']):g}% of the items a submission is "
+            "shown but not ranked.",
+        ]
     else:
         criteria = [c for c in bench.judgments().criteria if c != "overall"]
-        lines += ["1. **Get the items**: *Inputs (zip)* — `inputs.jsonl` (one item per line: `id`, `task`, `text` to "
-                  "score, `references`, and the `image` file or its upstream `image_path` where the images may not be "
-                  "redistributed) — or *Inputs (Parquet)*.",
-                  f"2. **Score every item with your metric** ({len(bench.ids)} items).",
-                  "3. **Write one JSON object per line** (UTF-8), every id exactly once:", "",
-                  "   ```json", f"   {example}", "   ```", ""]  # fmt: skip
+        lines += [
+            "1. **Get the items**: *Inputs (zip)* — `inputs.jsonl` (one item per line: `id`, `task`, `text` to "
+            "score, `references`, and the `image` file or its upstream `image_path` where the images may not be "
+            "redistributed) — or *Inputs (Parquet)*.",
+            f"2. **Score every item with your metric** ({len(bench.ids)} items).",
+            "3. **Write one JSON object per line** (UTF-8), every id exactly once:",
+            "",
+            "   ```json",
+            f"   {example}",
+            "   ```",
+            "",
+        ]
         if criteria:
-            lines.append(f"   Optionally add one score column per criterion ({', '.join(criteria)}); each is correlated with "
-                         "that criterion's human ratings.")
-        lines += [f"4. **Submit** the file (at most {human_size(int(s['max_upload_bytes']))}) on the *Submit* tab (track "
-                  f"*metrics*, benchmark *{name}*), or from a terminal:", "",
-                  "   ```", f"   mmjudge leaderboard download --url {board} --benchmark {bench.name} --out items.zip",
-                  f"   mmjudge leaderboard submit --url {board} --benchmark {bench.name} --file scores.jsonl --name my-metric", "   ```", "",
-                  f"**Scoring**: the meta-evaluation compares your scores with the human judgments (protocol "
-                  f"`{s['protocol']}`, {int(s['bootstrap'])} bootstrap resamples, seed {int(s['seed'])}); the headline is "
-                  "the benchmark's usual figure, with its interval, and each row says whether it is separable from "
-                  "the row above."]  # fmt: skip
+            lines.append(
+                f"   Optionally add one score column per criterion ({', '.join(criteria)}); each is correlated with "
+                "that criterion's human ratings."
+            )
+        lines += [
+            f"4. **Submit** the file (at most {human_size(int(s['max_upload_bytes']))}) on the *Submit* tab (track "
+            f"*metrics*, benchmark *{name}*), or from a terminal:",
+            "",
+            "   ```",
+            f"   mmjudge leaderboard download --url {board} --benchmark {bench.name} --out items.zip",
+            f"   mmjudge leaderboard submit --url {board} --benchmark {bench.name} --file scores.jsonl --name my-metric",
+            "   ```",
+            "",
+            f"**Scoring**: the meta-evaluation compares your scores with the human judgments (protocol "
+            f"`{s['protocol']}`, {int(s['bootstrap'])} bootstrap resamples, seed {int(s['seed'])}); the headline is "
+            "the benchmark's usual figure, with its interval, and each row says whether it is separable from "
+            "the row above.",
+        ]
     window = float(s["rate_window_s"]) / 60
-    lines += ["", f"**Limits**: {int(s['rate_limit'])} uploads per {window:g} minutes per address (or Hub user), refused "
-              "ones included; the same file twice is refused as a duplicate."]  # fmt: skip
+    lines += [
+        "",
+        f"**Limits**: {int(s['rate_limit'])} uploads per {window:g} minutes per address (or Hub user), refused "
+        "ones included; the same file twice is refused as a duplicate.",
+    ]
     return "\n".join(lines) + "\n"

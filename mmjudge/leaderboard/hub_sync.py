@@ -32,12 +32,27 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Optional
+from typing import Any
 
 logger = logging.getLogger(__name__)
 HUB_STATUS = {"PENDING": "PENDING", "RUNNING": "RUNNING", "DONE": "FINISHED", "FAILED": "FAILED"}
-_PUBLIC = ("id", "track", "benchmark", "name", "link", "description", "submitter", "content_hash", "reason",
-           "signature", "created_at", "started_at", "finished_at", "attempts", "hidden")  # fmt: skip
+_PUBLIC = (
+    "id",
+    "track",
+    "benchmark",
+    "name",
+    "link",
+    "description",
+    "submitter",
+    "content_hash",
+    "reason",
+    "signature",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "attempts",
+    "hidden",
+)
 
 
 class HubSync:
@@ -47,7 +62,7 @@ class HubSync:
         self.api, self.requests_repo, self.results_repo = api, requests_repo, results_repo
 
     @classmethod
-    def from_settings(cls, settings: dict, api: Any = None) -> Optional["HubSync"]:
+    def from_settings(cls, settings: dict, api: Any = None) -> HubSync | None:
         """None unless ``hub_requests_repo`` and ``hub_results_repo`` are set (the token comes from
         ``HF_TOKEN`` / the Hub login, read by ``huggingface_hub`` itself)."""
         requests_repo, results_repo = settings.get("hub_requests_repo"), settings.get("hub_results_repo")
@@ -66,8 +81,9 @@ class HubSync:
 
     def _upload(self, repo: str, path: str, doc: dict, message: str) -> None:
         data = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        self.api.upload_file(path_or_fileobj=data, path_in_repo=path, repo_id=repo, repo_type="dataset",
-                             commit_message=message)  # fmt: skip
+        self.api.upload_file(
+            path_or_fileobj=data, path_in_repo=path, repo_id=repo, repo_type="dataset", commit_message=message
+        )
 
     def sync(self, store: Any) -> int:
         """Upload every submission changed since its last sync; returns how many were pushed."""
@@ -82,9 +98,20 @@ class HubSync:
                 if row["status"] == "DONE":
                     result = store.result(row["id"])
                     if result is not None:
-                        doc = {"id": row["id"], "name": row["name"], "track": row["track"], "benchmark": row["benchmark"],
-                               "signature": result["signature"], "summary": result["summary"]}  # fmt: skip
-                        self._upload(self.results_repo, f"results/{row['benchmark']}/{row['id']}.json", doc, f"results of {row['id']}")
+                        doc = {
+                            "id": row["id"],
+                            "name": row["name"],
+                            "track": row["track"],
+                            "benchmark": row["benchmark"],
+                            "signature": result["signature"],
+                            "summary": result["summary"],
+                        }
+                        self._upload(
+                            self.results_repo,
+                            f"results/{row['benchmark']}/{row['id']}.json",
+                            doc,
+                            f"results of {row['id']}",
+                        )
             except Exception as err:  # the Hub being down must not stop the board; retried next time
                 logger.warning("hub sync of %s failed: %s", row["id"], err)
                 continue
@@ -94,4 +121,8 @@ class HubSync:
 
     def remote_requests(self) -> list[str]:
         """Paths of the request files on the Hub."""
-        return [p for p in self.api.list_repo_files(repo_id=self.requests_repo, repo_type="dataset") if p.startswith("requests/")]
+        return [
+            p
+            for p in self.api.list_repo_files(repo_id=self.requests_repo, repo_type="dataset")
+            if p.startswith("requests/")
+        ]

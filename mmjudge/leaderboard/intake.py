@@ -20,14 +20,19 @@ as a receipt with ``accepted=False`` and the one-line reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from mmjudge.leaderboard import TRACKS
 from mmjudge.leaderboard.benchmarks import get_benchmark
 from mmjudge.leaderboard.protection import RateLimit, RefusedError, check_fields, duplicate_reason
 from mmjudge.leaderboard.store import DuplicateError, RateLimitedError, Store
-from mmjudge.leaderboard.validation import (MAX_BYTES, SubmissionError, human_size, size_reason, validate_outputs,
-                                           validate_scores)
+from mmjudge.leaderboard.validation import (
+    MAX_BYTES,
+    SubmissionError,
+    human_size,
+    size_reason,
+    validate_outputs,
+    validate_scores,
+)
 
 
 @dataclass
@@ -36,14 +41,23 @@ class Receipt:
 
     accepted: bool
     message: str
-    id: Optional[str] = None
+    id: str | None = None
 
 
 def submit(
-    store: Store, *, track: str, benchmark: str, name: str, submitter: str, data: bytes,
-    link: str = "", description: str = "", rate_limit: Optional[RateLimit] = None, max_bytes: int = MAX_BYTES,
-    client: Optional[str] = None,
-) -> Receipt:  # fmt: skip
+    store: Store,
+    *,
+    track: str,
+    benchmark: str,
+    name: str,
+    submitter: str,
+    data: bytes,
+    link: str = "",
+    description: str = "",
+    rate_limit: RateLimit | None = None,
+    max_bytes: int = MAX_BYTES,
+    client: str | None = None,
+) -> Receipt:
     """Check, then store durably. Never raises for a user mistake: the receipt carries the reason.
 
     ``client`` is who sends the upload, the rate limit's key: the app passes the Hub user or the network
@@ -66,41 +80,65 @@ def submit(
             validate_scores(data, bench.ids, max_bytes=max_bytes)
     except (SubmissionError, RefusedError, ValueError) as err:
         reason = str(err) if isinstance(err, RefusedError) else f"invalid file: {err}"
-        store.add_rejection(submitter=str(submitter or "")[:100], track=str(track)[:20], benchmark=str(benchmark)[:100],
-                            name=str(name or "")[:100], data=data, reason=reason, client=client)  # fmt: skip
+        store.add_rejection(
+            submitter=str(submitter or "")[:100],
+            track=str(track)[:20],
+            benchmark=str(benchmark)[:100],
+            name=str(name or "")[:100],
+            data=data,
+            reason=reason,
+            client=client,
+        )
         return Receipt(False, reason)
     try:  # duplicates and the rate limit are decided inside the inserting transaction (no race)
-        sid = store.add_submission(track=track, benchmark=benchmark, name=name, submitter=submitter, data=data,
-                                   link=link, description=description, client=client,
-                                   rate=rate_limit.rate if rate_limit is not None else None)  # fmt: skip
+        sid = store.add_submission(
+            track=track,
+            benchmark=benchmark,
+            name=name,
+            submitter=submitter,
+            data=data,
+            link=link,
+            description=description,
+            client=client,
+            rate=rate_limit.rate if rate_limit is not None else None,
+        )
     except (DuplicateError, RateLimitedError) as err:
         if isinstance(err, DuplicateError):
             reason = duplicate_reason(err.previous)
         else:
             reason = rate_limit.reason(client, err.used)  # type: ignore[union-attr]
-        store.add_rejection(submitter=submitter, track=track, benchmark=benchmark, name=name, data=data, reason=reason,
-                            client=client)  # fmt: skip
+        store.add_rejection(
+            submitter=submitter, track=track, benchmark=benchmark, name=name, data=data, reason=reason, client=client
+        )
         return Receipt(False, reason)
     position = store.position(sid)
     where = f"; position {position} in the queue" if position else ""
     return Receipt(True, f"received: submission {sid} is PENDING{where}.", sid)
 
 
-def submit_path(store: Store, path: Optional[str], max_bytes: int = MAX_BYTES, **fields) -> Receipt:
+def submit_path(store: Store, path: str | None, max_bytes: int = MAX_BYTES, **fields) -> Receipt:
     """:func:`submit` for an uploaded file on disk (the app's form): refuses a missing or oversized file
     before reading it into memory."""
     import os
 
     reason = None
     if not path or not os.path.isfile(path):
-        reason = (f"no file arrived. Choose a .jsonl file of at most {human_size(max_bytes)} and wait until its name "
-                  "shows in the file box before pressing Submit.")  # fmt: skip
+        reason = (
+            f"no file arrived. Choose a .jsonl file of at most {human_size(max_bytes)} and wait until its name "
+            "shows in the file box before pressing Submit."
+        )
     elif os.path.getsize(path) > max_bytes:
         reason = f"invalid file: {size_reason(os.path.getsize(path), max_bytes)}"
     if reason is not None:
-        store.add_rejection(submitter=str(fields.get("submitter") or "")[:100], track=str(fields.get("track"))[:20],
-                            benchmark=str(fields.get("benchmark"))[:100], name=str(fields.get("name") or "")[:100],
-                            data=b"", reason=reason, client=str(fields.get("client") or "local")[:200])  # fmt: skip
+        store.add_rejection(
+            submitter=str(fields.get("submitter") or "")[:100],
+            track=str(fields.get("track"))[:20],
+            benchmark=str(fields.get("benchmark"))[:100],
+            name=str(fields.get("name") or "")[:100],
+            data=b"",
+            reason=reason,
+            client=str(fields.get("client") or "local")[:200],
+        )
         return Receipt(False, reason)
     with open(path, "rb") as f:
         data = f.read()

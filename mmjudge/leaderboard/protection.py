@@ -28,7 +28,6 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Optional
 
 ADMIN_TOKEN_ENV = "MMJUDGE_LEADERBOARD_ADMIN_TOKEN"
 MAX_NAME_CHARS = 100
@@ -65,7 +64,7 @@ class RateLimit:
     max_submissions: int = 5
     window_s: float = 3600.0
 
-    def check(self, store, client: str, now: Optional[float] = None) -> None:
+    def check(self, store, client: str, now: float | None = None) -> None:
         """Refuse early (before validation) a client that already used its allowance; the store counts
         again inside the inserting transaction (:meth:`Store.add_submission` with :attr:`rate`)."""
         now = time.time() if now is None else now
@@ -78,9 +77,11 @@ class RateLimit:
         return self.max_submissions, self.window_s
 
     def reason(self, client: str, used: int) -> str:
-        return (f"rate limit: {client_label(client)} sent {used} submissions in the last {self.window_s / 60:g} minutes; "
-                f"the limit is {self.max_submissions} per {self.window_s / 60:g} minutes (refused uploads count). "
-                "Try again later.")  # fmt: skip
+        return (
+            f"rate limit: {client_label(client)} sent {used} submissions in the last {self.window_s / 60:g} minutes; "
+            f"the limit is {self.max_submissions} per {self.window_s / 60:g} minutes (refused uploads count). "
+            "Try again later."
+        )
 
 
 def check_fields(name: str, link: str, description: str, submitter: str) -> tuple[str, str, str, str]:
@@ -89,18 +90,26 @@ def check_fields(name: str, link: str, description: str, submitter: str) -> tupl
     name, link, description, submitter = (str(v or "").strip() for v in (name, link, description, submitter))
     if not name:
         raise RefusedError("give the model or metric a name.")
-    for label, value, limit in (("name", name, MAX_NAME_CHARS), ("submitter", submitter, MAX_NAME_CHARS),
-                                ("link", link, MAX_LINK_CHARS), ("description", description, MAX_DESCRIPTION_CHARS)):  # fmt: skip
+    for label, value, limit in (
+        ("name", name, MAX_NAME_CHARS),
+        ("submitter", submitter, MAX_NAME_CHARS),
+        ("link", link, MAX_LINK_CHARS),
+        ("description", description, MAX_DESCRIPTION_CHARS),
+    ):
         if len(value) > limit:
             raise RefusedError(f"the {label} has {len(value)} characters; the limit is {limit}.")
     if link and not _LINK.match(link):
-        raise RefusedError(f"the link must start with http:// or https:// and hold no spaces or quotes, not {link[:60]!r}.")
+        raise RefusedError(
+            f"the link must start with http:// or https:// and hold no spaces or quotes, not {link[:60]!r}."
+        )
     return name, link, description, submitter
 
 
 def duplicate_reason(previous: dict) -> str:
-    return (f"duplicate: the same file was already submitted as {previous['name']!r} "
-            f"(submission {previous['id'][:8]}, status {previous['status']}).")  # fmt: skip
+    return (
+        f"duplicate: the same file was already submitted as {previous['name']!r} "
+        f"(submission {previous['id'][:8]}, status {previous['status']})."
+    )
 
 
 # Characters Markdown (marked + GFM, as gr.Markdown renders it) reads as syntax anywhere in a line:
@@ -133,7 +142,7 @@ def _token_digest(token: object) -> bytes:
     return hashlib.sha256(str(token).encode("utf-8", "surrogatepass")).digest()
 
 
-def check_admin(token: Optional[str], env: Optional[dict] = None) -> None:
+def check_admin(token: str | None, env: dict | None = None) -> None:
     """Raise :class:`PermissionError` unless ``token`` equals the configured admin token (compared in
     constant time, on SHA-256 digests so that not even the length leaks)."""
     expected = (env if env is not None else os.environ).get(ADMIN_TOKEN_ENV, "")
@@ -164,8 +173,14 @@ class AdminGuard:
     >>> t[0] = 1.0; guard.check("s3cret", "ip:10.0.0.7")  # waited: the right token works (and clears the record)
     """
 
-    def __init__(self, base_delay_s: float = 1.0, max_delay_s: float = 900.0, clock=time.monotonic,
-                 env: Optional[dict] = None, max_clients: int = 10_000):  # fmt: skip
+    def __init__(
+        self,
+        base_delay_s: float = 1.0,
+        max_delay_s: float = 900.0,
+        clock=time.monotonic,
+        env: dict | None = None,
+        max_clients: int = 10_000,
+    ):
         if base_delay_s < 0 or max_delay_s < base_delay_s:
             raise ValueError(f"Expected 0 <= base_delay_s <= max_delay_s, but got {base_delay_s} and {max_delay_s}.")
         self.base_delay_s, self.max_delay_s, self.clock, self.env = float(base_delay_s), float(max_delay_s), clock, env
@@ -173,14 +188,16 @@ class AdminGuard:
         self._failures: dict[str, tuple[int, float]] = {}  # client -> (wrong tokens in a row, may try again at)
         self._lock = threading.Lock()
 
-    def check(self, token: Optional[str], client: str) -> None:
+    def check(self, token: str | None, client: str) -> None:
         """:func:`check_admin`, unless ``client`` must still wait; raises :class:`PermissionError`."""
         now = self.clock()
         with self._lock:
             failures, until = self._failures.get(client, (0, now))
             if now < until:
                 wait = math.ceil(until - now)
-                raise PermissionError(f"too many wrong admin tokens from {client_label(client)}: wait {wait} s before trying again.")
+                raise PermissionError(
+                    f"too many wrong admin tokens from {client_label(client)}: wait {wait} s before trying again."
+                )
         try:
             check_admin(token, self.env)
         except PermissionError as err:

@@ -27,7 +27,8 @@ and whether it is separable from the row above (paired bootstrap on the same ite
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mmjudge.leaderboard.uncertainty import mean_interval, paired, separable_resamples
 from mmjudge.signature import comparable
@@ -45,7 +46,7 @@ STATUS_OK = "ok"
 
 
 # ------------------------------------------------------------------------------------- summaries
-def _mean(values: Sequence[Any]) -> Optional[float]:
+def _mean(values: Sequence[Any]) -> float | None:
     xs = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     return sum(xs) / len(xs) if xs else None
 
@@ -69,22 +70,34 @@ def summarise_models(rows: Sequence[dict], criteria: Sequence[str], max_examples
     >>> s["failures"], s["failed_items"], s["items"]["overall"]
     ({'fluency': 1}, 1, [3.0, 4.0, None])
     """
+
     def failed_item(r: dict) -> bool:
         return any(_failed(r, c) for c in criteria) or _number(r.get("overall")) is None
 
     tasks: dict[str, dict] = {}
     for task in dict.fromkeys(str(r.get("task") or ALL) for r in rows):
         part = [r for r in rows if str(r.get("task") or ALL) == task]
-        tasks[task] = {"overall": _mean([r.get("overall") for r in part]),
-                       **{c: _mean([r.get(c) for r in part]) for c in criteria}, "n": len(part),
-                       "failed": sum(1 for r in part if failed_item(r))}  # fmt: skip
+        tasks[task] = {
+            "overall": _mean([r.get("overall") for r in part]),
+            **{c: _mean([r.get(c) for r in part]) for c in criteria},
+            "n": len(part),
+            "failed": sum(1 for r in part if failed_item(r)),
+        }
     examples = []
     for r in rows:
         for c in criteria:
             text = r.get(f"{c}_explanation")
             if isinstance(text, str) and text.strip() and len(examples) < max_examples:
-                examples.append({"id": r["id"], "task": r.get("task"), "criterion": c, "score": r.get(c),
-                                 "text": r.get("text"), "explanation": text})  # fmt: skip
+                examples.append(
+                    {
+                        "id": r["id"],
+                        "task": r.get("task"),
+                        "criterion": c,
+                        "score": r.get(c),
+                        "text": r.get("text"),
+                        "explanation": text,
+                    }
+                )
     return {
         "overall": _mean([r.get("overall") for r in rows]),
         "criteria": {c: _mean([r.get(c) for r in rows]) for c in criteria},
@@ -94,13 +107,16 @@ def summarise_models(rows: Sequence[dict], criteria: Sequence[str], max_examples
         "failed_items": sum(1 for r in rows if failed_item(r)),
         # Per-item values in the benchmark's order: every submission of a benchmark has the same items,
         # so the board can bootstrap a row's interval and compare two rows item by item.
-        "items": {"task": [str(r.get("task") or ALL) for r in rows], "overall": [_number(r.get("overall")) for r in rows],
-                  **{c: [_number(r.get(c)) for r in rows] for c in criteria}},  # fmt: skip
+        "items": {
+            "task": [str(r.get("task") or ALL) for r in rows],
+            "overall": [_number(r.get("overall")) for r in rows],
+            **{c: [_number(r.get(c)) for r in rows] for c in criteria},
+        },
         "examples": examples,
     }
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None
 
@@ -113,21 +129,32 @@ def summarise_metaeval(result: Any, metric: str) -> dict:
     measure = result.correlation_measure
 
     def fig(r: dict) -> dict:
-        return {k: (None if isinstance(r.get(k), float) and not math.isfinite(r[k]) else r.get(k))
-                for k in ("value", "ci_low", "ci_high")}  # fmt: skip
+        return {
+            k: (None if isinstance(r.get(k), float) and not math.isfinite(r[k]) else r.get(k))
+            for k in ("value", "ci_low", "ci_high")
+        }
 
     correlations = {f"{r['task']}/{r['criterion']}": fig(r) for r in result.find(metric, measure=measure)}
     accuracy = {f"{r['kind']}/{r['subset']}": fig(r) for r in result.find(metric, measure="accuracy")}
     head = result.headline(metric)
     headline = None
     if head is not None:
-        label = f"accuracy {head['kind']}/{head['subset']}" if head["measure"] == "accuracy" else f"{measure} {head['task']}/{head['criterion']}"
+        label = (
+            f"accuracy {head['kind']}/{head['subset']}"
+            if head["measure"] == "accuracy"
+            else f"{measure} {head['task']}/{head['criterion']}"
+        )
         headline = {"label": label, **fig(head), "resamples": _resamples_of(result, metric, head)}
-    return {"measure": measure, "correlations": correlations, "accuracy": accuracy, "headline": headline,
-            "options": dict(result.options)}  # fmt: skip
+    return {
+        "measure": measure,
+        "correlations": correlations,
+        "accuracy": accuracy,
+        "headline": headline,
+        "options": dict(result.options),
+    }
 
 
-def _resamples_of(result: Any, metric: str, record: dict) -> Optional[list]:
+def _resamples_of(result: Any, metric: str, record: dict) -> list | None:
     """The in-memory bootstrap values of one figure (``resamples`` is keyed by the figure's fields and
     the metric's name)."""
     for (key, name), values in getattr(result, "resamples", {}).items():
@@ -150,14 +177,14 @@ def group_by_signature(entries: Sequence[dict]) -> list[list[dict]]:
     return groups
 
 
-def competition_ranks(values: Sequence[Optional[float]], higher_is_better: bool = True) -> list[Optional[int]]:
+def competition_ranks(values: Sequence[float | None], higher_is_better: bool = True) -> list[int | None]:
     """Standard competition ranks ("1224"); missing values get no rank.
 
     >>> competition_ranks([0.5, 0.9, 0.5, None, 0.1])
     [2, 1, 2, None, 4]
     """
     present = [v for v in values if v is not None]
-    out: list[Optional[int]] = []
+    out: list[int | None] = []
     for v in values:
         if v is None:
             out.append(None)
@@ -176,8 +203,13 @@ def _ranked(rows: list[dict], key: str) -> list[dict]:
 
 
 def _base(entry: dict) -> dict:
-    return {"id": entry["id"], "name": entry["name"], "link": entry.get("link", ""), "submitter": entry.get("submitter", ""),
-            "_created": entry.get("created_at", 0)}  # fmt: skip
+    return {
+        "id": entry["id"],
+        "name": entry["name"],
+        "link": entry.get("link", ""),
+        "submitter": entry.get("submitter", ""),
+        "_created": entry.get("created_at", 0),
+    }
 
 
 def by_benchmark(entries: Sequence[dict]) -> dict[str, list[dict]]:
@@ -189,7 +221,7 @@ def by_benchmark(entries: Sequence[dict]) -> dict[str, list[dict]]:
 
 
 # -------------------------------------------------------------------------------------- tables
-def model_columns(summary: dict, task: Optional[str] = None) -> dict[str, Optional[float]]:
+def model_columns(summary: dict, task: str | None = None) -> dict[str, float | None]:
     """``overall`` and each criterion, over all tasks or for one task; plus one column per task."""
     if task and task != ALL:
         part = summary.get("tasks", {}).get(task)
@@ -202,7 +234,7 @@ def model_columns(summary: dict, task: Optional[str] = None) -> dict[str, Option
     return out
 
 
-def failure_note(summary: dict, max_failed_share: float = MAX_FAILED_SHARE) -> tuple[Optional[int], Optional[str]]:
+def failure_note(summary: dict, max_failed_share: float = MAX_FAILED_SHARE) -> tuple[int | None, str | None]:
     """(items the judge failed on, why the row is not ranked — None when it is ranked).
 
     >>> failure_note({"n": 100, "failed_items": 7, "failures": {"clarity": 7, "fluency": 0}})
@@ -215,13 +247,21 @@ def failure_note(summary: dict, max_failed_share: float = MAX_FAILED_SHARE) -> t
         return None, None
     if n and failed / n > max_failed_share:
         which = ", ".join(f"{c} {k}" for c, k in (summary.get("failures") or {}).items() if k)
-        return failed, (f"not ranked: the judge failed on {failed} of {n} items ({100 * failed / n:.1f}%: {which}), "
-                        f"more than the {100 * max_failed_share:g}% allowed")  # fmt: skip
+        return failed, (
+            f"not ranked: the judge failed on {failed} of {n} items ({100 * failed / n:.1f}%: {which}), "
+            f"more than the {100 * max_failed_share:g}% allowed"
+        )
     return failed, None
 
 
-def rank_models(entries: Sequence[dict], task: Optional[str] = None, criterion: str = "overall",
-                max_failed_share: float = MAX_FAILED_SHARE, bootstrap: int = 0, seed: int = 0) -> list[dict]:  # fmt: skip
+def rank_models(
+    entries: Sequence[dict],
+    task: str | None = None,
+    criterion: str = "overall",
+    max_failed_share: float = MAX_FAILED_SHARE,
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> list[dict]:
     """One table per benchmark and signature group: rows with ``rank`` by ``criterion`` (``overall`` or a
     criterion name) over all tasks or one ``task``; groups with more rows first. Each row has
     ``failed`` (items the judge failed on), ``ranked`` and ``note`` (why not); with ``bootstrap``
@@ -232,15 +272,23 @@ def rank_models(entries: Sequence[dict], task: Optional[str] = None, criterion: 
             rows = []
             for e in group:
                 failed, note = failure_note(e["summary"], max_failed_share)
-                rows.append({**_base(e), **model_columns(e["summary"], task), "failed": failed, "ranked": note is None,
-                             "note": note or "", "_items": _item_values(e["summary"], task, criterion)})  # fmt: skip
+                rows.append(
+                    {
+                        **_base(e),
+                        **model_columns(e["summary"], task),
+                        "failed": failed,
+                        "ranked": note is None,
+                        "note": note or "",
+                        "_items": _item_values(e["summary"], task, criterion),
+                    }
+                )
             rows = _ranked(rows, criterion)
             _add_uncertainty(rows, bootstrap, seed, (benchmark, task or ALL, criterion))
             tables.append({"benchmark": benchmark, "signature": group[0]["signature"], "rows": rows, "by": criterion})
     return sorted(tables, key=lambda t: -len(t["rows"]))
 
 
-def _item_values(summary: dict, task: Optional[str], key: str) -> Optional[list]:
+def _item_values(summary: dict, task: str | None, key: str) -> list | None:
     items = summary.get("items")
     if not items or key not in items:
         return None
@@ -251,7 +299,7 @@ def _item_values(summary: dict, task: Optional[str], key: str) -> Optional[list]
 
 def _add_uncertainty(rows: list[dict], bootstrap: int, seed: int, key: tuple) -> None:
     """``ci_low``/``ci_high`` of each row and ``separable`` from the ranked row above (paired)."""
-    above: Optional[list] = None
+    above: list | None = None
     for r in rows:
         values = r.pop("_items")
         r["ci_low"], r["ci_high"] = mean_interval(values, bootstrap, seed, key) if values else (None, None)
@@ -263,9 +311,9 @@ def _add_uncertainty(rows: list[dict], bootstrap: int, seed: int, key: tuple) ->
         above = values
 
 
-def metric_columns(summary: dict, task: Optional[str] = None, criterion: Optional[str] = None) -> dict[str, Optional[float]]:
+def metric_columns(summary: dict, task: str | None = None, criterion: str | None = None) -> dict[str, float | None]:
     """The headline and every correlation / accuracy figure, filtered by ``task`` and ``criterion``."""
-    out: dict[str, Optional[float]] = {"headline": (summary.get("headline") or {}).get("value")}
+    out: dict[str, float | None] = {"headline": (summary.get("headline") or {}).get("value")}
     for key, fig in summary.get("correlations", {}).items():
         t, c = key.split("/", 1)
         if (not task or task == ALL or t == task) and (not criterion or c == criterion):
@@ -277,8 +325,9 @@ def metric_columns(summary: dict, task: Optional[str] = None, criterion: Optiona
     return out
 
 
-def rank_metrics(entries: Sequence[dict], task: Optional[str] = None, criterion: Optional[str] = None,
-                 by: str = "headline") -> list[dict]:  # fmt: skip
+def rank_metrics(
+    entries: Sequence[dict], task: str | None = None, criterion: str | None = None, by: str = "headline"
+) -> list[dict]:
     """One table per (benchmark, signature group): rows ranked by ``by`` (default the headline), each
     with the headline's interval (``ci_low``/``ci_high``) and, ranked by the headline, ``separable``
     from the row above (their bootstrap values share the resamples)."""
@@ -288,18 +337,26 @@ def rank_metrics(entries: Sequence[dict], task: Optional[str] = None, criterion:
             rows = []
             for e in group:
                 head = e["summary"].get("headline") or {}
-                rows.append({**_base(e), **metric_columns(e["summary"], task, criterion), "ci_low": head.get("ci_low"),
-                             "ci_high": head.get("ci_high"), "_resamples": head.get("resamples")})  # fmt: skip
+                rows.append(
+                    {
+                        **_base(e),
+                        **metric_columns(e["summary"], task, criterion),
+                        "ci_low": head.get("ci_low"),
+                        "ci_high": head.get("ci_high"),
+                        "_resamples": head.get("resamples"),
+                    }
+                )
             rows = _ranked(rows, by)
-            above: Optional[list] = None
+            above: list | None = None
             for r in rows:
                 resamples = r.pop("_resamples")
                 r["separable"] = separable_resamples(above, resamples) if by == "headline" and above else None
                 if r["rank"] is not None:
                     above = resamples
             label = (group[0]["summary"].get("headline") or {}).get("label", "")
-            tables.append({"benchmark": benchmark, "signature": group[0]["signature"], "headline": label,
-                           "rows": rows, "by": by})  # fmt: skip
+            tables.append(
+                {"benchmark": benchmark, "signature": group[0]["signature"], "headline": label, "rows": rows, "by": by}
+            )
     return sorted(tables, key=lambda t: -len(t["rows"]))
 
 

@@ -31,9 +31,10 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 DB_NAME = "leaderboard.sqlite"
 UPLOADS = "uploads"
@@ -89,7 +90,10 @@ CREATE TABLE IF NOT EXISTS rejections (
 );
 """
 # Columns added after the first release: (table, column, declaration), added to older databases.
-_ADDED_COLUMNS = [("submissions", "client", "TEXT NOT NULL DEFAULT ''"), ("rejections", "client", "TEXT NOT NULL DEFAULT ''")]
+_ADDED_COLUMNS = [
+    ("submissions", "client", "TEXT NOT NULL DEFAULT ''"),
+    ("rejections", "client", "TEXT NOT NULL DEFAULT ''"),
+]
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS submissions_client ON submissions (client, created_at);
 CREATE INDEX IF NOT EXISTS rejections_client ON rejections (client, created_at);
@@ -180,10 +184,21 @@ class Store:
 
     # ---------------------------------------------------------------------------------- submissions
     def add_submission(
-        self, *, track: str, benchmark: str, name: str, submitter: str, data: bytes,
-        link: str = "", description: str = "", signature: str = "", now: Optional[float] = None,
-        unique: bool = True, client: str = "", rate: Optional[tuple[int, float]] = None,
-    ) -> str:  # fmt: skip
+        self,
+        *,
+        track: str,
+        benchmark: str,
+        name: str,
+        submitter: str,
+        data: bytes,
+        link: str = "",
+        description: str = "",
+        signature: str = "",
+        now: float | None = None,
+        unique: bool = True,
+        client: str = "",
+        rate: tuple[int, float] | None = None,
+    ) -> str:
         """Store the file under a generated name (fsync'ed), then commit the PENDING row. Returns the id.
 
         ``client`` identifies who sent the upload (the rate limit's key; ``submitter`` is only shown).
@@ -222,16 +237,30 @@ class Store:
                 db.execute(
                     "INSERT INTO submissions (id, track, benchmark, name, link, description, submitter, client, content_hash,"
                     " file_name, status, signature, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,'PENDING',?,?,?)",
-                    (sid, track, benchmark, name, link, description, submitter, client, digest, file_name,
-                     signature, now, now),
-                )  # fmt: skip
+                    (
+                        sid,
+                        track,
+                        benchmark,
+                        name,
+                        link,
+                        description,
+                        submitter,
+                        client,
+                        digest,
+                        file_name,
+                        signature,
+                        now,
+                        now,
+                    ),
+                )
         except (DuplicateError, RateLimitedError):
             path.unlink(missing_ok=True)
             raise
         return sid
 
-    def add_rejection(self, *, submitter: str, track: str, benchmark: str, name: str, data: bytes, reason: str,
-                      client: str = "") -> None:  # fmt: skip
+    def add_rejection(
+        self, *, submitter: str, track: str, benchmark: str, name: str, data: bytes, reason: str, client: str = ""
+    ) -> None:
         """Log a refused upload (what was wrong, for the submitter's history and the admin)."""
         with self.transaction() as db:
             db.execute(
@@ -246,11 +275,11 @@ class Store:
             raise ValueError(f"No submission {sid!r}.")
         return (self.uploads / row["file_name"]).read_bytes()
 
-    def get(self, sid: str) -> Optional[dict]:
+    def get(self, sid: str) -> dict | None:
         row = self.connect().execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone()
         return dict(row) if row else None
 
-    def submissions(self, status: Optional[str] = None, include_hidden: bool = False) -> list[dict]:
+    def submissions(self, status: str | None = None, include_hidden: bool = False) -> list[dict]:
         sql, args = "SELECT * FROM submissions WHERE 1=1", []
         if status is not None:
             sql += " AND status = ?"
@@ -266,25 +295,33 @@ class Store:
         """Submissions (accepted or refused) from ``client`` since ``since`` — the rate limit's count."""
         return _count_recent(self.connect(), client, since)
 
-    def position(self, sid: str) -> Optional[int]:
+    def position(self, sid: str) -> int | None:
         """The job's place in the queue (1 = next; 0 = running), None when it is not queued; one query."""
-        row = self.connect().execute(
-            "SELECT s.status, (SELECT COUNT(*) FROM submissions q WHERE q.status='PENDING' AND q.hidden=0"
-            " AND (q.created_at < s.created_at OR (q.created_at = s.created_at AND q.id <= s.id))) AS ahead"
-            " FROM submissions s WHERE s.id=? AND s.hidden=0 AND s.status IN ('PENDING', 'RUNNING')",
-            (sid,),
-        ).fetchone()
+        row = (
+            self.connect()
+            .execute(
+                "SELECT s.status, (SELECT COUNT(*) FROM submissions q WHERE q.status='PENDING' AND q.hidden=0"
+                " AND (q.created_at < s.created_at OR (q.created_at = s.created_at AND q.id <= s.id))) AS ahead"
+                " FROM submissions s WHERE s.id=? AND s.hidden=0 AND s.status IN ('PENDING', 'RUNNING')",
+                (sid,),
+            )
+            .fetchone()
+        )
         if row is None:
             return None
         return int(row["ahead"]) if row["status"] == "PENDING" else 0
 
-    def queue(self, now: Optional[float] = None) -> list[dict]:
+    def queue(self, now: float | None = None) -> list[dict]:
         """PENDING and RUNNING jobs, oldest first, with ``position`` (1 = next; 0 = running) and ``age_s``."""
         now = time.time() if now is None else now
-        rows = self.connect().execute(
-            "SELECT id, name, track, benchmark, status, created_at, worker, attempts, reason FROM submissions"
-            " WHERE status IN ('PENDING', 'RUNNING') AND hidden = 0 ORDER BY created_at, id"
-        ).fetchall()
+        rows = (
+            self.connect()
+            .execute(
+                "SELECT id, name, track, benchmark, status, created_at, worker, attempts, reason FROM submissions"
+                " WHERE status IN ('PENDING', 'RUNNING') AND hidden = 0 ORDER BY created_at, id"
+            )
+            .fetchall()
+        )
         out, position = [], 0
         for r in rows:
             d = dict(r)
@@ -298,7 +335,7 @@ class Store:
         return out
 
     # ---------------------------------------------------------------------------------------- queue
-    def recover_expired(self, now: Optional[float] = None) -> int:
+    def recover_expired(self, now: float | None = None) -> int:
         """RUNNING jobs whose lease ran out (the worker died) go back to PENDING — or to FAILED after
         :data:`MAX_ATTEMPTS` tries. Returns how many were re-queued or failed."""
         now = time.time() if now is None else now
@@ -315,7 +352,7 @@ class Store:
             ).rowcount
         return failed + requeued
 
-    def claim(self, worker: str, lease_s: float = DEFAULT_LEASE_S, now: Optional[float] = None) -> Optional[dict]:
+    def claim(self, worker: str, lease_s: float = DEFAULT_LEASE_S, now: float | None = None) -> dict | None:
         """Atomically take the oldest PENDING job for ``worker`` (None when the queue is empty)."""
         self.recover_expired(now)
         now = time.time() if now is None else now
@@ -346,7 +383,9 @@ class Store:
         """Write the results and set DONE in one transaction — only if ``worker`` still holds the job."""
         now = time.time()
         with self.transaction() as db:
-            owned = db.execute("SELECT 1 FROM submissions WHERE id=? AND status='RUNNING' AND worker=?", (sid, worker)).fetchone()
+            owned = db.execute(
+                "SELECT 1 FROM submissions WHERE id=? AND status='RUNNING' AND worker=?", (sid, worker)
+            ).fetchone()
             if owned is None:
                 return False
             db.execute(
@@ -360,7 +399,7 @@ class Store:
             )
         return True
 
-    def fail(self, sid: str, worker: Optional[str], reason: str) -> bool:
+    def fail(self, sid: str, worker: str | None, reason: str) -> bool:
         """FAILED with ``reason`` (shown to the submitter); with ``worker``, only if it holds the job."""
         now = time.time()
         with self.transaction() as db:
@@ -387,7 +426,9 @@ class Store:
 
     def set_hidden(self, sid: str, hidden: bool) -> bool:
         with self.transaction() as db:
-            n = db.execute("UPDATE submissions SET hidden=?, updated_at=? WHERE id=?", (int(hidden), time.time(), sid)).rowcount
+            n = db.execute(
+                "UPDATE submissions SET hidden=?, updated_at=? WHERE id=?", (int(hidden), time.time(), sid)
+            ).rowcount
         return n == 1
 
     def delete(self, sid: str) -> bool:
@@ -401,7 +442,7 @@ class Store:
         return True
 
     # -------------------------------------------------------------------------------------- results
-    def result(self, sid: str) -> Optional[dict]:
+    def result(self, sid: str) -> dict | None:
         row = self.connect().execute("SELECT * FROM results WHERE submission_id=?", (sid,)).fetchone()
         if row is None:
             return None
@@ -409,10 +450,12 @@ class Store:
         out["summary"], out["rows"] = json.loads(out["summary"]), json.loads(out["rows"])
         return out
 
-    def done(self, track: Optional[str] = None) -> list[dict]:
+    def done(self, track: str | None = None) -> list[dict]:
         """Visible DONE submissions joined with their result summary (no per-item rows)."""
-        sql = ("SELECT s.*, r.summary AS summary FROM submissions s JOIN results r ON r.submission_id = s.id"
-               " WHERE s.status='DONE' AND s.hidden=0")  # fmt: skip
+        sql = (
+            "SELECT s.*, r.summary AS summary FROM submissions s JOIN results r ON r.submission_id = s.id"
+            " WHERE s.status='DONE' AND s.hidden=0"
+        )
         args: list = []
         if track is not None:
             sql += " AND s.track=?"
@@ -426,7 +469,7 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         db = self.connect()
-        out = {s: 0 for s in STATUSES}
+        out = dict.fromkeys(STATUSES, 0)
         for status, n in db.execute("SELECT status, COUNT(*) FROM submissions GROUP BY status"):
             out[status] = n
         out["results"] = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
@@ -442,8 +485,12 @@ class Store:
 
 
 def _count_recent(db: sqlite3.Connection, client: str, since: float) -> int:
-    accepted = db.execute("SELECT COUNT(*) FROM submissions WHERE client = ? AND created_at >= ?", (client, since)).fetchone()[0]
-    refused = db.execute("SELECT COUNT(*) FROM rejections WHERE client = ? AND created_at >= ?", (client, since)).fetchone()[0]
+    accepted = db.execute(
+        "SELECT COUNT(*) FROM submissions WHERE client = ? AND created_at >= ?", (client, since)
+    ).fetchone()[0]
+    refused = db.execute(
+        "SELECT COUNT(*) FROM rejections WHERE client = ? AND created_at >= ?", (client, since)
+    ).fetchone()[0]
     return int(accepted) + int(refused)
 
 

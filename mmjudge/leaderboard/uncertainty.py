@@ -25,18 +25,21 @@ False
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from mmjudge.metaeval.bootstrap import DEFAULT_CONFIDENCE, percentile_interval, resample_counts, rng_for
 
-Interval = tuple[Optional[float], Optional[float]]
+Interval = tuple[float | None, float | None]
 
 
 def _vector(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """(values with missing ones as 0, mask of present ones)."""
-    x = np.array([float(v) if isinstance(v, (int, float)) and math.isfinite(v) else np.nan for v in values], dtype=np.float64)
+    x = np.array(
+        [float(v) if isinstance(v, (int, float)) and math.isfinite(v) else np.nan for v in values], dtype=np.float64
+    )
     present = np.isfinite(x)
     return np.where(present, x, 0.0), present.astype(np.float64)
 
@@ -50,8 +53,9 @@ def _interval(boot: np.ndarray, confidence: float) -> Interval:
     return (None, None) if not (math.isfinite(low) and math.isfinite(high)) else (low, high)
 
 
-def mean_interval(values: Sequence[Any], resamples: int, seed: int, key: Sequence[str],
-                  confidence: float = DEFAULT_CONFIDENCE) -> Interval:  # fmt: skip
+def mean_interval(
+    values: Sequence[Any], resamples: int, seed: int, key: Sequence[str], confidence: float = DEFAULT_CONFIDENCE
+) -> Interval:
     """Percentile bootstrap interval of the mean of ``values`` over items (``None`` entries left out);
     ``(None, None)`` without resamples or values."""
     x, present = _vector(values)
@@ -63,8 +67,14 @@ def mean_interval(values: Sequence[Any], resamples: int, seed: int, key: Sequenc
     return _interval(boot, confidence)
 
 
-def paired(upper: Sequence[Any], lower: Sequence[Any], resamples: int, seed: int, key: Sequence[str],
-           confidence: float = DEFAULT_CONFIDENCE) -> dict[str, Any]:  # fmt: skip
+def paired(
+    upper: Sequence[Any],
+    lower: Sequence[Any],
+    resamples: int,
+    seed: int,
+    key: Sequence[str],
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> dict[str, Any]:
     """Paired bootstrap of ``mean(upper − lower)`` over the items both have: ``difference``, its
     interval, and ``separable`` (the interval excludes 0; ``None`` when it cannot be told)."""
     if len(upper) != len(lower):
@@ -83,8 +93,9 @@ def paired(upper: Sequence[Any], lower: Sequence[Any], resamples: int, seed: int
     return {"difference": float(d.sum() / both.sum()), "ci_low": low, "ci_high": high, "separable": separable}
 
 
-def separable_resamples(upper: Optional[Sequence[Any]], lower: Optional[Sequence[Any]],
-                        confidence: float = DEFAULT_CONFIDENCE) -> Optional[bool]:  # fmt: skip
+def separable_resamples(
+    upper: Sequence[Any] | None, lower: Sequence[Any] | None, confidence: float = DEFAULT_CONFIDENCE
+) -> bool | None:
     """Separable from the row above, from two rows' stored bootstrap values of the same figure (drawn
     from the same resamples, as the meta-evaluation draws them): the interval of their difference
     excludes 0. ``None`` when either row has none.

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mmjudge.errors import id_differences, shown_ids
 from mmjudge.jsonl import JsonLineError, decode, json_lines
@@ -53,12 +54,14 @@ def human_size(n_bytes: int) -> str:
 def size_reason(n_bytes: int, max_bytes: int) -> str:
     """The one line for a file over the limit, in the user's terms."""
     exact = f" ({max_bytes:,} bytes)" if max_bytes >= 2**10 else ""
-    return (f"the file is {human_size(n_bytes)}; this board accepts at most {human_size(max_bytes)}{exact}. "
-            "Keep only the fields the track needs in each line: \"id\" and \"text\" (Models) or \"id\" and the "
-            "scores (Metrics).")  # fmt: skip
+    return (
+        f"the file is {human_size(n_bytes)}; this board accepts at most {human_size(max_bytes)}{exact}. "
+        'Keep only the fields the track needs in each line: "id" and "text" (Models) or "id" and the '
+        "scores (Metrics)."
+    )
 
 
-def parse_jsonl(data: bytes, max_bytes: Optional[int] = MAX_BYTES) -> list[tuple[int, dict]]:
+def parse_jsonl(data: bytes, max_bytes: int | None = MAX_BYTES) -> list[tuple[int, dict]]:
     """``(line number, object)`` for each non-blank line (``max_bytes=None``: no size limit).
 
     Raises:
@@ -76,7 +79,7 @@ def parse_jsonl(data: bytes, max_bytes: Optional[int] = MAX_BYTES) -> list[tuple
     rows = []
     for n, obj in located:
         if not isinstance(obj, dict):
-            raise SubmissionError(f"line {n}: expected a JSON object like {{\"id\": …}}, but got {type(obj).__name__}.")
+            raise SubmissionError(f'line {n}: expected a JSON object like {{"id": …}}, but got {type(obj).__name__}.')
         item_id = obj.get("id")
         if not isinstance(item_id, str) or not item_id:
             raise SubmissionError(f"line {n}: 'id' must be a non-empty string, but got {item_id!r}.")
@@ -97,13 +100,16 @@ def check_ids(rows: list[tuple[int, dict]], ids: Sequence[str]) -> None:
         seen[obj["id"]] = n
     missing, extra = id_differences(seen, ids)
     if extra:
-        raise SubmissionError(f"line {seen[extra[0]]}: {len(extra)} id(s) are not in the benchmark: {shown_ids(extra)}.")
+        raise SubmissionError(
+            f"line {seen[extra[0]]}: {len(extra)} id(s) are not in the benchmark: {shown_ids(extra)}."
+        )
     if missing:
         raise SubmissionError(f"missing {len(missing)} id(s) of the benchmark: {shown_ids(missing)}.")
 
 
-def validate_outputs(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = MAX_BYTES,
-                     max_chars: int = MAX_TEXT_CHARS) -> list[dict]:  # fmt: skip
+def validate_outputs(
+    data: bytes, ids: Sequence[str], max_bytes: int | None = MAX_BYTES, max_chars: int = MAX_TEXT_CHARS
+) -> list[dict]:
     """A Models-track upload as ``[{"id", "text"}]`` in the benchmark's order.
 
     Raises:
@@ -116,22 +122,28 @@ def validate_outputs(data: bytes, ids: Sequence[str], max_bytes: Optional[int] =
         if "text" not in obj:
             example = json.dumps({"id": obj["id"], "text": "<your model's output>"}, ensure_ascii=False)
             if any(_is_number(v) for k, v in obj.items() if k != "id"):
-                raise SubmissionError(f"line {n} (id {obj['id']!r}): no 'text'. This looks like a Metrics-track score file; "
-                                      f"the Models track wants one line per item like {example}. To submit scores, choose "
-                                      "the Metrics track.")  # fmt: skip
+                raise SubmissionError(
+                    f"line {n} (id {obj['id']!r}): no 'text'. This looks like a Metrics-track score file; "
+                    f"the Models track wants one line per item like {example}. To submit scores, choose "
+                    "the Metrics track."
+                )
             raise SubmissionError(f"line {n} (id {obj['id']!r}): no 'text'; each line needs {example}.")
         if not isinstance(text, str):
-            raise SubmissionError(f"line {n} (id {obj['id']!r}): 'text' must be a string, but got {type(text).__name__}.")
+            raise SubmissionError(
+                f"line {n} (id {obj['id']!r}): 'text' must be a string, but got {type(text).__name__}."
+            )
         if not text.strip():
             raise SubmissionError(f"line {n} (id {obj['id']!r}): 'text' is empty.")
         if len(text) > max_chars:
-            raise SubmissionError(f"line {n} (id {obj['id']!r}): 'text' has {len(text)} characters; the limit is {max_chars}.")
+            raise SubmissionError(
+                f"line {n} (id {obj['id']!r}): 'text' has {len(text)} characters; the limit is {max_chars}."
+            )
     check_ids(rows, ids)
     by_id = {obj["id"]: obj["text"] for _, obj in rows}
     return [{"id": i, "text": by_id[i]} for i in ids]
 
 
-def validate_scores(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = MAX_BYTES) -> dict[str, dict[str, float]]:
+def validate_scores(data: bytes, ids: Sequence[str], max_bytes: int | None = MAX_BYTES) -> dict[str, dict[str, float]]:
     """A Metrics-track upload as ``id → {column: value}`` (numeric columns; ``signature``/``text`` kept out).
 
     Each line is checked here, naming its line number; the ids as a whole (every benchmark id scored,
@@ -152,9 +164,11 @@ def validate_scores(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = 
     if not columns:
         hint = ""
         if any(isinstance(obj.get("text"), str) for _, obj in rows):
-            hint = (" This looks like a Models-track outputs file ({\"id\", \"text\"}); to submit a model's outputs, "
-                    "choose the Models track.")  # fmt: skip
-        raise SubmissionError("no numeric score column; each line needs e.g. {\"id\": …, \"score\": 0.5}." + hint)
+            hint = (
+                ' This looks like a Models-track outputs file ({"id", "text"}); to submit a model\'s outputs, '
+                "choose the Models track."
+            )
+        raise SubmissionError('no numeric score column; each line needs e.g. {"id": …, "score": 0.5}.' + hint)
     out: dict[str, dict[str, float]] = {}
     line_of: dict[str, int] = {}
     for n, obj in rows:
@@ -169,7 +183,9 @@ def validate_scores(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = 
             if not _is_number(value):
                 raise SubmissionError(f"line {n} (id {obj['id']!r}): {key!r} is {value!r}, not a number.")
             if not math.isfinite(value):
-                raise SubmissionError(f"line {n} (id {obj['id']!r}): {key!r} is {value}; scores must be finite numbers.")
+                raise SubmissionError(
+                    f"line {n} (id {obj['id']!r}): {key!r} is {value}; scores must be finite numbers."
+                )
             values[key] = float(value)
         out[obj["id"]] = values
     try:
@@ -177,11 +193,15 @@ def validate_scores(data: bytes, ids: Sequence[str], max_bytes: Optional[int] = 
     except ValueError as err:
         message = str(err).removeprefix(f"{_SCORES}: ")
         unknown = [i for i in out if i not in set(ids)]
-        raise SubmissionError(f"line {line_of[unknown[0]]}: {message}" if unknown and not message.startswith("no score") else message) from None
+        raise SubmissionError(
+            f"line {line_of[unknown[0]]}: {message}" if unknown and not message.startswith("no score") else message
+        ) from None
     return {i: out[i] for i in ids}
 
 
-_SCORES = "the file"  # the name check_scores puts before its messages (taken off again: the board's lines name the file)
+_SCORES = (
+    "the file"  # the name check_scores puts before its messages (taken off again: the board's lines name the file)
+)
 
 
 def _is_number(value: Any) -> bool:

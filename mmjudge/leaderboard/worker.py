@@ -33,7 +33,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge.leaderboard.benchmarks import configure, get_benchmark
 from mmjudge.leaderboard.hub_sync import HubSync
@@ -59,8 +59,15 @@ def new_worker_id() -> str:
 class Worker:
     """One worker process (or thread): ``run()`` loops, ``run_once()`` does at most one job."""
 
-    def __init__(self, store: Store, settings: Optional[dict] = None, worker_id: Optional[str] = None,
-                 lease_s: float = DEFAULT_LEASE_S, progress: bool = True, hub: Optional[HubSync] = None):  # fmt: skip
+    def __init__(
+        self,
+        store: Store,
+        settings: dict | None = None,
+        worker_id: str | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
+        progress: bool = True,
+        hub: HubSync | None = None,
+    ):
         self.store = store
         self.settings = {**DEFAULTS, **(settings or {})}
         if self.settings.get("benchmarks"):
@@ -72,8 +79,13 @@ class Worker:
         self._metric: Any = None
 
     # ---------------------------------------------------------------------------------- the loop
-    def run(self, poll_s: float = 2.0, once: bool = False, stop: Optional[threading.Event] = None,
-            max_idle_s: Optional[float] = None) -> int:  # fmt: skip
+    def run(
+        self,
+        poll_s: float = 2.0,
+        once: bool = False,
+        stop: threading.Event | None = None,
+        max_idle_s: float | None = None,
+    ) -> int:
         """Work until ``stop`` is set (or the queue is empty with ``once``, or idle ``max_idle_s``);
         returns the number of jobs finished."""
         done, idle_since = 0, time.monotonic()
@@ -91,7 +103,7 @@ class Worker:
                 time.sleep(poll_s)
         return done
 
-    def run_once(self) -> Optional[str]:
+    def run_once(self) -> str | None:
         """Claim and finish one job; returns its id, or None when nothing was queued."""
         job = self.store.claim(self.worker_id, self.lease_s)
         if job is None:
@@ -103,12 +115,14 @@ class Worker:
             self._sync()
             signature, summary, rows = self.score(job, beat)
             if not self.store.complete(job["id"], self.worker_id, signature=signature, summary=summary, rows=rows):
-                logger.warning("job %s was re-queued while %s scored it; its results were not kept", job["id"], self.worker_id)
+                logger.warning(
+                    "job %s was re-queued while %s scored it; its results were not kept", job["id"], self.worker_id
+                )
         except LeaseLost:
             logger.warning("job %s: lease lost by %s", job["id"], self.worker_id)
         except ValueError as err:  # the engine's one-line errors: what is wrong with this submission
             self.store.fail(job["id"], self.worker_id, f"scoring failed: {err}")
-        except Exception as err:  # noqa: BLE001 — a worker must survive any one bad job
+        except Exception as err:
             logger.exception("job %s failed", job["id"])
             self.store.fail(job["id"], self.worker_id, f"internal error ({type(err).__name__}): {err}")
         finally:
@@ -121,7 +135,7 @@ class Worker:
             self.hub.sync(self.store)
 
     # ------------------------------------------------------------------------------------ scoring
-    def score(self, job: dict, beat: "_Heartbeat") -> tuple[str, dict, list]:
+    def score(self, job: dict, beat: _Heartbeat) -> tuple[str, dict, list]:
         bench = get_benchmark(job["benchmark"])
         data = self.store.read_file(job["id"])
         # No size check on re-reading: intake accepted the file under the board's own limit
@@ -144,7 +158,7 @@ class Worker:
             self._metric = mmjudge.load("harmonic_eval", judge=s["judge"], gamma=s["gamma"], cache=cache, **options)
         return self._metric
 
-    def _score_models(self, bench, outputs: list[dict], beat: "_Heartbeat") -> tuple[str, dict, list]:
+    def _score_models(self, bench, outputs: list[dict], beat: _Heartbeat) -> tuple[str, dict, list]:
         from mmjudge.stream import stream_rows
 
         inputs = {it["id"]: it for it in bench.inputs()}
@@ -163,7 +177,7 @@ class Worker:
             raise RuntimeError(f"one submission gave {len(signatures)} signatures")
         return signatures[0], summarise_models(rows, metric.criteria), rows
 
-    def _add_explanations(self, metric: Any, items: list[dict], rows: list[dict], beat: "_Heartbeat") -> None:
+    def _add_explanations(self, metric: Any, items: list[dict], rows: list[dict], beat: _Heartbeat) -> None:
         """The judge's explanations for the first few items (shown on the submission page)."""
         from mmjudge.judges import JudgeCapabilityError
         from mmjudge.stream import stream_rows
@@ -181,16 +195,30 @@ class Worker:
         except JudgeCapabilityError:  # the judge cannot generate text: no explanations, scores unaffected
             return
 
-    def _score_metrics(self, bench, scores: dict, beat: "_Heartbeat") -> tuple[str, dict, list]:
+    def _score_metrics(self, bench, scores: dict, beat: _Heartbeat) -> tuple[str, dict, list]:
         from mmjudge.metaeval import meta_evaluate
 
         s = self.settings
         beat.check()
-        result = meta_evaluate(bench.judgments(), {SUBMISSION_METRIC: scores}, bootstrap=int(s["bootstrap"]),
-                               seed=int(s["seed"]), protocol=s["protocol"], best_of=s["best_of"], ties=s["ties"])  # fmt: skip
-        signature = Signature.make("metaeval", benchmark=bench.name, protocol=s["protocol"], best_of=s["best_of"],
-                                   ties=s["ties"], bootstrap=int(s["bootstrap"]), seed=int(s["seed"]),
-                                   confidence=result.options.get("confidence"))  # fmt: skip
+        result = meta_evaluate(
+            bench.judgments(),
+            {SUBMISSION_METRIC: scores},
+            bootstrap=int(s["bootstrap"]),
+            seed=int(s["seed"]),
+            protocol=s["protocol"],
+            best_of=s["best_of"],
+            ties=s["ties"],
+        )
+        signature = Signature.make(
+            "metaeval",
+            benchmark=bench.name,
+            protocol=s["protocol"],
+            best_of=s["best_of"],
+            ties=s["ties"],
+            bootstrap=int(s["bootstrap"]),
+            seed=int(s["seed"]),
+            confidence=result.options.get("confidence"),
+        )
         records = result.to_dict()["records"]  # JSON-safe: NaN/inf → None, numpy scalars → numbers
         return str(signature), summarise_metaeval(result, SUBMISSION_METRIC), records
 
@@ -213,7 +241,7 @@ class _Heartbeat:
                 if not self.store.heartbeat(self.sid, self.worker, self.lease_s):
                     self.lost = True
                     return
-            except Exception:  # noqa: BLE001 — a busy database: try again at the next beat
+            except Exception:
                 logger.warning("heartbeat of %s failed", self.sid, exc_info=True)
         self.store.close()
 

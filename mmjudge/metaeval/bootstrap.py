@@ -15,6 +15,7 @@ table is resampled identically (a paired bootstrap): differences between metrics
 from __future__ import annotations
 
 import hashlib
+
 import numpy as np
 
 DEFAULT_RESAMPLES = 1000
@@ -55,4 +56,3 @@ def percentile_interval(values: np.ndarray, confidence: float = DEFAULT_CONFIDEN
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(finite, [alpha, 1.0 - alpha])
     return float(low), float(high)
-

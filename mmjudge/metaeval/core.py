@@ -34,9 +34,10 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,7 @@ from mmjudge.metaeval.bootstrap import (
     resample_counts,
     rng_for,
 )
-from mmjudge.metaeval.correlation import MEASURES, correlation, correlation_batch, check_measure
+from mmjudge.metaeval.correlation import MEASURES, check_measure, correlation, correlation_batch
 from mmjudge.metaeval.pairwise import BEST_OF, TIES, check_option, pair_outcomes, pairs_from_choices
 from mmjudge.metaeval.scores import Scores, is_failed, join_scores, score_key
 
@@ -100,10 +101,10 @@ class MetaEvalResult:
             raise ValueError(f"{len(found)} records of {metric!r} match {where}, expected exactly one.")
         return found[0]["value"]
 
-    def headline(self, metric: str) -> Optional[dict[str, Any]]:
+    def headline(self, metric: str) -> dict[str, Any] | None:
         """The benchmark's usual single figure (Table 8): mean accuracy when it has preference pairs,
         else its correlation (``correlation`` measure) on the overall criterion over all tasks."""
-        acc = [r for r in self.find(metric, measure="accuracy")]
+        acc = list(self.find(metric, measure="accuracy"))
         if acc:
             kind = acc[0]["kind"]
             same = [r for r in acc if r["kind"] == kind]
@@ -116,7 +117,7 @@ class MetaEvalResult:
         task = ALL if any(r["task"] == ALL for r in corr) else corr[0]["task"]
         return next(r for r in corr if r["criterion"] == criterion and r["task"] == task)
 
-    def compare(self, metric_a: str, metric_b: str, confidence: Optional[float] = None, **where: Any) -> dict:
+    def compare(self, metric_a: str, metric_b: str, confidence: float | None = None, **where: Any) -> dict:
         """Paired bootstrap comparison of one figure between two metrics: ``difference`` (a − b), its
         interval, and ``share_b_not_worse`` (share of resamples where b ≥ a; small means a is reliably
         better). Needs the in-memory resamples (not kept in saved JSON)."""
@@ -132,7 +133,7 @@ class MetaEvalResult:
         return {
             "metric_a": metric_a,
             "metric_b": metric_b,
-            **{k: v for k, v in where.items()},
+            **dict(where.items()),
             "difference": rec_a[0]["value"] - rec_b[0]["value"],
             "ci_low": low,
             "ci_high": high,
@@ -142,8 +143,11 @@ class MetaEvalResult:
     def failure_lines(self) -> list[str]:
         """One line per metric with failed items, e.g. ``harmonic_eval: 3 of 5,664 items had no score and
         were left out``."""
-        return [f"{metric}: {c['failed']:,} of {c['items']:,} items had no score and were left out"
-                for metric, c in self.coverage.items() if c.get("failed")]
+        return [
+            f"{metric}: {c['failed']:,} of {c['items']:,} items had no score and were left out"
+            for metric, c in self.coverage.items()
+            if c.get("failed")
+        ]
 
     # --------------------------------------------------------------------------- persistence
     def to_dict(self) -> dict[str, Any]:
@@ -162,8 +166,10 @@ class MetaEvalResult:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n", encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "MetaEvalResult":
-        records = [{k: (math.nan if v is None and k in _FLOAT_FIELDS else v) for k, v in r.items()} for r in data["records"]]
+    def from_dict(cls, data: Mapping[str, Any]) -> MetaEvalResult:
+        records = [
+            {k: (math.nan if v is None and k in _FLOAT_FIELDS else v) for k, v in r.items()} for r in data["records"]
+        ]
         return cls(
             dataset=data["dataset"],
             metrics=list(data["metrics"]),
@@ -176,7 +182,7 @@ class MetaEvalResult:
         )
 
     @classmethod
-    def load_all(cls, path: str | Path) -> list["MetaEvalResult"]:
+    def load_all(cls, path: str | Path) -> list[MetaEvalResult]:
         """Results saved by :meth:`save` or :func:`~mmjudge.metaeval.write_outputs` (one or a list)."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -185,7 +191,7 @@ class MetaEvalResult:
             raise ValueError(f"{path}: not a saved meta-evaluation result ({err}).") from None
 
     @classmethod
-    def load(cls, path: str | Path) -> "MetaEvalResult":
+    def load(cls, path: str | Path) -> MetaEvalResult:
         """The one result saved in ``path``."""
         results = cls.load_all(path)
         if len(results) != 1:
@@ -267,21 +273,45 @@ def meta_evaluate(
         dataset=judgments.name,
         metrics=list(scores),
         records=[],
-        options=dict(protocol=protocol, best_of=best_of, ties=ties, bootstrap=bootstrap, seed=seed,
-                     confidence=confidence, criterion_scores=criterion_scores, measures=list(measures)),
+        options=dict(
+            protocol=protocol,
+            best_of=best_of,
+            ties=ties,
+            bootstrap=bootstrap,
+            seed=seed,
+            confidence=confidence,
+            criterion_scores=criterion_scores,
+            measures=list(measures),
+        ),
         correlation=judgments.correlation,
     )
     used: dict[str, set] = {name: set() for name in scores}  # score columns some figure read
     if ratings:
-        _correlations(judgments, ratings, scores, result, measures, protocol, bootstrap, seed, confidence,
-                      criterion_scores, progress, used)
+        _correlations(
+            judgments,
+            ratings,
+            scores,
+            result,
+            measures,
+            protocol,
+            bootstrap,
+            seed,
+            confidence,
+            criterion_scores,
+            progress,
+            used,
+        )
     pair_sets = _pair_sets(judgments, best_of)
     if pair_sets:
-        _accuracies(judgments.name, pair_sets, scores, result, ties, bootstrap, seed, confidence, criterion_scores, used)
+        _accuracies(
+            judgments.name, pair_sets, scores, result, ties, bootstrap, seed, confidence, criterion_scores, used
+        )
     for name, table in scores.items():
         failed = sum(1 for i in ids if any(is_failed(table[i][k]) for k in used[name]))
-        result.coverage[name] = {**(getattr(table, "join", None) or {"by": "id", "items": len(ids), "joined": len(ids),
-                                                                     "unjoined_rows": 0}), "failed": failed}
+        result.coverage[name] = {
+            **(getattr(table, "join", None) or {"by": "id", "items": len(ids), "joined": len(ids), "unjoined_rows": 0}),
+            "failed": failed,
+        }
     return result
 
 
@@ -299,14 +329,18 @@ def _check_ratings(judgments: HumanJudgments, known: set) -> list[dict[str, Any]
     return out
 
 
-def _correlations(hj, ratings, scores, result, measures, protocol, bootstrap, seed, confidence, criterion_scores,
-                  progress, used):
+def _correlations(
+    hj, ratings, scores, result, measures, protocol, bootstrap, seed, confidence, criterion_scores, progress, used
+):
     tasks = list(dict.fromkeys(r["task"] for r in ratings))
     criteria = [c for c in hj.criteria if any(r["criterion"] == c for r in ratings)]
     criteria += [c for c in dict.fromkeys(r["criterion"] for r in ratings) if c not in criteria]
     result.tasks, result.criteria = tasks, criteria
     subsets = tasks + ([ALL] if len(tasks) > 1 and ALL not in tasks else [])
-    keys = {name: {c: score_key(table, name, c if criterion_scores else None) for c in criteria} for name, table in scores.items()}
+    keys = {
+        name: {c: score_key(table, name, c if criterion_scores else None) for c in criteria}
+        for name, table in scores.items()
+    }
     from mmjudge.progress import progress_bar
 
     figures = [(t, c) for t in subsets for c in criteria]
@@ -327,7 +361,9 @@ def _correlations(hj, ratings, scores, result, measures, protocol, bootstrap, se
             row_items, human = np.arange(len(item_ids)), sums / counts
         weights = None
         if bootstrap:
-            counts_b = resample_counts(len(item_ids), bootstrap, rng_for(seed, hj.name, "corr", task, criterion, protocol))
+            counts_b = resample_counts(
+                len(item_ids), bootstrap, rng_for(seed, hj.name, "corr", task, criterion, protocol)
+            )
             weights = counts_b[:, row_items]
         for name, table in scores.items():
             key = keys[name][criterion]
@@ -344,9 +380,19 @@ def _correlations(hj, ratings, scores, result, measures, protocol, bootstrap, se
                 boot = correlation_batch(x, y, w, measures) if w is not None else {}
             for measure in measures:
                 value = correlation(x, y, measure, where=where)
-                record = dict(dataset=hj.name, metric=name, measure=measure, task=task, criterion=criterion,
-                              protocol=protocol, score_key=key, value=value, n_rows=int(keep.sum()),
-                              n_items=len(item_ids) - failed, n_failed=failed)
+                record = dict(
+                    dataset=hj.name,
+                    metric=name,
+                    measure=measure,
+                    task=task,
+                    criterion=criterion,
+                    protocol=protocol,
+                    score_key=key,
+                    value=value,
+                    n_rows=int(keep.sum()),
+                    n_items=len(item_ids) - failed,
+                    n_failed=failed,
+                )
                 low, high = percentile_interval(boot[measure], confidence) if measure in boot else (math.nan, math.nan)
                 record.update(ci_low=low, ci_high=high)
                 result.records.append(record)
@@ -366,7 +412,11 @@ def _pair_sets(hj: HumanJudgments, best_of: str) -> dict[tuple[str, str, str], l
             if pair.get(side) not in known:
                 raise ValueError(f"{hj.name}: pair {n} names unknown item id {pair.get(side)!r} as {side!r}.")
         group = {**pair, "group": pair.get("group", f"pair{n}")}
-        key = (str(pair.get("kind") or "pairs"), str(pair.get("criterion") or OVERALL), str(pair.get("category") or ALL))
+        key = (
+            str(pair.get("kind") or "pairs"),
+            str(pair.get("criterion") or OVERALL),
+            str(pair.get("category") or ALL),
+        )
         sets.setdefault(key, []).append(group)
     return sets
 
@@ -408,21 +458,59 @@ def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confi
                 n_units = len(set(unit[keep].tolist()))
                 for t, n in enumerate((int(keep.sum()), n_units, failed)):
                     totals[name][t] += n
-                _add_accuracy(result, dataset, name, kind, criterion, subset, value, boot, confidence,
-                              int(keep.sum()), n_units, failed, key)
+                _add_accuracy(
+                    result,
+                    dataset,
+                    name,
+                    kind,
+                    criterion,
+                    subset,
+                    value,
+                    boot,
+                    confidence,
+                    int(keep.sum()),
+                    n_units,
+                    failed,
+                    key,
+                )
         if len(subsets) > 1:  # the mean over tasks / categories ("Avg." of Table 2)
             for name in scores:
                 boot = np.mean(boots[name], axis=0) if boots[name] else None
                 key = score_key(scores[name], name, criterion if criterion_scores and criterion != OVERALL else None)
-                _add_accuracy(result, dataset, name, kind, criterion, AVG, float(np.mean(values[name])), boot,
-                              confidence, *totals[name], key)
+                _add_accuracy(
+                    result,
+                    dataset,
+                    name,
+                    kind,
+                    criterion,
+                    AVG,
+                    float(np.mean(values[name])),
+                    boot,
+                    confidence,
+                    *totals[name],
+                    key,
+                )
 
 
-def _add_accuracy(result, dataset, name, kind, criterion, subset, value, boot, confidence, n_pairs, n_units, n_failed, key):
+def _add_accuracy(
+    result, dataset, name, kind, criterion, subset, value, boot, confidence, n_pairs, n_units, n_failed, key
+):
     low, high = percentile_interval(boot, confidence) if boot is not None else (math.nan, math.nan)
-    record = dict(dataset=dataset, metric=name, measure="accuracy", kind=kind, criterion=criterion, subset=subset,
-                  score_key=key, value=value, ci_low=low, ci_high=high, n_pairs=n_pairs, n_units=n_units,
-                  n_failed=n_failed)
+    record = dict(
+        dataset=dataset,
+        metric=name,
+        measure="accuracy",
+        kind=kind,
+        criterion=criterion,
+        subset=subset,
+        score_key=key,
+        value=value,
+        ci_low=low,
+        ci_high=high,
+        n_pairs=n_pairs,
+        n_units=n_units,
+        n_failed=n_failed,
+    )
     result.records.append(record)
     if boot is not None:
         result.resamples[(_figure_key(record), name)] = boot

@@ -16,7 +16,7 @@ with a :class:`UndefinedCorrelationWarning`, never an exception from deep inside
 from __future__ import annotations
 
 import warnings
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def _as_vectors(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.
     return x, y
 
 
-def undefined_reason(x: np.ndarray, y: np.ndarray) -> Optional[str]:
+def undefined_reason(x: np.ndarray, y: np.ndarray) -> str | None:
     """Why a correlation of ``x`` and ``y`` is undefined, or ``None`` when it is defined."""
     if x.size < 2:
         return f"only {x.size} row(s)"

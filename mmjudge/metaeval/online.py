@@ -13,7 +13,7 @@ column, so a criterion-wise metric (HarmonicEval) brings its ``overall`` and one
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge.human_judgments import HumanJudgments
 from mmjudge.metaeval.scores import Scores, ScoreTable, scores_from_columns
@@ -24,7 +24,7 @@ DEFAULT_TASK = "ic"
 def score_items(
     judgments: HumanJudgments,
     metric: Any,
-    config_name: Optional[str] = None,
+    config_name: str | None = None,
     progress: bool = True,
     **metric_kwargs: Any,
 ) -> Scores:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from mmjudge.metaeval.core import MetaEvalResult
 from mmjudge.metaeval.tables import FORMATS, all_tables, check_formats, heatmap, records_csv
@@ -14,7 +14,7 @@ def write_outputs(
     results: Sequence[MetaEvalResult],
     out_dir: str | Path,
     formats: Sequence[str] | str = FORMATS,
-    measure: Optional[str] = None,
+    measure: str | None = None,
     ci: bool = True,
 ) -> tuple[str, list[Path]]:
     """Write tables (``<table>.md/.csv/.json``), ``records.csv`` (every figure, long form),
@@ -41,7 +41,10 @@ def write_outputs(
         except ImportError:  # matplotlib is optional: the tables are the result, the picture a bonus
             import sys
 
-            print("note: matplotlib is not installed, so heatmap.png was skipped (pip install matplotlib).", file=sys.stderr)
+            print(
+                "note: matplotlib is not installed, so heatmap.png was skipped (pip install matplotlib).",
+                file=sys.stderr,
+            )
             png = None
         if png is not None:
             written.append(png)

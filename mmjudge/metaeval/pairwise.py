@@ -19,7 +19,8 @@ wrong by default (the Pascal-50S convention) or half right with ``ties="half"``.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -82,8 +83,16 @@ def pairs_from_choices(choices: Iterable[Mapping[str, Any]], best_of: str = "maj
         for winner in winners:
             for other in candidates:
                 if other != winner:
-                    pairs.append({"task": task, "group": group, "criterion": criterion, "better": winner, "worse": other,
-                                  "kind": "best_of_n"})
+                    pairs.append(
+                        {
+                            "task": task,
+                            "group": group,
+                            "criterion": criterion,
+                            "better": winner,
+                            "worse": other,
+                            "kind": "best_of_n",
+                        }
+                    )
     return pairs
 
 

@@ -29,8 +29,9 @@ import csv
 import math
 import os
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 from mmjudge.errors import id_differences, shown_ids
 from mmjudge.jsonl import JsonLineError, decode, json_lines
@@ -54,16 +55,15 @@ class ScoreTable(dict):
     until :func:`join_scores` turns them into ids; ``join`` then says how (``by``, ``items``, ``joined``,
     ``unjoined_rows``)."""
 
-    def __init__(self, data=(), primary: Optional[str] = None, content_rows: Optional[list] = None,
-                 source: str = "scores"):
+    def __init__(self, data=(), primary: str | None = None, content_rows: list | None = None, source: str = "scores"):
         super().__init__(data)
         self.primary = primary
         self.content_rows = content_rows
         self.source = source
-        self.join: Optional[dict[str, Any]] = None
+        self.join: dict[str, Any] | None = None
 
 
-def _number(value: Any) -> Optional[float]:
+def _number(value: Any) -> float | None:
     """``value`` as a float if it is a number (not bool), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -133,7 +133,9 @@ def _read_csv(path: Path) -> list[tuple[str, dict]]:
                 pass
     rows = []
     for where, row in raw:
-        parsed: dict[str, Any] = {k: row.get(k) for k in ("id", *IMAGE_KEYS, *TEXT_KEYS) if row.get(k) not in (None, "")}
+        parsed: dict[str, Any] = {
+            k: row.get(k) for k in ("id", *IMAGE_KEYS, *TEXT_KEYS) if row.get(k) not in (None, "")
+        }
         for name in numeric:
             cell = (row.get(name) or "").strip()
             if cell.lower() in FAILED_CELLS:
@@ -142,16 +144,18 @@ def _read_csv(path: Path) -> list[tuple[str, dict]]:
             try:
                 parsed[name] = float(cell)
             except ValueError:
-                raise ValueError(f"{where} (id {row.get('id')!r}): column {name!r} holds {cell!r}, not a number.") from None
+                raise ValueError(
+                    f"{where} (id {row.get('id')!r}): column {name!r} holds {cell!r}, not a number."
+                ) from None
         rows.append((where, parsed))
     return rows
 
 
-def _first(row: Mapping[str, Any], keys: Sequence[str]) -> Optional[str]:
+def _first(row: Mapping[str, Any], keys: Sequence[str]) -> str | None:
     return next((str(row[k]) for k in keys if isinstance(row.get(k), str) and row[k].strip()), None)
 
 
-def _table(rows: list[tuple[str, dict]], source: str, primary: Optional[str] = None) -> ScoreTable:
+def _table(rows: list[tuple[str, dict]], source: str, primary: str | None = None) -> ScoreTable:
     if not rows:
         raise ValueError(f"{source}: no rows.")
     keys: list[str] = []
@@ -167,8 +171,10 @@ def _table(rows: list[tuple[str, dict]], source: str, primary: Optional[str] = N
         item_id = row.get("id")
         content = (_first(row, IMAGE_KEYS), _first(row, TEXT_KEYS))
         if by_content and None in content:
-            raise ValueError(f"{where}: the row has no 'id' (nor an image and a text to join by content: "
-                             f"{IMAGE_KEYS[0]!r} and {TEXT_KEYS[0]!r} or {TEXT_KEYS[1]!r}).")
+            raise ValueError(
+                f"{where}: the row has no 'id' (nor an image and a text to join by content: "
+                f"{IMAGE_KEYS[0]!r} and {TEXT_KEYS[0]!r} or {TEXT_KEYS[1]!r})."
+            )
         if not by_content and item_id in (None, ""):
             raise ValueError(f"{where}: the row has no 'id' (the other rows of the file have one).")
         shown = f"id {str(item_id)!r}" if not by_content else f"image {content[0]!r}"
@@ -194,14 +200,22 @@ def _table(rows: list[tuple[str, dict]], source: str, primary: Optional[str] = N
 def scores_from_columns(ids: list[str], columns: Mapping[str, list], source: str = "metric") -> Scores:
     """Scores from per-sample lists (a metric's ``compute`` output); non-numeric lists are ignored, and a
     ``None`` / NaN among numbers is a failed item."""
-    keys = [k for k, v in columns.items() if isinstance(v, list) and len(v) == len(ids)
-            and all(x is None or _number(x) is not None for x in v) and any(_number(x) is not None for x in v)]
+    keys = [
+        k
+        for k, v in columns.items()
+        if isinstance(v, list)
+        and len(v) == len(ids)
+        and all(x is None or _number(x) is not None for x in v)
+        and any(_number(x) is not None for x in v)
+    ]
     if not keys:
         raise ValueError(f"{source}: the metric returned no per-sample numeric scores.")
     out: Scores = {}
     for n, item_id in enumerate(ids):
-        out[item_id] = {k: math.nan if columns[k][n] is None
-                        else _not_inf(float(columns[k][n]), f"{source} (id {item_id!r}) {k!r}") for k in keys}
+        out[item_id] = {
+            k: math.nan if columns[k][n] is None else _not_inf(float(columns[k][n]), f"{source} (id {item_id!r}) {k!r}")
+            for k in keys
+        }
     return out
 
 
@@ -237,7 +251,7 @@ def content_key(image: Any, text: Any) -> tuple[str, str]:
     return name.casefold(), " ".join(str(text).split()).casefold()
 
 
-def item_key(item: Mapping[str, Any]) -> Optional[tuple[str, str]]:
+def item_key(item: Mapping[str, Any]) -> tuple[str, str] | None:
     """An item's :func:`content_key`, from its ``image_path`` (or an ``image`` given as a path) and ``text``."""
     image = item.get("image_path") or (item.get("image") if isinstance(item.get("image"), (str, os.PathLike)) else None)
     if not image or not isinstance(item.get("text"), str):
@@ -277,8 +291,10 @@ def join_scores(scores: Scores, judgments: Any, name: str) -> Scores:
         else:
             by_key[key].append(item["id"])
     if unkeyed:
-        raise ValueError(f"{name}: the score file has no ids, and {len(unkeyed)} item(s) of {judgments.name} have no "
-                         f"image name and text to join on: {shown_ids(unkeyed)}; give the file an 'id' column.")
+        raise ValueError(
+            f"{name}: the score file has no ids, and {len(unkeyed)} item(s) of {judgments.name} have no "
+            f"image name and text to join on: {shown_ids(unkeyed)}; give the file an 'id' column."
+        )
     file_rows: dict[tuple[str, str], list[tuple[dict, str]]] = defaultdict(list)
     for key, values, where in rows:
         file_rows[key].append((values, where))
@@ -294,14 +310,18 @@ def join_scores(scores: Scores, judgments: Any, name: str) -> Scores:
             for item_id, (values, _where) in zip(item_ids, found):
                 out[item_id] = dict(values)
         else:
-            raise ValueError(f"{name}: {found[0][1]}: {len(found)} rows with different scores for image {key[0]!r} and "
-                             f"text {key[1][:40]!r}, but {len(item_ids)} item(s) of {judgments.name} have them; "
-                             "which score belongs to which item is ambiguous: give the file an 'id' column.")
+            raise ValueError(
+                f"{name}: {found[0][1]}: {len(found)} rows with different scores for image {key[0]!r} and "
+                f"text {key[1][:40]!r}, but {len(item_ids)} item(s) of {judgments.name} have them; "
+                "which score belongs to which item is ambiguous: give the file an 'id' column."
+            )
     missing = [i for i in ids if i not in out]
     if missing:
-        raise ValueError(f"{name}: joined by (image, text), {len(ids) - len(missing):,} of {len(ids):,} items of "
-                         f"{judgments.name} found a row, but {len(missing):,} did not: {shown_ids(missing)} (texts "
-                         "are compared case-folded with whitespace squashed, images by file name).")
+        raise ValueError(
+            f"{name}: joined by (image, text), {len(ids) - len(missing):,} of {len(ids):,} items of "
+            f"{judgments.name} found a row, but {len(missing):,} did not: {shown_ids(missing)} (texts "
+            "are compared case-folded with whitespace squashed, images by file name)."
+        )
     unjoined = sum(len(found) for key, found in file_rows.items() if key not in by_key)
     out.join = {"by": "content", "items": len(ids), "joined": len(ids), "unjoined_rows": unjoined}
     check_scores(out, ids, name)
@@ -313,16 +333,18 @@ def _same(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
     return a.keys() == b.keys() and all(x == y or (is_failed(x) and is_failed(y)) for x, y in ((a[k], b[k]) for k in a))
 
 
-def join_line(name: str, scores: Scores) -> Optional[str]:
+def join_line(name: str, scores: Scores) -> str | None:
     """The line the CLI prints for a content join: how many items joined, how many file rows did not."""
     join = getattr(scores, "join", None)
     if not join or join["by"] != "content":
         return None
-    return (f"{name}: joined by (image, text): {join['joined']:,} of {join['items']:,} items; "
-            f"{join['unjoined_rows']:,} row(s) of the file matched no item")
+    return (
+        f"{name}: joined by (image, text): {join['joined']:,} of {join['items']:,} items; "
+        f"{join['unjoined_rows']:,} row(s) of the file matched no item"
+    )
 
 
-def score_key(scores: Scores, name: str, criterion: Optional[str] = None) -> str:
+def score_key(scores: Scores, name: str, criterion: str | None = None) -> str:
     """The column used for a figure: the criterion's own column when the metric has one (criterion-wise
     metrics such as HarmonicEval), else the metric's declared primary column (:class:`ScoreTable`),
     else ``score``, ``overall`` or the only numeric column."""

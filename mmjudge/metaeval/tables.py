@@ -19,9 +19,10 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from mmjudge.metaeval.core import ALL, AVG, MetaEvalResult
 from mmjudge.metaeval.correlation import LABELS
@@ -92,9 +93,20 @@ class Table:
             "title": self.title,
             "columns": [{"group": g, "label": c} for g, c in self.columns],
             "rows": [
-                {"metric": metric, "cells": [
-                    {"value": _json(c.value), "ci_low": _json(c.ci_low), "ci_high": _json(c.ci_high), "mark": c.mark, "best": c.best}
-                    for c in cells], "n_failed": self.failed.get(metric, 0)}
+                {
+                    "metric": metric,
+                    "cells": [
+                        {
+                            "value": _json(c.value),
+                            "ci_low": _json(c.ci_low),
+                            "ci_high": _json(c.ci_high),
+                            "mark": c.mark,
+                            "best": c.best,
+                        }
+                        for c in cells
+                    ],
+                    "n_failed": self.failed.get(metric, 0),
+                }
                 for metric, cells in self.rows.items()
             ],
             "notes": self.notes,
@@ -129,7 +141,7 @@ def _num(value: float) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.4f}"
 
 
-def _json(value: float) -> Optional[float]:
+def _json(value: float) -> float | None:
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else round(float(value), 6)
 
 
@@ -145,7 +157,7 @@ def _md_cell(cell: Cell, ci: bool) -> str:
     return text
 
 
-def _cell(record: Optional[dict]) -> Cell:
+def _cell(record: dict | None) -> Cell:
     if record is None:
         return Cell(math.nan)
     return Cell(100.0 * record["value"], 100.0 * record["ci_low"], 100.0 * record["ci_high"])
@@ -170,7 +182,7 @@ def _task_label(task: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ tables
-def accuracy_table(result: MetaEvalResult) -> Optional[Table]:
+def accuracy_table(result: MetaEvalResult) -> Table | None:
     """Table 2 shape: pairwise accuracy (%) per task (best-of-N) or category (pairs), plus Avg.; one group
     of columns per kind of pairs and per criterion when there are several."""
     records = [r for r in result.records if r["measure"] == "accuracy"]
@@ -206,7 +218,7 @@ def _note_failed(table: Table, results: Sequence[MetaEvalResult]) -> None:
         table.notes += [f"{line} ({result.dataset})" if len(results) > 1 else line for line in lines]
 
 
-def criterion_table(result: MetaEvalResult, measure: Optional[str] = None, include_all: bool = False) -> Optional[Table]:
+def criterion_table(result: MetaEvalResult, measure: str | None = None, include_all: bool = False) -> Table | None:
     """Table 3 shape: metric × task × criterion correlation (×100) with ↑ / ↓ on the most / least
     correlated criterion of each metric and task. ``measure`` defaults to the benchmark's τ variant."""
     measure = measure or result.correlation_measure
@@ -217,7 +229,9 @@ def criterion_table(result: MetaEvalResult, measure: Optional[str] = None, inclu
     criteria = list(dict.fromkeys(r["criterion"] for r in records))
     columns = [(t, c) for t in tasks for c in criteria]
     labels = [("All" if t == ALL else _task_label(t) if len(tasks) > 1 else "", abbreviation(c)) for t, c in columns]
-    title = f"Kendall {LABELS.get(measure, measure)} (×100)" if measure.startswith("tau") else f"{LABELS[measure]} (×100)"
+    title = (
+        f"Kendall {LABELS.get(measure, measure)} (×100)" if measure.startswith("tau") else f"{LABELS[measure]} (×100)"
+    )
     table = Table("criterion_correlation", f"{title} per task and criterion on {result.dataset}", labels)
     for metric in result.metrics:
         cells = []
@@ -226,7 +240,7 @@ def criterion_table(result: MetaEvalResult, measure: Optional[str] = None, inclu
             cells.append(_cell(found[0] if found else None))
         if len(criteria) > 1:
             for t_index in range(len(tasks)):
-                block = cells[t_index * len(criteria):(t_index + 1) * len(criteria)]
+                block = cells[t_index * len(criteria) : (t_index + 1) * len(criteria)]
                 finite = [c.value for c in block if not math.isnan(c.value)]
                 if len(set(finite)) > 1:
                     next(c for c in block if c.value == max(finite)).mark = MOST
@@ -238,7 +252,7 @@ def criterion_table(result: MetaEvalResult, measure: Optional[str] = None, inclu
     return table
 
 
-def benchmark_table(results: Sequence[MetaEvalResult]) -> Optional[Table]:
+def benchmark_table(results: Sequence[MetaEvalResult]) -> Table | None:
     """Table 8 shape: one column per benchmark with its headline figure (τ_c, τ_b or accuracy ×100)."""
     metrics = list(dict.fromkeys(m for r in results for m in r.metrics))
     columns, heads = [], []
@@ -261,7 +275,7 @@ def benchmark_table(results: Sequence[MetaEvalResult]) -> Optional[Table]:
     return table
 
 
-def all_tables(results: Sequence[MetaEvalResult], measure: Optional[str] = None) -> list[Table]:
+def all_tables(results: Sequence[MetaEvalResult], measure: str | None = None) -> list[Table]:
     """The tables that apply: per single result its accuracy and criterion tables; the benchmark table always."""
     tables: list[Table] = []
     if len(results) == 1:
@@ -276,8 +290,25 @@ def all_tables(results: Sequence[MetaEvalResult], measure: Optional[str] = None)
 
 def records_csv(results: Sequence[MetaEvalResult]) -> str:
     """Every figure in long form (one row per record), intervals included."""
-    fields = ["dataset", "metric", "measure", "task", "criterion", "protocol", "kind", "subset", "score_key",
-              "value", "ci_low", "ci_high", "n_rows", "n_items", "n_pairs", "n_units", "n_failed"]
+    fields = [
+        "dataset",
+        "metric",
+        "measure",
+        "task",
+        "criterion",
+        "protocol",
+        "kind",
+        "subset",
+        "score_key",
+        "value",
+        "ci_low",
+        "ci_high",
+        "n_rows",
+        "n_items",
+        "n_pairs",
+        "n_units",
+        "n_failed",
+    ]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
@@ -288,7 +319,7 @@ def records_csv(results: Sequence[MetaEvalResult]) -> str:
 
 
 # ----------------------------------------------------------------------------------- heatmap
-def heatmap(result: MetaEvalResult, path: str | Path, measure: Optional[str] = None) -> Optional[Path]:
+def heatmap(result: MetaEvalResult, path: str | Path, measure: str | None = None) -> Path | None:
     """PNG heatmap of the criterion correlations (rows: metrics; columns: task × criterion).
 
     Uses matplotlib's Agg canvas directly (no pyplot, no change to the user's backend). Returns the
@@ -306,14 +337,18 @@ def heatmap(result: MetaEvalResult, path: str | Path, measure: Optional[str] = N
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     limit = float(np.nanmax(np.abs(data))) if np.isfinite(data).any() else 1.0
-    image = ax.imshow(np.ma.masked_invalid(data), cmap="RdBu_r", vmin=-max(limit, 1e-9), vmax=max(limit, 1e-9), aspect="auto")
+    image = ax.imshow(
+        np.ma.masked_invalid(data), cmap="RdBu_r", vmin=-max(limit, 1e-9), vmax=max(limit, 1e-9), aspect="auto"
+    )
     ax.set_xticks(range(n_cols), [f"{g}\n{c}".strip() for g, c in table.columns], fontsize=7)
     ax.set_yticks(range(n_rows), list(table.rows), fontsize=8)
     for i in range(n_rows):
         for j in range(n_cols):
             if np.isfinite(data[i, j]):
                 dark = abs(data[i, j]) > 0.6 * limit  # white digits on the deep colours
-                ax.text(j, i, f"{data[i, j]:.0f}", ha="center", va="center", fontsize=6, color="white" if dark else "black")
+                ax.text(
+                    j, i, f"{data[i, j]:.0f}", ha="center", va="center", fontsize=6, color="white" if dark else "black"
+                )
     fig.colorbar(image, ax=ax, shrink=0.8)
     ax.set_title(table.title, fontsize=9)
     fig.tight_layout()

@@ -8,19 +8,21 @@ True
 from __future__ import annotations
 
 import inspect
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge.registry import Registry
 
-
 # Metrics: name -> class. A new metric is one file in this package and one line here.
-METRICS = Registry("metric", {
-    "baselines": "mmjudge.metrics.baselines:Baselines",
-    "clip_score": "mmjudge.metrics.clip_score:CLIPScore",
-    "fleur": "mmjudge.metrics.fleur:FLEUR",
-    "harmonic_eval": "mmjudge.metrics.harmonic_eval:HarmonicEval",
-    "vela": "mmjudge.metrics.vela:VELA",
-})  # fmt: skip
+METRICS = Registry(
+    "metric",
+    {
+        "baselines": "mmjudge.metrics.baselines:Baselines",
+        "clip_score": "mmjudge.metrics.clip_score:CLIPScore",
+        "fleur": "mmjudge.metrics.fleur:FLEUR",
+        "harmonic_eval": "mmjudge.metrics.harmonic_eval:HarmonicEval",
+        "vela": "mmjudge.metrics.vela:VELA",
+    },
+)
 
 
 def available_metrics() -> list[str]:
@@ -28,7 +30,7 @@ def available_metrics() -> list[str]:
     return METRICS.names()
 
 
-def load_metric(name: str, config_name: Optional[str] = None, **kwargs: Any) -> Any:
+def load_metric(name: str, config_name: str | None = None, **kwargs: Any) -> Any:
     """Instantiate metric ``name``; ``config_name`` selects a configuration of metrics that have several
     (e.g. ``load_metric("fleur", "reffleur")``). The package's entry point :func:`mmjudge.load` is this."""
     cls = METRICS.get(name)

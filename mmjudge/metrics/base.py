@@ -30,8 +30,9 @@ import math
 import os
 import warnings
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, ClassVar
 
 from mmjudge.inputs import check_column, check_reference_list, check_text, check_text_length, finite_mean, is_number
 from mmjudge.metrics.statuses import count_failures, failure_line
@@ -106,8 +107,8 @@ class OutputSpec:
     name: str
     kind: str = "score"
     description: str = ""
-    higher_is_better: Optional[bool] = True
-    bounds: Optional[tuple[float, float]] = None
+    higher_is_better: bool | None = True
+    bounds: tuple[float, float] | None = None
     aggregates: tuple[str, ...] = ("mean",)
     optional: bool = False
 
@@ -224,8 +225,7 @@ class MetricSpec:
 # The inputs most metrics share, declared once.
 PREDICTIONS = InputSpec("predictions", "text", True, "text", "the texts being judged (captions, answers, expressions)")
 IMAGES = InputSpec("images", "image", True, "image", "one image per prediction: PIL image, path or bytes")
-REFERENCES = InputSpec("references", "references", True, "references",
-                       "a list of reference captions per prediction")  # fmt: skip
+REFERENCES = InputSpec("references", "references", True, "references", "a list of reference captions per prediction")
 
 
 @dataclass
@@ -246,11 +246,11 @@ class Item:
     task: str
     text: str
     image: Any = None
-    question: Optional[str] = None
+    question: str | None = None
     box: Any = None
-    references: Optional[list[str]] = None
-    digest: Optional[str] = None
-    source: Optional[str] = None
+    references: list[str] | None = None
+    digest: str | None = None
+    source: str | None = None
 
     def where(self, spec: InputSpec) -> str:
         """How messages name this item's input: ``images[3]`` in ``compute``, ``items.jsonl:7: image`` in a stream."""
@@ -268,7 +268,7 @@ class ItemResult:
     id: str
     task: str
     values: dict[str, Any]
-    error: Optional[str] = None
+    error: str | None = None
 
 
 @dataclass
@@ -294,18 +294,18 @@ class Metric(ABC):
     configs: ClassVar[tuple[str, ...]] = ()
     config_name: str = ""
     # Items per chunk; ``None``: the whole input is one chunk (metrics whose numbers depend on all of it).
-    chunk_size: Optional[int] = DEFAULT_CHUNK_SIZE
+    chunk_size: int | None = DEFAULT_CHUNK_SIZE
     # Text limits of judge-reading metrics (:func:`mmjudge.inputs.check_long_text_options`).
-    max_text_chars: Optional[int] = None
+    max_text_chars: int | None = None
     long_texts: str = "error"
     # Image limits: decompression-bomb size, and the aspect ratio the judges' processors accept.
-    max_pixels: Optional[int] = None
-    max_aspect_ratio: Optional[float] = None
+    max_pixels: int | None = None
+    max_aspect_ratio: float | None = None
     default_task: str = "ic"
 
     @classmethod
     @abstractmethod
-    def spec_for(cls, config_name: Optional[str] = None) -> MetricSpec:
+    def spec_for(cls, config_name: str | None = None) -> MetricSpec:
         """The declaration of configuration ``config_name`` (default: the first)."""
 
     @property
@@ -360,17 +360,19 @@ class Metric(ABC):
         explain = options.get("explain")
         explain = bool(getattr(self, "explain", False)) if explain is None else check_bool(explain, "explain")
         if explain:
-            self.judge.require("can_generate", f"{self.spec.label} with explain=True", "explanations are generated text")
+            self.judge.require(
+                "can_generate", f"{self.spec.label} with explain=True", "explanations are generated text"
+            )
         return {"explain": explain}
 
-    def _check_task(self, task: Optional[str]) -> str:
+    def _check_task(self, task: str | None) -> str:
         task = str(task or self.default_task).lower()
         if task not in self.spec.tasks:
             raise ValueError(f"Unknown task {task!r}. Expected one of: {', '.join(self.spec.tasks)}.")
         return task
 
     @classmethod
-    def check_config(cls, config_name: Optional[str]) -> str:
+    def check_config(cls, config_name: str | None) -> str:
         config = config_name or cls.configs[0]
         if config == "default":
             config = cls.configs[0]
@@ -379,8 +381,9 @@ class Metric(ABC):
         return config
 
     # ------------------------------------------------------------------------------------- checking
-    def check_item(self, raw: Mapping[str, Any], index: int, task: Optional[str] = None,
-                   source: Optional[str] = None) -> Item:  # fmt: skip
+    def check_item(
+        self, raw: Mapping[str, Any], index: int, task: str | None = None, source: str | None = None
+    ) -> Item:
         """``raw`` (an item dict: ``text``, ``image``, ``question``, ``box``, ``references``, ``task``,
         ``id``) checked against the declared inputs: a ``ValueError`` names what is wrong. Images are
         only checked for presence here; they are decoded with their chunk."""
@@ -401,7 +404,9 @@ class Metric(ABC):
                 continue
             where = item.where(spec)
             if spec.kind == "text":
-                item.text = check_text_length(check_text(value, where, spec.noun), where, self.max_text_chars, self.long_texts)
+                item.text = check_text_length(
+                    check_text(value, where, spec.noun), where, self.max_text_chars, self.long_texts
+                )
             elif spec.kind == "question":
                 item.question = check_text(value, where, spec.noun) if needed else value
             elif spec.kind == "references":
@@ -420,7 +425,7 @@ class Metric(ABC):
             return f"{item.where(spec)}: a bounding box is required for the {item.task.upper()} task but got None."
         return f"{item.where(spec)}: {spec.missing_message(self.spec.label, item.task)}"
 
-    def _reference_owner(self) -> Optional[str]:
+    def _reference_owner(self) -> str | None:
         """Who needs the references, in the empty-list message (``None``: the generic message)."""
         return None
 
@@ -448,13 +453,16 @@ class Metric(ABC):
         return n
 
     # ------------------------------------------------------------------------------------- scoring
-    def _compute(self, columns: dict[str, Any], task: Optional[str] = None, progress: bool = True,
-                 **options: Any) -> dict[str, Any]:  # fmt: skip
+    def _compute(
+        self, columns: dict[str, Any], task: str | None = None, progress: bool = True, **options: Any
+    ) -> dict[str, Any]:
         """``compute``: check the columns and every item before any model work, score them as a stream,
         and return per-sample lists for every declared output, the aggregates and ``signature``."""
         unknown = [k for k in columns if k not in {i.name for i in self.spec.inputs}]
         if unknown:
-            raise ValueError(f"{self.spec.label}: unknown input {unknown[0]!r}; it takes {[i.name for i in self.spec.inputs]}.")
+            raise ValueError(
+                f"{self.spec.label}: unknown input {unknown[0]!r}; it takes {[i.name for i in self.spec.inputs]}."
+            )
         task = self._check_task(task)
         options = self._check_options(options)
         n = self._check_columns(columns, task)
@@ -475,8 +483,11 @@ class Metric(ABC):
         out.update(aggregates)
         add_means(out, self.spec)
         # How many items each score has, and why the others have none (the `_status` outputs).
-        out["scored"] = {o.name: sum(1 for v in out[o.name] if is_number(v) and math.isfinite(v))
-                         for o in present if o.kind == "score"}  # fmt: skip
+        out["scored"] = {
+            o.name: sum(1 for v in out[o.name] if is_number(v) and math.isfinite(v))
+            for o in present
+            if o.kind == "score"
+        }
         out["failures"] = count_failures(r.values for r in results)
         if out["failures"]:
             failed = sum(1 for v in out[self.spec.primary] if not (is_number(v) and math.isfinite(v)))
@@ -484,8 +495,15 @@ class Metric(ABC):
         out["signature"] = self.signature
         return out
 
-    def stream(self, items: Iterable[Mapping[str, Any]], task: Optional[str] = None, on_error: str = "raise",
-               progress: bool = False, chunk_size: Optional[int] = None, **options: Any) -> Iterator[ItemResult]:  # fmt: skip
+    def stream(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        task: str | None = None,
+        on_error: str = "raise",
+        progress: bool = False,
+        chunk_size: int | None = None,
+        **options: Any,
+    ) -> Iterator[ItemResult]:
         """Score ``items`` (dicts keyed like a JSONL line: ``text``, ``image``, ``question``, ``box``,
         ``references``, ``task``, ``id``; an optional ``_source`` names where the item came from, e.g.
         ``items.jsonl:7``, else messages name inputs as ``compute`` does: ``images[7]``; an optional ``_i``, the
@@ -502,10 +520,14 @@ class Metric(ABC):
         """
         if on_error not in ON_ERROR:
             raise ValueError(f"Expected argument `on_error` to be one of {ON_ERROR}, but got {on_error!r}.")
-        if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        if chunk_size is not None and (
+            isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1
+        ):
             # (a size below 1 would silently make every item its own chunk)
-            raise ValueError(f"Expected argument `chunk_size` (--chunk-size) to be a whole number of items, at least 1, "
-                             f"but got {chunk_size!r}.")  # fmt: skip
+            raise ValueError(
+                f"Expected argument `chunk_size` (--chunk-size) to be a whole number of items, at least 1, "
+                f"but got {chunk_size!r}."
+            )
         task = self._check_task(task)
         options = self._check_options(options)
 
@@ -513,7 +535,9 @@ class Metric(ABC):
             for index, raw in enumerate(items):
                 try:
                     if not isinstance(raw, Mapping):
-                        raise ValueError(f"{raw_source(raw, index)}: expected an item dict, but got {type(raw).__name__}.")
+                        raise ValueError(
+                            f"{raw_source(raw, index)}: expected an item dict, but got {type(raw).__name__}."
+                        )
                     source = raw.get("_source")
                     if raw.get("_error"):  # the reader could not make an item of it (a line that is not JSON …)
                         raise ValueError(f"{raw_source(raw, index)}: {raw['_error']}")
@@ -526,8 +550,9 @@ class Metric(ABC):
         for results, _ in self._run(checked(), on_error, progress, options, chunk_size):
             yield from results
 
-    def _run(self, items: Iterable[Any], on_error: str, progress: bool, options: dict,
-             chunk_size: Optional[int] = None) -> Iterator[tuple[list[ItemResult], dict]]:  # fmt: skip
+    def _run(
+        self, items: Iterable[Any], on_error: str, progress: bool, options: dict, chunk_size: int | None = None
+    ) -> Iterator[tuple[list[ItemResult], dict]]:
         """Chunks of results, in input order, with each chunk's aggregates."""
         size = chunk_size if chunk_size is not None else self.chunk_size
         with self._chunk_images(on_error) as images:
@@ -536,7 +561,9 @@ class Metric(ABC):
                 del chunk  # released before the chunk after next starts decoding: at most two chunks of images alive
                 yield scored
 
-    def _score_one_chunk(self, chunk: list, on_error: str, progress: bool, options: dict) -> tuple[list[ItemResult], dict]:
+    def _score_one_chunk(
+        self, chunk: list, on_error: str, progress: bool, options: dict
+    ) -> tuple[list[ItemResult], dict]:
         """Prepare, score and turn one chunk into results (in input order)."""
         prepared: list[Item] = []
         hashed = {id(it.image): it.digest for it in chunk if isinstance(it, Item) and it.digest is not None}
@@ -559,14 +586,16 @@ class Metric(ABC):
                 results.append(self._with_empty_values(entry))
             elif entry.index in by_index:
                 k = by_index[entry.index]
-                results.append(ItemResult(entry.index, entry.id, entry.task, {n: v[k] for n, v in scores.values.items()}))
+                results.append(
+                    ItemResult(entry.index, entry.id, entry.task, {n: v[k] for n, v in scores.values.items()})
+                )
         return results, scores.aggregates
 
     def _with_empty_values(self, failed: ItemResult) -> ItemResult:
         failed.values = {o.name: o.empty for o in self.spec.outputs if not o.optional}
         return failed
 
-    def _chunk_images(self, on_error: str) -> "ChunkImages":
+    def _chunk_images(self, on_error: str) -> ChunkImages:
         spec = next((s for s in self.spec.inputs if s.kind == "image"), None)
         return ChunkImages(spec, on_error, self.max_pixels, self.max_aspect_ratio)
 
@@ -631,7 +660,7 @@ def _set_digests(items: list[Item], decoded: dict[int, str]) -> None:
             item.digest = seen[key]
 
 
-def _chunks(items: Iterable[Any], size: Optional[int], images: "ChunkImages") -> Iterator[list]:
+def _chunks(items: Iterable[Any], size: int | None, images: ChunkImages) -> Iterator[list]:
     """Lists of at most ``size`` items (``None``: one list of all), closed early once their images (sized from
     their headers) would hold :data:`MAX_CHUNK_IMAGE_BYTES` decoded, each with its images decoded
     (:class:`ChunkImages`). The next list's images decode in the background while the caller scores this
@@ -650,7 +679,7 @@ def _chunks(items: Iterable[Any], size: Optional[int], images: "ChunkImages") ->
         yield images.finish(*ahead)
 
 
-def _closed_chunks(items: Iterable[Any], size: Optional[int], images: "ChunkImages") -> Iterator[list]:
+def _closed_chunks(items: Iterable[Any], size: int | None, images: ChunkImages) -> Iterator[list]:
     chunk: list = []
     image_bytes = 0
     for item in items:
@@ -674,16 +703,19 @@ class ChunkImages:
     has it (``"raise"``). Before decoding, :meth:`measure` sizes an item's image from its header, so a chunk
     closes before its pixels pass the bound."""
 
-    def __init__(self, spec: Optional[InputSpec], on_error: str, max_pixels: Optional[int], max_aspect_ratio: Optional[float]):
+    def __init__(self, spec: InputSpec | None, on_error: str, max_pixels: int | None, max_aspect_ratio: float | None):
         self.spec, self.on_error = spec, on_error
-        self.limits = {"max_aspect_ratio": max_aspect_ratio, **({} if max_pixels is None else {"max_pixels": max_pixels})}
+        self.limits = {
+            "max_aspect_ratio": max_aspect_ratio,
+            **({} if max_pixels is None else {"max_pixels": max_pixels}),
+        }
         self._seen: set = set()
         # Header sizes by path across chunks: datasets repeat images (COCO: five captions each), and reading a
         # header opens the file. Bounded; an image object is measured each time (its id may be reused).
         self._sizes: dict[Any, int] = {}
         self._pool: Any = None
 
-    def __enter__(self) -> "ChunkImages":
+    def __enter__(self) -> ChunkImages:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -723,14 +755,18 @@ class ChunkImages:
                 from concurrent.futures import ThreadPoolExecutor
 
                 self._pool = ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="mmjudge-decode")
-            return {key: (position, self._pool.submit(self._decode_one, chunk[position])) for key, position in first.items()}
+            return {
+                key: (position, self._pool.submit(self._decode_one, chunk[position])) for key, position in first.items()
+            }
         return {key: (position, None) for key, position in first.items()}
 
     def finish(self, chunk: list, decoding: dict) -> list:
         """The chunk with its images decoded: each item's image and digest set, or the item failed (or the
         stream stopped, with ``on_error="raise"``) where its image could not be read."""
-        decoded = {key: self._decode_one(chunk[position]) if future is None else future.result()
-                   for key, (position, future) in decoding.items()}  # fmt: skip
+        decoded = {
+            key: self._decode_one(chunk[position]) if future is None else future.result()
+            for key, (position, future) in decoding.items()
+        }
         for position, item in enumerate(chunk):
             if not isinstance(item, Item) or item.image is None:
                 continue
@@ -782,7 +818,7 @@ def _decoded_size(image: Any) -> int:
             return 0
         with Image.open(image) as header:  # reads the header only
             return header.width * header.height * max(3, len(header.getbands()))
-    except Exception:  # noqa: BLE001 - an unreadable image is reported by decoding, not here
+    except Exception:
         return 0
 
 

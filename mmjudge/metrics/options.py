@@ -9,7 +9,7 @@ ValueError: unknown option 'gama' for harmonic_eval; did you mean 'gamma'? Optio
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any
 
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS, check_long_text_options
 from mmjudge.judges.base import Judge
@@ -39,15 +39,15 @@ def check_metric_options(cls: Any, options: dict) -> None:
 
 
 def build_text_judge(
-    model: Optional[str],
-    judge: Union[Judge, str, None],
+    model: str | None,
+    judge: Judge | str | None,
     cache: CacheOption,
     judge_kwargs: dict,
     *,
     default_model: str,
     max_text_chars: Any,
     long_texts: str,
-) -> tuple[Judge, Optional[int]]:
+) -> tuple[Judge, int | None]:
     """The set-up every judge-reading metric shares: check the ``long_texts`` policy and
     ``max_text_chars`` (cheap, before any model loads), then build the judge (``default_model`` when the
     backend is ``transformers``). Returns the judge and the text limit.

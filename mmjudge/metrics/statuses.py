@@ -21,7 +21,8 @@ is not ``ok``, ``x`` is NaN (``null`` in JSON and CSV) and means leave it out.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from mmjudge.judges.base import RatingResult
 

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import functools
 import string
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib  # type: ignore[no-redef]
-from dataclasses import dataclass, field as dataclass_field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Optional, Union
 
 HERE = Path(__file__).parent
 
@@ -106,7 +109,7 @@ class PromptSet:
             raise ValueError(f"Unknown task {task!r}. Expected one of: {', '.join(self.tasks)}.")
         return key
 
-    def check_criteria(self, criteria: Optional[list[str]]) -> list[str]:
+    def check_criteria(self, criteria: list[str] | None) -> list[str]:
         if criteria is None:
             return self.criteria
         if isinstance(criteria, str):
@@ -119,7 +122,7 @@ class PromptSet:
             raise ValueError(f"Expected a non-empty list of distinct criteria, but got {criteria!r}.")
         return chosen
 
-    def render(self, criterion: str, task: str, text: str, question: Optional[str] = None) -> str:
+    def render(self, criterion: str, task: str, text: str, question: str | None = None) -> str:
         """The full user prompt for ``criterion`` on ``task`` with the target ``text`` filled in."""
         spec = self.criteria_specs[criterion]
         words = dict(self.tasks[self.check_task(task)])
@@ -155,12 +158,12 @@ def _fill(template: str, words: Mapping[str, str], where: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed(template: str) -> tuple[tuple[str, Optional[str]], ...]:
+def _parsed(template: str) -> tuple[tuple[str, str | None], ...]:
     # A prompt set has a few templates, each filled for every item: parse each once.
     return tuple((literal, field) for literal, field, _, _ in string.Formatter().parse(template))
 
 
-def load_prompt_set(name_or_path: Union[str, Path] = "harmonic_eval") -> PromptSet:
+def load_prompt_set(name_or_path: str | Path = "harmonic_eval") -> PromptSet:
     """Load a bundled prompt set by name or any ``.toml`` prompt file by path."""
     path = Path(name_or_path)
     if path.suffix != ".toml":
@@ -178,7 +181,9 @@ def load_prompt_set(name_or_path: Union[str, Path] = "harmonic_eval") -> PromptS
             explain_turn=str(data.get("explain_turn", "Why? Tell me the reason.")),
             answer_prefix=str(data.get("answer_prefix", "")),
             closing=str(data.get("closing", "")),
-            tasks={k: {kk: str(vv) for kk, vv in v.items() if kk not in TASK_INFO_KEYS} for k, v in data["tasks"].items()},
+            tasks={
+                k: {kk: str(vv) for kk, vv in v.items() if kk not in TASK_INFO_KEYS} for k, v in data["tasks"].items()
+            },
             criteria_specs={k: dict(v) for k, v in criteria.items()},
             task_info={k: _task_info(k, v, path) for k, v in data["tasks"].items()},
         )

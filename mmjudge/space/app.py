@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge.space.handlers import DEMO_WARNING, PRIMARY, Scorer, criterion_label, score_page, spec_criteria
 from mmjudge.space.inputs import BOX_TASKS, QUESTION_TASKS, TASKS, TEXT_NAMES
@@ -20,7 +20,7 @@ TITLE = "mmjudge: why does this text score what it scores?"
 CHART_COLUMNS = ("criterion", "score", "sigma", "weight")
 
 
-def example_rows(folder: Optional[Path] = None) -> list[list[Any]]:
+def example_rows(folder: Path | None = None) -> list[list[Any]]:
     """Clickable examples: the project's own drawings (:mod:`mmjudge.examples`) saved as PNG files,
     as rows ``[task, image path, text, question, box]``."""
     from mmjudge.examples import load_examples
@@ -40,13 +40,15 @@ def example_rows(folder: Optional[Path] = None) -> list[list[Any]]:
 def limits_text(settings: Settings) -> str:
     """What the page accepts, stated in the user's terms (the same numbers the checks use)."""
     side = int((settings.max_pixels * 4 / 3) ** 0.5)  # a 4:3 picture at the limit
-    return (f"**Limits**: images up to {settings.max_pixels / 1e6:g} megapixels (e.g. {side:,} × {side * 3 // 4:,}); "
-            f"texts, questions and references up to {settings.max_chars:,} characters each, at most "
-            f"{settings.max_references} references. Requests scored at once: {settings.concurrency}; waiting in line "
-            f"at most: {settings.max_queue}; beyond that the page answers that the Space is busy: try again in a minute. "
-            "Scores that need a corpus (CIDEr-D weighs words by how rare they are across the references of many "
-            "items) cannot be computed for the one item scored here: they are shown as *not computed*, with why, "
-            "never as 0.")  # fmt: skip
+    return (
+        f"**Limits**: images up to {settings.max_pixels / 1e6:g} megapixels (e.g. {side:,} × {side * 3 // 4:,}); "
+        f"texts, questions and references up to {settings.max_chars:,} characters each, at most "
+        f"{settings.max_references} references. Requests scored at once: {settings.concurrency}; waiting in line "
+        f"at most: {settings.max_queue}; beyond that the page answers that the Space is busy: try again in a minute. "
+        "Scores that need a corpus (CIDEr-D weighs words by how rare they are across the references of many "
+        "items) cannot be computed for the one item scored here: they are shown as *not computed*, with why, "
+        "never as 0."
+    )
 
 
 def _empty_frame():
@@ -55,7 +57,7 @@ def _empty_frame():
     return pd.DataFrame({c: pd.Series(dtype="str" if c == "criterion" else "float") for c in CHART_COLUMNS})
 
 
-def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = None):
+def build_demo(settings: Settings | None = None, scorer: Scorer | None = None):
     """The Space's ``gr.Blocks``, queued with the settings' concurrency and queue size.
 
     Args:
@@ -80,33 +82,71 @@ def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = N
             gr.Markdown(f"## ⚠️ {DEMO_WARNING}", elem_id="demo-banner")
         with gr.Row():
             with gr.Column(scale=1):
-                task = gr.Radio([(label, key) for key, label in TASKS.items()], value="ic", label="Task", elem_id="task")
-                image = gr.Image(label="Image (upload or paste)", sources=["upload", "clipboard"], type="filepath",
-                                 height=280, elem_id="image")  # fmt: skip
+                task = gr.Radio(
+                    [(label, key) for key, label in TASKS.items()], value="ic", label="Task", elem_id="task"
+                )
+                image = gr.Image(
+                    label="Image (upload or paste)",
+                    sources=["upload", "clipboard"],
+                    type="filepath",
+                    height=280,
+                    elem_id="image",
+                )
                 editor = gr.ImageEditor(
                     label="Referring expression: draw over the object (the box is the bounding box of what you draw)",
-                    sources=["upload", "clipboard"], type="pil", visible=False, elem_id="editor",
-                    brush=gr.Brush(colors=["#ff0000"], color_mode="fixed"), height=320,
-                )  # fmt: skip
-                box_text = gr.Textbox(label="Box x, y, w, h in pixels (optional: overrides the drawn box)",
-                                      placeholder="140, 80, 80, 80", visible=False, elem_id="box")  # fmt: skip
+                    sources=["upload", "clipboard"],
+                    type="pil",
+                    visible=False,
+                    elem_id="editor",
+                    brush=gr.Brush(colors=["#ff0000"], color_mode="fixed"),
+                    height=320,
+                )
+                box_text = gr.Textbox(
+                    label="Box x, y, w, h in pixels (optional: overrides the drawn box)",
+                    placeholder="140, 80, 80, 80",
+                    visible=False,
+                    elem_id="box",
+                )
                 question = gr.Textbox(label="Question", visible=False, elem_id="question")
-                text = gr.Textbox(label="Text to score (the caption)", lines=3, elem_id="text",
-                                  placeholder="A brown dog runs on a sandy beach.")  # fmt: skip
-                references = gr.Textbox(label="Reference texts (optional, one per line; for RefFLEUR, RefCLIP-S, "
-                                        "BLEU, ROUGE-L, CIDEr-D)", lines=2, elem_id="references")  # fmt: skip
-                metrics = gr.CheckboxGroup([c for c in choices], value=[PRIMARY] if PRIMARY in choices else [],
-                                           label="Metrics", elem_id="metrics")  # fmt: skip
-                explain = gr.Checkbox(label="Explain each criterion (slower: the judge writes one explanation per criterion)",
-                                      elem_id="explain")  # fmt: skip
+                text = gr.Textbox(
+                    label="Text to score (the caption)",
+                    lines=3,
+                    elem_id="text",
+                    placeholder="A brown dog runs on a sandy beach.",
+                )
+                references = gr.Textbox(
+                    label="Reference texts (optional, one per line; for RefFLEUR, RefCLIP-S, BLEU, ROUGE-L, CIDEr-D)",
+                    lines=2,
+                    elem_id="references",
+                )
+                metrics = gr.CheckboxGroup(
+                    list(choices),
+                    value=[PRIMARY] if PRIMARY in choices else [],
+                    label="Metrics",
+                    elem_id="metrics",
+                )
+                explain = gr.Checkbox(
+                    label="Explain each criterion (slower: the judge writes one explanation per criterion)",
+                    elem_id="explain",
+                )
                 score = gr.Button("Score", variant="primary", elem_id="score")
                 gr.Markdown(limits_text(settings), elem_id="limits")
             with gr.Column(scale=1):
                 # latex_delimiters=[]: these show what visitors typed (escaped) and what the judge wrote.
-                status = gr.Markdown("Pick a task, give an image and a text, press **Score**.", latex_delimiters=[], elem_id="status")
+                status = gr.Markdown(
+                    "Pick a task, give an image and a text, press **Score**.", latex_delimiters=[], elem_id="status"
+                )
                 overall = gr.Markdown(latex_delimiters=[], elem_id="overall")
-                chart = gr.BarPlot(_empty_frame(), x="criterion", y="score", y_lim=[1, 5], sort=criteria or None,
-                                   title="HarmonicEval per criterion (1–5)", y_title="score", elem_id="chart")  # fmt: skip
+                chart = gr.BarPlot(
+                    _empty_frame(),
+                    x="criterion",
+                    y="score",
+                    y_lim=[1, 5],
+                    sort=criteria or None,
+                    title="HarmonicEval per criterion (1–5)",
+                    y_title="score",
+                    elem_id="chart",
+                )
                 table = gr.Markdown(latex_delimiters=[], elem_id="criteria")
                 boxed = gr.Image(label="The box the judge sees", visible=False, interactive=False, elem_id="boxed")
                 gr.Markdown("### Explanations")
@@ -118,8 +158,13 @@ def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = N
                 gr.Markdown("### Other metrics")
                 others = gr.Markdown(latex_delimiters=[], elem_id="others")
                 with gr.Accordion("Share this result", open=False, elem_id="share"):
-                    signatures = gr.Textbox(label="Signature (what was run, to reproduce the numbers)", lines=2,
-                                            interactive=False, buttons=["copy"], elem_id="signature")  # fmt: skip
+                    signatures = gr.Textbox(
+                        label="Signature (what was run, to reproduce the numbers)",
+                        lines=2,
+                        interactive=False,
+                        buttons=["copy"],
+                        elem_id="signature",
+                    )
                     share = gr.Code(label="Scores (JSON)", language="json", interactive=False, elem_id="share-json")
         gr.Examples(example_rows(), inputs=[task, image, text, question, box_text], label="Examples (drawn by mmjudge)")
 
@@ -142,21 +187,62 @@ def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = N
 
         image.change(on_image, image, editor, preprocess=False, queue=False)
 
-        def on_score(task_key, image_value, editor_value, text_value, question_value, box_value, refs, chosen, want_explain,
-                     progress=gr.Progress(track_tqdm=True)):  # fmt: skip
-            page = score_page(scorer, task_key, image_value, text_value, question_value, refs, editor_value, box_value,
-                              chosen, bool(want_explain), progress)  # fmt: skip
+        def on_score(
+            task_key,
+            image_value,
+            editor_value,
+            text_value,
+            question_value,
+            box_value,
+            refs,
+            chosen,
+            want_explain,
+            progress=gr.Progress(track_tqdm=True),
+        ):
+            page = score_page(
+                scorer,
+                task_key,
+                image_value,
+                text_value,
+                question_value,
+                refs,
+                editor_value,
+                box_value,
+                chosen,
+                bool(want_explain),
+                progress,
+            )
             if not page.ok:
                 blank_acc = [gr.update(label=c) for c in criteria]
-                return (page.status, "", _empty_frame(), "", gr.update(value=None, visible=False), *blank_acc,
-                        *["" for _ in criteria], "", "", "")  # fmt: skip
+                return (
+                    page.status,
+                    "",
+                    _empty_frame(),
+                    "",
+                    gr.update(value=None, visible=False),
+                    *blank_acc,
+                    *["" for _ in criteria],
+                    "",
+                    "",
+                    "",
+                )
             row = page.result.harmonic or {}
             acc = [gr.update(label=criterion_label(c, row)) for c in criteria]
             texts = [page.explanations.get(c, "") for c in criteria]
             frame = page.frame if page.frame is not None and len(page.frame) else _empty_frame()
             boxed_update = gr.update(value=page.boxed_image, visible=page.boxed_image is not None)
-            return (page.status, page.overall, frame, page.criteria_table, boxed_update, *acc, *texts,
-                    page.others, page.signatures, page.share_json)  # fmt: skip
+            return (
+                page.status,
+                page.overall,
+                frame,
+                page.criteria_table,
+                boxed_update,
+                *acc,
+                *texts,
+                page.others,
+                page.signatures,
+                page.share_json,
+            )
 
         score.click(
             on_score,
@@ -169,7 +255,7 @@ def build_demo(settings: Optional[Settings] = None, scorer: Optional[Scorer] = N
     return demo
 
 
-def launch(settings: Optional[Settings] = None, host: str = "127.0.0.1", port: Optional[int] = None, **kwargs: Any):
+def launch(settings: Settings | None = None, host: str = "127.0.0.1", port: int | None = None, **kwargs: Any):
     """Build and serve the page (blocks until stopped unless ``prevent_thread_lock=True``)."""
     demo = build_demo(settings)
     return demo.launch(server_name=host, server_port=port, **kwargs)

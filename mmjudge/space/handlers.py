@@ -22,8 +22,9 @@ import json
 import logging
 import math
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 from mmjudge.metrics import METRICS
 from mmjudge.metrics.base import MetricSpec
@@ -48,7 +49,7 @@ class MetricChoice:
 
     label: str
     name: str
-    config: Optional[str]
+    config: str | None
     spec: MetricSpec
 
     @property
@@ -56,7 +57,7 @@ class MetricChoice:
         """One line on what it measures (the metric's own declaration)."""
         return self.spec.description
 
-    def skip_reason(self, item: dict) -> Optional[str]:
+    def skip_reason(self, item: dict) -> str | None:
         """Why this metric cannot score ``item`` (``None`` when it can)."""
         task = item.get("task", "ic")
         if task not in self.spec.tasks:
@@ -69,11 +70,11 @@ class MetricChoice:
         return None
 
 
-def declared_configurations(names: Optional[Sequence[str]] = None) -> dict[str, tuple[str, Optional[str], MetricSpec]]:
+def declared_configurations(names: Sequence[str] | None = None) -> dict[str, tuple[str, str | None, MetricSpec]]:
     """label → (metric name, configuration, spec) for every configuration the registry declares (of the
     metrics in ``names`` when given); a metric that cannot even declare itself here is left out. The
     configuration is ``None`` for metrics that have only one (they take no ``config_name``)."""
-    out: dict[str, tuple[str, Optional[str], MetricSpec]] = {}
+    out: dict[str, tuple[str, str | None, MetricSpec]] = {}
     for name in METRICS.names() if names is None else names:
         try:
             cls = METRICS.get(name)
@@ -81,12 +82,14 @@ def declared_configurations(names: Optional[Sequence[str]] = None) -> dict[str, 
             for config in configs:
                 spec = cls.spec_for(config)
                 out.setdefault(spec.label, (name, config if len(configs) > 1 else None, spec))
-        except Exception:  # noqa: BLE001 - a broken optional metric must not take the page down
-            logging.getLogger("mmjudge.space").warning("metric %s cannot declare itself; not offered", name, exc_info=True)
+        except Exception:
+            logging.getLogger("mmjudge.space").warning(
+                "metric %s cannot declare itself; not offered", name, exc_info=True
+            )
     return out
 
 
-def metric_choices(settings: Settings, names: Optional[Sequence[str]] = None) -> list[MetricChoice]:
+def metric_choices(settings: Settings, names: Sequence[str] | None = None) -> list[MetricChoice]:
     """The metric configurations this install offers: the settings' labels, in their order, that the
     registry declares and whose required options (``spec.requires``) the settings give."""
     declared = declared_configurations(names)
@@ -116,7 +119,7 @@ class SpaceResult:
         return self.reports[label].rows[0]
 
     @property
-    def harmonic(self) -> Optional[dict]:
+    def harmonic(self) -> dict | None:
         return self.row(PRIMARY) if PRIMARY in self.reports else None
 
 
@@ -161,7 +164,7 @@ class Scorer:
         return mmjudge.load(choice.name, choice.config, **kwargs)
 
     def score(
-        self, item: dict, labels: Sequence[str], explain: bool = False, progress: Optional[Progress] = None
+        self, item: dict, labels: Sequence[str], explain: bool = False, progress: Progress | None = None
     ) -> SpaceResult:
         """Score ``item`` with the metrics named in ``labels`` (unknown or inapplicable ones are listed
         in ``skipped``). ``progress(fraction, desc=...)`` is called before each metric."""
@@ -184,7 +187,7 @@ class Scorer:
                 # Explanations are HarmonicEval's per-criterion "why?" (the page's tick box asks for those).
                 options = {"explain": True} if explain and metric.name == "harmonic_eval" else {}
                 result.reports[label] = Report.from_items(metric, [item], default_task=item["task"], **options)
-            except Exception as err:  # noqa: BLE001 - one metric failing (no weights, no GPU) spares the others
+            except Exception as err:
                 if len(todo) == 1:
                     raise
                 logging.getLogger("mmjudge.space").exception("%s failed", label)
@@ -247,12 +250,14 @@ def criteria_frame(result: SpaceResult):
 
     row = result.harmonic
     names = criteria(result)
-    return pd.DataFrame({
-        "criterion": names,
-        "score": [float(row[c]) for c in names] if row else [],
-        "sigma": [float(row[f"{c}_sigma"]) for c in names] if row else [],
-        "weight": [float(row[f"{c}_weight"]) for c in names] if row else [],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "criterion": names,
+            "score": [float(row[c]) for c in names] if row else [],
+            "sigma": [float(row[f"{c}_sigma"]) for c in names] if row else [],
+            "weight": [float(row[f"{c}_weight"]) for c in names] if row else [],
+        }
+    )
 
 
 def overall_markdown(result: SpaceResult) -> str:
@@ -265,8 +270,10 @@ def overall_markdown(result: SpaceResult) -> str:
         lines.append("HarmonicEval was not run (tick it under Metrics for the per-criterion view).")
     else:
         lines.append(f"## Overall HarmonicEval score: {_num(row['overall'])} / 5")
-        lines.append(f"Task: {TASKS.get(result.item.get('task'), '')}. Criteria are weighted by how sure the judge is "
-                     "(smaller σ, larger weight).")  # fmt: skip
+        lines.append(
+            f"Task: {TASKS.get(result.item.get('task'), '')}. Criteria are weighted by how sure the judge is "
+            "(smaller σ, larger weight)."
+        )
     return "\n".join(lines)
 
 
@@ -277,7 +284,9 @@ def criteria_markdown(result: SpaceResult) -> str:
         return ""
     lines = ["| Criterion | Score (1–5) | σ | Weight | Mass on 1–5 |", "|---|---:|---:|---:|---:|"]
     for c in criteria(result):
-        lines.append(f"| {c} | {_num(row[c])} | {_num(row[f'{c}_sigma'])} | {_num(row[f'{c}_weight'])} | {_num(row.get(f'{c}_mass'))} |")
+        lines.append(
+            f"| {c} | {_num(row[c])} | {_num(row[f'{c}_sigma'])} | {_num(row[f'{c}_weight'])} | {_num(row.get(f'{c}_mass'))} |"
+        )
     return "\n".join(lines)
 
 
@@ -287,11 +296,13 @@ def explanation_texts(result: SpaceResult) -> dict[str, str]:
     out = {}
     for c in criteria(result):
         text = row.get(f"{c}_explanation")  # the judge's words, which may echo the visitor's text: escaped
-        out[c] = markdown_text(text) if text else "No explanation asked for: tick *Explain each criterion* and score again."
+        out[c] = (
+            markdown_text(text) if text else "No explanation asked for: tick *Explain each criterion* and score again."
+        )
     return out
 
 
-def not_computed(row: dict, name: str) -> Optional[str]:
+def not_computed(row: dict, name: str) -> str | None:
     """Why ``row`` has no value for score ``name`` (``None`` when it has one): the metric's own reason
     when it gives one (an output ``<name>_reason``), else a general one. A score the engine cannot
     compute (CIDEr-D on one item: its IDF needs a corpus) is NaN, never a number.
@@ -323,9 +334,13 @@ def others_markdown(result: SpaceResult, choices: dict[str, MetricChoice]) -> st
         names = [n for n in report.spec.score_names() if n in row]
         why = not_computed(row, names[0])
         score = _num(row[names[0]]) if why is None else f"not computed: {md(why)}"
-        extra = ", ".join(f"{n} {_num(row[n])}" if not_computed(row, n) is None else f"{n} not computed" for n in names[1:])
+        extra = ", ".join(
+            f"{n} {_num(row[n])}" if not_computed(row, n) is None else f"{n} not computed" for n in names[1:]
+        )
         primary = report.spec.output(report.spec.primary)
-        note = f"{report.spec.description}; {primary.name}: {primary.description}" + (f" (also {extra})" if extra else "")
+        note = f"{report.spec.description}; {primary.name}: {primary.description}" + (
+            f" (also {extra})" if extra else ""
+        )
         lines.append(f"| {md(label)} | {score} | {md(note)} |")
         any_row = True
     for label, reason in result.skipped.items():
@@ -379,7 +394,7 @@ class PageValues:
     others: str = ""
     signatures: str = ""
     share_json: str = ""
-    result: Optional[SpaceResult] = None
+    result: SpaceResult | None = None
 
     @property
     def ok(self) -> bool:
@@ -391,22 +406,24 @@ def error_line(err: BaseException) -> str:
     if isinstance(err, ValueError):
         return f"**Error:** {markdown_text(err)}"  # user mistakes often repeat the input
     # Not a user mistake: say so without a traceback (the server log has it).
-    return (f"**Error:** scoring failed ({type(err).__name__}). This is a problem of the Space, not of your "
-            "input; the details are in its log.")  # fmt: skip
+    return (
+        f"**Error:** scoring failed ({type(err).__name__}). This is a problem of the Space, not of your "
+        "input; the details are in its log."
+    )
 
 
 def score_page(
     scorer: Scorer,
     task: str,
     image: Any,
-    text: Optional[str],
-    question: Optional[str] = None,
-    references: Optional[str] = None,
+    text: str | None,
+    question: str | None = None,
+    references: str | None = None,
     editor: Any = None,
-    box_text: Optional[str] = None,
-    metrics: Optional[Sequence[str]] = None,
+    box_text: str | None = None,
+    metrics: Sequence[str] | None = None,
     explain: bool = False,
-    progress: Optional[Progress] = None,
+    progress: Progress | None = None,
 ) -> PageValues:
     """Check the page's fields, score them, and format everything the page shows. Never raises:
     a mistake becomes ``status`` (one readable line)."""
@@ -415,10 +432,11 @@ def score_page(
 
     s = scorer.settings
     try:
-        item = build_item(task, image, text, question, references, editor, box_text,
-                          s.max_chars, s.max_references, s.max_pixels)  # fmt: skip
+        item = build_item(
+            task, image, text, question, references, editor, box_text, s.max_chars, s.max_references, s.max_pixels
+        )
         result = scorer.score(item, list(metrics or []), explain=explain, progress=progress)
-    except Exception as err:  # noqa: BLE001 - the page must show a line, never a traceback
+    except Exception as err:
         if not isinstance(err, ValueError):
             logging.getLogger("mmjudge.space").exception("scoring failed")
         return PageValues(status=error_line(err))

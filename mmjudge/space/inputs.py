@@ -24,7 +24,8 @@ import math
 import os
 import re
 import warnings
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from PIL import Image
 
@@ -42,8 +43,10 @@ BOX_TASKS = PROMPTS.tasks_needing("box")
 TEXT_NAMES = {t: info.text_name for t, info in PROMPTS.task_info.items()}
 
 
-UNREADABLE = ("the file is not an image that can be read (PNG, JPEG, WebP, GIF, BMP, TIFF). "
-              "Upload a real image file; renaming another file to .png does not make it one.")
+UNREADABLE = (
+    "the file is not an image that can be read (PNG, JPEG, WebP, GIF, BMP, TIFF). "
+    "Upload a real image file; renaming another file to .png does not make it one."
+)
 
 
 class SpaceInputError(ValueError):
@@ -58,7 +61,7 @@ def check_task(task: str) -> str:
     raise SpaceInputError(f"Task: unknown task {task!r}. Pick one of: {', '.join(TASKS.values())}.")
 
 
-def check_text(value: Optional[str], field: str, max_chars: int, what: str = "the text to score") -> str:
+def check_text(value: str | None, field: str, max_chars: int, what: str = "the text to score") -> str:
     """``value`` stripped; empty or longer than ``max_chars`` is an error naming ``field``."""
     text = (value or "").strip()
     if not text:
@@ -77,7 +80,7 @@ def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value) or getattr(value, "path", False) is None
 
 
-def read_image(value: Any, field: str = "Image", max_pixels: int = 40_000_000) -> Optional[Image.Image]:
+def read_image(value: Any, field: str = "Image", max_pixels: int = 40_000_000) -> Image.Image | None:
     """An RGB PIL image from an upload (payload dict, path, PIL image, array), ``None`` when empty.
 
     Raises:
@@ -95,7 +98,7 @@ def read_image(value: Any, field: str = "Image", max_pixels: int = 40_000_000) -
         raise SpaceInputError(str(err)) from None
 
 
-def image_size(value: Any) -> Optional[tuple[int, int]]:
+def image_size(value: Any) -> tuple[int, int] | None:
     """(width, height) read from the file's header without decoding the pixels; ``None`` when it cannot
     be told here (the full read reports that). Larger than PIL's own bomb limit: ``(pixels, 1)``."""
     if isinstance(value, dict):
@@ -117,7 +120,7 @@ def image_size(value: Any) -> Optional[tuple[int, int]]:
     except Image.DecompressionBombError as err:  # over twice PIL's limit: it says how many pixels
         found = re.search(r"\((\d+) pixels\)", str(err))
         return (int(found.group(1)), 1) if found else None
-    except Exception:  # noqa: BLE001 - not an image: the full read says so in its own words
+    except Exception:
         return None
 
 
@@ -136,13 +139,17 @@ def check_pixels(value: Any, field: str, max_pixels: int) -> None:
     width, height = size
     limit = f"this Space accepts images up to {max_pixels / 1e6:g} megapixels"
     if height == 1 and width > max_pixels:  # only the pixel count is known (a decompression bomb)
-        raise SpaceInputError(f"{field}: the image has {width / 1e6:.0f} megapixels; {limit}. Resize it and upload it again.")
+        raise SpaceInputError(
+            f"{field}: the image has {width / 1e6:.0f} megapixels; {limit}. Resize it and upload it again."
+        )
     scale = math.sqrt(max_pixels / (width * height))
-    raise SpaceInputError(f"{field}: the image is {width:,} × {height:,} pixels ({width * height / 1e6:.1f} megapixels); "
-                          f"{limit}. Resize it, e.g. to {int(width * scale):,} × {int(height * scale):,}, and upload it again.")  # fmt: skip
+    raise SpaceInputError(
+        f"{field}: the image is {width:,} × {height:,} pixels ({width * height / 1e6:.1f} megapixels); "
+        f"{limit}. Resize it, e.g. to {int(width * scale):,} × {int(height * scale):,}, and upload it again."
+    )
 
 
-def box_from_editor(value: Any, max_pixels: int = 40_000_000) -> Optional[list[int]]:
+def box_from_editor(value: Any, max_pixels: int = 40_000_000) -> list[int] | None:
     """The box drawn in a ``gr.ImageEditor``: the bounding box ``[x, y, w, h]`` (pixels of the
     background) of everything painted on its layers (alpha > 0); ``None`` when nothing is drawn.
 
@@ -177,7 +184,7 @@ def box_from_editor(value: Any, max_pixels: int = 40_000_000) -> Optional[list[i
     return [x0, y0, x1 - x0, y1 - y0]
 
 
-def parse_box(text: Optional[str]) -> Optional[list[float]]:
+def parse_box(text: str | None) -> list[float] | None:
     """Typed box numbers ``x, y, w, h`` (:func:`mmjudge.images.parse_box`); ``None`` when the field is empty."""
     raw = (text or "").strip()
     if not raw:
@@ -188,7 +195,7 @@ def parse_box(text: Optional[str]) -> Optional[list[float]]:
         raise SpaceInputError(str(err)) from None
 
 
-def read_references(text: Optional[str], max_chars: int, max_references: int) -> list[str]:
+def read_references(text: str | None, max_chars: int, max_references: int) -> list[str]:
     """Reference texts, one per line (blank lines ignored)."""
     refs = [line.strip() for line in (text or "").splitlines() if line.strip()]
     if len(refs) > max_references:
@@ -202,11 +209,11 @@ def read_references(text: Optional[str], max_chars: int, max_references: int) ->
 def build_item(
     task: str,
     image: Any,
-    text: Optional[str],
-    question: Optional[str] = None,
-    references: Optional[str] = None,
+    text: str | None,
+    question: str | None = None,
+    references: str | None = None,
     editor: Any = None,
-    box_text: Optional[str] = None,
+    box_text: str | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_references: int = DEFAULT_MAX_REFERENCES,
     max_pixels: int = DEFAULT_MAX_PIXELS,
@@ -227,7 +234,7 @@ def build_item(
     if task in QUESTION_TASKS:
         item["question"] = check_text(question, "Question", max_chars, "the question the answer responds to")
     if task in BOX_TASKS:
-        box: Optional[Sequence[float]] = parse_box(box_text)
+        box: Sequence[float] | None = parse_box(box_text)
         if box is None:
             box = box_from_editor(editor, max_pixels)
         if box is None:

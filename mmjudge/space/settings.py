@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from mmjudge.models import TINY_RANDOM
 
@@ -56,7 +57,9 @@ DEFAULT_MAX_PIXELS = 40_000_000
 DEFAULT_METRICS = ("HarmonicEval", "FLEUR", "RefFLEUR", "CLIP-S", "RefCLIP-S", "BLEU", "ROUGE-L", "CIDEr-D", "VELA")
 # Options the page passes to some metrics by default (a user's MMJUDGE_SPACE_METRIC_OPTIONS wins).
 # {clip_model} / {device} are filled from the settings.
-DEFAULT_METRIC_OPTIONS: Mapping[str, Mapping[str, Any]] = {"clip_score": {"model": "{clip_model}", "device": "{device}"}}
+DEFAULT_METRIC_OPTIONS: Mapping[str, Mapping[str, Any]] = {
+    "clip_score": {"model": "{clip_model}", "device": "{device}"}
+}
 # In the demo a random-weight judge never prints FLEUR's number: stop its generation early.
 DEMO_METRIC_OPTIONS: Mapping[str, Mapping[str, Any]] = {"fleur": {"max_new_tokens": 16}}
 
@@ -85,7 +88,7 @@ class Settings:
 
     model: str = DEFAULT_MODEL
     judge: str = "transformers"
-    device: Optional[str] = None
+    device: str | None = None
     demo: bool = False
     clip_model: str = DEFAULT_CLIP
     concurrency: int = DEFAULT_CONCURRENCY
@@ -104,7 +107,7 @@ class Settings:
                 raise ValueError(f"Settings.{name}: expected a whole number >= 1, but got {value!r}.")
 
     @classmethod
-    def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Settings from ``MMJUDGE_SPACE_*`` variables (``os.environ`` by default)."""
         env = os.environ if environ is None else environ
         kwargs: dict[str, Any] = {}
@@ -126,14 +129,14 @@ class Settings:
         settings = cls(**kwargs)
         return settings.as_demo() if demo else settings
 
-    def as_demo(self) -> "Settings":
+    def as_demo(self) -> Settings:
         """The offline demo: the tiny random-weight judge (and tiny CLIP) unless a backend was chosen
         that needs no weights (``judge="dummy"``)."""
         if self.judge in ("transformers", None):
             return replace(self, demo=True, model=TINY_RANDOM, clip_model=TINY_RANDOM)
         return replace(self, demo=True, clip_model=TINY_RANDOM)
 
-    def override(self, **values: Any) -> "Settings":
+    def override(self, **values: Any) -> Settings:
         """A copy with the given (non-``None``) values; used by ``mmjudge space`` flags."""
         given = {k: v for k, v in values.items() if v is not None}
         return replace(self, **given) if given else self

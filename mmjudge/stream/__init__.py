@@ -23,16 +23,17 @@ True
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Optional
 
 from mmjudge import distributed
 from mmjudge.metrics.base import item_id
 from mmjudge.metrics.statuses import add_failures
 from mmjudge.report import result_row
-from mmjudge.stream.seen_ids import SeenIds
 from mmjudge.stream.outputs import PartFile, existing_parts, merge_parts, output_format, remove_outputs
+from mmjudge.stream.seen_ids import SeenIds
 from mmjudge.stream.sources import ItemSource, open_source
 
 __all__ = ["RunSummary", "score_file", "stream_rows", "open_source"]
@@ -52,15 +53,15 @@ class RunSummary:
     written: int = 0
     resumed: int = 0
     failed: int = 0
-    first_failure: Optional[str] = None
+    first_failure: str | None = None
     complete: bool = False
-    output: Optional[str] = None
+    output: str | None = None
     read: int = 0
     read_by_process: list[int] = field(default_factory=list)
     unrated: int = 0
     failures_by_output: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def add(self, other: "RunSummary") -> None:
+    def add(self, other: RunSummary) -> None:
         self.total += other.total
         self.written += other.written
         self.resumed += other.resumed
@@ -79,15 +80,15 @@ def score_file(
     source: Any,
     output: str,
     *,
-    output_fmt: Optional[str] = None,
-    task: Optional[str] = None,
+    output_fmt: str | None = None,
+    task: str | None = None,
     strict: bool = False,
     overwrite: bool = False,
     progress: bool = False,
-    chunk_size: Optional[int] = None,
+    chunk_size: int | None = None,
     keep: Sequence[str] = ("text",),
-    source_options: Optional[dict] = None,
-    on_row: Optional[Callable[[dict], None]] = None,
+    source_options: dict | None = None,
+    on_row: Callable[[dict], None] | None = None,
     **options: Any,
 ) -> RunSummary:
     """Score ``source`` (a path, Hub id or ``datasets.Dataset``; see :func:`~mmjudge.stream.sources.open_source`,
@@ -116,8 +117,9 @@ def score_file(
     items = open_source(source, shard=(rank, world), **(source_options or {}))
     part = PartFile(output, rank, world, signature)
     try:
-        summary = _score_share(metric, items, part, task, strict, progress and distributed.is_main(), chunk_size,
-                               keep, on_row, options)  # fmt: skip
+        summary = _score_share(
+            metric, items, part, task, strict, progress and distributed.is_main(), chunk_size, keep, on_row, options
+        )
     finally:
         part.close()
     summary = _gathered(summary)
@@ -129,9 +131,17 @@ def score_file(
     return summary
 
 
-def stream_rows(metric: Any, items: Iterable[dict], task: Optional[str] = None, strict: bool = False,
-                keep: Sequence[str] = ("text",), chunk_size: Optional[int] = None, progress: bool = False,
-                seen: Optional[SeenIds] = None, **options: Any) -> Iterator[tuple[int, dict]]:  # fmt: skip
+def stream_rows(
+    metric: Any,
+    items: Iterable[dict],
+    task: str | None = None,
+    strict: bool = False,
+    keep: Sequence[str] = ("text",),
+    chunk_size: int | None = None,
+    progress: bool = False,
+    seen: SeenIds | None = None,
+    **options: Any,
+) -> Iterator[tuple[int, dict]]:
     """``(input position, report row)`` for each item of ``items`` as it finishes (in input order): the
     metric's stream with the fields named in ``keep`` copied from each item, and a repeated ``id`` failing
     its item (``seen``: the ids of rows written before, when resuming). Holds only the items in flight (one
@@ -143,7 +153,9 @@ def stream_rows(metric: Any, items: Iterable[dict], task: Optional[str] = None, 
     >>> [(i, row["id"], row["rouge_l"], row.get("error", "").split(" (")[0]) for i, row in rows]
     [(0, 'a', 1.0, ''), (1, 'a', nan, "item 1: its id 'a' is already the id of input item 0")]
     """
-    in_flight: dict[int, tuple[int, dict]] = {}  # stream position -> (input position, kept fields): two chunks' worth at most
+    in_flight: dict[
+        int, tuple[int, dict]
+    ] = {}  # stream position -> (input position, kept fields): two chunks' worth at most
     # Every row's id is unique (a repeat fails its item; an item without an id has its input position as id),
     # within one process's share and across a resume (``seen`` holds the ids of the rows written before).
     seen = seen if seen is not None else SeenIds()
@@ -155,30 +167,49 @@ def stream_rows(metric: Any, items: Iterable[dict], task: Optional[str] = None, 
                 earlier = seen.first_position(key, raw.get("_i", position))
                 if earlier is not None:
                     own = "its id" if raw.get("id") is not None else "its position, its id as it has none,"
-                    raw = {**raw, "_error": f"{own} {key!r} is already the id of input item {earlier} (counting from 0); "
-                                            "ids must be unique."}  # fmt: skip
+                    raw = {
+                        **raw,
+                        "_error": f"{own} {key!r} is already the id of input item {earlier} (counting from 0); "
+                        "ids must be unique.",
+                    }
             index = raw.get("_i", position) if isinstance(raw, dict) else position
             in_flight[position] = (index, {k: raw.get(k) for k in keep} if isinstance(raw, dict) else {})
             yield raw
 
     spec, signature = metric.spec, str(metric.signature)
-    results = metric.stream(checked(), task=task, on_error="raise" if strict else "record", chunk_size=chunk_size,
-                            progress=progress, **options)  # fmt: skip
+    results = metric.stream(
+        checked(),
+        task=task,
+        on_error="raise" if strict else "record",
+        chunk_size=chunk_size,
+        progress=progress,
+        **options,
+    )
     for result in results:
         index, kept = in_flight.pop(result.index)
         yield index, result_row(spec, result, signature, kept)
 
 
-def _score_share(metric: Any, items: ItemSource, part: PartFile, task: Optional[str], strict: bool, progress: bool,
-                 chunk_size: Optional[int], keep: Sequence[str], on_row: Optional[Callable[[dict], None]],
-                 options: dict) -> RunSummary:  # fmt: skip
+def _score_share(
+    metric: Any,
+    items: ItemSource,
+    part: PartFile,
+    task: str | None,
+    strict: bool,
+    progress: bool,
+    chunk_size: int | None,
+    keep: Sequence[str],
+    on_row: Callable[[dict], None] | None,
+    options: dict,
+) -> RunSummary:
     summary = RunSummary(total=items.total or 0, resumed=part.done)
     with contextlib.ExitStack() as stack:
         if distributed.is_distributed():
             stack.enter_context(distributed.own_items())
         bar = stack.enter_context(_bar(progress, (items.total or 0) - part.done))
-        for index, row in stream_rows(metric, items.items(skip=part.done), task, strict, keep, chunk_size,
-                                      seen=part.seen_ids, **options):  # fmt: skip
+        for index, row in stream_rows(
+            metric, items.items(skip=part.done), task, strict, keep, chunk_size, seen=part.seen_ids, **options
+        ):
             part.write(row, index)
             summary.written += 1
             if row.get("error") is not None:

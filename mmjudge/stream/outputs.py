@@ -30,8 +30,9 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from mmjudge.report import json_safe
 from mmjudge.stream.seen_ids import SeenIds
@@ -39,7 +40,7 @@ from mmjudge.stream.seen_ids import SeenIds
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
 
 
-def output_format(path: str, fmt: Optional[str] = None) -> str:
+def output_format(path: str, fmt: str | None = None) -> str:
     """The format of an output path: ``fmt`` when given, else from the suffix (``.csv``, ``.parquet``,
     anything else JSON Lines)."""
     if fmt is not None:
@@ -73,8 +74,10 @@ class PartFile:
         self.path = part_path(output, rank, world)
         others = [p for p in existing_parts(output) if not p.name.endswith(f"-of-{world}.jsonl")]
         if others:
-            raise ValueError(f"{output}: parts of a run with another number of processes are there ({others[0].name}); "
-                             f"resume with that number of processes, or pass --overwrite to start again.")  # fmt: skip
+            raise ValueError(
+                f"{output}: parts of a run with another number of processes are there ({others[0].name}); "
+                f"resume with that number of processes, or pass --overwrite to start again."
+            )
         self.done = self._recover(signature)
         self._file = open(self.path, "a", encoding="utf-8")
 
@@ -92,8 +95,10 @@ class PartFile:
                     continue
                 row = json.loads(line)
                 if count == 0 and row.get("signature") != signature:
-                    raise ValueError(f"{self.path}: it holds rows of another run (signature {row.get('signature')!r}, "
-                                     f"this run's is {signature!r}); pass --overwrite to start again, or another --output.")  # fmt: skip
+                    raise ValueError(
+                        f"{self.path}: it holds rows of another run (signature {row.get('signature')!r}, "
+                        f"this run's is {signature!r}); pass --overwrite to start again, or another --output."
+                    )
                 self.seen_ids.first_position(str(row.get("id")), int(row.get("_i", count)))
                 count += 1
         return count
@@ -164,7 +169,7 @@ def _write_lines(path: Path, lines: Iterator[str]) -> int:
     return count
 
 
-def merge_parts(output: str, world: int, fmt: Optional[str] = None) -> int:
+def merge_parts(output: str, world: int, fmt: str | None = None) -> int:
     """Merge every process's part into ``output`` in input order (then remove the parts); returns the rows
     written. Memory holds one row per part at a time (a k-way merge of files each in input order)."""
     parts = [part_path(output, r, world) for r in range(world)]
@@ -180,7 +185,7 @@ def merge_parts(output: str, world: int, fmt: Optional[str] = None) -> int:
         columns = _columns(row for p in parts for _, row in _part_rows(p))
         count = _write_csv(tmp, columns, (row for _, row in merged()))
     else:
-        count = _write_parquet(tmp, [p for p in parts], (row for _, row in merged()))
+        count = _write_parquet(tmp, list(parts), (row for _, row in merged()))
     os.replace(tmp, output)
     for p in parts:
         p.unlink()

@@ -17,7 +17,6 @@ the reason said, never changes a score.
 from __future__ import annotations
 
 import hashlib
-from typing import Optional
 
 import numpy as np
 
@@ -38,10 +37,12 @@ class SeenIds:
     def __len__(self) -> int:
         return len(self._recent) + int(self._hashes.size)
 
-    def first_position(self, item_id: str, position: int) -> Optional[int]:
+    def first_position(self, item_id: str, position: int) -> int | None:
         """The input position of an earlier item with ``item_id``; ``None`` if it is new (it is remembered
         at ``position``)."""
-        key = int.from_bytes(hashlib.blake2b(item_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+        key = int.from_bytes(
+            hashlib.blake2b(item_id.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
+        )
         earlier = self._recent.get(key)
         if earlier is not None:
             return earlier

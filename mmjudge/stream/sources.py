@@ -26,12 +26,13 @@ import csv
 import io
 import json
 import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any
 
-from mmjudge.jsonl import JsonLineError, decode
 from mmjudge.images import parse_box
+from mmjudge.jsonl import JsonLineError, decode
 
 FORMATS = ("jsonl", "csv", "parquet", "datasets")
 ITEM_KEYS = ("id", "text", "image", "question", "box", "references", "task")
@@ -52,7 +53,7 @@ class ItemSource:
 
     name: str
     kind: str
-    total: Optional[int]
+    total: int | None
     first: int
     _rows: Callable[[int], Iterator[dict]] = field(repr=False)
     read: int = 0
@@ -67,7 +68,7 @@ class ItemSource:
             yield item
 
 
-def parse_columns(text: Optional[str]) -> dict[str, str]:
+def parse_columns(text: str | None) -> dict[str, str]:
     """``--columns text=caption,image=file_name`` → ``{"text": "caption", "image": "file_name"}``.
 
     >>> parse_columns("text=caption, image=file_name")
@@ -83,16 +84,24 @@ def parse_columns(text: Optional[str]) -> dict[str, str]:
         key, sep, column = part.partition("=")
         key, column = key.strip(), column.strip()
         if not sep or not key or not column:
-            raise ValueError(f"--columns: expected ITEM_KEY=COLUMN pairs such as text=caption,image=file_name, but got {part.strip()!r}.")
+            raise ValueError(
+                f"--columns: expected ITEM_KEY=COLUMN pairs such as text=caption,image=file_name, but got {part.strip()!r}."
+            )
         if key not in ITEM_KEYS:
             raise ValueError(f"--columns: {key!r} is not an item key; the keys are {', '.join(ITEM_KEYS)}.")
         out[key] = column
     return out
 
 
-def open_source(spec: Any, *, kind: Optional[str] = None, split: Optional[str] = None,
-                columns: Optional[Mapping[str, str]] = None, shard: tuple[int, int] = (0, 1),
-                base_dir: Optional[str] = None) -> ItemSource:  # fmt: skip
+def open_source(
+    spec: Any,
+    *,
+    kind: str | None = None,
+    split: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    shard: tuple[int, int] = (0, 1),
+    base_dir: str | None = None,
+) -> ItemSource:
     """The items of ``spec``: a path (``.jsonl``, ``.csv``, ``.parquet``, a folder of data files or one
     written by ``save_to_disk``), a Hub dataset id, or a ``datasets.Dataset``.
 
@@ -115,7 +124,9 @@ def open_source(spec: Any, *, kind: Optional[str] = None, split: Optional[str] =
         raise ValueError(f"Expected the input format to be one of {FORMATS}, but got {kind!r}.")
     if kind != "datasets":
         if path.is_dir():
-            raise ValueError(f"--input {spec}: is a folder; give a .jsonl, .csv or .parquet file, or a dataset folder with --input-format datasets.")
+            raise ValueError(
+                f"--input {spec}: is a folder; give a .jsonl, .csv or .parquet file, or a dataset folder with --input-format datasets."
+            )
         if not path.is_file():
             raise FileNotFoundError(f"--input {spec}: no such file.")
     folder = Path(base_dir) if base_dir else path.parent
@@ -145,7 +156,11 @@ def _item(row: Mapping[str, Any], mapping: Mapping[str, str], where: str, index:
     item = dict(row)
     for key, column in mapping.items():
         if column not in row:
-            return {"_source": where, "_i": index, "_error": f"no column {column!r} (mapped to {key!r}); it has {sorted(row)}."}
+            return {
+                "_source": where,
+                "_i": index,
+                "_error": f"no column {column!r} (mapped to {key!r}); it has {sorted(row)}.",
+            }
         item[key] = row[column]
     image = item.get("image")
     if isinstance(image, str) and image and not os.path.isabs(image) and "://" not in image:
@@ -233,8 +248,11 @@ def _jsonl_source(path: Path, mapping: Mapping[str, str], rank: int, world: int,
                 yield {"_source": where, "_i": index, "_error": f"not valid JSON ({err.msg} at column {err.colno})."}
                 continue
             if not isinstance(value, dict):
-                yield {"_source": where, "_i": index,
-                       "_error": f"expected a JSON object like {{\"text\": ..., \"image\": ...}}, but got {type(value).__name__}."}  # fmt: skip
+                yield {
+                    "_source": where,
+                    "_i": index,
+                    "_error": f'expected a JSON object like {{"text": ..., "image": ...}}, but got {type(value).__name__}.',
+                }
                 continue
             yield _item(value, mapping, where, index, folder)
 
@@ -270,8 +288,15 @@ def _csv_source(path: Path, mapping: Mapping[str, str], rank: int, world: int, f
                 for index, row in enumerate(reader):
                     if index >= skip:
                         where = f"{path}:{reader.line_num}"
-                        yield _item(_csv_row(row), mapping, where, index, folder) if None not in row else \
-                            {"_source": where, "_i": index, "_error": f"the row has more cells than the header's {len(header)}."}  # fmt: skip
+                        yield (
+                            _item(_csv_row(row), mapping, where, index, folder)
+                            if None not in row
+                            else {
+                                "_source": where,
+                                "_i": index,
+                                "_error": f"the row has more cells than the header's {len(header)}.",
+                            }
+                        )
 
         with open(path, encoding="utf-8-sig", newline="") as f:
             total = sum(1 for _ in csv.DictReader(f))
@@ -284,9 +309,13 @@ def _csv_source(path: Path, mapping: Mapping[str, str], rank: int, world: int, f
             where = f"{path}:{number}"
             cells = next(csv.reader([decode(raw).rstrip("\r\n")]), [])
             if len(cells) != len(header) or raw.count(b'"') % 2:
-                yield {"_source": where, "_i": index, "_error": "the row does not split into the header's "
-                       f"{len(header)} cells on its own line; a CSV whose fields hold line breaks can only be read by "
-                       "one process (or convert it to JSON Lines or Parquet)."}  # fmt: skip
+                yield {
+                    "_source": where,
+                    "_i": index,
+                    "_error": "the row does not split into the header's "
+                    f"{len(header)} cells on its own line; a CSV whose fields hold line breaks can only be read by "
+                    "one process (or convert it to JSON Lines or Parquet).",
+                }
                 continue
             yield _item(_csv_row(dict(zip(header, cells))), mapping, where, index, folder)
 
@@ -331,7 +360,7 @@ def _parquet_source(path: Path, mapping: Mapping[str, str], rank: int, world: in
     return ItemSource(str(path), "parquet", total, first, rows)
 
 
-def _load_dataset(spec: str, split: Optional[str]) -> Any:
+def _load_dataset(spec: str, split: str | None) -> Any:
     import datasets
 
     folder = Path(spec).expanduser()
@@ -343,8 +372,10 @@ def _load_dataset(spec: str, split: Optional[str]) -> Any:
     except (FileNotFoundError, ValueError, ConnectionError, datasets.exceptions.DatasetNotFoundError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         if folder.is_dir():
-            raise ValueError(f"--input {spec}: is a folder, but not a data set datasets can open ({reason}); give a .jsonl, "
-                             ".csv or .parquet file, or a folder of such files.") from None  # fmt: skip
+            raise ValueError(
+                f"--input {spec}: is a folder, but not a data set datasets can open ({reason}); give a .jsonl, "
+                ".csv or .parquet file, or a folder of such files."
+            ) from None
         raise ValueError(f"--input {spec}: no such file, and no data set of that name ({reason}).") from None
     if isinstance(data, datasets.DatasetDict):
         if split is None:

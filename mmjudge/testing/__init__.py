@@ -10,8 +10,22 @@ from __future__ import annotations
 
 from mmjudge.testing.scripted import ScriptedJudge
 from mmjudge.tiny_models import (
-    VLM_FAMILIES, check_with_transformers, tiny_answering_llava, tiny_answering_vlm, tiny_clip, tiny_text_lm, tiny_vlm,
-)  # fmt: skip
+    VLM_FAMILIES,
+    check_with_transformers,
+    tiny_answering_llava,
+    tiny_answering_vlm,
+    tiny_clip,
+    tiny_text_lm,
+    tiny_vlm,
+)
 
-__all__ = ["ScriptedJudge", "VLM_FAMILIES", "check_with_transformers", "tiny_answering_llava", "tiny_answering_vlm",
-           "tiny_clip", "tiny_text_lm", "tiny_vlm"]
+__all__ = [
+    "ScriptedJudge",
+    "VLM_FAMILIES",
+    "check_with_transformers",
+    "tiny_answering_llava",
+    "tiny_answering_vlm",
+    "tiny_clip",
+    "tiny_text_lm",
+    "tiny_vlm",
+]

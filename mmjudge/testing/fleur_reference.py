@@ -8,10 +8,10 @@ tokens. The metric's teacher-forced fast path must agree with it (``tests/test_f
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
-from mmjudge.fleur import DIGITS, parse_score, smooth_decimals, smooth_one
 from mmjudge.judges import GenerationRequest, Judge
+from mmjudge.metrics.fleur import DIGITS, parse_score, smooth_decimals, smooth_one
 
 
 def reference_scores(judge: Judge, requests: Sequence[GenerationRequest]) -> list[dict]:

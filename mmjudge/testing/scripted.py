@@ -15,13 +15,14 @@ clarity's 0.5^(-2/3) ≈ 1.587: the overall score leans on the criterion the jud
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence, Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import Union
 
 from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
 from mmjudge.judges.batched import BatchedJudge
 
 Distribution = Sequence[float]
-Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Union[Distribution, RatingResult]]]
+Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Distribution | RatingResult]]
 
 
 class ScriptedJudge(BatchedJudge):
@@ -47,8 +48,9 @@ class ScriptedJudge(BatchedJudge):
     ):
         self.script = script
         self.explanation = explanation
-        self.capabilities = Capabilities(teacher_forcing=teacher_forcing, full_distribution=full_distribution,
-                                         can_generate=can_generate)  # fmt: skip
+        self.capabilities = Capabilities(
+            teacher_forcing=teacher_forcing, full_distribution=full_distribution, can_generate=can_generate
+        )
         self.name = name
         self.requests: list[RatingRequest] = []
 

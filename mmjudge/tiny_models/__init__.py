@@ -21,8 +21,18 @@ from mmjudge.tiny_models.clip import tiny_clip
 from mmjudge.tiny_models.text import tiny_text_lm
 from mmjudge.tiny_models.vlms import VLM_FAMILIES, tiny_answering_llava, tiny_answering_vlm, tiny_vlm
 
-__all__ = ["tiny_text_lm", "tiny_vlm", "tiny_clip", "tiny_answering_llava", "tiny_answering_vlm", "build", "FAMILIES", "VLM_FAMILIES",
-           "check_with_transformers", "TransformersCheck"]
+__all__ = [
+    "tiny_text_lm",
+    "tiny_vlm",
+    "tiny_clip",
+    "tiny_answering_llava",
+    "tiny_answering_vlm",
+    "build",
+    "FAMILIES",
+    "VLM_FAMILIES",
+    "check_with_transformers",
+    "TransformersCheck",
+]
 
 FAMILIES = (*VLM_FAMILIES, "clip", "long_clip", "text_lm")
 

@@ -4,7 +4,7 @@ few sentences, with ChatML or LLaVA-1.5 chat templates."""
 from __future__ import annotations
 
 import os
-from typing import Optional, Union
+from typing import Union
 
 PathLike = Union[str, os.PathLike]
 
@@ -39,8 +39,9 @@ _LLAVA_TEMPLATE = (
 )
 
 
-def family_template(user: str, assistant: str, image: str, user_end: str = "", assistant_end: str = "",
-                  system: str = "") -> str:  # fmt: skip
+def family_template(
+    user: str, assistant: str, image: str, user_end: str = "", assistant_end: str = "", system: str = ""
+) -> str:
     """A Jinja chat template in a family's own markup: each message is its role's header (``user``,
     ``assistant``; ``system`` defaults to the user's), its content (an image part becomes ``image``) and
     its role's end marker; the generation prompt is the assistant header.
@@ -66,12 +67,12 @@ def family_template(user: str, assistant: str, image: str, user_end: str = "", a
 def tokenizer(
     special: list[str],
     chat_template: str,
-    bos: Optional[str],
+    bos: str | None,
     eos: str,
     pad: str,
     vocab_size: int = 600,
-    corpus: Optional[list[str]] = None,
-    named: Optional[dict] = None,
+    corpus: list[str] | None = None,
+    named: dict | None = None,
 ):
     """A byte-level BPE with ``vocab_size`` entries trained on ``corpus`` (default: a few prompt-like
     sentences), left padding, ``chat_template`` set. The benchmarks train it on their own texts. ``named``:
@@ -91,14 +92,19 @@ def tokenizer(
     )
     tok.train_from_iterator(_CORPUS * 4 if corpus is None else corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=bos, eos_token=eos, pad_token=pad, unk_token=None, padding_side="left",
+        tokenizer_object=tok,
+        bos_token=bos,
+        eos_token=eos,
+        pad_token=pad,
+        unk_token=None,
+        padding_side="left",
         **({"extra_special_tokens": named} if named else {}),
     )
     fast.chat_template = chat_template
     return fast
 
 
-def llama_text(tok, eos: str, bos: Optional[str] = None) -> dict:
+def llama_text(tok, eos: str, bos: str | None = None) -> dict:
     """A 2-layer Llama text config (as a dict) sized for ``tok``: the LM inside every tiny model here."""
     return dict(
         model_type="llama",

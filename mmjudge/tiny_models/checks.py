@@ -39,9 +39,18 @@ def check_with_transformers(path: str, new_tokens: int = 3) -> TransformersCheck
     images = [Image.new("RGB", (60, 40), (200, 30, 30)), Image.new("RGB", (40, 70), (20, 130, 230))]
     texts = [
         processor.apply_chat_template(
-            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": f"Rate caption {i}: a square" + " on grass" * 3 * i}]}],
-            add_generation_prompt=True, tokenize=False,
-        )  # fmt: skip
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image"},
+                        {"type": "text", "text": f"Rate caption {i}: a square" + " on grass" * 3 * i},
+                    ],
+                }
+            ],
+            add_generation_prompt=True,
+            tokenize=False,
+        )
         for i in range(2)
     ]
     batch = processor(text=texts, images=[[image] for image in images], return_tensors="pt", padding=True)
@@ -50,6 +59,8 @@ def check_with_transformers(path: str, new_tokens: int = 3) -> TransformersCheck
         error = 0.0
         for k, (text, image) in enumerate(zip(texts, images)):
             alone = processor(text=[text], images=[[image]], return_tensors="pt")
-            error = max(error, float((torch.softmax(model(**alone).logits[0, -1].float(), -1) - together[k]).abs().max()))
+            error = max(
+                error, float((torch.softmax(model(**alone).logits[0, -1].float(), -1) - together[k]).abs().max())
+            )
         out = model.generate(**batch, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
     return TransformersCheck(type(model).__name__, error, out.shape[1] - batch["input_ids"].shape[1], tuple(batch))

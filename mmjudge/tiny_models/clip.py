@@ -31,7 +31,10 @@ def tiny_clip(directory: PathLike, max_position_embeddings: int = 77, seed: int 
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=[bos, eos], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        vocab_size=400,
+        special_tokens=[bos, eos],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     tok.train_from_iterator([s.lower() for s in _CORPUS] * 4, trainer=trainer)
     bos_id, eos_id = tok.token_to_id(bos), tok.token_to_id(eos)
@@ -60,7 +63,12 @@ def tiny_clip(directory: PathLike, max_position_embeddings: int = 77, seed: int 
             pad_token_id=eos_id,
         ),
         vision_config=dict(
-            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=size, patch_size=8
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            image_size=size,
+            patch_size=8,
         ),
         projection_dim=16,
     )

@@ -33,8 +33,9 @@ def tiny_llava(out: Path, seed: int, anyres: bool = False) -> None:
     grid = {"image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]]} if anyres else {}
     config = getattr(transformers, f"{kind}Config")(
         text_config=llama_text(tok, eos="</s>", bos="<s>"),
-        vision_config=dict(model_type="clip_vision_model", **_VISION, image_size=image_size, patch_size=patch,
-                           projection_dim=32),  # fmt: skip
+        vision_config=dict(
+            model_type="clip_vision_model", **_VISION, image_size=image_size, patch_size=patch, projection_dim=32
+        ),
         image_token_id=tok.convert_tokens_to_ids("<image>"),
         vision_feature_layer=-2,
         vision_feature_select_strategy="default",
@@ -59,13 +60,21 @@ def tiny_llava(out: Path, seed: int, anyres: bool = False) -> None:
 def tiny_llava_onevision(out: Path, seed: int) -> None:
     """LLaVA-OneVision: SigLIP tower, Qwen2 LM, any-resolution tiles up to 2x2 with a newline per row."""
     from transformers import (
-        LlavaOnevisionConfig, LlavaOnevisionForConditionalGeneration, LlavaOnevisionImageProcessor,
-        LlavaOnevisionProcessor, LlavaOnevisionVideoProcessor,
-    )  # fmt: skip
+        LlavaOnevisionConfig,
+        LlavaOnevisionForConditionalGeneration,
+        LlavaOnevisionImageProcessor,
+        LlavaOnevisionProcessor,
+        LlavaOnevisionVideoProcessor,
+    )
 
     template = _CHATML.replace("IMAGE_TOKENS", "<image>\n")
-    tok = tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>"], template, None,
-                    "<|im_end|>", "<|endoftext|>")  # fmt: skip
+    tok = tokenizer(
+        ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<image>", "<video>"],
+        template,
+        None,
+        "<|im_end|>",
+        "<|endoftext|>",
+    )
     grid = [[32, 32], [32, 64], [64, 32], [64, 64]]
     config = LlavaOnevisionConfig(
         text_config=qwen2_text(tok, eos="<|im_end|>"),
@@ -83,23 +92,39 @@ def tiny_llava_onevision(out: Path, seed: int) -> None:
     LlavaOnevisionProcessor(
         image_processor=LlavaOnevisionImageProcessor(size=size, image_grid_pinpoints=grid),
         video_processor=LlavaOnevisionVideoProcessor(size=size),
-        tokenizer=tok, num_image_tokens=16, vision_feature_select_strategy="full", chat_template=template,
-    ).save_pretrained(out)  # fmt: skip
+        tokenizer=tok,
+        num_image_tokens=16,
+        vision_feature_select_strategy="full",
+        chat_template=template,
+    ).save_pretrained(out)
 
 
 def tiny_internvl(out: Path, seed: int) -> None:
     """InternVL (the transformers-native ``internvl`` type, as in ``OpenGVLab/InternVL3-*-hf``): 32 px tiles
     plus a thumbnail, pixel-shuffled to 4 tokens each, between ``<img>`` and ``</img>``."""
     from transformers import (
-        GotOcr2ImageProcessor, InternVLConfig, InternVLForConditionalGeneration, InternVLProcessor,
+        GotOcr2ImageProcessor,
+        InternVLConfig,
+        InternVLForConditionalGeneration,
+        InternVLProcessor,
         InternVLVideoProcessor,
-    )  # fmt: skip
+    )
 
-    named = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>",
-             "video_token": "<video>"}  # fmt: skip
+    named = {
+        "start_image_token": "<img>",
+        "end_image_token": "</img>",
+        "context_image_token": "<IMG_CONTEXT>",
+        "video_token": "<video>",
+    }
     template = _CHATML.replace("IMAGE_TOKENS", "<IMG_CONTEXT>\n")
-    tok = tokenizer(["<|endoftext|>", "<|im_start|>", "<|im_end|>", *named.values()], template, None, "<|im_end|>",
-                    "<|endoftext|>", named=named)  # fmt: skip
+    tok = tokenizer(
+        ["<|endoftext|>", "<|im_start|>", "<|im_end|>", *named.values()],
+        template,
+        None,
+        "<|im_end|>",
+        "<|endoftext|>",
+        named=named,
+    )
     config = InternVLConfig(
         text_config=qwen2_text(tok, eos="<|im_end|>"),
         vision_config=dict(**_VISION, image_size=[32, 32], patch_size=[8, 8]),
@@ -113,8 +138,11 @@ def tiny_internvl(out: Path, seed: int) -> None:
     size = {"height": 32, "width": 32}
     InternVLProcessor(
         image_processor=GotOcr2ImageProcessor(size=size, crop_to_patches=True, min_patches=1, max_patches=4),
-        video_processor=InternVLVideoProcessor(size=size), tokenizer=tok, image_seq_length=4, chat_template=template,
-    ).save_pretrained(out)  # fmt: skip
+        video_processor=InternVLVideoProcessor(size=size),
+        tokenizer=tok,
+        image_seq_length=4,
+        chat_template=template,
+    ).save_pretrained(out)
 
 
 def tiny_mistral3(out: Path, seed: int) -> None:
@@ -138,5 +166,10 @@ def tiny_mistral3(out: Path, seed: int) -> None:
     )
     seed_all(seed)
     Mistral3ForConditionalGeneration(config).save_pretrained(out)
-    PixtralProcessor(image_processor=PixtralImageProcessor(size={"longest_edge": 64}, patch_size=16), tokenizer=tok,
-                     patch_size=8, spatial_merge_size=2, chat_template=template).save_pretrained(out)  # fmt: skip
+    PixtralProcessor(
+        image_processor=PixtralImageProcessor(size={"longest_edge": 64}, patch_size=16),
+        tokenizer=tok,
+        patch_size=8,
+        spatial_merge_size=2,
+        chat_template=template,
+    ).save_pretrained(out)

@@ -10,9 +10,14 @@ from pathlib import Path
 from mmjudge.tiny_models._tokenizers import _CHATML, family_template, seed_all, tokenizer
 
 _QWEN_SPECIAL = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>",
-    "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>",
-]  # fmt: skip
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
 _QWEN_TEMPLATE = _CHATML.replace("IMAGE_TOKENS", "<|vision_start|><|image_pad|><|vision_end|>")
 # Small images keep the tiny models fast: at most 16x16 patches.
 _PIXELS = dict(min_pixels=56 * 56, max_pixels=224 * 224)
@@ -21,11 +26,19 @@ _PIXELS = dict(min_pixels=56 * 56, max_pixels=224 * 224)
 def _qwen_text(tok, mrope_section, **extra) -> dict:
     ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
     return dict(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=4096,
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope_section},
-        bos_token_id=None, eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"], **extra,
-    )  # fmt: skip
+        bos_token_id=None,
+        eos_token_id=ids["<|im_end|>"],
+        pad_token_id=ids["<|endoftext|>"],
+        **extra,
+    )
 
 
 def _qwen_ids(tok) -> dict:
@@ -39,95 +52,187 @@ def _qwen_ids(tok) -> dict:
 
 def tiny_qwen2_vl(out: Path, seed: int) -> None:
     from transformers import (
-        Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor,
-    )  # fmt: skip
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLProcessor,
+        Qwen2VLVideoProcessor,
+    )
 
     tok = tokenizer(_QWEN_SPECIAL, _QWEN_TEMPLATE, None, "<|im_end|>", "<|endoftext|>")
     # mrope_section sums to head_dim / 2 (head_dim = 64 / 4 heads = 16)
     config = Qwen2VLConfig(
         text_config=_qwen_text(tok, [2, 3, 3], tie_word_embeddings=False),
-        vision_config=dict(depth=2, embed_dim=32, hidden_size=64, num_heads=4, mlp_ratio=2, patch_size=14,
-                           spatial_merge_size=2, temporal_patch_size=2, in_channels=3),  # fmt: skip
+        vision_config=dict(
+            depth=2,
+            embed_dim=32,
+            hidden_size=64,
+            num_heads=4,
+            mlp_ratio=2,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            in_channels=3,
+        ),
         **_qwen_ids(tok),
     )
     seed_all(seed)
     Qwen2VLForConditionalGeneration(config).save_pretrained(out)
-    Qwen2VLProcessor(image_processor=Qwen2VLImageProcessor(**_PIXELS), video_processor=Qwen2VLVideoProcessor(**_PIXELS),
-                     tokenizer=tok, chat_template=_QWEN_TEMPLATE).save_pretrained(out)  # fmt: skip
+    Qwen2VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**_PIXELS),
+        video_processor=Qwen2VLVideoProcessor(**_PIXELS),
+        tokenizer=tok,
+        chat_template=_QWEN_TEMPLATE,
+    ).save_pretrained(out)
 
 
 def tiny_qwen2_5_vl(out: Path, seed: int) -> None:
     """Qwen2.5-VL: windowed attention in the vision tower (``window_size``), full attention in the blocks
     listed in ``fullatt_block_indexes``."""
     from transformers import (
-        Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor, Qwen2VLImageProcessor,
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
         Qwen2VLVideoProcessor,
-    )  # fmt: skip
+    )
 
     tok = tokenizer(_QWEN_SPECIAL, _QWEN_TEMPLATE, None, "<|im_end|>", "<|endoftext|>")
     config = Qwen2_5_VLConfig(
         text_config=_qwen_text(tok, [2, 3, 3]),
-        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=64,
-                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
-                           fullatt_block_indexes=[1]),  # fmt: skip
+        vision_config=dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=4,
+            out_hidden_size=64,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            window_size=56,
+            fullatt_block_indexes=[1],
+        ),
         **_qwen_ids(tok),
     )
     seed_all(seed)
     Qwen2_5_VLForConditionalGeneration(config).save_pretrained(out)
-    Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(**_PIXELS), video_processor=Qwen2VLVideoProcessor(**_PIXELS),
-                        tokenizer=tok, chat_template=_QWEN_TEMPLATE).save_pretrained(out)  # fmt: skip
+    Qwen2_5_VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**_PIXELS),
+        video_processor=Qwen2VLVideoProcessor(**_PIXELS),
+        tokenizer=tok,
+        chat_template=_QWEN_TEMPLATE,
+    ).save_pretrained(out)
 
 
 def tiny_qwen3_vl(out: Path, seed: int) -> None:
     """Qwen3-VL: 16 px patches with learned position embeddings, "deepstack" vision features added to the
     first language-model layers, interleaved M-RoPE."""
     from transformers import (
-        Qwen2VLImageProcessor, Qwen3VLConfig, Qwen3VLForConditionalGeneration, Qwen3VLProcessor, Qwen3VLVideoProcessor,
-    )  # fmt: skip
+        Qwen2VLImageProcessor,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+        Qwen3VLVideoProcessor,
+    )
 
     tok = tokenizer(_QWEN_SPECIAL, _QWEN_TEMPLATE, None, "<|im_end|>", "<|endoftext|>")
     text = _qwen_text(tok, [2, 3, 3], head_dim=16)
     text["rope_parameters"]["mrope_interleaved"] = True
     config = Qwen3VLConfig(
         text_config=text,
-        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=64,
-                           patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
-                           deepstack_visual_indexes=[0]),  # fmt: skip
+        vision_config=dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=4,
+            out_hidden_size=64,
+            patch_size=16,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            num_position_embeddings=64,
+            deepstack_visual_indexes=[0],
+        ),
         **_qwen_ids(tok),
     )
     seed_all(seed)
     Qwen3VLForConditionalGeneration(config).save_pretrained(out)
     pixels = dict(size={"shortest_edge": 64 * 64, "longest_edge": 256 * 256}, patch_size=16)
-    Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(**pixels), video_processor=Qwen3VLVideoProcessor(**pixels),
-                     tokenizer=tok, chat_template=_QWEN_TEMPLATE).save_pretrained(out)  # fmt: skip
+    Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**pixels),
+        video_processor=Qwen3VLVideoProcessor(**pixels),
+        tokenizer=tok,
+        chat_template=_QWEN_TEMPLATE,
+    ).save_pretrained(out)
 
 
 def tiny_glm4v(out: Path, seed: int) -> None:
     """GLM-4V (GLM-4.1V): ``<|begin_of_image|><|image|><|end_of_image|>``, M-RoPE on half of each head."""
-    from transformers import Glm4vConfig, Glm4vForConditionalGeneration, Glm4vImageProcessor, Glm4vProcessor, Glm4vVideoProcessor
+    from transformers import (
+        Glm4vConfig,
+        Glm4vForConditionalGeneration,
+        Glm4vImageProcessor,
+        Glm4vProcessor,
+        Glm4vVideoProcessor,
+    )
 
-    special = ["<|endoftext|>", "[gMASK]", "<|user|>", "<|assistant|>", "<|begin_of_image|>", "<|end_of_image|>",
-               "<|image|>", "<|begin_of_video|>", "<|end_of_video|>", "<|video|>"]  # fmt: skip
+    special = [
+        "<|endoftext|>",
+        "[gMASK]",
+        "<|user|>",
+        "<|assistant|>",
+        "<|begin_of_image|>",
+        "<|end_of_image|>",
+        "<|image|>",
+        "<|begin_of_video|>",
+        "<|end_of_video|>",
+        "<|video|>",
+    ]
     template = family_template("<|user|>\n", "<|assistant|>\n", "<|begin_of_image|><|image|><|end_of_image|>")
     tok = tokenizer(special, template, None, "<|user|>", "<|endoftext|>")
     ids = {t: tok.convert_tokens_to_ids(t) for t in special}
     config = Glm4vConfig(
         text_config=dict(
-            vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=4096, eos_token_id=ids["<|user|>"],
+            vocab_size=len(tok),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=4096,
+            eos_token_id=ids["<|user|>"],
             pad_token_id=ids["<|endoftext|>"],
             # rotary on half of each 16-dim head: 8 dims, 4 frequencies split over (t, h, w)
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1],
-                             "partial_rotary_factor": 0.5},
-        ),  # fmt: skip
-        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=4, out_hidden_size=64,
-                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2, image_size=56),  # fmt: skip
-        image_token_id=ids["<|image|>"], video_token_id=ids["<|video|>"],
-        image_start_token_id=ids["<|begin_of_image|>"], image_end_token_id=ids["<|end_of_image|>"],
-        video_start_token_id=ids["<|begin_of_video|>"], video_end_token_id=ids["<|end_of_video|>"],
-    )  # fmt: skip
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [2, 1, 1],
+                "partial_rotary_factor": 0.5,
+            },
+        ),
+        vision_config=dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=4,
+            out_hidden_size=64,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            image_size=56,
+        ),
+        image_token_id=ids["<|image|>"],
+        video_token_id=ids["<|video|>"],
+        image_start_token_id=ids["<|begin_of_image|>"],
+        image_end_token_id=ids["<|end_of_image|>"],
+        video_start_token_id=ids["<|begin_of_video|>"],
+        video_end_token_id=ids["<|end_of_video|>"],
+    )
     seed_all(seed)
     Glm4vForConditionalGeneration(config).save_pretrained(out)
     pixels = dict(size={"shortest_edge": 56 * 56, "longest_edge": 224 * 224})
-    Glm4vProcessor(image_processor=Glm4vImageProcessor(**pixels), video_processor=Glm4vVideoProcessor(**pixels),
-                   tokenizer=tok, chat_template=template).save_pretrained(out)  # fmt: skip
+    Glm4vProcessor(
+        image_processor=Glm4vImageProcessor(**pixels),
+        video_processor=Glm4vVideoProcessor(**pixels),
+        tokenizer=tok,
+        chat_template=template,
+    ).save_pretrained(out)

@@ -11,8 +11,8 @@ placeholders), :mod:`~mmjudge.tiny_models.idefics_style` (tile markup), :mod:`~m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from mmjudge.tiny_models import idefics_style, llava_style, mllama, qwen_style, sliding_window
 from mmjudge.tiny_models._tokenizers import PathLike
@@ -54,8 +54,14 @@ def tiny_vlm(directory: PathLike, family: str = "qwen2_vl", seed: int = 0) -> st
 # ------------------------------------------------------------------------------ scripted LLaVA
 
 
-def tiny_answering_vlm(directory: PathLike, family: str = "llava", answer: str = " 0.85", seed: int = 0,
-                       strength: float = 6.0, amplitude: float = 1.0) -> str:  # fmt: skip
+def tiny_answering_vlm(
+    directory: PathLike,
+    family: str = "llava",
+    answer: str = " 0.85",
+    seed: int = 0,
+    strength: float = 6.0,
+    amplitude: float = 1.0,
+) -> str:
     """Write a tiny model of ``family`` whose greedy reply to a prompt in its chat template (ending with the
     template's assistant header, e.g. ``ASSISTANT:`` for LLaVA, ``<start_of_turn>model\\n`` for Gemma 3) is
     ``answer``.
@@ -81,8 +87,9 @@ def tiny_answering_vlm(directory: PathLike, family: str = "llava", answer: str =
     path = tiny_vlm(directory, family, seed=seed)
     processor = AutoProcessor.from_pretrained(path)
     tokenizer = processor.tokenizer
-    header = processor.apply_chat_template([{"role": "user", "content": [{"type": "text", "text": "x"}]}],
-                                           add_generation_prompt=True, tokenize=False)  # fmt: skip
+    header = processor.apply_chat_template(
+        [{"role": "user", "content": [{"type": "text", "text": "x"}]}], add_generation_prompt=True, tokenize=False
+    )
     start = tokenizer.encode(header, add_special_tokens=False)[-1]
     chain = [start, *tokenizer.encode(answer, add_special_tokens=False), tokenizer.eos_token_id]
     if len(set(chain)) != len(chain):
@@ -96,8 +103,10 @@ def tiny_answering_vlm(directory: PathLike, family: str = "llava", answer: str =
     hidden = embed.shape[1]
     if len(chain) - 1 > hidden:
         raise ValueError(f"Expected argument `answer` to have at most {hidden - 1} tokens, but got {len(chain) - 2}.")
-    digits = sorted({i for d in "0123456789" for i in tokenizer.encode(d, add_special_tokens=False)[-1:]}
-                    | {i for d in "0123456789" for i in tokenizer.encode(" " + d, add_special_tokens=False)[-1:]})
+    digits = sorted(
+        {i for d in "0123456789" for i in tokenizer.encode(d, add_special_tokens=False)[-1:]}
+        | {i for d in "0123456789" for i in tokenizer.encode(" " + d, add_special_tokens=False)[-1:]}
+    )
     generator = torch.Generator().manual_seed(seed)
     scale = hidden**0.5  # the final norm maps an axis vector to sqrt(hidden) along that axis
     with torch.no_grad():

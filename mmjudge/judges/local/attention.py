@@ -27,7 +27,7 @@ False
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 # Layer kinds whose cached keys can be reused by the shared-prefix path.
 SHAREABLE_KINDS = frozenset({"full_attention", "sliding_attention"})
@@ -43,7 +43,7 @@ class AttentionLayout:
         unsupported: layer kinds the shared path cannot reuse (it is then off for this model).
     """
 
-    window: Optional[int] = None
+    window: int | None = None
     cross_attention_layers: frozenset = frozenset()
     unsupported: tuple = ()
 

@@ -18,8 +18,9 @@ row (text after an image: type 0, "sees the image"), and that value is used.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from mmjudge.judges.base import RatingRequest
 
@@ -56,8 +57,9 @@ def vision_token_ids(model: Any, processor: Any) -> frozenset:
     return frozenset(int(i) for i in found if isinstance(i, int) and not isinstance(i, bool))
 
 
-def expand(requests: Sequence[RatingRequest], texts: Sequence[str], processor: Any, tokenizer: Any,
-           image_ids: frozenset) -> Optional[ExpandedPrompts]:  # fmt: skip
+def expand(
+    requests: Sequence[RatingRequest], texts: Sequence[str], processor: Any, tokenizer: Any, image_ids: frozenset
+) -> ExpandedPrompts | None:
     """The :class:`ExpandedPrompts` of ``requests`` (every one with an image, ``texts`` their rendered
     prompts), or ``None`` where the processor's expansion cannot be reproduced exactly."""
     image_token = getattr(processor, "image_token", None)
@@ -66,8 +68,13 @@ def expand(requests: Sequence[RatingRequest], texts: Sequence[str], processor: A
     digests = list(dict.fromkeys(r.image_digest for r in requests))
     first = [next(k for k, r in enumerate(requests) if r.image_digest == d) for d in digests]
     try:
-        vision = processor(text=[texts[k] for k in first], images=[[requests[k].image] for k in first],
-                           return_tensors="pt", padding=True, return_text_replacement_offsets=True)  # fmt: skip
+        vision = processor(
+            text=[texts[k] for k in first],
+            images=[[requests[k].image] for k in first],
+            return_tensors="pt",
+            padding=True,
+            return_text_replacement_offsets=True,
+        )
     except (TypeError, ValueError) as err:
         logger.debug("shared prefix off: the processor refused the distinct images (%s)", err)
         return None
@@ -75,7 +82,7 @@ def expand(requests: Sequence[RatingRequest], texts: Sequence[str], processor: A
     markup = _markup(processor, vision, len(first))
     if markup is None:
         return None
-    of = {d: m for d, m in zip(digests, markup)}
+    of = dict(zip(digests, markup))
     expanded = [t.replace(image_token, of[r.image_digest], 1) for t, r in zip(texts, requests)]
     own = [row[mask.bool()].tolist() for row, mask in zip(vision["input_ids"], vision["attention_mask"])]
     ids = _tokenise_as_processor(tokenizer, expanded, first, own)
@@ -101,7 +108,7 @@ def expand(requests: Sequence[RatingRequest], texts: Sequence[str], processor: A
     return ExpandedPrompts(digests=digests, vision=vision, ids=ids, per_token=per_token, last_vision=last_vision)
 
 
-def _markup(processor: Any, vision: dict, count: int) -> Optional[list[str]]:
+def _markup(processor: Any, vision: dict, count: int) -> list[str] | None:
     """What the processor wrote in place of each distinct image's placeholder."""
     offsets = vision.get("text_replacement_offsets")
     if offsets is not None:
@@ -116,7 +123,7 @@ def _markup(processor: Any, vision: dict, count: int) -> Optional[list[str]]:
         return None
 
 
-def _tokenise_as_processor(tokenizer: Any, expanded: list, first: list, own: list) -> Optional[list]:
+def _tokenise_as_processor(tokenizer: Any, expanded: list, first: list, own: list) -> list | None:
     """Token ids of ``expanded``, with or without the tokenizer's special tokens: whichever reproduces the
     processor's own ids (``own``) for the prompts at ``first``; ``None`` if neither does."""
     for special in (True, False):
@@ -126,7 +133,7 @@ def _tokenise_as_processor(tokenizer: Any, expanded: list, first: list, own: lis
     return None
 
 
-def _per_token_rows(value: Any, mask: Any, ids: list, first: list, group: list, last_vision: list) -> Optional[list]:
+def _per_token_rows(value: Any, mask: Any, ids: list, first: list, group: list, last_vision: list) -> list | None:
     """For each request, ``value`` (the processor's per-token input for the distinct images' first prompts)
     along its own ids: the first prompt's values where the two prompts agree, then the constant that the
     first prompt's values keep after that point (``None`` if they do not keep one)."""

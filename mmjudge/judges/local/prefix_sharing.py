@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 from mmjudge.batching import pad_rows
 from mmjudge.judges.base import RatingRequest
@@ -64,7 +65,7 @@ class SharedPrefixBatch:
     """
 
     prefix: dict
-    mrope: Optional[tuple]
+    mrope: tuple | None
     images: bool
     rows: list
     suffix_ids: Any
@@ -76,9 +77,16 @@ class SharedPrefixBatch:
     unshared_tokens: int
 
 
-def build(requests: Sequence[RatingRequest], texts: Sequence[str], keep: int, processor: Any, tokenizer: Any,
-          layout: AttentionLayout, image_ids: frozenset,
-          mrope: Callable[[dict], Optional[tuple]]) -> Optional[SharedPrefixBatch]:  # fmt: skip
+def build(
+    requests: Sequence[RatingRequest],
+    texts: Sequence[str],
+    keep: int,
+    processor: Any,
+    tokenizer: Any,
+    layout: AttentionLayout,
+    image_ids: frozenset,
+    mrope: Callable[[dict], tuple | None],
+) -> SharedPrefixBatch | None:
     """Inputs for the shared-prefix path, or ``None`` when this model, processor or batch does not allow it
     (or it would save little). ``keep``: positions read at the end of every request; ``layout``: the
     model's :class:`~mmjudge.judges.local.attention.AttentionLayout`; ``image_ids``: the ids of image tokens
@@ -127,8 +135,16 @@ def build(requests: Sequence[RatingRequest], texts: Sequence[str], keep: int, pr
         # Every image in the pixel values must be in a prefix: keep only the images some request still
         # shares (preprocessing them once more), the others' requests go to the plain path.
         subset = [k for k, key in enumerate(keys) if key in used]
-        inner = build([requests[k] for k in subset], [texts[k] for k in subset], keep, processor, tokenizer, layout,
-                      image_ids, mrope)  # fmt: skip
+        inner = build(
+            [requests[k] for k in subset],
+            [texts[k] for k in subset],
+            keep,
+            processor,
+            tokenizer,
+            layout,
+            image_ids,
+            mrope,
+        )
         if inner is not None:
             inner.rows = [subset[k] for k in inner.rows]
         return inner
@@ -164,7 +180,7 @@ def build(requests: Sequence[RatingRequest], texts: Sequence[str], keep: int, pr
     )
 
 
-def _continuations(ids: list, keys: list, prefix_len: dict, spare: dict, window: Optional[int]) -> tuple[list, list]:
+def _continuations(ids: list, keys: list, prefix_len: dict, spare: dict, window: int | None) -> tuple[list, list]:
     """``(rows, shift)``: the requests the shared path answers exactly and, for each, how many of its
     prefix's last tokens its suffix runs again.
 
@@ -213,7 +229,7 @@ def _pad_left(rows: list) -> Any:
     return out
 
 
-def mrope_positions(model: Any, inputs: dict) -> Optional[tuple]:
+def mrope_positions(model: Any, inputs: dict) -> tuple | None:
     """``(position_ids (3, batch, length), rope_deltas (batch, 1))`` for a batch with images, computed on
     the CPU by the model's own ``get_rope_index`` (Qwen2-VL and its successors); ``None`` for models
     without multimodal RoPE, or when it cannot be computed here (the model then does it itself).
@@ -228,7 +244,9 @@ def mrope_positions(model: Any, inputs: dict) -> Optional[tuple]:
     if rope_index is None or not hasattr(core, "rope_deltas") or "image_grid_thw" not in inputs:
         return None
     accepted = inspect.signature(rope_index).parameters
-    kwargs = {k: inputs[k] for k in ("image_grid_thw", "attention_mask", "mm_token_type_ids") if k in inputs and k in accepted}
+    kwargs = {
+        k: inputs[k] for k in ("image_grid_thw", "attention_mask", "mm_token_type_ids") if k in inputs and k in accepted
+    }
     try:
         positions, deltas = rope_index(inputs["input_ids"], **kwargs)
     except (TypeError, ValueError, RuntimeError, IndexError, StopIteration) as err:
@@ -278,15 +296,23 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
         positions = (positions + deltas.to(device)[row_of]).unsqueeze(0).expand(3, -1, -1)
     extra = {k: v.to(device) for k, v in shared.suffix_inputs.items()}
     with record_function("mmjudge.judge.suffix"):
-        out = model(input_ids=suffix_ids, attention_mask=mask, position_ids=positions,
-                    past_key_values=cache, use_cache=True, logits_to_keep=keep, **extra)  # fmt: skip
+        out = model(
+            input_ids=suffix_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=keep,
+            **extra,
+        )
     if mrope:
         core.rope_deltas = None
     return out.logits[:, -keep:, :].float()
 
 
-def branch_cache(cache: Any, prefix_mask: Any, row_of: Any, shift: Any,
-                 cross_attention_layers: frozenset = frozenset()) -> Any:  # fmt: skip
+def branch_cache(
+    cache: Any, prefix_mask: Any, row_of: Any, shift: Any, cross_attention_layers: frozenset = frozenset()
+) -> Any:
     """Make row ``i`` of ``cache`` the prefix of request ``i`` (row ``row_of[i]``), its last ``shift[i]``
     positions moved to the front and masked (the request runs those tokens again); returns the requests'
     prefix attention mask. Cross-attention layers (image keys, not prompt positions) are only selected."""

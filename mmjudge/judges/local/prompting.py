@@ -9,7 +9,8 @@ models), the chat template or a named conversation format, the teacher-forced an
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mmjudge.judges.base import RatingRequest, Turn
 
@@ -83,7 +84,7 @@ class PromptRenderer:
             text = transcript(request.turns)
         return text + request.answer_prefix
 
-    def encode(self, requests: Sequence[RatingRequest], texts: Optional[Sequence[str]] = None) -> dict:
+    def encode(self, requests: Sequence[RatingRequest], texts: Sequence[str] | None = None) -> dict:
         """Model inputs (CPU tensors) for ``requests`` (``texts``: their already rendered prompts)."""
         texts = texts if texts is not None else [self.render(r) for r in requests]
         if self.processor is not None:
@@ -93,7 +94,7 @@ class PromptRenderer:
             inputs = self.tokenizer(list(texts), return_tensors="pt", padding=True, add_special_tokens=False)
         return dict(inputs)
 
-    def prefix_offsets(self, text: str, answer_prefix: str) -> Optional[list[int]]:
+    def prefix_offsets(self, text: str, answer_prefix: str) -> list[int] | None:
         """Character offset, inside ``answer_prefix``, of each of its tokens in the rendered prompt ``text``
         (which ends with it); ``None`` when a token straddles the prompt/prefix boundary (or the tokenizer
         gives no offsets)."""

@@ -8,7 +8,8 @@ vocabulary).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from mmjudge.judges.base import PrefixStep, RatingRequest, RatingResult
 
@@ -54,8 +55,9 @@ def rating_token_ids(tokenizer: Any, choices: Sequence[str]) -> list[list[int]]:
     return [sorted(ids) for ids in found]
 
 
-def reduce_on_device(requests: Sequence[RatingRequest], probs: Any,
-                     choice_ids: Callable[[tuple], list[list[int]]]) -> tuple[list, Any]:  # fmt: skip
+def reduce_on_device(
+    requests: Sequence[RatingRequest], probs: Any, choice_ids: Callable[[tuple], list[list[int]]]
+) -> tuple[list, Any]:
     """``(ratings, greedy)`` on the CPU from ``probs`` (batch, keep, vocab) on the model's device: per
     request, each rating's probability summed over its token variants ``(keep, choices)``, and the greedy
     token id ``(keep,)``. ``choice_ids(choices)`` gives a scale's token ids (one lookup per scale)."""
@@ -76,8 +78,13 @@ def reduce_on_device(requests: Sequence[RatingRequest], probs: Any,
     return ratings, probs.argmax(dim=-1).cpu()
 
 
-def read_ratings(requests: Sequence[RatingRequest], ratings: Sequence, greedy_ids: Any,
-                 offsets: Sequence[Optional[list[int]]], decode: Callable[[list[int]], str]) -> list[RatingResult]:  # fmt: skip
+def read_ratings(
+    requests: Sequence[RatingRequest],
+    ratings: Sequence,
+    greedy_ids: Any,
+    offsets: Sequence[list[int] | None],
+    decode: Callable[[list[int]], str],
+) -> list[RatingResult]:
     """Results from :func:`reduce_on_device`'s per-request ratings and greedy ids (row -1: the answer;
     with ``read_prefix``, the rows before it are the positions inside the answer prefix)."""
     results = []

@@ -1,0 +1,350 @@
+"""HarmonicEval: criterion-wise VLM ratings with score smoothing and harmonic weighting.
+
+Each text is rated 1–5 on each criterion by one forward pass of the judge; the criterion score is the
+expected rating, σ its spread, and the overall score weights criteria by σ^(−2(1−γ)/γ)
+(:mod:`mmjudge.metrics.harmonic_eval.scoring`). Prompts come from a versioned prompt file (:mod:`mmjudge.prompts`).
+
+Example (the ``dummy`` judge is a hash-based stand-in; use a real VLM for meaningful numbers):
+
+>>> from mmjudge import HarmonicEval
+>>> from PIL import Image
+>>> he = HarmonicEval(judge="dummy", cache=False)
+>>> out = he.compute(predictions=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))], task="ic")
+>>> he.primary, [round(out[c][0], 4) for c in ("overall", "correctness", "fluency")]
+('overall', [2.841, 3.428, 3.2931])
+>>> round(sum(out[f"{c}_weight"][0] for c in he.criteria), 6)
+1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from mmjudge.errors import check_bool
+from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box
+from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
+from mmjudge.judges import GenerationRequest, Judge, RatingRequest, Turn
+from mmjudge.metrics.base import (
+    EXPLAIN,
+    PREDICTIONS,
+    PROGRESS,
+    TASK,
+    ChunkScores,
+    InputSpec,
+    Item,
+    Metric,
+    MetricSpec,
+    OutputSpec,
+)
+from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA, aggregate, check_gamma
+from mmjudge.metrics.options import CacheOption, build_text_judge
+from mmjudge.metrics.statuses import DEFAULT_MIN_MASS, OK, check_min_mass, rating_status
+from mmjudge.prompts import PromptSet, load_prompt_set
+
+DEFAULT_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
+
+
+def harmonic_eval_spec(
+    prompt_set: PromptSet, criteria: Sequence[str], image_criteria: Sequence[str] = ()
+) -> MetricSpec:
+    """The declaration of HarmonicEval with these criteria (``image_criteria``: those that see the image);
+    tasks and what each needs come from the prompt set."""
+    question_tasks = prompt_set.tasks_needing("question")
+    box_tasks = prompt_set.tasks_needing("box")
+    outputs = [OutputSpec("overall", "score", "harmonic-weighted mean of the criterion scores", True, (1.0, 5.0))]
+    for c in criteria:
+        outputs += [
+            OutputSpec(c, "score", f"{c}: expected 1-5 rating under the judge's distribution", True, (1.0, 5.0)),
+            OutputSpec(
+                f"{c}_sigma", "diagnostic", f"{c}: standard deviation of the rating distribution", None, aggregates=()
+            ),
+            OutputSpec(f"{c}_weight", "diagnostic", f"{c}: harmonic weight in the overall score", None, (0.0, 1.0), ()),
+            OutputSpec(
+                f"{c}_mass", "diagnostic", f"{c}: probability the judge put on the rating scale", None, (0.0, 1.0), ()
+            ),
+            OutputSpec(
+                f"{c}_status",
+                "text",
+                f"{c}: ok, or why there is no score (no_rating, low_mass, error)",
+                None,
+                aggregates=(),
+            ),
+            OutputSpec(
+                f"{c}_note",
+                "text",
+                f"{c}: what the judge said instead of a rating, or why the request failed",
+                None,
+                aggregates=(),
+            ),
+            OutputSpec(f"{c}_explanation", "text", f"{c}: the judge's explanation", None, aggregates=(), optional=True),
+        ]
+    seeing = sorted(image_criteria)
+    inputs = (
+        PREDICTIONS,
+        InputSpec(
+            "images",
+            "image",
+            bool(seeing),
+            "image",
+            "the image each prediction is about (criteria that look at it, and REG)",
+            box_tasks,
+            missing=f"`images` are required: criteria {seeing} look at the image." if seeing else "",
+        ),
+        InputSpec("questions", "question", False, "question", "the question, for VQA and document VQA", question_tasks),
+        InputSpec("boxes", "box", False, "box", "the target box for REG (x, y, w, h in pixels)", box_tasks),
+    )
+    return MetricSpec(
+        "harmonic_eval",
+        "harmonic_eval",
+        inputs,
+        tuple(outputs),
+        "overall",
+        "per-criterion 1-5 ratings by a VLM judge, harmonic-weighted",
+        tuple(prompt_set.tasks),
+        label="HarmonicEval",
+        judged=True,
+        options=(TASK, EXPLAIN, PROGRESS),
+    )
+
+
+class HarmonicEval(Metric):
+    """Reference-free, per-criterion evaluation of VLM outputs (IC, VQA, VDU, REG).
+
+    Args:
+        model: judge model (Hub id or local folder); default ``Qwen/Qwen2.5-VL-7B-Instruct``.
+        judge: backend name (``"transformers"``, ``"dummy"``) or a ready :class:`~mmjudge.judges.Judge`.
+        task: default task, ``"ic"``, ``"vqa"``, ``"vdu"`` or ``"reg"`` (overridable per call and per item).
+        criteria: subset of the prompt set's criteria (default: all five).
+        prompts: bundled prompt-set name or path to a ``.toml`` prompt file (custom criteria).
+        gamma: harmonic weighting γ in (0, 1]; 1 = uniform, 0.5 = inverse variance.
+        smoothing: expected rating (``True``) or most probable rating (``False``, ablation).
+        image_criteria: criteria that see the image; default from the prompt file (Correctness and
+            Completeness, as in the paper's appendix C.4).
+        explain: also generate one explanation per criterion ("Why? Tell me the reason."); overridable
+            per call (``compute(..., explain=True)``).
+        max_explanation_tokens: token limit of each explanation.
+        box_format: REG boxes as ``"xywh"`` (COCO/RefCOCO) or ``"xyxy"``.
+        max_pixels: larger images are refused as possible decompression bombs.
+        min_mass: a rating on which the judge put less probability than this (summed over the scale) is no
+            rating: its score is NaN with status ``low_mass`` (default 0.5; only exact masses are held to it,
+            a top-k API's mass being a lower bound). No mass at all is ``no_rating`` whatever this is.
+        partial_overall: ``False`` (default): ``overall`` is NaN when a criterion it weighs has no score.
+            ``True``: ``overall`` is the harmonic weighting over the criteria that answered, renormalised
+            (recorded in the signature as ``overall=partial``).
+        max_text_chars: longest text judged, in characters (default 20,000); ``None`` for no limit.
+        long_texts: ``"error"`` (default: refuse, naming the item) or ``"truncate"`` (cut, with a
+            warning naming the item) for texts over ``max_text_chars``.
+        cache: ``True`` (default cache file), ``False`` or a path to an SQLite file.
+        **judge_kwargs: passed to the backend (``batch_size``, ``device``, ``dtype``, ``revision``, …).
+    """
+
+    name = "harmonic_eval"
+    configs = ("harmonic_eval",)
+    config_name = "harmonic_eval"
+    max_aspect_ratio = MAX_ASPECT_RATIO
+
+    def __init__(
+        self,
+        model: str | None = None,
+        judge: Judge | str | None = None,
+        task: str = "ic",
+        criteria: Sequence[str] | None = None,
+        prompts: str = "harmonic_eval",
+        gamma: float = DEFAULT_GAMMA,
+        smoothing: bool = True,
+        image_criteria: Sequence[str] | None = None,
+        explain: bool = False,
+        max_explanation_tokens: int = 128,
+        box_format: str = "xywh",
+        max_pixels: int = DEFAULT_MAX_PIXELS,
+        max_text_chars: int | None = DEFAULT_MAX_TEXT_CHARS,
+        long_texts: str = "error",
+        min_mass: float = DEFAULT_MIN_MASS,
+        partial_overall: bool = False,
+        cache: CacheOption = True,
+        **judge_kwargs: Any,
+    ):
+        self.prompt_set: PromptSet = load_prompt_set(prompts)
+        self.min_mass = check_min_mass(min_mass)
+        self.partial_overall = check_bool(partial_overall, "partial_overall")
+        self.default_task = self.prompt_set.check_task(task)
+        self.criteria = self.prompt_set.check_criteria(list(criteria) if criteria is not None else None)
+        self.gamma = check_gamma(gamma)
+        self.smoothing = check_bool(smoothing, "smoothing")
+        if image_criteria is None:
+            self.image_criteria = {c for c in self.criteria if self.prompt_set.sees_image(c)}
+        else:
+            self.image_criteria = set(self.prompt_set.check_criteria(list(image_criteria))) if image_criteria else set()
+        self.explain = check_bool(explain, "explain")
+        self.long_texts = long_texts
+        self.max_explanation_tokens = int(max_explanation_tokens)
+        if box_format not in ("xywh", "xyxy"):
+            raise ValueError(f"Expected argument `box_format` to be 'xywh' or 'xyxy', but got {box_format!r}.")
+        self.box_format = box_format
+        self.max_pixels = int(max_pixels)
+        self.judge, self.max_text_chars = build_text_judge(
+            model,
+            judge,
+            cache,
+            judge_kwargs,
+            default_model=DEFAULT_MODEL,
+            max_text_chars=max_text_chars,
+            long_texts=long_texts,
+        )
+        # explain=True needs a generating judge: checked per call, where the effective `explain` is known
+
+    @property
+    def task(self) -> str:
+        """The default task."""
+        return self.default_task
+
+    @classmethod
+    def spec_for(cls, config_name: str | None = None) -> MetricSpec:
+        cls.check_config(config_name)
+        prompt_set = load_prompt_set("harmonic_eval")
+        return harmonic_eval_spec(
+            prompt_set, prompt_set.criteria, [c for c in prompt_set.criteria if prompt_set.sees_image(c)]
+        )
+
+    def _build_spec(self) -> MetricSpec:
+        return harmonic_eval_spec(
+            self.prompt_set, self.criteria, [c for c in self.criteria if c in self.image_criteria]
+        )
+
+    @property
+    def ratings(self) -> list[float]:
+        return [float(s) for s in self.prompt_set.scale]
+
+    @property
+    def decoding(self) -> str:
+        """How the rating distribution is read: at a teacher-forced "Score: " position in one forward pass,
+        or (judges that cannot force a prefix, e.g. chat APIs) at the first rating the judge generates."""
+        return "forced-prefix-1pass" if self.judge.capabilities.teacher_forcing else "first-rating-token"
+
+    def signature_fields(self) -> dict[str, Any]:
+        scale = self.prompt_set.scale
+        return dict(
+            **self.judge.signature_fields(),
+            prompts=self.prompt_set.id,
+            criteria=self.criteria,
+            image_criteria=[c for c in self.criteria if c in self.image_criteria] or "none",
+            gamma=self.gamma,
+            smoothing="expectation" if self.smoothing else "argmax",
+            scale=f"{scale[0]}-{scale[-1]}",
+            decoding=self.decoding,
+            mass="exact" if self.judge.capabilities.exact_mass else "top-k-lower-bound",
+            min_mass=self.min_mass,
+            overall="partial" if self.partial_overall else None,
+        )
+
+    # ---------------------------------------------------------------------------------------- scoring
+    def compute(
+        self,
+        predictions: Sequence[str] | None = None,
+        images: Sequence[Any] | None = None,
+        questions: Sequence[str] | None = None,
+        boxes: Sequence[Sequence[float]] | None = None,
+        task: str | None = None,
+        explain: bool | None = None,
+        progress: bool = True,
+    ) -> dict[str, Any]:
+        """Score ``predictions``; returns per-sample lists, their means and the signature.
+
+        Returns:
+            ``overall`` and, per criterion ``c``: ``c`` (smoothed score), ``c_sigma``, ``c_weight``,
+            ``c_mass`` (probability the judge put on the scale), ``c_explanation`` if asked; means as
+            ``mean_overall`` and ``mean_c``; ``signature``.
+
+        Raises:
+            ValueError: on bad input, naming the offending item, before any model call.
+        """
+        columns = {"predictions": predictions, "images": images, "questions": questions, "boxes": boxes}
+        return self._compute(
+            {k: v for k, v in columns.items() if v is not None or k == "predictions"}, task, progress, explain=explain
+        )
+
+    def _prepare_item(self, item: Item) -> Item:
+        """REG: the target box drawn in red on (a copy of) the image, as MMHE shows it to annotators."""
+        if item.task in self.prompt_set.tasks_needing("box"):
+            item.image = draw_box(
+                item.image, item.box, where=item.where(self.spec.input("boxes")), box_format=self.box_format
+            )
+        return item
+
+    def _score_chunk(self, items: list[Item], explain: bool = False, progress: bool = False) -> ChunkScores:
+        requests = []
+        for criterion in self.criteria:
+            sees = criterion in self.image_criteria
+            for item in items:
+                prompt = self.prompt_set.render(criterion, item.task, text=item.text, question=item.question)
+                image = item.image if sees else None
+                requests.append(
+                    RatingRequest(
+                        turns=[Turn("user", prompt)],
+                        image=image,
+                        choices=tuple(self.prompt_set.scale),
+                        answer_prefix=self.prompt_set.answer_prefix,
+                        group=criterion,
+                        image_digest=item.digest if image is not None else None,
+                    )
+                )
+        results = self.judge.rate(requests, progress=progress)
+        n, k = len(items), len(self.criteria)
+        raw = np.array([r.raw for r in results], dtype=np.float64).reshape(k, n, -1).transpose(1, 0, 2)
+        mass = raw.sum(axis=-1)
+        statuses = [rating_status(r, self.min_mass) for r in results]  # criterion-major, as the requests
+        answered = np.array([s == OK for s, _ in statuses]).reshape(k, n).T
+        agg = aggregate(
+            raw,
+            gamma=self.gamma,
+            ratings=self.ratings,
+            smoothing=self.smoothing,
+            answered=answered,
+            partial=self.partial_overall,
+        )
+        out: dict[str, Any] = {"overall": agg.overall.tolist()}
+        for j, criterion in enumerate(self.criteria):
+            out[criterion] = agg.scores[:, j].tolist()
+            out[f"{criterion}_sigma"] = agg.sigmas[:, j].tolist()
+            out[f"{criterion}_weight"] = agg.weights[:, j].tolist()
+            out[f"{criterion}_mass"] = mass[:, j].tolist()
+            out[f"{criterion}_status"] = [s for s, _ in statuses[j * n : (j + 1) * n]]
+            out[f"{criterion}_note"] = [note for _, note in statuses[j * n : (j + 1) * n]]
+        if explain:
+            self._explain(requests, raw, answered, out, progress)
+        return ChunkScores(out)
+
+    def _explain(
+        self, requests: list[RatingRequest], raw: np.ndarray, answered: np.ndarray, out: dict, progress: bool
+    ) -> None:
+        """The paper's follow-up turn: after the assistant's rating (the most probable one), ask why. A
+        criterion without a rating has nothing to explain (``None``)."""
+        n = raw.shape[0]
+        follow_ups, asked = [], []
+        for idx, request in enumerate(requests):
+            j, i = divmod(idx, n)
+            if not answered[i, j]:
+                continue
+            asked.append(idx)
+            rating = self.prompt_set.scale[int(np.argmax(raw[i, j]))]
+            follow_ups.append(
+                GenerationRequest(
+                    turns=[
+                        *request.turns,
+                        Turn("assistant", request.answer_prefix + rating),
+                        Turn("user", self.prompt_set.explain_turn),
+                    ],
+                    image=request.image,
+                    group=request.group,
+                    max_new_tokens=self.max_explanation_tokens,
+                    image_digest=request.image_digest,
+                )
+            )
+        texts: list = [None] * len(requests)
+        for idx, text in zip(asked, self.judge.generate(follow_ups, progress=progress) if follow_ups else []):
+            texts[idx] = text
+        for j, criterion in enumerate(self.criteria):
+            out[f"{criterion}_explanation"] = texts[j * n : (j + 1) * n]

@@ -1,0 +1,346 @@
+"""Training VELA on LongCap-Arena: LoRA on the LLM, the projection and the head; resumable.
+
+The published configuration (the defaults of :class:`TrainConfig`): LoRA r=4, α=16, dropout 0.1 on
+``q_proj``/``v_proj``; AdamW with learning rates 5e-5 (LLM adapter), 1e-4 (projection), 3e-4 (head:
+mode embedding, criterion weights, bias), weight decay 0.01; 4 epochs, batch size 1, seed 42. The loss is
+the mean squared error between the three predicted scores and the human scores scaled to [0, 1]
+(``score_range`` from the training data). Each epoch ends with Kendall τ-c per criterion on the validation
+items (:func:`mmjudge.metaeval.correlation`); the best epoch (mean τ over criteria) is kept in ``best/``.
+
+Nothing is lost when interrupted: every ``save_every`` optimizer steps and at each epoch end, ``last/``
+receives the adapter + head, the optimizer, the scheduler, the random-number generators and the position
+in the data; :func:`train_vela` resumes from it, and a resumed run reaches exactly the weights of an
+uninterrupted one. CLIP is frozen; its embeddings are computed once per sample.
+
+>>> scaled([1.0, 3.0, 5.0], (1.0, 5.0))
+[0.0, 0.5, 1.0]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mmjudge.metrics.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM, VelaModel, new_vela
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "training_state.pt"
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation settings (defaults: the authors' released configuration)."""
+
+    epochs: int = 4
+    lr_llm: float = 5e-5
+    lr_projection: float = 1e-4
+    lr_head: float = 3e-4
+    weight_decay: float = 0.01
+    batch_size: int = 1
+    grad_accum: int = 1
+    seed: int = 42
+    save_every: int = 500  # optimizer steps between resumable saves (0: only at epoch ends)
+    gradient_checkpointing: bool = True  # on GPU only
+    eval_batch_size: int = 8
+
+    def check(self) -> None:
+        for name in ("epochs", "batch_size", "grad_accum", "eval_batch_size"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"Expected `{name}` to be a positive integer, but got {getattr(self, name)!r}.")
+        for name in ("lr_llm", "lr_projection", "lr_head"):
+            if not float(getattr(self, name)) >= 0:
+                raise ValueError(f"Expected `{name}` to be a non-negative number, but got {getattr(self, name)!r}.")
+
+
+def scaled(values: Sequence[float], score_range: Sequence[float]) -> list[float]:
+    """Human scores mapped linearly from ``score_range`` to [0, 1]."""
+    lo, hi = float(score_range[0]), float(score_range[1])
+    return [(float(v) - lo) / (hi - lo) if hi > lo else 0.5 for v in values]
+
+
+def check_items(items: Sequence[dict], where: str) -> list[dict]:
+    """Training / validation items: ``text``, ``image``, ``references`` and the three criterion scores
+    (``descriptiveness``, ``relevance``, ``fluency``), each checked with the item named."""
+    if not items:
+        raise ValueError(f"{where}: no items.")
+    for n, it in enumerate(items):
+        name = f"{where} item {it.get('id', n)!r}"
+        if not isinstance(it.get("text"), str) or not it["text"].strip():
+            raise ValueError(f"{name}: no candidate text.")
+        if not it.get("references"):
+            raise ValueError(f"{name}: no references.")
+        if it.get("image") is None:
+            raise ValueError(f"{name}: no image.")
+        for crit in CRITERIA:
+            value = it.get(CRITERION_NAMES[crit])
+            if value is None or not math.isfinite(float(value)):
+                raise ValueError(f"{name}: no {CRITERION_NAMES[crit]} score.")
+    return list(items)
+
+
+def items_from_dataset(dataset: Any) -> list[dict]:
+    """Item dicts from a LongCap-Arena ``Dataset`` split (``mmjudge.load_dataset("longcap_arena", split=…)``)."""
+    keep = ("id", "text", "image", "references", *CRITERION_NAMES.values())
+    return [{k: row[k] for k in keep if k in row} for row in dataset]
+
+
+def optimizer_groups(vela: VelaModel, config: TrainConfig) -> list[dict]:
+    """AdamW parameter groups: LLM adapter, projection, head (a fixed order, so states reload)."""
+    llm = [p for p in vela.llm.parameters() if p.requires_grad]
+    projection = list(vela.head.projection.parameters())
+    head = [p for n, p in vela.head.named_parameters() if not n.startswith("projection.")]
+    groups = [
+        {"params": projection, "lr": config.lr_projection, "name": "projection"},
+        {"params": head, "lr": config.lr_head, "name": "head"},
+    ]
+    if llm:
+        groups.insert(0, {"params": llm, "lr": config.lr_llm, "name": "llm"})
+    return groups
+
+
+def _rng_state() -> dict:
+    import torch
+
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict) -> None:
+    import torch
+
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def evaluate_tau(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> dict[str, float]:
+    """Kendall τ-c per criterion (``descriptiveness`` …) of the model's scores on ``items``; ``features``
+    holds their ``g_i2c`` rows in the same order (:func:`clip_features`)."""
+    import warnings
+
+    from mmjudge.metaeval.correlation import correlation
+
+    scores = _predict(vela, items, features, batch_size)
+    out = {}
+    for j, crit in enumerate(vela.config.criteria):
+        name = CRITERION_NAMES[crit]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                out[name] = float(correlation(scores[:, j], [float(it[name]) for it in items], "tau_c"))
+            except ValueError:
+                out[name] = float("nan")
+    return out
+
+
+def _predict(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> np.ndarray:
+    vela.llm.eval()
+    vela.head.eval()
+    r2c = vela.r2c_features([it["references"] for it in items], [it["text"] for it in items], batch_size)
+    import torch
+
+    with torch.inference_mode():
+        return vela.scores_from_features(r2c, features).float().cpu().numpy()
+
+
+def clip_features(vela: VelaModel, items: Sequence[dict], batch_size: int = 64, progress: bool = False):
+    """``g_i2c`` per item, float32 ``(len(items), 2·clip_dim)`` in the items' order (CLIP is frozen:
+    computed once, before training). Rows follow list positions, not ids or texts: two items with the
+    same caption and different images get their own features. Images are decoded ``batch_size`` at a
+    time (a training set's images need not all fit in memory at once)."""
+    import torch
+
+    from mmjudge.images import load_image
+    from mmjudge.progress import progress_bar
+
+    out = []
+    for s in progress_bar(range(0, len(items), batch_size), desc="CLIP features", disable=not progress):
+        chunk = items[s : s + batch_size]
+        images = [load_image(it["image"], where=f"item {it.get('id', s + k)!r} image") for k, it in enumerate(chunk)]
+        out.append(vela.clip_features(images, [it["text"] for it in chunk]))
+    return torch.cat(out)
+
+
+def train_vela(
+    train_items: Sequence[dict],
+    val_items: Sequence[dict],
+    out_dir: str | os.PathLike,
+    llm: Any = DEFAULT_LLM,
+    clip_model: Any = None,
+    config: TrainConfig | None = None,
+    device: str | None = None,
+    dtype: Any = None,
+    progress: bool = True,
+    stop_after_steps: int | None = None,
+    on_step: Callable[[int, float], None] | None = None,
+    **model_config: Any,
+) -> dict:
+    """Train VELA and return ``{"best": {...}, "history": [...], "best_dir": ...}``.
+
+    Args:
+        train_items, val_items: item dicts (:func:`items_from_dataset`).
+        out_dir: ``best/`` (the checkpoint to load), ``last/`` (resume state), ``history.json``.
+        llm, clip_model, device, dtype: see :func:`mmjudge.metrics.vela.new_vela`; ``model_config`` sets
+            :class:`~mmjudge.metrics.vela.VelaConfig` fields (``projection_dim``, ``max_length`` …).
+        config: :class:`TrainConfig`.
+        stop_after_steps: stop (as if interrupted) after this many optimizer steps, after saving.
+        on_step: called with (global step, loss) after each optimizer step.
+
+    A ``last/`` folder in ``out_dir`` is resumed from (same settings required).
+    """
+    import torch
+
+    from mmjudge.progress import progress_bar
+
+    config = config or TrainConfig()
+    config.check()
+    train_items = check_items(train_items, "training data")
+    val_items = check_items(val_items, "validation data")
+    out = Path(out_dir).expanduser()
+    last, best_dir = out / "last", out / "best"
+    resume = (last / STATE_FILE).is_file()
+    lo = min(float(it[CRITERION_NAMES[c]]) for it in train_items for c in CRITERIA)
+    hi = max(float(it[CRITERION_NAMES[c]]) for it in train_items for c in CRITERIA)
+    random.seed(config.seed)
+    np.random.seed(config.seed)
+    vela = new_vela(llm, clip_model, device=device, dtype=dtype, seed=config.seed, score_range=(lo, hi), **model_config)
+    on_gpu = vela.device.type == "cuda"
+    if on_gpu and config.gradient_checkpointing:
+        vela.llm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    optimizer = torch.optim.AdamW(optimizer_groups(vela, config), weight_decay=config.weight_decay)
+    per_epoch = math.ceil(len(train_items) / (config.batch_size * config.grad_accum))
+    total = per_epoch * config.epochs
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, 1.0 - step / max(1, total)))
+    state = {"epoch": 0, "position": 0, "step": 0, "history": [], "best": None, "settings": asdict(config)}
+    if resume:
+        saved = torch.load(last / STATE_FILE, map_location="cpu", weights_only=False)
+        mine = {k: v for k, v in asdict(config).items() if k not in ("save_every", "eval_batch_size")}
+        theirs = {k: v for k, v in saved["settings"].items() if k not in ("save_every", "eval_batch_size")}
+        if mine != theirs:
+            raise ValueError(f"{str(last)!r} was written with other training settings {theirs}; use another out_dir.")
+        from mmjudge.metrics.vela.model import read_checkpoint
+
+        _, tensors, _ = read_checkpoint(last)
+        vela.load_state(tensors, repr(str(last)))
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        state.update({k: saved[k] for k in ("epoch", "position", "step", "history", "best")})
+        logger.info("VELA: resuming at epoch %d, sample %d, step %d", state["epoch"], state["position"], state["step"])
+    features = clip_features(vela, list(train_items) + list(val_items), progress=progress)
+    features, val_features = features[: len(train_items)], features[len(train_items) :]
+    criteria = vela.config.criteria
+    targets = torch.tensor(
+        [scaled([it[CRITERION_NAMES[c]] for c in criteria], (lo, hi)) for it in train_items], device=vela.device
+    )
+    ids = vela.prompt_ids([it["references"] for it in train_items], [it["text"] for it in train_items])
+    if resume:
+        _set_rng_state(saved["rng"])
+    stopped = False
+    bar = progress_bar(
+        total=total, initial=state["step"], desc="VELA training", disable=not progress, dynamic_ncols=True
+    )
+    try:
+        while state["epoch"] < config.epochs and not stopped:
+            epoch = state["epoch"]
+            order = np.random.RandomState(config.seed + epoch).permutation(len(train_items)).tolist()
+            vela.llm.train()
+            vela.head.train()
+            micro, window_loss = 0, 0.0
+            batch_size = config.batch_size
+            while state["position"] < len(order):
+                batch = order[state["position"] : state["position"] + batch_size]
+                r2c = vela.llm_features([ids[i] for i in batch])
+                pred = vela.scores_from_features(r2c, features[batch])
+                target = targets[batch]
+                loss = torch.nn.functional.mse_loss(pred, target)
+                (loss / config.grad_accum).backward()
+                window_loss += float(loss.detach()) / config.grad_accum
+                micro += 1
+                state["position"] += len(batch)
+                if micro == config.grad_accum or state["position"] >= len(order):
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad(set_to_none=True)
+                    state["step"] += 1
+                    bar.update(1)
+                    bar.set_postfix(epoch=epoch + 1, loss=f"{window_loss:.4f}")
+                    if on_step is not None:
+                        on_step(state["step"], window_loss)
+                    micro, window_loss = 0, 0.0
+                    at_end = state["position"] >= len(order)
+                    if at_end:
+                        tau = evaluate_tau(vela, val_items, val_features, config.eval_batch_size)
+                        mean_tau = (
+                            float(np.nanmean(list(tau.values())))
+                            if any(not math.isnan(v) for v in tau.values())
+                            else float("nan")
+                        )
+                        state["history"].append(
+                            {"epoch": epoch + 1, "step": state["step"], "tau_c": tau, "mean_tau_c": mean_tau}
+                        )
+                        bar.set_postfix(epoch=epoch + 1, tau=f"{mean_tau:.3f}")
+                        best = state["best"]
+                        if best is None or (
+                            not math.isnan(mean_tau)
+                            and (math.isnan(best["mean_tau_c"]) or mean_tau > best["mean_tau_c"])
+                        ):
+                            state["best"] = state["history"][-1]
+                            vela.save(best_dir)
+                        vela.llm.train()
+                        vela.head.train()
+                        state["epoch"], state["position"] = epoch + 1, 0
+                    if (
+                        at_end
+                        or (config.save_every and state["step"] % config.save_every == 0)
+                        or (stop_after_steps is not None and state["step"] >= stop_after_steps)
+                    ):
+                        _save_resume(vela, optimizer, scheduler, state, last)
+                    if stop_after_steps is not None and state["step"] >= stop_after_steps:
+                        stopped = True
+                        break
+                    if at_end:
+                        break
+    finally:
+        bar.close()
+    (out / "history.json").write_text(
+        json.dumps({"history": state["history"], "best": state["best"]}, indent=2), encoding="utf-8"
+    )
+    return {
+        "best": state["best"],
+        "history": state["history"],
+        "best_dir": str(best_dir),
+        "finished": not stopped,
+        "step": state["step"],
+        "model": vela,
+    }
+
+
+def _save_resume(vela: VelaModel, optimizer, scheduler, state: dict, last: Path) -> None:
+    """Write ``last/`` atomically enough: weights first, then the state file that marks it complete."""
+    import torch
+
+    tmp = last.with_name(last.name + ".tmp")
+    vela.save(tmp)
+    torch.save(
+        {**state, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": _rng_state()},
+        tmp / STATE_FILE,
+    )
+    if last.exists():
+        import shutil
+
+        shutil.rmtree(last)
+    tmp.rename(last)
