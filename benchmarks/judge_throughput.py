@@ -94,6 +94,36 @@ QWEN2_VL_7B = dict(
         in_channels=3,
     ),
 )
+QWEN25_VL_7B = dict(
+    text_config=dict(
+        vocab_size=152064,
+        bos_token_id=None,
+        eos_token_id=None,
+        hidden_size=3584,
+        intermediate_size=18944,
+        num_hidden_layers=28,
+        num_attention_heads=28,
+        num_key_value_heads=4,
+        max_position_embeddings=128000,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [16, 24, 24]},
+    ),
+    vision_config=dict(
+        depth=32,
+        hidden_size=1280,
+        intermediate_size=3420,
+        num_heads=16,
+        out_hidden_size=3584,
+        patch_size=14,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        window_size=112,
+        fullatt_block_indexes=[7, 15, 23, 31],
+        hidden_act="silu",
+        in_channels=3,
+    ),
+)  # Qwen2.5-VL-7B-Instruct's config.json: windowed attention in the vision tower, full in 4 blocks
 LLAVA_15_7B = dict(
     text_config=dict(
         model_type="llama",
@@ -123,6 +153,33 @@ LLAVA_15_7B = dict(
 
 def _tiny(family: str, vocab: int) -> dict:
     """The same architecture with tiny sizes (CPU smoke test)."""
+    if family == "qwen2_5_vl":
+        return dict(
+            text_config=dict(
+                vocab_size=vocab,
+                bos_token_id=None,
+                eos_token_id=None,
+                hidden_size=64,
+                intermediate_size=128,
+                num_hidden_layers=2,
+                num_attention_heads=4,
+                num_key_value_heads=2,
+                max_position_embeddings=4096,
+                rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3]},
+            ),
+            vision_config=dict(
+                depth=2,
+                hidden_size=32,
+                intermediate_size=64,
+                num_heads=4,
+                out_hidden_size=64,
+                patch_size=14,
+                spatial_merge_size=2,
+                temporal_patch_size=2,
+                window_size=56,
+                fullatt_block_indexes=[1],
+            ),
+        )
     if family == "qwen2_vl":
         return dict(
             text_config=dict(
@@ -304,11 +361,12 @@ def build_model(family: str, tiny: bool, device: str, samples: list[dict]):
     import transformers
 
     corpus = _corpus(samples)
-    if family == "qwen2_vl":
+    if family in ("qwen2_vl", "qwen2_5_vl"):
+        qwen25 = family == "qwen2_5_vl"
         tok = build_tokenizer(QWEN_SPECIAL, CHATML, None, "<|im_end|>", "<|endoftext|>", corpus, 4000)
         ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN_SPECIAL}
-        cfg = _tiny(family, len(tok)) if tiny else QWEN2_VL_7B
-        config = transformers.Qwen2VLConfig(
+        cfg = _tiny(family, len(tok)) if tiny else (QWEN25_VL_7B if qwen25 else QWEN2_VL_7B)
+        config = (transformers.Qwen2_5_VLConfig if qwen25 else transformers.Qwen2VLConfig)(
             **cfg,
             image_token_id=ids["<|image_pad|>"],
             video_token_id=ids["<|video_pad|>"],
@@ -316,10 +374,12 @@ def build_model(family: str, tiny: bool, device: str, samples: list[dict]):
             vision_end_token_id=ids["<|vision_end|>"],
         )
         config.text_config.eos_token_id, config.text_config.pad_token_id = ids["<|im_end|>"], ids["<|endoftext|>"]
-        model_class = transformers.Qwen2VLForConditionalGeneration
+        model_class = (
+            transformers.Qwen2_5_VLForConditionalGeneration if qwen25 else transformers.Qwen2VLForConditionalGeneration
+        )
         pixels = dict(min_pixels=56 * 56, max_pixels=(224 * 224 if tiny else 28 * 28 * 1280))
         image_processor = transformers.Qwen2VLImageProcessor(**pixels)
-        processor = transformers.Qwen2VLProcessor(
+        processor = (transformers.Qwen2_5_VLProcessor if qwen25 else transformers.Qwen2VLProcessor)(
             image_processor=image_processor,
             video_processor=transformers.Qwen2VLVideoProcessor(**pixels),
             tokenizer=tok,
@@ -475,6 +535,18 @@ def bench_shape(family: str, args) -> dict:
         f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing batches "
         "(images, tokens; in a background thread)"
     )
+    if args.steady:
+        # Steady state: the same judge over a longer run; nothing may grow with the run (caches, queues).
+        longer = make_samples(args.steady, size=args.image_size, seed=1)
+        judge.stats.__init__()
+        t0 = time.perf_counter()
+        run_harmonic_eval(he, longer)
+        _sync()
+        result["steady_n"], result["steady"] = len(longer), len(longer) / (time.perf_counter() - t0)
+        print(
+            f"  steady    : {result['steady']:8.2f} samples/s over {len(longer)} samples "
+            f"({result['steady'] / result['fast']:.2f} x the {len(samples)}-sample figure)"
+        )
     if args.profile:
         from gpu_profile import labelled, profile_call
 
@@ -492,7 +564,9 @@ def bench_shape(family: str, args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shape", choices=["qwen2_vl_7b", "llava_15_7b", "both"], default="both")
+    parser.add_argument(
+        "--shape", choices=["qwen2_vl_7b", "qwen2_5_vl_7b", "llava_15_7b", "both", "all"], default="both"
+    )
     parser.add_argument("--n", type=int, default=384, help="samples (x5 criteria) for the optimised judge")
     parser.add_argument("--naive-n", type=int, default=8, help="samples for the naive reference loop")
     parser.add_argument("--batch-size", default="auto")
@@ -510,6 +584,10 @@ def main() -> None:
         help="after the timed run, profile N samples: GPU busy share, kernel families, phases",
     )
     parser.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU (smoke test, not a timing)")
+    parser.add_argument(
+        "--steady", type=int, default=0, metavar="N", help="then N more samples: is the rate steady over a long run?"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON")
     args = parser.parse_args()
     if args.batch_size != "auto":
         args.batch_size = int(args.batch_size)
@@ -518,13 +596,24 @@ def main() -> None:
 
     if not args.tiny and not torch.cuda.is_available():
         parser.error("no CUDA device: run on a GPU, or pass --tiny for the CPU smoke test")
-    families = {"qwen2_vl_7b": ["qwen2_vl"], "llava_15_7b": ["llava"], "both": ["qwen2_vl", "llava"]}[args.shape]
-    if "qwen2_vl" in families and importlib.util.find_spec("torchvision") is None:
-        print("SKIP qwen2_vl: the Qwen2-VL processor needs torchvision (pip install torchvision matching torch).")
-        families.remove("qwen2_vl")
+    families = {
+        "qwen2_vl_7b": ["qwen2_vl"],
+        "qwen2_5_vl_7b": ["qwen2_5_vl"],
+        "llava_15_7b": ["llava"],
+        "both": ["qwen2_vl", "llava"],
+        "all": ["qwen2_vl", "qwen2_5_vl", "llava"],
+    }[args.shape]
+    if importlib.util.find_spec("torchvision") is None:
+        for family in [f for f in families if f.startswith("qwen")]:
+            print(f"SKIP {family}: the Qwen processors need torchvision (pip install torchvision matching torch).")
+            families.remove(family)
     if torch.cuda.is_available() and not args.tiny:
         print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     results = [bench_shape(f, args) for f in families]
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps(results, indent=1))
     print("\nsummary (random weights: speed only, scores mean nothing)")
     print(f"  {'shape':10s} {'samples/s':>10s} {'naive':>8s} {'ratio':>7s} {'tokens/s':>10s} {'peak GiB':>9s}")
     for r in results:

@@ -444,6 +444,12 @@ def main(argv=None) -> int:
         "--profile", action="store_true", help="profile the best batch size: GPU busy share, kernels, phases"
     )
     parser.add_argument("--compile", action="store_true", help="torch.compile the LLM's and CLIP's repeated blocks")
+    parser.add_argument(
+        "--check-overlap",
+        dest="check_overlap",
+        action="store_true",
+        help="score once with the CLIP branch on its own stream and once sequentially; print the largest difference",
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     import torch
@@ -489,6 +495,16 @@ def main(argv=None) -> int:
         )
     best_bs = min(results, key=results.get)
     vela_ms = 1000 * results[best_bs] / n
+    if args.check_overlap:
+        # The CLIP branch on its own CUDA stream (overlap) must give the sequential path's scores.
+        vela.clip._memory.clear()
+        overlapped = vela.score(candidates, images, references, batch_size=best_bs, overlap=True)
+        vela.clip._memory.clear()
+        sequential = vela.score(candidates, images, references, batch_size=best_bs, overlap=False)
+        print(
+            f"VELA overlap (CLIP on its own stream) vs sequential, {n} samples: max |diff| "
+            f"{float(np.abs(overlapped - sequential).max()):.3g}"
+        )
     if args.profile:
         from gpu_profile import profile_call
 
