@@ -61,8 +61,37 @@ def labelled(module: Any, label: str):
             hook.remove()
 
 
+def _union_seconds(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of ``(start, end)`` intervals: time the GPU ran at least one kernel (kernels on
+    several streams can overlap; their plain sum would count that time twice)."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+# CPU-side operations that wait for the GPU: each is a synchronisation the launching thread stalls on.
+_SYNC_OPS = (
+    "aten::_local_scalar_dense",
+    "aten::item",
+    "cudaStreamSynchronize",
+    "cudaDeviceSynchronize",
+    "cudaMemcpyAsync",
+    "cudaEventSynchronize",
+    "aten::nonzero",
+    "aten::masked_select",
+)
+
+
 def profile_call(fn: Callable[[], Any], title: str, top: int = 10) -> dict:
-    """Run ``fn`` once under the profiler and print the summary; returns the figures."""
+    """Run ``fn`` once under the profiler and print the summary; returns the figures.
+
+    Kernel time excludes the labelled phases (``record_function`` ranges show up as device events spanning
+    their kernels, gaps included); "busy" is the union of kernel intervals over the wall time. The CPU side:
+    the operations with the most self time, the synchronisations (with their counts) and the kernel launches,
+    which say whether the GPU waits on Python, on transfers or on launches."""
     import torch
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
@@ -75,35 +104,52 @@ def profile_call(fn: Callable[[], Any], title: str, top: int = 10) -> dict:
         fn()
         sync()
         wall = time.perf_counter() - start
+    averages = prof.key_averages()
+    label_names = {e.key for e in averages if e.key.startswith(("mmjudge.", "vision"))}
     kernels: dict[str, float] = {}
+    intervals = []
     for event in prof.events():
-        if event.device_type == DeviceType.CUDA:
+        if event.device_type == DeviceType.CUDA and event.name not in label_names:
             kernels[event.name] = kernels.get(event.name, 0.0) + event.time_range.elapsed_us() / 1e6
-    busy = sum(kernels.values())
-    if not busy:  # a CPU run (smoke test): the phases' CPU time instead
-        labels = {
-            e.key: e.cpu_time_total / 1e6 for e in prof.key_averages() if e.key.startswith(("mmjudge.", "vision"))
-        }
+            intervals.append((event.time_range.start / 1e6, event.time_range.end / 1e6))
+    cpu_ops = sorted(
+        ((e.key, e.self_cpu_time_total / 1e6, e.count) for e in averages if e.device_type == DeviceType.CPU),
+        key=lambda item: -item[1],
+    )
+    syncs = [(k, s, c) for k, s, c in cpu_ops if k in _SYNC_OPS]
+    launches = sum(c for k, _, c in cpu_ops if "LaunchKernel" in k or k == "cudaLaunchKernelExC")
+    cpu_line = "    CPU self  : " + ", ".join(f"{k} {s:.3f} s ×{c}" for k, s, c in cpu_ops[:6])
+    sync_line = "    CPU syncs : " + (", ".join(f"{k} {s:.3f} s ×{c}" for k, s, c in syncs) or "none recorded")
+    busy_sum = sum(kernels.values())
+    if not busy_sum:  # a CPU run (smoke test): the phases' CPU time instead
+        labels = {e.key: e.cpu_time_total / 1e6 for e in averages if e.key in label_names}
         print(
             f"  profile {title}: wall {wall:.2f} s, no GPU kernels recorded; CPU time by phase: "
             + ", ".join(f"{k} {v:.3f} s" for k, v in sorted(labels.items(), key=lambda kv: -kv[1]))
         )
+        print(cpu_line)
         return {"wall": wall, "busy": 0.0, "families": {}, "labels": labels}
+    busy = _union_seconds(intervals)
     families: dict[str, float] = {}
     for name, seconds in kernels.items():
         families[kernel_family(name)] = families.get(kernel_family(name), 0.0) + seconds
-    labels = {e.key: e.device_time_total / 1e6 for e in prof.key_averages() if e.key.startswith(("mmjudge.", "vision"))}
+    labels = {e.key: e.device_time_total / 1e6 for e in averages if e.key in label_names}
     print(
-        f"  profile {title}: wall {wall:.2f} s, kernels {busy:.2f} s ({busy / wall:.0%} busy; the rest the GPU waits)"
+        f"  profile {title}: wall {wall:.2f} s, GPU busy {busy:.2f} s ({busy / wall:.0%}; the rest it waits), "
+        f"kernel time {busy_sum:.2f} s in {len(intervals)} kernels ({launches} launches)"
     )
     print(
         "    by family : "
-        + ", ".join(f"{k} {v:.2f} s ({v / busy:.0%})" for k, v in sorted(families.items(), key=lambda kv: -kv[1]))
+        + ", ".join(f"{k} {v:.2f} s ({v / busy_sum:.0%})" for k, v in sorted(families.items(), key=lambda kv: -kv[1]))
     )
     if labels:
         print(
-            "    by phase  : " + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(labels.items(), key=lambda kv: -kv[1]))
+            "    by phase  : "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(labels.items(), key=lambda kv: -kv[1]))
+            + " (span on the GPU, gaps included)"
         )
+    print(cpu_line)
+    print(sync_line)
     for name, seconds in sorted(kernels.items(), key=lambda kv: -kv[1])[:top]:
-        print(f"    {seconds:7.3f} s {seconds / busy:5.1%}  {name[:110]}")
-    return {"wall": wall, "busy": busy, "families": families, "labels": labels}
+        print(f"    {seconds:7.3f} s {seconds / busy_sum:5.1%}  {name[:110]}")
+    return {"wall": wall, "busy": busy, "families": families, "labels": labels, "syncs": syncs, "launches": launches}

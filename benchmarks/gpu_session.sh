@@ -4,8 +4,9 @@
 #   bash benchmarks/gpu_session.sh OUT_DIR [PHASE ...]     # on the GPU machine
 #   TINY=1 bash benchmarks/gpu_session.sh /tmp/gpu judges  # CPU rehearsal with tiny shapes (no timing meaning)
 #
-# Phases (default: judges vela): judges (Qwen2-VL-7B with a profile, Qwen2.5-VL-7B, LLaVA-1.5-7B), steady
-# (Qwen2-VL-7B over 256 then 2,048 more samples), compile (Qwen2-VL-7B with regional torch.compile), vela
+# Phases (default: judges vela new compile): judges (Qwen2-VL-7B with a profile, packed vision attention
+# against the per-image path and a steady-state rerun over 8x the samples; Qwen2.5-VL-7B with the same A/B;
+# LLaVA-1.5-7B with a profile), steady (Qwen2-VL-7B over 256 then 2,048 more samples), compile (Qwen2-VL-7B with regional torch.compile), vela
 # (batch 64/96, CLIP stream checked against the sequential path, profile), new (the newer metrics beside
 # CLIP-S). Each phase has a time limit, so one slow phase cannot eat the others' time. Output: OUT_DIR/session.log
 # (everything) and one JSON summary per judge phase.
@@ -32,21 +33,21 @@ run() { # name limit_s args...
   "${PYTHON:-python3}" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
 } | tee -a "$log"
 
-for phase in ${@:-judges vela}; do
+for phase in ${@:-judges vela new compile}; do
   case $phase in
     judges)
-      run qwen2_vl 150 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --profile 32 --json "$out/qwen2_vl.json"
-      run qwen2_5_vl 120 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_5_vl_7b --n $n --json "$out/qwen2_5_vl.json"
-      run llava 120 benchmarks/judge_throughput.py "${tiny[@]}" --shape llava_15_7b --n $n --profile 16 --json "$out/llava.json"
+      run qwen2_vl 240 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --profile 32 --ab-packed --steady $((n * 8)) --json "$out/qwen2_vl.json"
+      run qwen2_5_vl 120 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_5_vl_7b --n $n --ab-packed --json "$out/qwen2_5_vl.json"
+      run llava 100 benchmarks/judge_throughput.py "${tiny[@]}" --shape llava_15_7b --n $n --profile 16 --json "$out/llava.json"
       ;;
     steady)
       run steady 200 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --steady $((n * 8)) --json "$out/steady.json"
       ;;
     compile)
-      run compile 200 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --compile --json "$out/compile.json"
+      run compile 110 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --compile --json "$out/compile.json"
       ;;
     vela)
-      run vela 120 benchmarks/vela_throughput.py "${tiny[@]}" --skip-judges --batch-sizes 64,96 --n $((n * 4)) --check-overlap --profile
+      run vela 100 benchmarks/vela_throughput.py "${tiny[@]}" --skip-judges --batch-sizes 64,96 --n $((n * 4)) --check-overlap --profile
       ;;
     new)
       if [ -f benchmarks/caption_metrics_throughput.py ]; then

@@ -480,7 +480,7 @@ def bench_shape(family: str, args) -> dict:
         compile=args.compile,
         share_prefix=not args.no_share,
     )
-    he = HarmonicEval(judge=judge, cache=False)
+    he = HarmonicEval(judge=judge, cache=False, min_mass=0)  # random weights: keep every rating (speed only)
     params = sum(p.numel() for p in model.parameters()) / 1e9
     print(
         f"\n=== {family} ({'tiny' if args.tiny else 'full-size'}, {params:.2f} B params, RANDOM weights, "
@@ -535,6 +535,27 @@ def bench_shape(family: str, args) -> dict:
         f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing batches "
         "(images, tokens; in a background thread)"
     )
+    if args.ab_packed and judge.packed_vision:
+        # The same run with the vision tower's attention one call per image/window (transformers' sdpa path).
+        vision = judge.model.config.vision_config
+        packed = vision._attn_implementation
+        scores_packed = run_harmonic_eval(he, samples[:16])
+        vision._attn_implementation = "sdpa"
+        scores_plain = run_harmonic_eval(he, samples[:16])
+        t0 = time.perf_counter()
+        run_harmonic_eval(he, samples)
+        _sync()
+        result["per_image_vision"] = len(samples) / (time.perf_counter() - t0)
+        vision._attn_implementation = packed
+        diff = max(
+            float(np.nanmax(np.abs(np.array(scores_packed[t]["overall"]) - np.array(scores_plain[t]["overall"]))))
+            for t in scores_packed
+        )
+        print(
+            f"  vision    : packed {result['fast']:.2f} samples/s vs one attention call per image/window "
+            f"{result['per_image_vision']:.2f} ({result['fast'] / result['per_image_vision']:.2f}x); "
+            f"overall scores of 16 samples differ by at most {diff:.2g} ({judge.dtype})"
+        )
     if args.steady:
         # Steady state: the same judge over a longer run; nothing may grow with the run (caches, queues).
         longer = make_samples(args.steady, size=args.image_size, seed=1)
@@ -588,6 +609,12 @@ def main() -> None:
         "--steady", type=int, default=0, metavar="N", help="then N more samples: is the rate steady over a long run?"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON")
+    parser.add_argument(
+        "--ab-packed",
+        dest="ab_packed",
+        action="store_true",
+        help="also time the vision tower with one attention call per image (transformers' sdpa path)",
+    )
     args = parser.parse_args()
     if args.batch_size != "auto":
         args.batch_size = int(args.batch_size)

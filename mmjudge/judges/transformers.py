@@ -48,6 +48,7 @@ from mmjudge.judges.local.attention import attention_layout
 from mmjudge.judges.local.placeholders import vision_token_ids
 from mmjudge.judges.local.prompting import PromptRenderer, load_processor, split_processor, to_device
 from mmjudge.judges.local.ratings import rating_token_ids, read_ratings, reduce_on_device
+from mmjudge.judges.local.vision_attention import use_packed_vision_attention
 from mmjudge.models import ModelSource, compile_repeated_blocks, load_pretrained
 
 logger = logging.getLogger(__name__)
@@ -127,6 +128,9 @@ class TransformersJudge(BatchedJudge):
         prefetch: prepare the next batch (images, tokenisation) in a background thread.
         compile: ``torch.compile`` the model's repeated blocks (decoder layers, vision blocks; dynamic shapes),
             see :func:`mmjudge.models.compile_repeated_blocks`; off by default.
+        packed_vision: answer the vision tower's attention over all the images of a batch in one call per
+            layer (Qwen2-VL, Qwen2.5-VL, Qwen3-VL, GLM-4V under ``sdpa``) instead of one call per image or
+            window; same scores, see :mod:`mmjudge.judges.local.vision_attention`. On by default.
         device_map: e.g. ``"auto"`` to spread a judge too large for one GPU over all visible GPUs.
         gguf_file: load a GGUF checkpoint from ``model`` (de-quantised by transformers).
         trust_remote_code: passed to ``from_pretrained``.
@@ -152,6 +156,7 @@ class TransformersJudge(BatchedJudge):
         share_prefix: bool = True,
         prefetch: bool = True,
         compile: bool = False,
+        packed_vision: bool = True,
     ):
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
@@ -167,6 +172,7 @@ class TransformersJudge(BatchedJudge):
         self.share_prefix = check_bool(share_prefix, "share_prefix")
         self.prefetch = check_bool(prefetch, "prefetch")
         compile = check_bool(compile, "compile")
+        packed_vision = check_bool(packed_vision, "packed_vision")
         trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
         self.gguf_file = gguf_file
 
@@ -210,6 +216,7 @@ class TransformersJudge(BatchedJudge):
             )
         self._auto_sized = False
         self.stats = ThroughputStats()
+        self.packed_vision = packed_vision and use_packed_vision_attention(self.model)
         if compile:
             # Regional: the decoder layers and vision blocks, each compiled once for all of its copies, with
             # dynamic shapes (batches differ in length; without it every new shape would recompile).
