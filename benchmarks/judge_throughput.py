@@ -556,6 +556,18 @@ def bench_shape(family: str, args) -> dict:
             f"{result['per_image_vision']:.2f} ({result['fast'] / result['per_image_vision']:.2f}x); "
             f"overall scores of 16 samples differ by at most {diff:.2g} ({judge.dtype})"
         )
+    if args.ab_pipeline:
+        # The same run reading each batch before launching the next, inputs copied when a batch starts.
+        judge.pipelined, judge.stage_inputs = False, False
+        t0 = time.perf_counter()
+        run_harmonic_eval(he, samples)
+        _sync()
+        result["unpipelined"] = len(samples) / (time.perf_counter() - t0)
+        judge.pipelined, judge.stage_inputs = True, True
+        print(
+            f"  pipeline  : launched ahead + staged inputs {result['fast']:.2f} samples/s vs one batch at a time "
+            f"{result['unpipelined']:.2f} ({result['fast'] / result['unpipelined']:.2f}x)"
+        )
     if args.steady:
         # Steady state: the same judge over a longer run; nothing may grow with the run (caches, queues).
         longer = make_samples(args.steady, size=args.image_size, seed=1)
@@ -609,6 +621,12 @@ def main() -> None:
         "--steady", type=int, default=0, metavar="N", help="then N more samples: is the rate steady over a long run?"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON")
+    parser.add_argument(
+        "--ab-pipeline",
+        dest="ab_pipeline",
+        action="store_true",
+        help="also time batches read before the next is launched, inputs copied when a batch starts",
+    )
     parser.add_argument(
         "--ab-packed",
         dest="ab_packed",
