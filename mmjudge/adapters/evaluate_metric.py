@@ -1,7 +1,7 @@
 """The one base of every ``metrics/<name>/<name>.py`` evaluate module: a shell is a subclass that names
 its engine metric and its texts (description, citation, usage) and nothing else.
 
-What the base does, from the engine metric's declaration (:class:`mmjudge.metrics.base.MetricSpec`):
+What the base does, from the engine metric's declaration (:class:`mmjudge.metrics.spec.MetricSpec`):
 
 * **features** — the inputs the configuration requires go through evaluate's Arrow buffer as
   ``datasets`` features (texts ``Value("string")``, references ``Sequence(Value("string"))``), so
@@ -54,7 +54,7 @@ def _stored_image(value: Any) -> str:
 
 
 def feature_for(kind: str):
-    """The ``datasets`` feature of an input kind (see :data:`mmjudge.metrics.base.INPUT_KINDS`); images are a
+    """The ``datasets`` feature of an input kind (see :data:`mmjudge.metrics.spec.INPUT_KINDS`); images are a
     string column (the path the user gave, or ``""``): the images themselves stay beside the buffer.
 
     >>> feature_for("text"), feature_for("image")

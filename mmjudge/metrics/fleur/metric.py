@@ -191,29 +191,6 @@ class FLEUR(Metric):
         return FLEUR_PROMPT.format(candidate=text)
 
     # ---------------------------------------------------------------------------------------- scoring
-    def compute(
-        self,
-        predictions: Sequence[str] | None = None,
-        images: Sequence[Any] | None = None,
-        references: Sequence[Sequence[str]] | None = None,
-        explain: bool | None = None,
-        progress: bool = True,
-    ) -> dict[str, Any]:
-        """Score captions ``predictions`` of ``images`` (RefFLEUR: with ``references``, a list of strings per caption).
-
-        Returns:
-            ``score`` (smoothed, in [0, 1]; NaN when the judge printed no score), ``raw_score`` (the
-            number the judge prints, NaN if none), ``method`` (``"fast"`` or ``"generate"`` per sample),
-            ``explanation`` when asked; ``mean_score`` (over samples with a score) and ``signature``.
-
-        Raises:
-            ValueError: on bad input (naming the offending item), before any model call.
-        """
-        columns = {"predictions": predictions, "images": images}
-        if references is not None:
-            columns["references"] = references
-        return self._compute(columns, None, progress, explain=explain)
-
     def _request(
         self, prompt: str, picture, digest: str, prefix: str = "", turns=None, read_prefix: bool = False
     ) -> RatingRequest:
