@@ -49,6 +49,9 @@ from mmjudge.metrics.spec import (
     MetricSpec,
     OptionSpec,
     OutputSpec,
+    failed_result,
+    item_id,
+    raw_source,
 )
 from mmjudge.metrics.statuses import count_failures, failure_line
 from mmjudge.signature import Signature
@@ -407,7 +410,7 @@ class Metric(ABC):
                 except ValueError as err:
                     if on_error == "raise":
                         raise
-                    yield _failed(raw, index, task, str(err))
+                    yield failed_result(raw, index, task, str(err))
 
         for results, _ in self._run(checked(), on_error, progress, options, chunk_size):
             yield from results
@@ -471,27 +474,6 @@ def _item_bar(enabled: bool, total: int, desc: str) -> Iterator[Any]:
 
     with progress_bar(total=total, desc=desc, unit="item") as bar:
         yield bar
-
-
-def raw_source(raw: Any, index: int) -> str:
-    """How a stream item is named in messages: its ``_source`` (``items.jsonl:7``), else ``item <index>``."""
-    source = raw.get("_source") if isinstance(raw, Mapping) else None
-    return str(source) if source else f"item {index}"
-
-
-def item_id(raw: Any, index: int) -> str:
-    """An item's id: its own, else its position in the whole input (``_i``, set by the readers of
-    :mod:`mmjudge.stream.sources`: the same in a resumed run or in any process's share), else ``index``."""
-    if not isinstance(raw, Mapping):
-        return str(index)
-    if raw.get("id") is not None:
-        return str(raw["id"])
-    return str(raw.get("_i", index))
-
-
-def _failed(raw: Any, index: int, task: str, error: str) -> ItemResult:
-    own = raw.get("task") if isinstance(raw, Mapping) else None
-    return ItemResult(index, item_id(raw, index), str(own or task), {}, error)
 
 
 def add_means(out: dict, spec: MetricSpec) -> dict:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -344,3 +344,25 @@ class ChunkScores:
 
     values: dict[str, list]
     aggregates: dict[str, Any] = field(default_factory=dict)
+
+
+def raw_source(raw: Any, index: int) -> str:
+    """How a stream item is named in messages: its ``_source`` (``items.jsonl:7``), else ``item <index>``."""
+    source = raw.get("_source") if isinstance(raw, Mapping) else None
+    return str(source) if source else f"item {index}"
+
+
+def item_id(raw: Any, index: int) -> str:
+    """An item's id: its own, else its position in the whole input (``_i``, set by the readers of
+    :mod:`mmjudge.stream.sources`: the same in a resumed run or in any process's share), else ``index``."""
+    if not isinstance(raw, Mapping):
+        return str(index)
+    if raw.get("id") is not None:
+        return str(raw["id"])
+    return str(raw.get("_i", index))
+
+
+def failed_result(raw: Any, index: int, task: str, error: str) -> ItemResult:
+    """The result of a stream item that could not even be read as an item."""
+    own = raw.get("task") if isinstance(raw, Mapping) else None
+    return ItemResult(index, item_id(raw, index), str(own or task), {}, error)
