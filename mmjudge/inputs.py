@@ -108,15 +108,6 @@ def check_column(values: Any, n: int | None, name: str) -> None:
         raise ValueError(f"Expected `{name}` to have one entry per prediction ({n}), but got {len(values)}.")
 
 
-def check_texts(texts: Any, name: str = "predictions", noun: str = "text", allow_empty_text: bool = False) -> list[str]:
-    """A non-empty list of strings, or ``ValueError`` naming the first bad item."""
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise ValueError(f"Expected argument `{name}` to be a list of strings, but got {type(texts).__name__}.")
-    if not texts:
-        raise ValueError(f"`{name}` is empty: nothing to score.")
-    return [check_text(t, f"{name}[{i}]", noun, allow_empty_text) for i, t in enumerate(texts)]
-
-
 def check_references(
     references: Any,
     n: int,

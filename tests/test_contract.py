@@ -230,8 +230,8 @@ def test_requests_are_built_complete():
     assert given.payload()["image"] == "abc"
     with pytest.raises(ValueError, match="without an image"):
         RatingRequest([Turn("user", "x")], image_digest="abc")
-    lower = RatingResult(raw=[0.1, 0.2], mass_exact=False)
-    assert RatingResult.from_json(lower.to_json()).mass_exact is False
+    lower = RatingResult(raw=[0.1, 0.2], exact_mass=False)
+    assert RatingResult.from_json(lower.to_json()).exact_mass is False
 
 
 # -------------------------------------------------------------------------------- model loader

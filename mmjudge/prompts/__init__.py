@@ -140,11 +140,6 @@ def _task_info(name: str, table: Mapping[str, Any], path: Path) -> TaskInfo:
     return TaskInfo(name, str(table.get("label", name)), str(table.get("text_name", "text")), tuple(needs))
 
 
-class _Strict(dict):
-    def __missing__(self, key):
-        raise KeyError(key)
-
-
 def _fill(template: str, words: Mapping[str, str], where: str) -> str:
     # Fill placeholders without letting braces inside user text be re-interpreted.
     parts = []

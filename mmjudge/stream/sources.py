@@ -23,7 +23,6 @@ file's metadata), ``datasets`` by contiguous shard.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -410,8 +409,3 @@ def read_items(path: str) -> list[dict]:
             raise ValueError(f"{item['_source']}: {item['_error']}")
         out.append(item)
     return out
-
-
-def describe_bytes(data: bytes) -> str:
-    """A short printable preview of bytes, for messages."""
-    return io.BytesIO(data).read(40).decode("utf-8", "replace")

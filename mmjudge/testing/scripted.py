@@ -79,7 +79,7 @@ class ScriptedJudge(BatchedJudge):
                     continue
             raw = self._distribution(request)
             greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
-            out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.capabilities.full_distribution))
+            out.append(RatingResult(raw=raw, greedy=greedy, exact_mass=self.capabilities.full_distribution))
         return out
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:

@@ -259,7 +259,7 @@ class FLEUR(Metric):
         with its three positions, then ``"0.x"``). A deviation, or a prefix whose tokens cannot be aligned,
         continues from where the walk stands, one position per round."""
         walks = [Walk() for _ in prompts]
-        speculate = [self.judge.reads_prefix_steps] * len(walks)
+        speculate = [self.judge.capabilities.reads_prefix_steps] * len(walks)
         for _ in range(6):  # at most: one unaligned guess, whitespace, lead, dot, d1, d2
             active = [i for i, w in enumerate(walks) if w.stage not in ("done", "deviated")]
             if not active:

@@ -5,7 +5,7 @@ The published configuration (the defaults of :class:`TrainConfig`): LoRA r=4, α
 mode embedding, criterion weights, bias), weight decay 0.01; 4 epochs, batch size 1, seed 42. The loss is
 the mean squared error between the three predicted scores and the human scores scaled to [0, 1]
 (``score_range`` from the training data). Each epoch ends with Kendall τ-c per criterion on the validation
-items (:func:`mmjudge.metaeval.correlation`); the best epoch (mean τ over criteria) is kept in ``best/``.
+items (:func:`kendall_tau_c`); the best epoch (mean τ over criteria) is kept in ``best/``.
 
 Nothing is lost when interrupted: every ``save_every`` optimizer steps and at each epoch end, ``last/``
 receives the adapter + head, the optimizer, the scheduler, the random-number generators and the position
@@ -130,21 +130,29 @@ def _set_rng_state(state: dict) -> None:
 def evaluate_tau(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> dict[str, float]:
     """Kendall τ-c per criterion (``descriptiveness`` …) of the model's scores on ``items``; ``features``
     holds their ``g_i2c`` rows in the same order (:func:`clip_features`)."""
+    scores = _predict(vela, items, features, batch_size)
+    return {
+        CRITERION_NAMES[crit]: kendall_tau_c(scores[:, j], [float(it[CRITERION_NAMES[crit]]) for it in items])
+        for j, crit in enumerate(vela.config.criteria)
+    }
+
+
+def kendall_tau_c(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall's τ-c of ``x`` and ``y`` (scipy's, as the meta-evaluation computes it), NaN where it is
+    undefined (fewer than two items, a constant column, a NaN): validation picks the best epoch by it and
+    must not stop on a degenerate split. Written here, not imported from :mod:`mmjudge.metaeval`: a metric
+    does not reach into the layer above it.
+
+    >>> round(kendall_tau_c([1, 2, 3, 4], [1, 3, 2, 4]), 4), kendall_tau_c([1, 1, 1], [1, 2, 3])
+    (0.6667, nan)
+    """
     import warnings
 
-    from mmjudge.metaeval.correlation import correlation
+    from scipy import stats
 
-    scores = _predict(vela, items, features, batch_size)
-    out = {}
-    for j, crit in enumerate(vela.config.criteria):
-        name = CRITERION_NAMES[crit]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                out[name] = float(correlation(scores[:, j], [float(it[name]) for it in items], "tau_c"))
-            except ValueError:
-                out[name] = float("nan")
-    return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns on a constant column; the answer is NaN either way
+        return float(stats.kendalltau(np.asarray(x, float), np.asarray(y, float), variant="c").statistic)
 
 
 def _predict(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> np.ndarray:
