@@ -282,21 +282,7 @@ def load_pretrained(
         kwargs["device_map"] = device_map
     elif resolved_device.startswith("cuda"):
         kwargs["device_map"] = resolved_device  # loads straight onto the GPU, no CPU copy first
-    errors = []
-    for cls in model_classes:
-        try:
-            built = cls.from_pretrained(str(source), **kwargs)
-            break
-        except ValueError as err:  # "Unrecognized configuration class … for this kind of AutoModel"
-            errors.append(f"{cls.__name__}: {str(err).splitlines()[0]}")
-        except OSError as err:
-            raise _load_error(str(source), err) from None
-        except ImportError as err:
-            raise missing_dependency(err, f"The model {str(source)!r}") from None
-    else:
-        raise ValueError(
-            f"Cannot load {model!r} as a {' or '.join(c.__name__ for c in model_classes)}: " + "; ".join(errors)
-        )
+    built = _first_that_loads(model, str(source), model_classes, kwargs)
     if "device_map" not in kwargs:
         built.to(resolved_device)
     built.eval()
@@ -304,6 +290,23 @@ def load_pretrained(
     if model == TINY_RANDOM:  # say what it is: a random-weight demo model, not some local folder
         ident = ModelIdentity(f"{TINY_RANDOM}:{family or default_vlm_family()}", ident.revision, ident.dtype)
     return LoadedModel(built, processor, ident, str(built.device) if device_map is None else "auto")
+
+
+def _first_that_loads(model: ModelSource, source: str, model_classes: Sequence[Any], kwargs: dict) -> Any:
+    """The model as loaded by the first of ``model_classes`` that knows its configuration."""
+    errors = []
+    for cls in model_classes:
+        try:
+            return cls.from_pretrained(source, **kwargs)
+        except ValueError as err:  # "Unrecognized configuration class … for this kind of AutoModel"
+            errors.append(f"{cls.__name__}: {str(err).splitlines()[0]}")
+        except OSError as err:
+            raise _load_error(source, err) from None
+        except ImportError as err:
+            raise missing_dependency(err, f"The model {source!r}") from None
+    raise ValueError(
+        f"Cannot load {model!r} as a {' or '.join(c.__name__ for c in model_classes)}: " + "; ".join(errors)
+    )
 
 
 # Import names whose pip package has another name.
