@@ -20,7 +20,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, ImageLocator, content_ids, default_configs, squash
-from mmjudge.datasets._judgments import rows_of
+from mmjudge.datasets._judgments import caption_item, rows_of
 from mmjudge.human_judgments import HumanJudgments
 
 JSON = src.FOIL_JSON
@@ -208,16 +208,6 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     items, pairs = [], []
     for _split, row in rows_of(dataset):
         good, bad = f"{row['id']}-orig", f"{row['id']}-foil"
-        for item_id, text in ((good, row["original"]), (bad, row["foil"])):
-            items.append(
-                {
-                    "id": item_id,
-                    "task": "ic",
-                    "text": text,
-                    "image": row["image"],
-                    "image_path": row["image_path"],
-                    "references": list(row["references"]),
-                }
-            )
+        items += [caption_item(row, good, row["original"]), caption_item(row, bad, row["foil"])]
         pairs.append({"task": "ic", "better": good, "worse": bad, "kind": "foil", "weight": 1.0})
     return HumanJudgments(name="foil", items=items, pairs=pairs, correlation="accuracy")

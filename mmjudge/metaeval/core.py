@@ -310,59 +310,36 @@ def _accuracies(dataset, pair_sets, scores, result, used):
                 n_units = len(set(unit[keep].tolist()))
                 for t, n in enumerate((int(keep.sum()), n_units, failed)):
                     totals[name][t] += n
-                _add_accuracy(
-                    result,
-                    dataset,
-                    name,
-                    kind,
-                    criterion,
-                    subset,
-                    value,
-                    boot,
-                    confidence,
-                    int(keep.sum()),
-                    n_units,
-                    failed,
-                    key,
+                figure = dict(
+                    dataset=dataset, metric=name, kind=kind, criterion=criterion, subset=subset, score_key=key
                 )
+                _add_accuracy(result, figure, value, boot, confidence, (int(keep.sum()), n_units, failed))
         if len(subsets) > 1:  # the mean over tasks / categories ("Avg." of Table 2)
             for name in scores:
                 boot = np.mean(boots[name], axis=0) if boots[name] else None
                 key = score_key(scores[name], name, criterion if criterion_scores and criterion != OVERALL else None)
-                _add_accuracy(
-                    result,
-                    dataset,
-                    name,
-                    kind,
-                    criterion,
-                    AVG,
-                    float(np.mean(values[name])),
-                    boot,
-                    confidence,
-                    *totals[name],
-                    key,
-                )
+                figure = dict(dataset=dataset, metric=name, kind=kind, criterion=criterion, subset=AVG, score_key=key)
+                _add_accuracy(result, figure, float(np.mean(values[name])), boot, confidence, totals[name])
 
 
 def _add_accuracy(
-    result, dataset, name, kind, criterion, subset, value, boot, confidence, n_pairs, n_units, n_failed, key
-):
+    result: MetaEvalResult, figure: dict, value: float, boot: Any, confidence: float, counts: Sequence[int]
+) -> None:
+    """One accuracy record: ``figure`` (dataset, metric, kind, criterion, subset, score_key), its value and
+    interval, and ``counts`` (pairs, units, failed items)."""
     low, high = percentile_interval(boot, confidence) if boot is not None else (math.nan, math.nan)
-    record = dict(
-        dataset=dataset,
-        metric=name,
-        measure="accuracy",
-        kind=kind,
-        criterion=criterion,
-        subset=subset,
-        score_key=key,
-        value=value,
-        ci_low=low,
-        ci_high=high,
-        n_pairs=n_pairs,
-        n_units=n_units,
-        n_failed=n_failed,
-    )
+    n_pairs, n_units, n_failed = counts
+    record = {
+        **{k: figure[k] for k in ("dataset", "metric")},
+        "measure": "accuracy",
+        **{k: figure[k] for k in ("kind", "criterion", "subset", "score_key")},
+        "value": value,
+        "ci_low": low,
+        "ci_high": high,
+        "n_pairs": n_pairs,
+        "n_units": n_units,
+        "n_failed": n_failed,
+    }
     result.records.append(record)
     if boot is not None:
-        result.resamples[(figure_key(record), name)] = boot
+        result.resamples[(figure_key(record), figure["metric"])] = boot
