@@ -41,7 +41,8 @@ def check_text_length(text: str, where: str, max_chars: int | None, policy: str 
 
     >>> check_text_length("x" * 30, "predictions[1]", 20)
     Traceback (most recent call last):
-    ValueError: predictions[1]: the text has 30 characters, more than max_text_chars=20; shorten it, pass long_texts='truncate' to cut it, or raise max_text_chars.
+    ValueError: predictions[1]: the text has 30 characters, more than max_text_chars=20; shorten it,
+    pass long_texts='truncate' to cut it, or raise max_text_chars.
     """
     if max_chars is None or len(text) <= max_chars:
         return text
@@ -73,7 +74,8 @@ def check_long_text_options(max_text_chars: Any, long_texts: str) -> int | None:
         limit = 0
     if limit < 1 or isinstance(max_text_chars, bool):
         raise ValueError(
-            f"Expected argument `max_text_chars` to be a positive integer or None (no limit), but got {max_text_chars!r}."
+            "Expected argument `max_text_chars` to be a positive integer or None (no limit), but got "
+            f"{max_text_chars!r}."
         )
     return limit
 

@@ -15,7 +15,8 @@ A model can be given three ways, wherever the engine takes ``model=``:
 ('float32', 'bfloat16')
 >>> resolve_dtype("float17", "cpu")
 Traceback (most recent call last):
-ValueError: Expected argument `dtype` to be one of bfloat16, float16, float32 (or bf16, fp16, fp32, auto), but got 'float17'.
+ValueError: Expected argument `dtype` to be one of bfloat16, float16, float32 (or bf16, fp16, fp32, auto),
+but got 'float17'.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ DTYPES = ("bfloat16", "float16", "float32")
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
 
 ModelFactory = Callable[[], tuple[Any, Any]]
-ModelSource = Union[str, os.PathLike, ModelFactory]
+ModelSource = str | os.PathLike | ModelFactory
 
 
 def hub_offline(environ: Mapping[str, str] | None = None) -> bool:
@@ -87,7 +88,8 @@ def resolve_dtype(dtype: Any, device: str, gpu_default: str = "bfloat16") -> str
     name = _DTYPE_ALIASES.get(name, name)
     if name not in DTYPES:
         raise ValueError(
-            f"Expected argument `dtype` to be one of {', '.join(DTYPES)} (or bf16, fp16, fp32, auto), but got {dtype!r}."
+            f"Expected argument `dtype` to be one of {', '.join(DTYPES)} (or bf16, fp16, fp32, auto), but got "
+            f"{dtype!r}."
         )
     return name
 
@@ -323,11 +325,13 @@ def missing_package(err: ImportError) -> str | None:
     """The pip package an ``ImportError`` asks for: a missing module's name, or the package that a
     library's own message names (``pip install X``, ``requires the X library``); ``None`` if it names none.
 
-    >>> missing_package(ImportError("Package `num2words` is required to run SmolVLM processor. Install it with `pip install num2words`."))
+    >>> missing_package(ImportError("Package `num2words` is required to run SmolVLM processor. "
+    ...                             "Install it with `pip install num2words`."))
     'num2words'
     >>> missing_package(ModuleNotFoundError("No module named 'cv2'", name="cv2"))
     'opencv-python'
-    >>> missing_package(ImportError("LlavaOnevisionVideoProcessor requires the Torchvision library but it was not found."))
+    >>> missing_package(ImportError("LlavaOnevisionVideoProcessor requires the Torchvision library but it was "
+    ...                             "not found."))
     'torchvision'
     """
     import re
@@ -381,7 +385,8 @@ def compile_repeated_blocks(model: Any, dynamic: bool = True) -> int:
     few operations).
 
     >>> import torch
-    >>> blocks = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2)) for _ in range(3)])
+    >>> block = lambda: torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2))
+    >>> blocks = torch.nn.ModuleList([block() for _ in range(3)])
     >>> compile_repeated_blocks(torch.nn.Sequential(blocks))  # 3 blocks x (Linear, LayerNorm); nothing runs yet
     6
     """

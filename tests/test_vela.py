@@ -305,7 +305,7 @@ def test_evaluate_shell_and_cli(checkpoint, tiny_lm_dir, long_clip_dir, tmp_path
         "m = evaluate.load('metrics/vela', checkpoint=sys.argv[1], clip_model=sys.argv[2], llm=sys.argv[3], "
         "device='cpu')\n"
         "out = m.compute(predictions=['a dog runs'], images=[Image.open(sys.argv[4])], references=[['a dog']])\n"
-        "print(json.dumps({k: v for k, v in out.items() if k != 'signature'}), out['signature'])\n"
+        "print(json.dumps({k: v for k, v in out.items() if k != 'signature'}))\nprint(out['signature'])\n"
     )
     run = subprocess.run(
         [sys.executable, "-c", code, checkpoint, long_clip_dir, tiny_lm_dir, str(tmp_path / "img.png")],
@@ -315,7 +315,7 @@ def test_evaluate_shell_and_cli(checkpoint, tiny_lm_dir, long_clip_dir, tmp_path
         cwd=str(Path(__file__).parents[1]),
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    values, signature = run.stdout.strip().splitlines()[-1].split(" ", 1)
+    values, signature = run.stdout.strip().splitlines()[-2:]
     shell = json.loads(values)
     engine = VELA(checkpoint=checkpoint, clip_model=long_clip_dir, llm=tiny_lm_dir, device="cpu").compute(
         predictions=["a dog runs"], images=[Image.open(tmp_path / "img.png")], references=[["a dog"]], progress=False

@@ -37,7 +37,8 @@ class FOIL(BenchmarkBuilder):
     )
     CITATION = """@inproceedings{shekhar2017foil,
   title={FOIL it! Find One mismatch between Image and Language caption},
-  author={Shekhar, Ravi and Pezzelle, Sandro and Klimovich, Yauhen and Herbelot, Aur{\\'e}lie and Nabi, Moin and Sangineto, Enver and Bernardi, Raffaella},
+  author={Shekhar, Ravi and Pezzelle, Sandro and Klimovich, Yauhen and Herbelot, Aur{\\'e}lie and Nabi, Moin
+          and Sangineto, Enver and Bernardi, Raffaella},
   booktitle={ACL}, pages={255--265}, year={2017}
 }"""
     HOMEPAGE = src.FOIL_HOMEPAGE
@@ -114,7 +115,8 @@ class FOIL(BenchmarkBuilder):
             original = originals.get(int(ann["id"]))
             if original is None:
                 raise DataError(
-                    f"{path.name}: foil caption {ann.get('foil_id', n)!r} has no original caption with id {ann['id']!r}."
+                    f"{path.name}: foil caption {ann.get('foil_id', n)!r} has no original caption with id "
+                    f"{ann['id']!r}."
                 )
             pairs.append(
                 {

@@ -134,7 +134,8 @@ class Pascal50S(BenchmarkBuilder):
         for i, (pair, category) in enumerate(zip(pairs, categories)):
             if len(pair) != 3 or category not in CATEGORIES:
                 raise DataError(
-                    f"Pascal-50S pair {i}: expected (image, caption A, caption B) and category 1-4, got {pair!r}, {category!r}."
+                    f"Pascal-50S pair {i}: expected (image, caption A, caption B) and category 1-4, got {pair!r}, "
+                    f"{category!r}."
                 )
             image_name, text_a, text_b = (squash(x) for x in pair)
             votes = {text_a: 0, text_b: 0}

@@ -39,7 +39,8 @@ class THumB(BenchmarkBuilder):
     )
     CITATION = """@inproceedings{kasai2022thumb,
   title={Transparent Human Evaluation for Image Captioning},
-  author={Kasai, Jungo and Sakaguchi, Keisuke and Dunagan, Lavinia and Morrison, Jacob and Le Bras, Ronan and Choi, Yejin and Smith, Noah A.},
+  author={Kasai, Jungo and Sakaguchi, Keisuke and Dunagan, Lavinia and Morrison, Jacob and Le Bras, Ronan
+          and Choi, Yejin and Smith, Noah A.},
   booktitle={NAACL}, year={2022}
 }"""
     HOMEPAGE = src.THUMB_REPO

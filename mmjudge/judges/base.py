@@ -36,7 +36,8 @@ from mmjudge.images import image_digest
 logger = logging.getLogger(__name__)
 
 BatchCallback = Callable[[Sequence[int], list], None]
-"""``on_batch(indices, answers)``: the positions (in the call's ``requests``) of one finished batch and their answers."""
+"""``on_batch(indices, answers)``: the positions (in the call's ``requests``) of one finished batch and their
+answers."""
 
 
 @dataclass(frozen=True)
@@ -304,7 +305,8 @@ class Judge(ABC):
         >>> judge = load_judge("dummy", teacher_forcing=False)
         >>> judge.require("teacher_forcing", "FLEUR", "it reads digits at forced positions")
         Traceback (most recent call last):
-        mmjudge.judges.base.JudgeCapabilityError: FLEUR needs a judge with teacher_forcing (it reads digits at forced positions), but the 'dummy' backend has none.
+        mmjudge.judges.base.JudgeCapabilityError: FLEUR needs a judge with teacher_forcing (it reads digits at
+        forced positions), but the 'dummy' backend has none.
         """
         if self.capabilities.missing([capability]):
             raise JudgeCapabilityError(

@@ -5,13 +5,14 @@ before any model loads, wrapped for data parallelism (under a launcher) and in t
 ('openai', 'dummy', 'transformers')
 >>> build_judge(None, "dummy", cache=False, gama=1)
 Traceback (most recent call last):
-ValueError: unknown option 'gama' for the 'dummy' judge. Options: batch_size, can_generate, full_distribution, mass, model, seed, teacher_forcing.
+ValueError: unknown option 'gama' for the 'dummy' judge. Options: batch_size, can_generate, full_distribution,
+mass, model, seed, teacher_forcing.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Union
+from typing import Any
 
 from mmjudge.judges import JUDGES, load_judge
 from mmjudge.judges.base import Judge, find_layer
@@ -20,7 +21,7 @@ from mmjudge.judges.data_parallel import parallel
 from mmjudge.options import accepted_keywords, unknown_option_error
 from mmjudge.paths import check_cache_path, default_cache_path
 
-CacheOption = Union[bool, str, os.PathLike, None]
+CacheOption = bool | str | os.PathLike | None
 
 
 def build_judge(

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 HERE = Path(__file__).parent
 

@@ -84,7 +84,8 @@ def parse_columns(text: str | None) -> dict[str, str]:
         key, column = key.strip(), column.strip()
         if not sep or not key or not column:
             raise ValueError(
-                f"--columns: expected ITEM_KEY=COLUMN pairs such as text=caption,image=file_name, but got {part.strip()!r}."
+                "--columns: expected ITEM_KEY=COLUMN pairs such as text=caption,image=file_name, but got "
+                f"{part.strip()!r}."
             )
         if key not in ITEM_KEYS:
             raise ValueError(f"--columns: {key!r} is not an item key; the keys are {', '.join(ITEM_KEYS)}.")
@@ -124,7 +125,8 @@ def open_source(
     if kind != "datasets":
         if path.is_dir():
             raise ValueError(
-                f"--input {spec}: is a folder; give a .jsonl, .csv or .parquet file, or a dataset folder with --input-format datasets."
+                f"--input {spec}: is a folder; give a .jsonl, .csv or .parquet file, or a dataset folder with "
+                "--input-format datasets."
             )
         if not path.is_file():
             raise FileNotFoundError(f"--input {spec}: no such file.")
@@ -250,7 +252,8 @@ def _jsonl_source(path: Path, mapping: Mapping[str, str], rank: int, world: int,
                 yield {
                     "_source": where,
                     "_i": index,
-                    "_error": f'expected a JSON object like {{"text": ..., "image": ...}}, but got {type(value).__name__}.',
+                    "_error": 'expected a JSON object like {"text": ..., "image": ...}, '
+                    f"but got {type(value).__name__}.",
                 }
                 continue
             yield _item(value, mapping, where, index, folder)

@@ -16,13 +16,12 @@ clarity's 0.5^(-2/3) ≈ 1.587: the overall score leans on the criterion the jud
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Union
 
 from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
 from mmjudge.judges.batched import BatchedJudge
 
 Distribution = Sequence[float]
-Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Distribution | RatingResult]]
+Script = Mapping[str, Distribution] | Callable[[RatingRequest], Distribution | RatingResult]
 
 
 class ScriptedJudge(BatchedJudge):

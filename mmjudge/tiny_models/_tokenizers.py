@@ -4,9 +4,8 @@ few sentences, with ChatML or LLaVA-1.5 chat templates."""
 from __future__ import annotations
 
 import os
-from typing import Union
 
-PathLike = Union[str, os.PathLike]
+PathLike = str | os.PathLike
 
 _CORPUS = [
     "Your task is to rate the candidate caption for the given image on a scale of 1 to 5.",
@@ -48,7 +47,8 @@ def family_template(
 
     >>> from jinja2 import Template
     >>> msg = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Hi"}]}]
-    >>> Template(family_template("[INST]", "", "[IMG]", user_end="[/INST]")).render(messages=msg, add_generation_prompt=True)
+    >>> template = Template(family_template("[INST]", "", "[IMG]", user_end="[/INST]"))
+    >>> template.render(messages=msg, add_generation_prompt=True)
     '[INST][IMG]Hi[/INST]'
     """
     system = system or user

@@ -12,12 +12,12 @@ with :class:`~mmjudge.judges.base.RatingRequest` s (cached like every judge call
 the start of the answer (one optional whitespace token first), the ``"."`` after it, the first decimal
 after ``"0."`` and the second after ``"0.<d1>"``, each position checking that the judge's greedy token is
 the one the prefix assumes. The first three are read from one forward pass over ``"0."``
-(``read_prefix``), so a judge printing ``0.xy`` costs two forward passes per sample. A sample whose greedy tokens deviate from ``0.x[y]`` /
-``1.0`` falls back to the reference procedure: greedy generation, the first ``0.xy`` / ``1.0`` in the
-text, and the digit distributions read at those positions by teacher-forcing the generated text.
-See ``docs/fleur_clipscore.md`` for where the two can differ. :func:`mmjudge.testing.fleur_reference.reference_scores` is the published
-procedure taken literally (``generate`` with per-step logits) for ``transformers`` judges; tests and
-benchmarks only.
+(``read_prefix``), so a judge printing ``0.xy`` costs two forward passes per sample. A sample whose greedy
+tokens deviate from ``0.x[y]`` / ``1.0`` falls back to the reference procedure: greedy generation, the first
+``0.xy`` / ``1.0`` in the text, and the digit distributions read at those positions by teacher-forcing the
+generated text. See ``docs/fleur_clipscore.md`` for where the two can differ.
+:func:`mmjudge.testing.fleur_reference.reference_scores` is the published procedure taken literally
+(``generate`` with per-step logits) for ``transformers`` judges; tests and benchmarks only.
 
 The score arithmetic and the walk live in :mod:`mmjudge.metrics.fleur`; this module is the metric.
 
