@@ -25,15 +25,11 @@ MODULES = sorted(p.name for p in (ROOT / "metrics").iterdir() if p.is_dir() and 
 
 
 @pytest.fixture
-def module_cache(tmp_path_factory, monkeypatch):
-    """evaluate's caches in a private folder (as evaluate's own conftest does), and the checkout as the
-    working folder: modules are loaded from ``metrics/<name>`` as evaluate's test loads them. One folder
-    for the session: the package ``evaluate_modules`` is imported once, from the first modules cache."""
-    tmp_path = tmp_path_factory.getbasetemp() / "evaluate-cache"
-    for name in ("HF_EVALUATE_CACHE", "HF_METRICS_CACHE", "HF_MODULES_CACHE"):
-        monkeypatch.setattr(f"evaluate.config.{name}", str(tmp_path / name.lower()))
-    monkeypatch.setattr("evaluate.config.DOWNLOADED_EVALUATE_PATH", str(tmp_path / "downloads"))
-    monkeypatch.setattr("evaluate.config.EXTRACTED_EVALUATE_PATH", str(tmp_path / "downloads" / "extracted"))
+def module_cache(monkeypatch):
+    """The checkout as the working folder: modules are loaded from ``metrics/<name>`` as evaluate's test
+    loads them. evaluate's caches stay the session's (CI gives every run a private ``HF_HOME``): the package
+    ``evaluate_modules`` is imported once per process, from the first modules cache, so a cache of this
+    test's own would not be found by a process that loaded any module before."""
     monkeypatch.chdir(ROOT)
 
 

@@ -37,10 +37,9 @@ class FOIL(BenchmarkBuilder):
     )
     CITATION = """@inproceedings{shekhar2017foil,
   title={FOIL it! Find One mismatch between Image and Language caption},
-  author={Shekhar, Ravi and Pezzelle, Sandro and Klimovich, Yauhen and Herbelot, Aur{\\'e}lie and Nabi, Moin
-          and Sangineto, Enver and Bernardi, Raffaella},
+  author={Shekhar, Ravi and Pezzelle, Sandro and Klimovich, Yauhen and Herbelot, Aur{\\'e}lie and Nabi, Moin and Sangineto, Enver and Bernardi, Raffaella},
   booktitle={ACL}, pages={255--265}, year={2017}
-}"""
+}"""  # noqa: E501 - the card's citation, as published
     HOMEPAGE = src.FOIL_HOMEPAGE
     LICENSE = "see the FOIL page; MSCOCO annotations CC BY 4.0"
     SOURCE_FILES = (
