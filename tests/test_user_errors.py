@@ -511,8 +511,7 @@ def test_read_only_output_file_is_refused_before_scoring(d, monkeypatch, capsys,
     lines = [line for line in err.splitlines() if line.strip()]
     assert rc == 2 and len(lines) == 1, err
     assert (
-        lines[0]
-        == f"mmjudge score: error: --output {locked}: the file exists and is not writable; "
+        lines[0] == f"mmjudge score: error: --output {locked}: the file exists and is not writable; "
         "give another name or make it writable."
     )
     assert locked.read_text() == "old results\n"
