@@ -31,7 +31,7 @@ def run_ours(candidates, references):
     # the user-facing one-call suite: Baselines("coco") tokenises once and counts n-grams once for BLEU
     # and CIDEr-D; everything from raw strings to scores is timed
     start = time.perf_counter()
-    coco = Baselines("coco").compute(texts=candidates, references=references, progress=False)
+    coco = Baselines("coco").compute(predictions=candidates, references=references, progress=False)
     timings["coco"] = time.perf_counter() - start
     assert coco["bleu_4"] == results["bleu"][1][3].tolist() and coco["cider"] == results["cider"][1].tolist()
     return results, timings

@@ -43,9 +43,9 @@ def main() -> None:
         fleur = FLEUR(
             model=model, method=method, cache=False, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens
         )
-        fleur.compute(texts=texts[:2], images=images[:2], progress=False)  # warm-up
+        fleur.compute(predictions=texts[:2], images=images[:2], progress=False)  # warm-up
         start = time.perf_counter()
-        scores[method] = fleur.compute(texts=texts, images=images, progress=False)["score"]
+        scores[method] = fleur.compute(predictions=texts, images=images, progress=False)["score"]
         timings[method] = time.perf_counter() - start
     requests = [
         GenerationRequest(

@@ -58,7 +58,8 @@ def check_bool(value: Any, name: str) -> bool:
     (False, True)
     >>> check_bool("no", "smoothing")
     Traceback (most recent call last):
-    ValueError: Expected argument `smoothing` to be true or false, but got 'no'; pass smoothing=False (--set smoothing=false).
+    ValueError: Expected argument `smoothing` to be true or false, but got 'no';
+    pass smoothing=False (--set smoothing=false).
     """
     if isinstance(value, bool):
         return value

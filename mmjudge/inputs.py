@@ -41,7 +41,8 @@ def check_text_length(text: str, where: str, max_chars: int | None, policy: str 
 
     >>> check_text_length("x" * 30, "predictions[1]", 20)
     Traceback (most recent call last):
-    ValueError: predictions[1]: the text has 30 characters, more than max_text_chars=20; shorten it, pass long_texts='truncate' to cut it, or raise max_text_chars.
+    ValueError: predictions[1]: the text has 30 characters, more than max_text_chars=20; shorten it,
+    pass long_texts='truncate' to cut it, or raise max_text_chars.
     """
     if max_chars is None or len(text) <= max_chars:
         return text
@@ -73,7 +74,8 @@ def check_long_text_options(max_text_chars: Any, long_texts: str) -> int | None:
         limit = 0
     if limit < 1 or isinstance(max_text_chars, bool):
         raise ValueError(
-            f"Expected argument `max_text_chars` to be a positive integer or None (no limit), but got {max_text_chars!r}."
+            "Expected argument `max_text_chars` to be a positive integer or None (no limit), but got "
+            f"{max_text_chars!r}."
         )
     return limit
 
@@ -106,15 +108,6 @@ def check_column(values: Any, n: int | None, name: str) -> None:
         )
     if n is not None and len(values) != n:
         raise ValueError(f"Expected `{name}` to have one entry per prediction ({n}), but got {len(values)}.")
-
-
-def check_texts(texts: Any, name: str = "predictions", noun: str = "text", allow_empty_text: bool = False) -> list[str]:
-    """A non-empty list of strings, or ``ValueError`` naming the first bad item."""
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise ValueError(f"Expected argument `{name}` to be a list of strings, but got {type(texts).__name__}.")
-    if not texts:
-        raise ValueError(f"`{name}` is empty: nothing to score.")
-    return [check_text(t, f"{name}[{i}]", noun, allow_empty_text) for i, t in enumerate(texts)]
 
 
 def check_references(

@@ -15,7 +15,8 @@ A model can be given three ways, wherever the engine takes ``model=``:
 ('float32', 'bfloat16')
 >>> resolve_dtype("float17", "cpu")
 Traceback (most recent call last):
-ValueError: Expected argument `dtype` to be one of bfloat16, float16, float32 (or bf16, fp16, fp32, auto), but got 'float17'.
+ValueError: Expected argument `dtype` to be one of bfloat16, float16, float32 (or bf16, fp16, fp32, auto),
+but got 'float17'.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ DTYPES = ("bfloat16", "float16", "float32")
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
 
 ModelFactory = Callable[[], tuple[Any, Any]]
-ModelSource = Union[str, os.PathLike, ModelFactory]
+ModelSource = str | os.PathLike | ModelFactory
 
 
 def hub_offline(environ: Mapping[str, str] | None = None) -> bool:
@@ -87,7 +88,8 @@ def resolve_dtype(dtype: Any, device: str, gpu_default: str = "bfloat16") -> str
     name = _DTYPE_ALIASES.get(name, name)
     if name not in DTYPES:
         raise ValueError(
-            f"Expected argument `dtype` to be one of {', '.join(DTYPES)} (or bf16, fp16, fp32, auto), but got {dtype!r}."
+            f"Expected argument `dtype` to be one of {', '.join(DTYPES)} (or bf16, fp16, fp32, auto), but got "
+            f"{dtype!r}."
         )
     return name
 
@@ -282,21 +284,7 @@ def load_pretrained(
         kwargs["device_map"] = device_map
     elif resolved_device.startswith("cuda"):
         kwargs["device_map"] = resolved_device  # loads straight onto the GPU, no CPU copy first
-    errors = []
-    for cls in model_classes:
-        try:
-            built = cls.from_pretrained(str(source), **kwargs)
-            break
-        except ValueError as err:  # "Unrecognized configuration class … for this kind of AutoModel"
-            errors.append(f"{cls.__name__}: {str(err).splitlines()[0]}")
-        except OSError as err:
-            raise _load_error(str(source), err) from None
-        except ImportError as err:
-            raise missing_dependency(err, f"The model {str(source)!r}") from None
-    else:
-        raise ValueError(
-            f"Cannot load {model!r} as a {' or '.join(c.__name__ for c in model_classes)}: " + "; ".join(errors)
-        )
+    built = _first_that_loads(model, str(source), model_classes, kwargs)
     if "device_map" not in kwargs:
         built.to(resolved_device)
     built.eval()
@@ -304,6 +292,23 @@ def load_pretrained(
     if model == TINY_RANDOM:  # say what it is: a random-weight demo model, not some local folder
         ident = ModelIdentity(f"{TINY_RANDOM}:{family or default_vlm_family()}", ident.revision, ident.dtype)
     return LoadedModel(built, processor, ident, str(built.device) if device_map is None else "auto")
+
+
+def _first_that_loads(model: ModelSource, source: str, model_classes: Sequence[Any], kwargs: dict) -> Any:
+    """The model as loaded by the first of ``model_classes`` that knows its configuration."""
+    errors = []
+    for cls in model_classes:
+        try:
+            return cls.from_pretrained(source, **kwargs)
+        except ValueError as err:  # "Unrecognized configuration class … for this kind of AutoModel"
+            errors.append(f"{cls.__name__}: {str(err).splitlines()[0]}")
+        except OSError as err:
+            raise _load_error(source, err) from None
+        except ImportError as err:
+            raise missing_dependency(err, f"The model {source!r}") from None
+    raise ValueError(
+        f"Cannot load {model!r} as a {' or '.join(c.__name__ for c in model_classes)}: " + "; ".join(errors)
+    )
 
 
 # Import names whose pip package has another name.
@@ -320,11 +325,13 @@ def missing_package(err: ImportError) -> str | None:
     """The pip package an ``ImportError`` asks for: a missing module's name, or the package that a
     library's own message names (``pip install X``, ``requires the X library``); ``None`` if it names none.
 
-    >>> missing_package(ImportError("Package `num2words` is required to run SmolVLM processor. Install it with `pip install num2words`."))
+    >>> missing_package(ImportError("Package `num2words` is required to run SmolVLM processor. "
+    ...                             "Install it with `pip install num2words`."))
     'num2words'
     >>> missing_package(ModuleNotFoundError("No module named 'cv2'", name="cv2"))
     'opencv-python'
-    >>> missing_package(ImportError("LlavaOnevisionVideoProcessor requires the Torchvision library but it was not found."))
+    >>> missing_package(ImportError("LlavaOnevisionVideoProcessor requires the Torchvision library but it was "
+    ...                             "not found."))
     'torchvision'
     """
     import re
@@ -378,7 +385,8 @@ def compile_repeated_blocks(model: Any, dynamic: bool = True) -> int:
     few operations).
 
     >>> import torch
-    >>> blocks = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2)) for _ in range(3)])
+    >>> block = lambda: torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2))
+    >>> blocks = torch.nn.ModuleList([block() for _ in range(3)])
     >>> compile_repeated_blocks(torch.nn.Sequential(blocks))  # 3 blocks x (Linear, LayerNorm); nothing runs yet
     6
     """

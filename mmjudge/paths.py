@@ -40,7 +40,8 @@ def check_cache_path(path: str | os.PathLike) -> Path:
     >>> import tempfile
     >>> check_cache_path(tempfile.mkdtemp())
     Traceback (most recent call last):
-    ValueError: cache: '...' is a folder; give a file path such as '.../judge_cache.sqlite' (or pass cache=False / --no-cache).
+    ValueError: cache: '...' is a folder; give a file path such as '.../judge_cache.sqlite'
+    (or pass cache=False / --no-cache).
     """
     path = Path(path).expanduser()
     fix = "(or pass cache=False / --no-cache)"

@@ -27,13 +27,13 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO, Union
+from typing import Any, TextIO
 
 from mmjudge.inputs import finite_mean
 from mmjudge.metrics.base import ItemResult, MetricSpec
 from mmjudge.signature import Signature
 
-PathOrFile = Union[str, os.PathLike, TextIO]
+PathOrFile = str | os.PathLike | TextIO
 
 
 def json_safe(value: Any) -> Any:

@@ -12,7 +12,8 @@ percent-escaped inside values, so :func:`parse` always reads back exactly what w
 >>> sig = Signature.make("harmonic_eval", judge="transformers:Qwen/Qwen2.5-VL-7B-Instruct", revision="abc",
 ...                      dtype="bfloat16", gamma=0.75)
 >>> str(sig).split("|")[1:]
-['metric=harmonic_eval', 'judge=transformers:Qwen/Qwen2.5-VL-7B-Instruct', 'revision=abc', 'dtype=bfloat16', 'gamma=0.75']
+['metric=harmonic_eval', 'judge=transformers:Qwen/Qwen2.5-VL-7B-Instruct', 'revision=abc', 'dtype=bfloat16',
+ 'gamma=0.75']
 >>> parse(str(sig))["gamma"], parse("mmjudge=0.1.0|metric=x|prefix='a%7Cb'")["prefix"]
 ('0.75', "'a|b'")
 >>> comparable(sig, sig.with_fields(gamma=0.5))

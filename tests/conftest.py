@@ -1,12 +1,14 @@
-"""Shared fixtures: tiny random-weight models (plumbing and speed only, never quality)."""
+"""Shared fixtures: tiny random-weight models (plumbing and speed only, never quality), the offline
+environment (this process and subprocesses), a real Chromium."""
 
+import contextlib
 import importlib.util
 import os
 from pathlib import Path
 
 import pytest
 
-from mmjudge.testing import tiny_text_lm, tiny_vlm
+from mmjudge.testing import tiny_clip, tiny_text_lm, tiny_vlm
 
 
 def _has_torchvision() -> bool:
@@ -66,17 +68,82 @@ def smollm2_gguf() -> tuple[str, str]:
     return str(files[0].parent), files[0].name
 
 
+OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def offline(monkeypatch, tmp_path) -> None:
+    """This process offline (every Hugging Face library), with a private judge cache and Hub cache: a test
+    that needs a model it was not given fails instead of downloading one."""
+    for var in OFFLINE:
+        monkeypatch.setenv(var, "1")
+    monkeypatch.setenv("MMJUDGE_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+
+
 @pytest.fixture
 def offline_env(tmp_path) -> dict:
     """Environment for a subprocess that must work offline with empty, private caches (evaluate's
-    module cache included, so bare-name loading is tested from scratch)."""
+    module cache included, so bare-name loading is tested from scratch), importing this checkout."""
     env = dict(os.environ)
     env.update(
+        dict.fromkeys(OFFLINE, "1"),
         HF_HOME=str(tmp_path / "hf"),
         HF_MODULES_CACHE=str(tmp_path / "hf" / "modules"),
-        HF_HUB_OFFLINE="1",
-        HF_EVALUATE_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
         MMJUDGE_CACHE=str(tmp_path / "judge.sqlite"),
+        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
     )
     return env
+
+
+@pytest.fixture(scope="session")
+def clip_dir(tmp_path_factory) -> str:
+    """A tiny random CLIP (77 text positions, seed 0): plumbing and exact arithmetic, never quality."""
+    return tiny_clip(tmp_path_factory.mktemp("clip"))
+
+
+@pytest.fixture(scope="session")
+def long_clip_dir(tmp_path_factory) -> str:
+    """A tiny random CLIP with Long-CLIP's 248 text positions (VELA's image branch)."""
+    return tiny_clip(tmp_path_factory.mktemp("longclip"), max_position_embeddings=248)
+
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@contextlib.contextmanager
+def _chromium(profile: Path, window_size: str):
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        f"--window-size={window_size}",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """``with chromium(profile_dir, "1400,1500") as driver:`` a real headless Chromium (Debian's chromium and
+    chromium-driver, which ``.ci/run`` installs) with its own profile; each test file chooses how long one
+    lives. Skips where they are not installed."""
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.skip("needs Debian's chromium and chromium-driver")
+    return _chromium

@@ -82,14 +82,14 @@ def test_each_server_kind_is_identified_and_read_the_way_it_supports(toy, kind):
     assert (judge.prefill_mode, judge.mass_mode) == SETTLED[kind]
     assert not any("Count from 1 to 20" in json.dumps(body) for body, _ in server.answers)  # no counting probe
     exact, continues = judge.mass_mode == "exact", judge.prefill_mode == "continue"
-    assert judge.capabilities.exact_choices is exact and judge.teacher_forcing is continues
+    assert judge.capabilities.exact_choices is exact and judge.capabilities.teacher_forcing is continues
 
     results = judge.rate(_requests(4), progress=False)
     rated = server.rating_requests()
     assert len(rated) == 4
     for result, (body, dists) in zip(results, rated):
         position = 0 if continues else 3  # a fresh answer is "Your score is 4."
-        assert result.error is None and result.mass_exact is exact
+        assert result.error is None and result.exact_mass is exact
         if exact:  # the full-vocabulary probability of every token that spells each rating
             assert body["logprob_token_ids"] == RATING_IDS and "top_logprobs" not in body
             np.testing.assert_allclose(result.raw, expected_raw(dists, position), rtol=1e-12, atol=1e-15)
@@ -111,7 +111,7 @@ def test_exact_differs_from_top_k_where_ratings_fall_outside_the_top_20(toy):
     top_k = _judge(server.url, mass="top-k").rate(_requests(6), progress=False)
     assert all(a.mass >= b.mass - 1e-15 for a, b in zip(exact, top_k))
     assert any(a.mass > b.mass + 1e-6 for a, b in zip(exact, top_k))
-    assert all(a.mass_exact and not b.mass_exact for a, b in zip(exact, top_k))
+    assert all(a.exact_mass and not b.exact_mass for a, b in zip(exact, top_k))
 
 
 def test_rating_ids_come_from_the_servers_tokenize_once_per_rating(toy):
@@ -197,7 +197,7 @@ def test_one_request_in_ten_fails_those_items_are_errors_and_a_rerun_fills_them(
     assert [i for i, r in enumerate(first) if r.error] == [3, 13, 23]
     for i in (3, 13, 23):
         assert "giving up after 3 attempts" in first[i].error and "HTTP 500" in first[i].error
-        assert first[i].raw == [0.0] * 5 and first[i].mass_exact is True
+        assert first[i].raw == [0.0] * 5 and first[i].exact_mass is True
     assert all(r.mass > 0 for i, r in enumerate(first) if i % 10 != 3)
     failing["on"] = False
     asked = len(server.rating_requests())

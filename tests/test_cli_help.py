@@ -47,26 +47,34 @@ def test_help_prints_examples(name, capsys):
     assert "examples:" in out and f"mmjudge {name}" in out
 
 
-@pytest.fixture
-def offline(monkeypatch, tmp_path):
-    monkeypatch.setenv("MMJUDGE_CACHE", str(tmp_path / "cache.sqlite"))
-
-
 def test_score_formats_and_quiet(tmp_path, capsys, offline):
+    """The same numbers in every format: the engine's own, for the same text, judge and criteria."""
+    import csv
+    import io
+
+    from mmjudge import HarmonicEval
+
     base = ["score", "--judge", "dummy", "--no-cache", "--text", "A dog runs.", "--criteria", "fluency,clarity"]
+    engine = HarmonicEval(judge="dummy", criteria=["fluency", "clarity"], cache=False)
+    expected = engine.compute(predictions=["A dog runs."], progress=False)
     assert main(base + ["--format", "jsonl"]) == 0
     row = json.loads(capsys.readouterr().out.strip())
-    assert (
-        row["primary"] == "overall" and row["signature"].startswith("mmjudge=") and set(row) >= {"fluency", "clarity"}
-    )
+    assert row["primary"] == "overall" and row["signature"] == str(expected["signature"])
+    for key in ("overall", "fluency", "clarity", "fluency_sigma", "clarity_weight"):
+        assert row[key] == pytest.approx(expected[key][0], abs=1e-12), key
+    assert row["fluency_status"] == expected["fluency_status"][0] == "ok"
     assert main(base + ["--format", "csv"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and "signature" in lines[0].split(",")
+    assert len(lines) == 2
+    [cells] = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    assert float(cells["overall"]) == pytest.approx(expected["overall"][0], abs=1e-12)
+    assert cells["signature"] == row["signature"]
     out_file = tmp_path / "out.csv"
     assert main(base + ["--quiet", "--output", str(out_file)]) == 0
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
-    assert out_file.read_text().splitlines()[0].startswith("id,")
+    [written] = list(csv.DictReader(io.StringIO(out_file.read_text())))
+    assert list(written)[0] == "id" and written["overall"] == cells["overall"]
 
 
 def test_score_jsonl_writes_nan_as_null(tmp_path, capsys, offline):

@@ -20,11 +20,6 @@ TEXTS = ["a dog runs on the beach", "two people ride bikes", "a cat sits on a ma
 REFS = [["a dog on a beach", "a puppy"], ["people on bikes"], ["a cat", "a kitten on a mat", "a window"]]
 
 
-@pytest.fixture(scope="module")
-def clip_dir(tmp_path_factory):
-    return tiny_clip(tmp_path_factory.mktemp("clip"))
-
-
 def test_formulas_exact():
     assert clip_s([0.4, -0.3, 0.0]) == [1.0, 0.0, 0.0]
     assert clip_s([0.4], w=1.0) == [0.4]
@@ -144,7 +139,8 @@ def test_registry_evaluate_and_cli(clip_dir, tmp_path, offline_env):
         "import mmjudge, evaluate, sys\nfrom PIL import Image\n"
         "for name in ('clip_score', 'metrics/clip_score'):\n"
         "    m = evaluate.load(name, config_name='ref_clip_score', model=sys.argv[1])\n"
-        "    out = m.compute(predictions=['a dog'], images=[Image.new('RGB', (40, 30), 'red')], references=[['a puppy']])\n"
+        "    image = Image.new('RGB', (40, 30), 'red')\n"
+        "    out = m.compute(predictions=['a dog'], images=[image], references=[['a puppy']])\n"
         "    print(name, round(out['ref_clip_score'][0], 6))\n"
     )
     result = subprocess.run(

@@ -60,6 +60,41 @@ def test_every_config_declares_inputs_outputs_and_primary(name, config):
     assert spec.score_names()[0] == spec.primary
 
 
+@pytest.mark.parametrize("name,config", [(n, c) for n, cs in CONFIGS.items() for c in cs])
+def test_compute_is_the_bases_and_its_help_is_the_declaration(name, config):
+    import inspect
+
+    from mmjudge.metrics import METRICS
+
+    cls = METRICS.get(name)
+    spec = cls.spec_for(config)
+    assert "compute" not in vars(cls)  # a metric implements _score_chunk; compute is the base's
+    assert list(inspect.signature(cls.compute).parameters)[0] == "self"  # the class shows its first configuration
+    params = spec.compute_signature().parameters
+    assert list(params) == [*[i.name for i in spec.inputs], *spec.option_names()]
+    always = [p for p in params if params[p].default is inspect.Parameter.empty]
+    assert always == [i.name for i in spec.inputs if i.required]
+    assert params["progress"].default is True
+    text = spec.compute_doc()
+    for i in spec.inputs:
+        assert f"    {i.name}: {i.description}" in text
+    for o in spec.outputs:
+        assert f"    {o.name}: {o.description}" in text
+
+
+def test_help_of_an_instance_compute_lists_its_own_inputs():
+    import pydoc
+
+    he = HarmonicEval(judge="dummy", criteria=["fluency"], cache=False)
+    page = pydoc.render_doc(he.compute, renderer=pydoc.plaintext)
+    assert "compute(*, predictions: collections.abc.Sequence[str], images: " in page
+    assert "questions: the question, for VQA and document VQA (optional; required for vqa, vdu)." in page
+    assert "fluency_sigma: fluency: standard deviation of the rating distribution (diagnostic)." in page
+    assert "correctness" not in page  # this instance's criteria, not the class's
+    with pytest.raises(ValueError, match=r"unknown compute keyword 'image' for HarmonicEval; did you mean 'images'\?"):
+        he.compute(predictions=["a"], image=[IMG])
+
+
 def test_metric_outputs_match_their_declaration(tmp_path):
     """Every key a metric returns is declared, and every declared output is there (contract test)."""
     runs = [
@@ -195,8 +230,8 @@ def test_requests_are_built_complete():
     assert given.payload()["image"] == "abc"
     with pytest.raises(ValueError, match="without an image"):
         RatingRequest([Turn("user", "x")], image_digest="abc")
-    lower = RatingResult(raw=[0.1, 0.2], mass_exact=False)
-    assert RatingResult.from_json(lower.to_json()).mass_exact is False
+    lower = RatingResult(raw=[0.1, 0.2], exact_mass=False)
+    assert RatingResult.from_json(lower.to_json()).exact_mass is False
 
 
 # -------------------------------------------------------------------------------- model loader

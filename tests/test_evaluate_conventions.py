@@ -26,11 +26,7 @@ METRICS = ROOT / "metrics"
 NAMES = ("harmonic_eval", "fleur", "clip_score", "baselines")
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch, tmp_path):
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
-        monkeypatch.setenv(var, "1")
-    monkeypatch.setenv("MMJUDGE_CACHE", str(tmp_path / "cache.sqlite"))
+pytestmark = pytest.mark.usefixtures("offline")  # conftest.py: offline, private caches
 
 
 def _load(name, *args, **kwargs):
@@ -245,10 +241,10 @@ def test_app_py_serves_the_widget_and_gradio_client_scores(tmp_path):
         MMJUDGE_WIDGET_OPTIONS=json.dumps({"judge": "dummy", "cache": False}),
         PYTHONPATH=str(ROOT),
     )
-    log = open(tmp_path / "app.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, str(METRICS / "harmonic_eval" / "app.py")], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
+    with open(tmp_path / "app.log", "w") as log:  # the child keeps its own copy of the file
+        proc = subprocess.Popen(
+            [sys.executable, str(METRICS / "harmonic_eval" / "app.py")], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
     try:
         url = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + 120
@@ -274,23 +270,10 @@ def test_app_py_serves_the_widget_and_gradio_client_scores(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        log.close()
 
 
-def _fresh_env(tmp_path) -> dict:
-    return dict(
-        os.environ,
-        HF_HOME=str(tmp_path / "hf"),
-        HF_MODULES_CACHE=str(tmp_path / "hf" / "modules"),
-        HF_HUB_OFFLINE="1",
-        HF_EVALUATE_OFFLINE="1",
-        MMJUDGE_CACHE=str(tmp_path / "c.sqlite"),
-        PYTHONPATH=str(ROOT),
-    )
-
-
-def test_bare_name_loading_in_fresh_processes_without_a_notice(tmp_path):
-    env = _fresh_env(tmp_path)
+def test_bare_name_loading_in_fresh_processes_without_a_notice(offline_env):
+    env = offline_env
     code = (
         "import mmjudge, evaluate\n"
         "m = evaluate.load('harmonic_eval', judge='dummy', cache=False)\n"
@@ -312,8 +295,8 @@ def test_bare_name_loading_in_fresh_processes_without_a_notice(tmp_path):
     assert plain.returncode == 0 and plain.stdout.strip() == "Baselines", plain.stderr
 
 
-def test_no_register_opt_out_writes_nothing(tmp_path):
-    env = dict(_fresh_env(tmp_path), MMJUDGE_NO_REGISTER="1")
+def test_no_register_opt_out_writes_nothing(tmp_path, offline_env):
+    env = dict(offline_env, MMJUDGE_NO_REGISTER="1")
     done = subprocess.run(
         [sys.executable, "-c", "import mmjudge"], env=env, capture_output=True, text=True, timeout=300
     )

@@ -294,3 +294,26 @@ def test_build_judge_uses_a_ready_cached_judge_as_is(tmp_path):
         build_judge(None, judge=DummyJudge(), cache=tmp_path)
     wrapped = build_judge(None, judge="dummy", cache=tmp_path / "d.sqlite")
     assert isinstance(wrapped, CachedJudge) and wrapped.store.path == tmp_path / "d.sqlite"
+
+
+def test_a_wrapper_passes_on_the_named_backend_facts_and_refuses_a_typo(tmp_path):
+    import pickle
+
+    from mmjudge.judges.base import JudgeWrapper, find_layer
+    from mmjudge.judges.data_parallel import DataParallelJudge
+
+    backend = DummyJudge(teacher_forcing=False)
+    judge = CachedJudge(DataParallelJudge(backend), tmp_path / "c.sqlite")
+    judge.rate([RatingRequest([Turn("user", "Rate: a dog.")])], progress=False)
+    assert judge.calls == 1 and judge.hits == 0  # `calls` is the backend's, `hits` the cache's own
+    assert judge.capabilities.teacher_forcing is False and judge.identity() == backend.identity()
+    assert judge.describe() == backend.describe() == "dummy:dummy"  # derived from the forwarded signature fields
+    assert find_layer(judge, DummyJudge) is backend and find_layer(judge, DataParallelJudge) is judge.inner
+    assert find_layer(backend, CachedJudge) is None
+    with pytest.raises(AttributeError, match="'CachedJudge' object has no attribute 'cals'"):
+        judge.cals  # noqa: B018 - a typo is an error, never read from the backend
+    with pytest.raises(AttributeError, match="has no attribute 'teacher_forcing'"):
+        judge.teacher_forcing  # noqa: B018 - capabilities are read as judge.capabilities.<name>
+    assert not hasattr(JudgeWrapper(backend), "seed")  # the backend's own setting: not a forwarded fact
+    again = pickle.loads(pickle.dumps(JudgeWrapper(backend)))  # unpickling reaches __getattr__ before inner
+    assert again.calls == 1

@@ -19,32 +19,13 @@ from mmjudge.leaderboard.settings import DEFAULTS  # noqa: E402
 from mmjudge.leaderboard.store import Store  # noqa: E402
 from mmjudge.leaderboard.worker import Worker  # noqa: E402
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 SCREENSHOT_COPY = Path("/work/leaderboard_screenshot.png")
 
 
 @pytest.fixture
-def browser(tmp_path):
-    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        pytest.skip("needs Debian's chromium and chromium-driver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-size=1400,1500",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
+def browser(chromium, tmp_path):  # a fresh browser per test (conftest.py's chromium)
+    with chromium(tmp_path / "profile", "1400,1500") as driver:
+        yield driver
 
 
 def wait_for(predicate, timeout=30.0):

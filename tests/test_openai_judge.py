@@ -168,7 +168,7 @@ def test_rating_found_late_reads_that_position_and_sums_variants():
     r = read_rating(content, CHOICES, first_position=False)
     assert rating_position(content, CHOICES) == 4
     assert r.raw == pytest.approx([0, 0, 0, 0.125, 0.75], abs=1e-12)
-    assert r.greedy == " 5" and r.mass_exact is False
+    assert r.greedy == " 5" and r.exact_mass is False
     assert r.probs == pytest.approx([0, 0, 0, 0.125 / 0.875, 0.75 / 0.875], abs=1e-12)
 
 
@@ -176,7 +176,7 @@ def test_minus_9999_counts_as_zero_and_mass_is_a_lower_bound():
     content = [_entry("3", math.log(0.4), [("3", math.log(0.4)), ("2", -9999.0), ("1", -9999.0), ("x", math.log(0.5))])]
     r = read_rating(content, CHOICES, first_position=True)
     assert r.raw == [0.0, 0.0, pytest.approx(0.4), 0.0, 0.0]
-    assert r.mass == pytest.approx(0.4) and not r.mass_exact
+    assert r.mass == pytest.approx(0.4) and not r.exact_mass
 
 
 def test_rating_absent_or_split_reads_after_score_or_gives_zero_mass():
@@ -242,7 +242,7 @@ def test_request_body_and_first_rating_distribution(stub_factory):
     assert body["logprobs"] is True and body["top_logprobs"] == 20 and body["max_tokens"] == 16
     assert "continue_final_message" not in body and body["messages"][-1]["role"] == "user"
     assert r.raw == pytest.approx([0, 0, 0.2, 0.7, 0])
-    assert judge.teacher_forcing is False and judge.full_distribution is False
+    assert judge.capabilities.teacher_forcing is False and judge.capabilities.full_distribution is False
 
 
 def test_retries_429_and_500_honouring_retry_after_ms_then_retry_after(stub_factory):
@@ -275,7 +275,7 @@ def test_gives_up_after_max_retries_with_the_last_error(stub_factory):
     judge = _judge(stub.url, max_retries=2)
     [r] = judge.rate([_request()], progress=False)
     assert r.error is not None and "giving up after 3 attempts" in r.error and "HTTP 500" in r.error
-    assert r.raw == [0.0] * 5 and r.mass == 0.0 and r.mass_exact is False
+    assert r.raw == [0.0] * 5 and r.mass == 0.0 and r.exact_mass is False
     assert len(stub.bodies) == 3 and judge.usage.failed == 1 and "1 failed" in judge.usage_summary()
     with pytest.raises(APIError, match="giving up after 3 attempts.*HTTP 500"):
         judge.chat([{"role": "user", "content": "hi"}])
@@ -327,12 +327,12 @@ def test_prefill_auto_probe(stub_factory):
         return GOOD
 
     judge = _judge(stub_factory(answer=continuing).url, prefill="auto")
-    assert judge.prefill_mode == "continue" and judge.teacher_forcing
+    assert judge.prefill_mode == "continue" and judge.capabilities.teacher_forcing
     refusing = stub_factory(
         failures=[(400, {}, {"error": {"message": "Unrecognized request argument: continue_final_message"}})]
     )
     judge = _judge(refusing.url, prefill="auto")
-    assert judge.prefill_mode == "none" and not judge.teacher_forcing
+    assert judge.prefill_mode == "none" and not judge.capabilities.teacher_forcing
     # Accepted, but the model does not count on: that proves neither (a weak model behind a server that
     # does continue answers the same), so it is reported, never read as "no" (issue 19).
     restarting = stub_factory(answer=lambda body: _answer([], text="1, 2, 3"))
@@ -441,7 +441,7 @@ def test_serve_vlm_with_image_equals_local_backend(tiny_vlm_server):
     a, b = local.rate(requests, progress=False), api.rate(requests, progress=False)
     np.testing.assert_allclose([r.raw for r in b], [r.raw for r in a], atol=1e-5)
     assert [r.greedy for r in b] == [r.greedy for r in a]
-    assert all(r.mass_exact is False for r in b) and api.usage.requests == 4
+    assert all(r.exact_mass is False for r in b) and api.usage.requests == 4
 
 
 def test_serve_generates_and_rejects_bad_requests(tiny_text_server):
@@ -500,7 +500,7 @@ def test_serve_under_defaults_equals_local_backend(family, request):
         requests = [_request(i, image if family != "text" and i % 2 == 0 else None) for i in range(4)]
         a, b = local.rate(requests, progress=False), judge.rate(requests, progress=False)
         np.testing.assert_allclose([r.raw for r in b], [r.raw for r in a], atol=1e-5)
-        assert [r.greedy for r in b] == [r.greedy for r in a] and all(r.mass_exact for r in b)
+        assert [r.greedy for r in b] == [r.greedy for r in a] and all(r.exact_mass for r in b)
         assert judge.choice_token_ids(CHOICES) == [sorted(ids) for ids in local.choice_token_ids(CHOICES)]
     finally:
         server.shutdown()
@@ -723,7 +723,7 @@ def test_llama_cpp_server_distributions_equal_the_raw_responses(llama_server):
         expected = _raw_distribution(llama_server, judge.model_name, prompt)
         _reset_prefix(llama_server, judge.model_name)
         [got] = judge.rate([RatingRequest([Turn("user", prompt)], answer_prefix=prompts.answer_prefix)], progress=False)
-        assert got.mass > 0 and not got.mass_exact
+        assert got.mass > 0 and not got.exact_mass
         np.testing.assert_allclose(got.probs, expected, atol=1e-6)
     he = HarmonicEval(judge=judge, criteria=["fluency"], cache=False)
     out = he.compute(predictions=captions, progress=False)

@@ -481,34 +481,10 @@ def test_gradio_client_gets_escaped_lines_and_limits_in_user_terms(served, pictu
 
 
 # ------------------------------------------------------------------------------------ real browser
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-
-
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        pytest.skip("Debian chromium + chromium-driver are not installed")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,2200",
-    ):
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(60)
-    yield driver
-    driver.quit()
+def browser(chromium, tmp_path_factory):  # one browser for this file's page tests (conftest.py's chromium)
+    with chromium(tmp_path_factory.mktemp("chromium-profile"), "1400,2200") as driver:
+        yield driver
 
 
 @pytest.fixture(scope="module")

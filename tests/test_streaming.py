@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import signal
 import subprocess
@@ -128,7 +127,7 @@ def test_parquet_csv_and_datasets_inputs_read_the_same_items(tmp_path):
 
     items = _items(tmp_path, 9)
     jsonl = _jsonl(tmp_path / "items.jsonl", items)
-    renamed = [{"key": it["id"], "caption": it["text"], "picture": open(it["image"], "rb").read()} for it in items]
+    renamed = [{"key": it["id"], "caption": it["text"], "picture": Path(it["image"]).read_bytes()} for it in items]
     pq.write_table(pa.Table.from_pylist(renamed), tmp_path / "items.parquet", row_group_size=4)
     (tmp_path / "items.csv").write_text(
         "id,text,image\n" + "".join(f"{it['id']},{it['text']},{it['image']}\n" for it in items)
@@ -185,7 +184,7 @@ def test_merging_parts_copies_each_row_exactly(tmp_path):
     with open(f"{out}.part-1-of-2.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps({"_i": 4, "id": "e"}) + "\n")
     assert merge_parts(out, 2) == 5
-    got = [json.loads(line) for line in open(out, encoding="utf-8")]
+    got = [json.loads(line) for line in Path(out).read_text(encoding="utf-8").splitlines()]
     assert got == [
         {"id": "a", "text": 'ends like an index, "_i": 7}', "x": 1.5},
         {"id": "b", "meta": {"_i": 3}, "score": None},
@@ -196,10 +195,9 @@ def test_merging_parts_copies_each_row_exactly(tmp_path):
     assert not list(tmp_path.glob("*.part-*"))
 
 
-def test_cli_writes_jsonl_csv_parquet_and_a_second_run_has_nothing_to_do(tmp_path, capsys, monkeypatch):
+def test_cli_writes_jsonl_csv_parquet_and_a_second_run_has_nothing_to_do(tmp_path, capsys, offline):
     import pyarrow.parquet as pq
 
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     path = _jsonl(tmp_path / "items.jsonl", _items(tmp_path, 5))
     for suffix in ("jsonl", "csv", "parquet"):
         out = tmp_path / f"s.{suffix}"
@@ -298,13 +296,13 @@ SLOW_CLI = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_a_run_killed_mid_way_resumes_to_the_uninterrupted_output(tmp_path):
+def test_a_run_killed_mid_way_resumes_to_the_uninterrupted_output(tmp_path, offline_env):
     """SIGKILL at a random moment, run the same command again: every id exactly once, in input order,
     with the values of a run that was never interrupted."""
     path = _jsonl(tmp_path / "items.jsonl", _items(tmp_path, 120))
     script = tmp_path / "slow_cli.py"
     script.write_text(SLOW_CLI)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "MMJUDGE_CACHE": str(tmp_path / "c.sqlite")}
+    env = offline_env
 
     def command(out):
         return [
@@ -359,14 +357,14 @@ TORCHRUN_SCORE = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_two_torchrun_processes_each_read_half_and_equal_one_process(tmp_path):
+def test_two_torchrun_processes_each_read_half_and_equal_one_process(tmp_path, offline_env):
     items = _items(tmp_path, 20)
     for item in items[::3]:
         del item["id"]  # named by its input position, the same whichever process scores it
     path = _jsonl(tmp_path / "items.jsonl", items)
     script = tmp_path / "score.py"
     script.write_text(TORCHRUN_SCORE)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    env = offline_env
     outputs = {}
     for processes in (1, 2):
         out, stats = tmp_path / f"s{processes}.jsonl", tmp_path / f"stats{processes}"

@@ -360,11 +360,8 @@ def _run_cli(argv: str, d, capsys) -> tuple[int, str]:
 
 
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch, tmp_path):
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
-        monkeypatch.setenv(var, "1")
-    monkeypatch.setenv("MMJUDGE_CACHE", str(tmp_path / "cache.sqlite"))
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # the default model is surely not cached here
+def _offline(offline):
+    """conftest.py's offline, for every test here: its private HF_HOME surely does not hold the default model."""
 
 
 @pytest.mark.parametrize("kind,cli,api,expect", [c for c in CASES if c[1]], ids=[c[0] for c in CASES if c[1]])
@@ -514,8 +511,8 @@ def test_read_only_output_file_is_refused_before_scoring(d, monkeypatch, capsys,
     lines = [line for line in err.splitlines() if line.strip()]
     assert rc == 2 and len(lines) == 1, err
     assert (
-        lines[0]
-        == f"mmjudge score: error: --output {locked}: the file exists and is not writable; give another name or make it writable."
+        lines[0] == f"mmjudge score: error: --output {locked}: the file exists and is not writable; "
+        "give another name or make it writable."
     )
     assert locked.read_text() == "old results\n"
 

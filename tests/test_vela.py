@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -58,13 +59,8 @@ def items(n=6, offset=0):
 
 
 @pytest.fixture(scope="module")
-def clip_dir(tmp_path_factory):
-    return tiny_clip(tmp_path_factory.mktemp("longclip"), max_position_embeddings=248)
-
-
-@pytest.fixture(scope="module")
-def vela(tiny_lm_dir, clip_dir):
-    return new_vela(tiny_lm_dir, clip_dir, device="cpu", projection_dim=16, seed=42)
+def vela(tiny_lm_dir, long_clip_dir):
+    return new_vela(tiny_lm_dir, long_clip_dir, device="cpu", projection_dim=16, seed=42)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +68,7 @@ def checkpoint(vela, tmp_path_factory):
     return vela.save(tmp_path_factory.mktemp("ckpt") / "vela")
 
 
-def test_features_match_direct_recomputation(vela, tiny_lm_dir, clip_dir):
+def test_features_match_direct_recomputation(vela, tiny_lm_dir, long_clip_dir):
     from transformers import AutoModelForCausalLM, AutoTokenizer, CLIPModel
 
     from mmjudge.encoders.clip import OPENAI_MEAN, OPENAI_STD, preprocess_images
@@ -84,7 +80,7 @@ def test_features_match_direct_recomputation(vela, tiny_lm_dir, clip_dir):
         got_i2c = vela.clip_features(imgs, cands)
         got = vela.scores_from_features(got_r2c, got_i2c)
     lm, tok = AutoModelForCausalLM.from_pretrained(tiny_lm_dir).eval(), AutoTokenizer.from_pretrained(tiny_lm_dir)
-    clip, ctok = CLIPModel.from_pretrained(clip_dir).eval(), AutoTokenizer.from_pretrained(clip_dir)
+    clip, ctok = CLIPModel.from_pretrained(long_clip_dir).eval(), AutoTokenizer.from_pretrained(long_clip_dir)
     for i in range(2):
         text = render_prompt(tok, refs[i], cands[i], vela.prompt)
         assert cands[i] in text and all(r in text for r in refs[i]) and text.endswith(tok.eos_token)
@@ -174,7 +170,7 @@ def test_training_features_follow_list_positions_not_captions(vela, monkeypatch,
     assert not np.allclose(predicted[0], predicted[1])
 
 
-def test_metric_contract_and_round_trip(vela, checkpoint, tiny_lm_dir, clip_dir):
+def test_metric_contract_and_round_trip(vela, checkpoint, tiny_lm_dir, long_clip_dir):
     data = items(3)
     kwargs = dict(
         predictions=[d["text"] for d in data],
@@ -182,8 +178,8 @@ def test_metric_contract_and_round_trip(vela, checkpoint, tiny_lm_dir, clip_dir)
         references=[d["references"] for d in data],
         progress=False,
     )
-    a = mmjudge.load("vela", checkpoint=checkpoint, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
-    b = VELA(checkpoint=checkpoint, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
+    a = mmjudge.load("vela", checkpoint=checkpoint, clip_model=long_clip_dir, llm=tiny_lm_dir, device="cpu")
+    b = VELA(checkpoint=checkpoint, clip_model=long_clip_dir, llm=tiny_lm_dir, device="cpu")
     out_a, out_b = a.compute(**kwargs), b.compute(**kwargs)
     a.spec.check_result(out_a, 3)
     assert out_a["vela"] == out_b["vela"] and out_a["fluency"] == out_b["fluency"]  # loading twice: identical
@@ -196,7 +192,7 @@ def test_metric_contract_and_round_trip(vela, checkpoint, tiny_lm_dir, clip_dir)
     assert str(checkpoint) not in out_a["signature"]
 
 
-def test_training_lowers_the_loss(tiny_lm_dir, clip_dir, tmp_path):
+def test_training_lowers_the_loss(tiny_lm_dir, long_clip_dir, tmp_path):
     losses = []
     config = TrainConfig(epochs=3, lr_llm=1e-3, lr_projection=3e-3, lr_head=3e-2, save_every=0)
     result = train_vela(
@@ -204,7 +200,7 @@ def test_training_lowers_the_loss(tiny_lm_dir, clip_dir, tmp_path):
         items(4),
         tmp_path / "run",
         llm=tiny_lm_dir,
-        clip_model=clip_dir,
+        clip_model=long_clip_dir,
         config=config,
         device="cpu",
         progress=False,
@@ -221,9 +217,9 @@ def test_training_lowers_the_loss(tiny_lm_dir, clip_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_resumed_training_equals_uninterrupted(tiny_lm_dir, clip_dir, tmp_path):
+def test_resumed_training_equals_uninterrupted(tiny_lm_dir, long_clip_dir, tmp_path):
     config = TrainConfig(epochs=2, grad_accum=2, save_every=1, lr_llm=1e-3, lr_projection=3e-3, lr_head=3e-2)
-    common = dict(llm=tiny_lm_dir, clip_model=clip_dir, device="cpu", progress=False, projection_dim=16)
+    common = dict(llm=tiny_lm_dir, clip_model=long_clip_dir, device="cpu", progress=False, projection_dim=16)
     full = train_vela(items(5), items(3, 1), tmp_path / "a", config=config, **common)
     part = train_vela(items(5), items(3, 1), tmp_path / "b", config=config, stop_after_steps=4, **common)
     assert not part["finished"] and part["step"] == 4  # interrupted mid second epoch (3 steps per epoch)
@@ -240,7 +236,7 @@ def test_resumed_training_equals_uninterrupted(tiny_lm_dir, clip_dir, tmp_path):
     assert resumed["history"] == full["history"]
 
 
-def test_bad_inputs_fail_clearly(vela, checkpoint, tiny_lm_dir, clip_dir, tmp_path):
+def test_bad_inputs_fail_clearly(vela, checkpoint, tiny_lm_dir, long_clip_dir, tmp_path):
     metric = VELA(vela=vela)
     img = Image.new("RGB", (40, 30), "red")
     with pytest.raises(ValueError, match=r"references\[0\]: VELA needs at least one reference"):
@@ -252,11 +248,11 @@ def test_bad_inputs_fail_clearly(vela, checkpoint, tiny_lm_dir, clip_dir, tmp_pa
     with pytest.raises(ValueError, match=r"images\[0\]"):
         metric.compute(predictions=["a dog"], images=[b"\x89PNG not really"], references=[["a dog"]])
     with pytest.raises(ValueError, match="needs `checkpoint=DIR`"):
-        VELA(clip_model=clip_dir, llm=tiny_lm_dir)
+        VELA(clip_model=long_clip_dir, llm=tiny_lm_dir)
     with pytest.raises(ValueError, match="needs `clip_model=`"):
         VELA(checkpoint=checkpoint, llm=tiny_lm_dir, device="cpu")
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        load_vela(tmp_path / "nowhere", clip_model=clip_dir, llm=tiny_lm_dir)
+        load_vela(tmp_path / "nowhere", clip_model=long_clip_dir, llm=tiny_lm_dir)
 
 
 @pytest.mark.parametrize("bad", [5, float("nan")])
@@ -267,7 +263,7 @@ def test_non_list_references_name_the_item(vela, bad):
         VELA(vela=vela).compute(predictions=["a dog"], images=[img], references=[bad], progress=False)
 
 
-def test_foreign_and_wrong_shape_checkpoints_are_refused(checkpoint, tiny_lm_dir, clip_dir, tmp_path):
+def test_foreign_and_wrong_shape_checkpoints_are_refused(checkpoint, tiny_lm_dir, long_clip_dir, tmp_path):
     from safetensors.torch import load_file, save_file
 
     foreign = tmp_path / "authors"
@@ -276,15 +272,15 @@ def test_foreign_and_wrong_shape_checkpoints_are_refused(checkpoint, tiny_lm_dir
     with pytest.raises(
         ValueError, match="only checkpoints written by `mmjudge train-vela` load|Only checkpoints written"
     ):
-        load_vela(foreign, clip_model=clip_dir, llm=tiny_lm_dir)
+        load_vela(foreign, clip_model=long_clip_dir, llm=tiny_lm_dir)
     with pytest.raises(ValueError, match="bare safetensors file"):
-        load_vela(foreign / "vela_regressor.safetensors", clip_model=clip_dir, llm=tiny_lm_dir)
+        load_vela(foreign / "vela_regressor.safetensors", clip_model=long_clip_dir, llm=tiny_lm_dir)
     renamed = tmp_path / "renamed"
     renamed.mkdir()
     (renamed / "config.json").write_text((tmp_path / ".." / checkpoint / "config.json").resolve().read_text())
     save_file({"regressor.weight": torch.zeros(1, 8)}, str(renamed / "vela.safetensors"))
     with pytest.raises(ValueError, match="do not fit this VELA model.*Only checkpoints written"):
-        load_vela(renamed, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
+        load_vela(renamed, clip_model=long_clip_dir, llm=tiny_lm_dir, device="cpu")
     wrong = tmp_path / "wrong"
     wrong.mkdir()
     (wrong / "config.json").write_text((renamed / "config.json").read_text())
@@ -292,7 +288,7 @@ def test_foreign_and_wrong_shape_checkpoints_are_refused(checkpoint, tiny_lm_dir
     tensors["head.projection.weight"] = torch.zeros(8, tensors["head.projection.weight"].shape[1])
     save_file(tensors, str(wrong / "vela.safetensors"))
     with pytest.raises(ValueError, match=r"head.projection.weight has shape \(8, .*needs \(16,"):
-        load_vela(wrong, clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
+        load_vela(wrong, clip_model=long_clip_dir, llm=tiny_lm_dir, device="cpu")
     other_clip = tiny_clip(tmp_path / "clip77")  # 16-dim as well; a 32-dim one must be refused
     cfg = json.loads((renamed / "config.json").read_text())
     cfg["clip_dim"] = 32
@@ -301,28 +297,51 @@ def test_foreign_and_wrong_shape_checkpoints_are_refused(checkpoint, tiny_lm_dir
         load_vela(wrong, clip_model=other_clip, llm=tiny_lm_dir, device="cpu")
 
 
-def test_evaluate_shell_and_cli(checkpoint, tiny_lm_dir, clip_dir, tmp_path, offline_env):
-    buf = io.BytesIO()
-    Image.new("RGB", (40, 30), "red").save(buf, format="PNG")
-    (tmp_path / "img.png").write_bytes(buf.getvalue())
+def test_evaluate_shell_and_cli(checkpoint, tiny_lm_dir, long_clip_dir, tmp_path, offline_env):
+    """The evaluate module, in a fresh process, gives the engine's own numbers for the same checkpoint."""
+    Image.new("RGB", (40, 30), "red").save(tmp_path / "img.png")
     code = (
-        "import evaluate, sys\nfrom PIL import Image\n"
-        "m = evaluate.load('metrics/vela', checkpoint=sys.argv[1], clip_model=sys.argv[2], llm=sys.argv[3], device='cpu')\n"
+        "import evaluate, json, sys\nfrom PIL import Image\n"
+        "m = evaluate.load('metrics/vela', checkpoint=sys.argv[1], clip_model=sys.argv[2], llm=sys.argv[3], "
+        "device='cpu')\n"
         "out = m.compute(predictions=['a dog runs'], images=[Image.open(sys.argv[4])], references=[['a dog']])\n"
-        "print(sorted(k for k in out if not k.startswith('mean_')), 0 <= out['vela'][0] <= 1)\n"
+        "print(json.dumps({k: v for k, v in out.items() if k != 'signature'}))\nprint(out['signature'])\n"
     )
     run = subprocess.run(
-        [sys.executable, "-c", code, checkpoint, clip_dir, tiny_lm_dir, str(tmp_path / "img.png")],
+        [sys.executable, "-c", code, checkpoint, long_clip_dir, tiny_lm_dir, str(tmp_path / "img.png")],
         capture_output=True,
         text=True,
         env=offline_env,
-        cwd=str(__import__("pathlib").Path(__file__).parents[1]),
+        cwd=str(Path(__file__).parents[1]),
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "['descriptiveness', 'failures', 'fluency', 'relevance', 'scored', 'signature', 'vela'] True" in run.stdout
+    values, signature = run.stdout.strip().splitlines()[-2:]
+    shell = json.loads(values)
+    engine = VELA(checkpoint=checkpoint, clip_model=long_clip_dir, llm=tiny_lm_dir, device="cpu").compute(
+        predictions=["a dog runs"], images=[Image.open(tmp_path / "img.png")], references=[["a dog"]], progress=False
+    )
+    assert sorted(shell) == [
+        "descriptiveness",
+        "failures",
+        "fluency",
+        "mean_descriptiveness",
+        "mean_fluency",
+        "mean_relevance",
+        "mean_vela",
+        "relevance",
+        "scored",
+        "vela",
+    ]
+    for key in ("vela", "descriptiveness", "relevance", "fluency"):
+        assert shell[key] == pytest.approx(engine[key], abs=1e-6) and 0 <= shell[key][0] <= 1
+    assert shell["vela"][0] == pytest.approx(
+        np.mean([shell[c][0] for c in ("descriptiveness", "relevance", "fluency")])
+    )
+    assert shell["scored"] == dict.fromkeys(("vela", "descriptiveness", "relevance", "fluency"), 1)
+    assert shell["failures"] == {} and signature == str(engine["signature"])
 
 
-def test_metaeval_cli_gives_tau_per_criterion(checkpoint, tiny_lm_dir, clip_dir, tmp_path, offline_env):
+def test_metaeval_cli_gives_tau_per_criterion(checkpoint, tiny_lm_dir, long_clip_dir, tmp_path, offline_env):
     """`mmjudge metaeval --metric vela --set checkpoint=…` correlates each human criterion with VELA's own column."""
     data = items(6)
     for it in data:
@@ -356,7 +375,7 @@ def test_metaeval_cli_gives_tau_per_criterion(checkpoint, tiny_lm_dir, clip_dir,
         "--set",
         f"checkpoint={checkpoint}",
         "--set",
-        f"clip_model={clip_dir}",
+        f"clip_model={long_clip_dir}",
         "--set",
         f"llm={tiny_lm_dir}",
         "--device",
@@ -397,7 +416,7 @@ def test_benchmark_smoke_runs_with_only_the_gpu_machines_packages(offline_env):
     """The benchmark's --tiny mode runs end to end (VELA, HarmonicEval, FLEUR) without importing evaluate,
     datasets, pandas or open_clip (the GPU machine has only torch, transformers, peft and friends), and the
     engine modules it uses import no scipy. No timing is asserted."""
-    check = "import sys, mmjudge, mmjudge.metrics.vela, mmjudge.metrics.vela, mmjudge.metrics.fleur, mmjudge.metrics.harmonic_eval\n"
+    check = "import sys, mmjudge, mmjudge.metrics.vela, mmjudge.metrics.fleur, mmjudge.metrics.harmonic_eval\n"
     check += "print(sorted({m.split('.')[0] for m in sys.modules} & {'evaluate', 'datasets', 'scipy', 'pandas'}))"
     engine = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=offline_env)
     assert engine.stdout.strip() == "[]", engine.stdout + engine.stderr[-2000:]
@@ -417,7 +436,7 @@ def test_benchmark_smoke_runs_with_only_the_gpu_machines_packages(offline_env):
 
 
 @pytest.mark.slow
-def test_train_vela_cli_on_a_longcap_arena_folder(tiny_lm_dir, clip_dir, tmp_path, offline_env):
+def test_train_vela_cli_on_a_longcap_arena_folder(tiny_lm_dir, long_clip_dir, tmp_path, offline_env):
     """`mmjudge train-vela` reads LongCap-Arena's Parquet layout (one file per split and criterion), trains,
     writes best/ that loads; running it again resumes (and finds nothing left to do)."""
     import pyarrow as pa
@@ -449,7 +468,7 @@ def test_train_vela_cli_on_a_longcap_arena_folder(tiny_lm_dir, clip_dir, tmp_pat
         "mmjudge.cli",
         "train-vela",
         "--clip-model",
-        clip_dir,
+        long_clip_dir,
         "--llm",
         tiny_lm_dir,
         "--out",
@@ -466,7 +485,7 @@ def test_train_vela_cli_on_a_longcap_arena_folder(tiny_lm_dir, clip_dir, tmp_pat
     run = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "best epoch 1: tau-c descriptiveness" in run.stdout
-    vela = load_vela(tmp_path / "run" / "best", clip_model=clip_dir, llm=tiny_lm_dir, device="cpu")
+    vela = load_vela(tmp_path / "run" / "best", clip_model=long_clip_dir, llm=tiny_lm_dir, device="cpu")
     assert vela.config.score_range == (1.0, 5.0)
     again = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert again.returncode == 0 and "best epoch 1" in again.stdout, again.stderr[-2000:]
@@ -489,7 +508,7 @@ def test_head_class_is_defined_once_and_loading_compares_shapes_only(vela, monke
     assert all(torch.equal(before[k], after[k]) for k in before)
 
 
-def test_tokenizers_load_with_every_loader_keyword(tiny_lm_dir, clip_dir, monkeypatch):
+def test_tokenizers_load_with_every_loader_keyword(tiny_lm_dir, long_clip_dir, monkeypatch):
     # the tokenizer loaders kept only `revision`, dropping trust_remote_code (and gguf_file)
     import transformers
 
@@ -503,8 +522,8 @@ def test_tokenizers_load_with_every_loader_keyword(tiny_lm_dir, clip_dir, monkey
         return original(cls, src, *args, **kwargs)
 
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", classmethod(recording))
-    ClipEncoder(clip_dir, device="cpu")
-    new_vela(tiny_lm_dir, clip_dir, device="cpu", projection_dim=16, seed=0)
+    ClipEncoder(long_clip_dir, device="cpu")
+    new_vela(tiny_lm_dir, long_clip_dir, device="cpu", projection_dim=16, seed=0)
     assert seen and all("trust_remote_code" in kw and "revision" in kw for kw in seen), seen
 
 
@@ -526,7 +545,7 @@ def test_benchmark_uses_the_engines_device_check_and_tokenizer():
 
 
 @pytest.mark.slow
-def test_compiled_vela_scores_equal_eager(tiny_lm_dir, clip_dir):
+def test_compiled_vela_scores_equal_eager(tiny_lm_dir, long_clip_dir):
     from mmjudge.metrics.vela import VELA
 
     data = items(3)
@@ -537,8 +556,8 @@ def test_compiled_vela_scores_equal_eager(tiny_lm_dir, clip_dir):
         progress=False,
     )
     with pytest.warns(UserWarning, match="random head"):
-        eager = VELA(llm=tiny_lm_dir, clip_model=clip_dir, allow_untrained=True, device="cpu")
-        compiled = VELA(llm=tiny_lm_dir, clip_model=clip_dir, allow_untrained=True, device="cpu", compile=True)
+        eager = VELA(llm=tiny_lm_dir, clip_model=long_clip_dir, allow_untrained=True, device="cpu")
+        compiled = VELA(llm=tiny_lm_dir, clip_model=long_clip_dir, allow_untrained=True, device="cpu", compile=True)
     assert any(hasattr(m.forward, "_torchdynamo_orig_callable") for m in compiled.vela.llm.modules())
     want, got = eager.compute(**kwargs), compiled.compute(**kwargs)
     for key in ("vela", "descriptiveness", "relevance", "fluency"):

@@ -12,12 +12,14 @@ _CITATION = """\
   author={Papineni, Kishore and Roukos, Salim and Ward, Todd and Zhu, Wei-Jing}, booktitle={ACL}, year={2002}}
 @inproceedings{lin2004rouge, title={ROUGE: A Package for Automatic Evaluation of Summaries},
   author={Lin, Chin-Yew}, booktitle={Text Summarization Branches Out}, year={2004}}
-@inproceedings{denkowski2014meteor, title={Meteor Universal: Language Specific Translation Evaluation for Any Target Language},
+@inproceedings{denkowski2014meteor,
+  title={Meteor Universal: Language Specific Translation Evaluation for Any Target Language},
   author={Denkowski, Michael and Lavie, Alon}, booktitle={WMT}, year={2014}}
 @inproceedings{vedantam2015cider, title={CIDEr: Consensus-based Image Description Evaluation},
   author={Vedantam, Ramakrishna and Zitnick, C. Lawrence and Parikh, Devi}, booktitle={CVPR}, year={2015}}
 @inproceedings{zhang2020bertscore, title={BERTScore: Evaluating Text Generation with BERT},
-  author={Zhang, Tianyi and Kishore, Varsha and Wu, Felix and Weinberger, Kilian Q. and Artzi, Yoav}, booktitle={ICLR}, year={2020}}
+  author={Zhang, Tianyi and Kishore, Varsha and Wu, Felix and Weinberger, Kilian Q. and Artzi, Yoav},
+  booktitle={ICLR}, year={2020}}
 @inproceedings{yuan2021bartscore, title={BARTScore: Evaluating Generated Text as Text Generation},
   author={Yuan, Weizhe and Neubig, Graham and Liu, Pengfei}, booktitle={NeurIPS}, year={2021}}
 """
@@ -44,7 +46,8 @@ Examples:
     >>> import evaluate
     >>> cider = evaluate.load("baselines", "cider")
     >>> out = cider.compute(predictions=["A dog runs on the beach.", "Two cats sleep."],
-    ...                     references=[["A dog is running on the beach!", "A dog on the sand."], ["Two cats sleeping."]])
+    ...                     references=[["A dog is running on the beach!", "A dog on the sand."],
+    ...                                 ["Two cats sleeping."]])
     >>> [round(x, 4) for x in out["cider"]]
     [3.3535, 2.9167]
 """
@@ -59,3 +62,6 @@ class Baselines(shell.EngineMetric):
         "https://github.com/Tiiiger/bert_score",
         "https://github.com/neulab/BARTScore",
     ]
+
+    def _compute(self, predictions, references, progress=True):
+        return self._engine_compute(predictions=predictions, references=references, progress=progress)

@@ -38,6 +38,8 @@ Examples:
     >>> from PIL import Image
     >>> fleur = evaluate.load("fleur", judge="dummy", cache=False)  # hash-based stand-in: prints no score
     >>> out = fleur.compute(predictions=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))])
+    >>> out["score"], out["score_status"], out["failures"]
+    ([nan], ['no_rating'], {'score': {'no_rating': 1}})
     >>> sorted(k for k in out if k not in ('scored', 'failures'))
     ['mean_score', 'method', 'raw_score', 'score', 'score_note', 'score_status', 'signature']
 """
@@ -48,3 +50,8 @@ class Fleur(shell.EngineMetric):
     ENGINE = "fleur"
     DESCRIPTION, CITATION, KWARGS_DESCRIPTION = _DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION
     REFERENCE_URLS = ["https://github.com/Yebin46/FLEUR", "https://aclanthology.org/2024.acl-long.205/"]
+
+    def _compute(self, predictions, images, references=None, explain=None, progress=True):
+        return self._engine_compute(
+            predictions=predictions, images=images, references=references, explain=explain, progress=progress
+        )

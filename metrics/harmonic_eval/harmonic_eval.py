@@ -42,8 +42,11 @@ Examples:
     >>> from PIL import Image
     >>> he = evaluate.load("harmonic_eval", judge="dummy", cache=False)  # hash-based stand-in judge
     >>> out = he.compute(predictions=["A dog runs on the beach."], images=[Image.new("RGB", (32, 32))])
-    >>> len(out["overall"]), sorted(out)[0]
-    (1, 'clarity')
+    >>> [round(out[c][0], 4) for c in ("overall", "correctness", "fluency")]
+    [2.841, 3.428, 3.2931]
+    >>> out["correctness_status"], round(sum(out[f"{c}_weight"][0] for c in ("correctness", "completeness",
+    ...     "clarity", "fluency", "conciseness")), 6)
+    (['ok'], 1.0)
 """
 
 
@@ -52,3 +55,14 @@ class HarmonicEval(shell.EngineMetric):
     ENGINE = "harmonic_eval"
     DESCRIPTION, CITATION, KWARGS_DESCRIPTION = _DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION
     REFERENCE_URLS = ["https://github.com/stjohn2007/HarmonicEval"]
+
+    def _compute(self, predictions, images=None, questions=None, boxes=None, task=None, explain=None, progress=True):
+        return self._engine_compute(
+            predictions=predictions,
+            images=images,
+            questions=questions,
+            boxes=boxes,
+            task=task,
+            explain=explain,
+            progress=progress,
+        )

@@ -1,10 +1,10 @@
 """VELA as an `evaluate` metric: a thin shell over `mmjudge.metrics.vela.VELA`."""
 
-import datasets
 import evaluate
 
-import mmjudge
-from mmjudge.adapters.evaluate_registry import split_init_kwargs
+# A module attribute, not `from ... import EngineMetric`: evaluate instantiates the first metric class
+# it finds in this namespace, and that must be the class below (see mmjudge/adapters/evaluate_metric.py).
+import mmjudge.adapters.evaluate_metric as shell
 
 _CITATION = """\
 @inproceedings{matsuda2025vela,
@@ -32,34 +32,28 @@ Returns:
     mean_vela, mean_descriptiveness, mean_relevance, mean_fluency (`float`): means over the samples.
     signature (`str`): package version, LLM and CLIP identities, checkpoint fingerprint, prompt version.
 Examples:
-    >>> import evaluate
-    >>> vela = evaluate.load("vela", checkpoint="runs/vela/best", clip_model="models/longclip-L")  # doctest: +SKIP
-    >>> out = vela.compute(predictions=[caption], images=[image], references=[[ref1, ref2]])  # doctest: +SKIP
+    A checkpoint written by `mmjudge train-vela`, here an untrained one over tiny random-weight models
+    (plumbing only: the numbers mean nothing; a real checkpoint and Long-CLIP give meaningful ones):
+
+    >>> import evaluate, tempfile
+    >>> from PIL import Image
+    >>> from mmjudge.metrics.vela import new_vela
+    >>> from mmjudge.testing import tiny_clip, tiny_text_lm
+    >>> llm, clip = tiny_text_lm(tempfile.mkdtemp()), tiny_clip(tempfile.mkdtemp(), max_position_embeddings=248)
+    >>> checkpoint = new_vela(llm, clip, device="cpu", projection_dim=16, seed=42).save(tempfile.mkdtemp())
+    >>> vela = evaluate.load("vela", checkpoint=checkpoint, clip_model=clip, llm=llm, device="cpu")
+    >>> out = vela.compute(predictions=["a dog runs on the beach near the water"],
+    ...                    images=[Image.new("RGB", (40, 30), "red")], references=[["a dog on a beach"]])
+    >>> [round(out[k][0], 4) for k in ("vela", "descriptiveness", "relevance", "fluency")]
+    [0.5045, 0.5225, 0.5094, 0.4817]
 """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class VELA(evaluate.Metric):
-    def __init__(self, checkpoint=None, **engine_kwargs):
-        evaluate_kwargs, engine_kwargs = split_init_kwargs(engine_kwargs)
-        super().__init__(**evaluate_kwargs)
-        self.engine = mmjudge.load("vela", checkpoint=checkpoint, **engine_kwargs)
+class VELA(shell.EngineMetric):
+    ENGINE = "vela"
+    DESCRIPTION, CITATION, KWARGS_DESCRIPTION = _DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION
+    REFERENCE_URLS = ["https://huggingface.co/datasets/Ka2ukiMatsuda/LongCap-Arena"]
 
-    def _info(self):
-        return evaluate.MetricInfo(
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            # Only the texts go through evaluate's Arrow buffer; images and references are passed straight
-            # to compute() (no PNG round trip, references of any count).
-            features=datasets.Features({"predictions": datasets.Value("string")}),
-            reference_urls=["https://huggingface.co/datasets/Ka2ukiMatsuda/LongCap-Arena"],
-        )
-
-    def compute(self, *, references=None, **kwargs):
-        """Score `predictions` of `images` against `references` (a list of captions per prediction)."""
-        # evaluate.Metric.compute keeps `references` for a feature column: pass it under another name.
-        return super().compute(reference_captions=references, **kwargs)
-
-    def _compute(self, predictions, images=None, reference_captions=None):
-        return self.engine.compute(predictions=predictions, images=images, references=reference_captions)
+    def _compute(self, predictions, images, references, progress=True):
+        return self._engine_compute(predictions=predictions, images=images, references=references, progress=progress)

@@ -1,7 +1,7 @@
 """The one base of every ``metrics/<name>/<name>.py`` evaluate module: a shell is a subclass that names
 its engine metric and its texts (description, citation, usage) and nothing else.
 
-What the base does, from the engine metric's declaration (:class:`mmjudge.metrics.base.MetricSpec`):
+What the base does, from the engine metric's declaration (:class:`mmjudge.metrics.spec.MetricSpec`):
 
 * **features** — the inputs the configuration requires go through evaluate's Arrow buffer as
   ``datasets`` features (texts ``Value("string")``, references ``Sequence(Value("string"))``), so
@@ -16,7 +16,11 @@ What the base does, from the engine metric's declaration (:class:`mmjudge.metric
   configuration's ``references``) are accepted by ``add_batch`` and ``compute`` too and kept beside
   the buffer, row-aligned (``None`` where a batch did not give them);
 * **compute keywords** (``task``, ``explain``, ``progress`` …) pass straight to the engine's
-  ``compute``; an unknown one is a ``ValueError`` naming it.
+  ``compute``; an unknown one is a ``ValueError`` naming it;
+* **``_compute`` names its inputs**, as every module of the ``evaluate`` repository does (its own common
+  test, ``tests/test_metric_common.py``, refuses a ``_compute`` that takes ``**kwargs``): each shell writes
+  ``_compute(self, predictions, <inputs>, <options>)`` — the union of its engine metric's
+  ``compute`` keywords over its configurations — and returns :meth:`EngineMetric._engine_compute`.
 
 Why the shells write ``import mmjudge.adapters.evaluate_metric as shell`` and ``class X(shell.EngineMetric)``:
 evaluate's loader (``evaluate.loading.import_main_class``) takes the *first* non-abstract
@@ -27,7 +31,6 @@ shell's own class is the only candidate.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -54,7 +57,7 @@ def _stored_image(value: Any) -> str:
 
 
 def feature_for(kind: str):
-    """The ``datasets`` feature of an input kind (see :data:`mmjudge.metrics.base.INPUT_KINDS`); images are a
+    """The ``datasets`` feature of an input kind (see :data:`mmjudge.metrics.spec.INPUT_KINDS`); images are a
     string column (the path the user gave, or ``""``): the images themselves stay beside the buffer.
 
     >>> feature_for("text"), feature_for("image")
@@ -170,6 +173,10 @@ class EngineMetric(evaluate.Metric):
     def compute(self, *, predictions=None, references=None, **kwargs):
         """``compute(predictions=..., images=..., …)``, or ``compute()`` after ``add_batch``; other keywords
         (``task``, ``explain``, ``progress`` …) go to the engine's ``compute``."""
+        accepted = self.engine.spec.compute_keywords()
+        unknown = [k for k in kwargs if k not in accepted]
+        if unknown:
+            raise ValueError(f"{self.ENGINE}: unknown compute keyword {unknown[0]!r}; it takes {sorted(accepted)}.")
         if references is not None:
             kwargs["references"] = references
         side, kwargs = self._split(kwargs)
@@ -184,14 +191,11 @@ class EngineMetric(evaluate.Metric):
         finally:
             self._side, self._rows, self._computing = {}, 0, False
 
-    def _compute(self, **inputs: Any) -> dict:
-        accepted = inspect.signature(self.engine.compute).parameters
+    def _engine_compute(self, **inputs: Any) -> dict:
+        """What a shell's ``_compute`` returns: the engine's ``compute`` over evaluate's columns, with the
+        inputs kept beside the buffer (images as given) put back in."""
         for name, column in self._side.items():
             if name in self._image_names() and len(column) != len(inputs.get(name) or []):
                 continue  # rows added in other processes: only the stored paths came back
             inputs[name] = None if all(v is None for v in column) else column
-        unknown = [k for k in inputs if k not in accepted]
-        if unknown:
-            raise ValueError(f"{self.ENGINE}: unknown compute keyword {unknown[0]!r}; it takes {sorted(accepted)}.")
-        inputs = {k: v for k, v in inputs.items() if v is not None or k == "predictions"}
-        return self.engine.compute(**inputs)
+        return self.engine.compute(**{k: v for k, v in inputs.items() if v is not None or k == "predictions"})

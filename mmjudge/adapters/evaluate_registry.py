@@ -1,7 +1,8 @@
 """Make ``evaluate.load("<name>")`` find mmjudge's metrics by bare name, offline.
 
 ``evaluate.load("harmonic_eval")`` first asks the Hub; when that fails (offline, or no such Hub module)
-it falls back to its module cache, ``<HF_MODULES_CACHE>/evaluate_modules/metrics/evaluate-metric--<name>/<sha256>/<name>.py``.
+it falls back to its module cache,
+``<HF_MODULES_CACHE>/evaluate_modules/metrics/evaluate-metric--<name>/<sha256>/<name>.py``.
 We copy our thin ``metrics/<name>/<name>.py`` shells there. This happens on ``import mmjudge`` (a cheap
 check; set ``MMJUDGE_NO_REGISTER=1`` to skip it) and explicitly with ``mmjudge register``.
 

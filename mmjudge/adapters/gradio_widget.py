@@ -59,9 +59,7 @@ def build_widget(metric: Any, title: str | None = None):
 
     engine = _engine(metric)
     spec = engine.spec
-    import inspect
-
-    takes_task = "task" in inspect.signature(engine.compute).parameters and len(spec.tasks) > 1
+    takes_task = "task" in spec.option_names() and len(spec.tasks) > 1
     components, names = [], []
     for inp in spec.inputs:
         need = (

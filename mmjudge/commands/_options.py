@@ -21,7 +21,8 @@ def add_judge_options(group) -> None:
         "--batch-size",
         dest="batch_size",
         type=_batch_size,
-        help="requests per forward pass, or 'auto' (the local judge's default: sized from free GPU memory; 8 on the CPU)",
+        help="requests per forward pass, or 'auto' (the local judge's default: sized from free GPU memory; 8 on the "
+        "CPU)",
     )
     group.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda when available, else cpu)")
     group.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on a GPU, float32 on the CPU)")

@@ -165,7 +165,8 @@ def _print_comparison(result) -> None:
             c = result.compare(best, metric, **figure)
             print(
                 f"  {best} − {metric}: {100 * c['difference']:+.1f} ({100 * c['ci_low']:+.1f} to "
-                f"{100 * c['ci_high']:+.1f}); share of resamples where {metric} is not worse: {c['share_b_not_worse']:.3f}"
+                f"{100 * c['ci_high']:+.1f}); share of resamples where {metric} is not worse: "
+                f"{c['share_b_not_worse']:.3f}"
             )
     print()
 

@@ -20,6 +20,7 @@ import contextlib
 import math
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,8 @@ def metric_kwargs(args: argparse.Namespace) -> dict:
         criteria = [c.strip() for c in args.criteria.split(",") if c.strip()]
         if not criteria:
             raise ValueError(
-                f"--criteria {args.criteria!r} names no criterion; give e.g. --criteria fluency,clarity or leave it out for all."
+                f"--criteria {args.criteria!r} names no criterion; give e.g. --criteria fluency,clarity or leave it "
+                "out for all."
             )
         kwargs["criteria"] = criteria
     return kwargs
@@ -114,15 +116,8 @@ def run(args: argparse.Namespace) -> int:
     import mmjudge
 
     check_output(args.output)
-    columns = parse_columns(args.columns)
-    source_options = {"kind": args.input_format, "split": args.split, "columns": columns}
-    if args.input:
-        source = open_source(args.input, **source_options)
-        if not source.total and source.kind in ("jsonl", "csv", "parquet"):
-            raise ValueError(f"--input {args.input}: no items to score.")
-    elif args.split or args.columns or args.input_format:
-        raise ValueError("--split, --columns and --input-format describe an --input; give --input FILE (or a dataset).")
-    items = None if args.input else read_items(args)
+    source_options = {"kind": args.input_format, "split": args.split, "columns": parse_columns(args.columns)}
+    source, items = _inputs(args, source_options)
     # Notes go to stderr too, which a launcher does not silence: under torchrun only the main process speaks.
     notes = not args.quiet and distributed.is_main()
     say = print if notes else (lambda *a, **k: None)
@@ -159,15 +154,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             resumed = f" ({summary.resumed} were there from an earlier run)" if summary.resumed else ""
             say(f"wrote {summary.written + summary.resumed} rows to {args.output}{resumed}", file=note_stream)
-        failed, first, unrated, counts = (
+        tally = _Tally(
+            summary.written + summary.resumed,
             summary.failed,
             summary.first_failure,
             summary.unrated,
             summary.failures_by_output,
         )
-        total = summary.written + summary.resumed
     else:
-        failed, first, unrated, counts, total = 0, None, 0, {}, 0
         rows = stream_rows(
             metric,
             source if args.input else items,
@@ -177,31 +171,65 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             **options,
         )
+        tally = _Tally()
         for _, row in rows:
-            total += 1
-            if row.get("error") is not None:
-                failed, first = failed + 1, first or row["error"]
-            elif add_failures(counts, row):
-                unrated += 1
+            tally.add(row)
             printer.row(row)
     printer.finish()
     if notes:
         with contextlib.redirect_stdout(note_stream):
-            if failed:
-                print(
-                    f"{failed} of {total} items could not be scored (their rows hold NaN and the reason in `error`); "
-                    f"first: {first}"
-                )
-            if unrated:
-                print(failure_line(counts, unrated, total))
-                if args.model == TINY_RANDOM:
-                    print(
-                        f"('{TINY_RANDOM}' has random weights: it barely answers with a rating. --set min_mass=0 shows its "
-                        "renormalised numbers anyway; they mean nothing.)"
-                    )
+            _closing_lines(tally, args.model == TINY_RANDOM)
             print_usage(metric)
     # --strict: a run in which the judge gave no rating for some item is a failed run (exit status 3).
-    return 3 if args.strict and unrated else 0
+    return 3 if args.strict and tally.unrated else 0
+
+
+def _inputs(args: argparse.Namespace, source_options: dict) -> tuple[Any, list | None]:
+    """``(the opened --input, None)``, or ``(None, the items typed on the command line)``."""
+    if not args.input:
+        if args.split or args.columns or args.input_format:
+            raise ValueError(
+                "--split, --columns and --input-format describe an --input; give --input FILE (or a dataset)."
+            )
+        return None, read_items(args)
+    source = open_source(args.input, **source_options)
+    if not source.total and source.kind in ("jsonl", "csv", "parquet"):
+        raise ValueError(f"--input {args.input}: no items to score.")
+    return source, None
+
+
+@dataclass
+class _Tally:
+    """What the closing lines count: rows, items that could not be scored (and the first reason), items a
+    score of which has no value (and why, per output)."""
+
+    total: int = 0
+    failed: int = 0
+    first: str | None = None
+    unrated: int = 0
+    counts: dict = field(default_factory=dict)
+
+    def add(self, row: dict) -> None:
+        self.total += 1
+        if row.get("error") is not None:
+            self.failed, self.first = self.failed + 1, self.first or row["error"]
+        elif add_failures(self.counts, row):
+            self.unrated += 1
+
+
+def _closing_lines(tally: _Tally, tiny_random: bool) -> None:
+    if tally.failed:
+        print(
+            f"{tally.failed} of {tally.total} items could not be scored (their rows hold NaN and the reason in "
+            f"`error`); first: {tally.first}"
+        )
+    if tally.unrated:
+        print(failure_line(tally.counts, tally.unrated, tally.total))
+        if tiny_random:
+            print(
+                f"('{TINY_RANDOM}' has random weights: it barely answers with a rating. --set min_mass=0 shows its "
+                "renormalised numbers anyway; they mean nothing.)"
+            )
 
 
 class _RowPrinter:

@@ -17,15 +17,7 @@ def run(args: argparse.Namespace) -> int:
     from mmjudge.metrics.vela.training import TrainConfig, items_from_dataset, train_vela
 
     config = TrainConfig(
-        epochs=args.epochs,
-        lr_llm=args.lr_llm,
-        lr_projection=args.lr_projection,
-        lr_head=args.lr_head,
-        weight_decay=args.weight_decay,
-        batch_size=args.batch_size,
-        grad_accum=args.grad_accum,
-        seed=args.seed,
-        save_every=args.save_every,
+        **{_field(flag): getattr(args, _field(flag)) for flag, _, _ in TRAINING_FLAGS},
         gradient_checkpointing=not args.no_gradient_checkpointing,
     )
     try:
@@ -59,6 +51,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+# The optimisation settings (TrainConfig fields, the flag's name in snake case), each defaulting to the
+# published configuration.
+TRAINING_FLAGS = (
+    ("--epochs", int, "epochs (default {})"),
+    ("--lr-llm", float, "LoRA learning rate (default {})"),
+    ("--lr-projection", float, "projection learning rate (default {})"),
+    ("--lr-head", float, "head learning rate (default {})"),
+    ("--weight-decay", float, "AdamW weight decay (default {})"),
+    ("--batch-size", int, "samples per micro-batch (default {})"),
+    ("--grad-accum", int, "micro-batches per optimizer step (default {})"),
+    ("--seed", int, "seed (default {})"),
+    ("--save-every", int, "optimizer steps between resumable saves (default {}; 0 = epoch ends only)"),
+)
+
+
+def _field(flag: str) -> str:
+    """The TrainConfig field of a flag: ``--lr-llm`` -> ``lr_llm``."""
+    return flag[2:].replace("-", "_")
+
+
 def add_parser(sub) -> None:
     from mmjudge.metrics.vela.model import DEFAULT_LLM, VelaConfig
     from mmjudge.metrics.vela.training import TrainConfig
@@ -67,11 +79,12 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "train-vela",
         help="train VELA on LongCap-Arena (LoRA + head; resumable)",
-        description="Train VELA (LoRA on the LLM, projection and criterion head; Long-CLIP frozen) on LongCap-Arena with "
-        "the published configuration; validation Kendall tau-c per criterion each epoch, the best epoch kept in "
+        description="Train VELA (LoRA on the LLM, projection and criterion head; Long-CLIP frozen) on LongCap-Arena "
+        "with the published configuration; validation Kendall tau-c per criterion each epoch, the best epoch kept in "
         "OUT/best. Interrupted? Run the same command again: it resumes exactly from OUT/last.",
         epilog="examples:\n  mmjudge train-vela --clip-model models/longclip-L --out runs/vela\n"
-        "  mmjudge train-vela --clip-model models/longclip-L --out runs/vela --grad-accum 8 --data-dir ~/data/longcap\n",
+        "  mmjudge train-vela --clip-model models/longclip-L --out runs/vela --grad-accum 8 "
+        "--data-dir ~/data/longcap\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
@@ -90,45 +103,9 @@ def add_parser(sub) -> None:
         "--val-split", dest="val_split", default="validation", help="validation split for tau-c (default validation)"
     )
     p.add_argument("--limit", type=int, help="use only the first N training and validation items (smoke runs)")
-    p.add_argument("--epochs", type=int, default=d.epochs, help=f"epochs (default {d.epochs})")
-    p.add_argument(
-        "--lr-llm", dest="lr_llm", type=float, default=d.lr_llm, help=f"LoRA learning rate (default {d.lr_llm})"
-    )
-    p.add_argument(
-        "--lr-projection",
-        dest="lr_projection",
-        type=float,
-        default=d.lr_projection,
-        help=f"projection learning rate (default {d.lr_projection})",
-    )
-    p.add_argument(
-        "--lr-head", dest="lr_head", type=float, default=d.lr_head, help=f"head learning rate (default {d.lr_head})"
-    )
-    p.add_argument(
-        "--weight-decay",
-        dest="weight_decay",
-        type=float,
-        default=d.weight_decay,
-        help=f"AdamW weight decay (default {d.weight_decay})",
-    )
-    p.add_argument(
-        "--batch-size",
-        dest="batch_size",
-        type=int,
-        default=d.batch_size,
-        help=f"samples per micro-batch (default {d.batch_size})",
-    )
-    p.add_argument(
-        "--grad-accum", dest="grad_accum", type=int, default=d.grad_accum, help="micro-batches per optimizer step"
-    )
-    p.add_argument("--seed", type=int, default=d.seed, help=f"seed (default {d.seed})")
-    p.add_argument(
-        "--save-every",
-        dest="save_every",
-        type=int,
-        default=d.save_every,
-        help=f"optimizer steps between resumable saves (default {d.save_every}; 0 = epoch ends only)",
-    )
+    for flag, kind, text in TRAINING_FLAGS:
+        default = getattr(d, _field(flag))
+        p.add_argument(flag, dest=_field(flag), type=kind, default=default, help=text.format(default))
     p.add_argument(
         "--projection-dim",
         dest="projection_dim",

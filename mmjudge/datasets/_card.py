@@ -48,7 +48,7 @@ def card(
     parts = [
         "\n".join(line for line in yaml if line),
         f"# {cls.PRETTY_NAME}\n\n{cls.DESCRIPTION}",
-        "## Loading\n\n```python\nfrom mmjudge import load_dataset\n"
+        "## Loading\n\n```python\nfrom mmjudge import load_dataset\n\n"
         f'ds = load_dataset("{name}", data_dir="path/to/files")  # builds and caches once\n'
         f'# after export: datasets.load_dataset("<org>/{name}")\n```\n\n'
         f"Source files a `data_dir` must hold: {cls.SOURCE_FILES}. Homepage: {cls.HOMEPAGE or 'n/a'}."

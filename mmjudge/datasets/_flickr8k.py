@@ -105,7 +105,8 @@ def read_expert_original(paths: dict[str, Path]) -> list[dict[str, Any]]:
     for n, (image_file, caption_id, *scores) in enumerate(read_table(paths[src.FLICKR8K_FILES["expert"]], 5), 1):
         if caption_id not in by_id or image_file not in refs:
             raise DataError(
-                f"ExpertAnnotations.txt:{n}: caption {caption_id!r} or image {image_file!r} is not in Flickr8k.token.txt."
+                f"ExpertAnnotations.txt:{n}: caption {caption_id!r} or image {image_file!r} is not in "
+                "Flickr8k.token.txt."
             )
         caption = by_id[caption_id]
         if caption in refs[image_file]:  # the image's own caption: dropped (SPICE / CLIPScore protocol)
@@ -123,7 +124,8 @@ def read_crowdflower_original(paths: dict[str, Path]) -> list[dict[str, Any]]:
     for n, (image_file, caption_id, *_rest) in enumerate(table, 1):
         if caption_id not in by_id or image_file not in refs:
             raise DataError(
-                f"CrowdFlowerAnnotations.txt:{n}: caption {caption_id!r} or image {image_file!r} is not in Flickr8k.token.txt."
+                f"CrowdFlowerAnnotations.txt:{n}: caption {caption_id!r} or image {image_file!r} is not in "
+                "Flickr8k.token.txt."
             )
         if by_id[caption_id] in image_refs[image_file]:
             image_refs[image_file].remove(by_id[caption_id])
@@ -166,7 +168,8 @@ def read_json(path: Path, prefix: str, low: float, high: float, per_caption: int
         for (image_file, caption), ratings in grouped.items():
             if per_caption is not None and len(ratings) != per_caption:
                 raise DataError(
-                    f"{path.name}: caption {caption[:40]!r} of {key!r} has {len(ratings)} ratings, expected {per_caption}."
+                    f"{path.name}: caption {caption[:40]!r} of {key!r} has {len(ratings)} ratings, expected "
+                    f"{per_caption}."
                 )
             rows.append(_row(prefix, image_file, caption, refs, ratings))
     if skipped:

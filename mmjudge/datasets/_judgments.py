@@ -8,6 +8,7 @@ judgments file (``mmjudge dataset judgments``), with each item's image as a path
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,22 @@ def rows_of(dataset: Any) -> list[tuple[str, dict[str, Any]]]:
     return [(str(dataset.split or "test"), row) for row in dataset]
 
 
+def caption_item(row: Mapping[str, Any], item_id: str, text: str) -> dict[str, Any]:
+    """One image-captioning item of a benchmark row: ``text`` about the row's image, with its references.
+
+    >>> caption_item({"image": None, "image_path": "a.jpg", "references": ("a dog",)}, "7-a", "a dog runs")
+    {'id': '7-a', 'task': 'ic', 'text': 'a dog runs', 'image': None, 'image_path': 'a.jpg', 'references': ['a dog']}
+    """
+    return {
+        "id": item_id,
+        "task": "ic",
+        "text": text,
+        "image": row.get("image"),
+        "image_path": row.get("image_path"),
+        "references": list(row.get("references") or []),
+    }
+
+
 def caption_judgments(
     name: str, dataset: Any, correlation: str, per_rating: bool, criteria: list[str] | None = None
 ) -> HumanJudgments:
@@ -42,16 +59,7 @@ def caption_judgments(
     the Flickr8k protocol) or one rating per row and criterion (``criteria``, e.g. THumB)."""
     items, ratings = [], []
     for _split, row in rows_of(dataset):
-        items.append(
-            {
-                "id": row["id"],
-                "task": "ic",
-                "text": row["text"],
-                "image": row.get("image"),
-                "image_path": row.get("image_path"),
-                "references": list(row.get("references") or []),
-            }
-        )
+        items.append(caption_item(row, row["id"], row["text"]))
         if criteria:
             for criterion in criteria:
                 ratings.append(

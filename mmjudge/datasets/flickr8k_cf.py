@@ -23,7 +23,10 @@ class Flickr8kCF(Flickr8kBuilder):
         "describes the image; the score is the share of yes votes (0–1). References are the image's captions "
         "minus any judged caption of that image (as in the widely used crowdflower_flickr8k.json)."
     )
-    SOURCE_FILES = "`CrowdFlowerAnnotations.txt` + `Flickr8k.token.txt`, or `crowdflower_flickr8k.json`; images in `Flicker8k_Dataset/` (optional)"
+    SOURCE_FILES = (
+        "`CrowdFlowerAnnotations.txt` + `Flickr8k.token.txt`, or `crowdflower_flickr8k.json`; "
+        "images in `Flicker8k_Dataset/` (optional)"
+    )
     KNOWN_ISSUES = (
         "No upstream row count could be verified here, so counts are checked only when expected_counts is given.",
         "Papers report Kendall tau-b on this set (many tied scores).",

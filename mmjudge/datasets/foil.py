@@ -20,7 +20,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, ImageLocator, content_ids, default_configs, squash
-from mmjudge.datasets._judgments import rows_of
+from mmjudge.datasets._judgments import caption_item, rows_of
 from mmjudge.human_judgments import HumanJudgments
 
 JSON = src.FOIL_JSON
@@ -39,7 +39,7 @@ class FOIL(BenchmarkBuilder):
   title={FOIL it! Find One mismatch between Image and Language caption},
   author={Shekhar, Ravi and Pezzelle, Sandro and Klimovich, Yauhen and Herbelot, Aur{\\'e}lie and Nabi, Moin and Sangineto, Enver and Bernardi, Raffaella},
   booktitle={ACL}, pages={255--265}, year={2017}
-}"""
+}"""  # noqa: E501 - the card's citation, as published
     HOMEPAGE = src.FOIL_HOMEPAGE
     LICENSE = "see the FOIL page; MSCOCO annotations CC BY 4.0"
     SOURCE_FILES = (
@@ -114,7 +114,8 @@ class FOIL(BenchmarkBuilder):
             original = originals.get(int(ann["id"]))
             if original is None:
                 raise DataError(
-                    f"{path.name}: foil caption {ann.get('foil_id', n)!r} has no original caption with id {ann['id']!r}."
+                    f"{path.name}: foil caption {ann.get('foil_id', n)!r} has no original caption with id "
+                    f"{ann['id']!r}."
                 )
             pairs.append(
                 {
@@ -208,16 +209,6 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     items, pairs = [], []
     for _split, row in rows_of(dataset):
         good, bad = f"{row['id']}-orig", f"{row['id']}-foil"
-        for item_id, text in ((good, row["original"]), (bad, row["foil"])):
-            items.append(
-                {
-                    "id": item_id,
-                    "task": "ic",
-                    "text": text,
-                    "image": row["image"],
-                    "image_path": row["image_path"],
-                    "references": list(row["references"]),
-                }
-            )
+        items += [caption_item(row, good, row["original"]), caption_item(row, bad, row["foil"])]
         pairs.append({"task": "ic", "better": good, "worse": bad, "kind": "foil", "weight": 1.0})
     return HumanJudgments(name="foil", items=items, pairs=pairs, correlation="accuracy")

@@ -88,7 +88,8 @@ class LongCapArena(BenchmarkBuilder):
             if len(present) != len(tables):
                 missing = sorted(set(tables) - set(present))
                 raise DataError(
-                    f"LongCap-Arena {split} ({prefix}): files for {missing} are missing; the three criteria must all be present."
+                    f"LongCap-Arena {split} ({prefix}): files for {missing} are missing; the three criteria must all "
+                    "be present."
                 )
             splits[split] = self.join(split, prefix, tables, published)
         if not splits:

@@ -51,7 +51,8 @@ class MMHE(BenchmarkBuilder):
     KNOWN_ISSUES = (
         "The authors' release layout was not reachable when this loader was written: it reads the layout in "
         "mmjudge/datasets/_sources.py (MMHE_FILES, MMHE_FIELDS); correct it there if the release differs.",
-        "Overall judgments are best-of-three choices, not scores; how they become pairs is the meta-evaluation's option.",
+        "Overall judgments are best-of-three choices, not scores; how they become pairs is the meta-evaluation's "
+        "option.",
     )
     FEATURES = datasets.Features(
         {
@@ -113,7 +114,8 @@ class MMHE(BenchmarkBuilder):
             )
         if any(not isinstance(b, int) or not 0 <= b < len(candidates) for b in best):
             raise DataError(
-                f"{where} ({task} {instance_id}): best-of-three choices must be candidate indices 0-2, but got {best!r}."
+                f"{where} ({task} {instance_id}): best-of-three choices must be candidate indices 0-2, but got "
+                f"{best!r}."
             )
         image_rel = inst.get(F["image"])
         image = self.image(source / image_rel) if image_rel else None

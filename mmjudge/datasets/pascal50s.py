@@ -30,7 +30,7 @@ from mmjudge.datasets._base import (
     default_configs,
     squash,
 )
-from mmjudge.datasets._judgments import rows_of
+from mmjudge.datasets._judgments import caption_item, rows_of
 from mmjudge.human_judgments import HumanJudgments
 
 logger = logging.getLogger(__name__)
@@ -134,7 +134,8 @@ class Pascal50S(BenchmarkBuilder):
         for i, (pair, category) in enumerate(zip(pairs, categories)):
             if len(pair) != 3 or category not in CATEGORIES:
                 raise DataError(
-                    f"Pascal-50S pair {i}: expected (image, caption A, caption B) and category 1-4, got {pair!r}, {category!r}."
+                    f"Pascal-50S pair {i}: expected (image, caption A, caption B) and category 1-4, got {pair!r}, "
+                    f"{category!r}."
                 )
             image_name, text_a, text_b = (squash(x) for x in pair)
             votes = {text_a: 0, text_b: 0}
@@ -246,17 +247,7 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
     items, pairs = [], []
     for _split, row in rows_of(dataset):
         a, b = f"{row['id']}-a", f"{row['id']}-b"
-        for item_id, text in ((a, row["text_a"]), (b, row["text_b"])):
-            items.append(
-                {
-                    "id": item_id,
-                    "task": "ic",
-                    "text": text,
-                    "image": row["image"],
-                    "image_path": row["image_path"],
-                    "references": list(row["references"]),
-                }
-            )
+        items += [caption_item(row, a, row["text_a"]), caption_item(row, b, row["text_b"])]
         better, worse = (a, b) if row["label"] == 0 else (b, a)
         pairs.append({"task": "ic", "better": better, "worse": worse, "kind": "pascal50s", "category": row["category"]})
     return HumanJudgments(name="pascal50s", items=items, pairs=pairs, correlation="accuracy")

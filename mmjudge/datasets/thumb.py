@@ -41,7 +41,7 @@ class THumB(BenchmarkBuilder):
   title={Transparent Human Evaluation for Image Captioning},
   author={Kasai, Jungo and Sakaguchi, Keisuke and Dunagan, Lavinia and Morrison, Jacob and Le Bras, Ronan and Choi, Yejin and Smith, Noah A.},
   booktitle={NAACL}, year={2022}
-}"""
+}"""  # noqa: E501 - the card's citation, as published
     HOMEPAGE = src.THUMB_REPO
     LICENSE = "see the THumB repository; images under the MSCOCO terms"
     SOURCE_FILES = "`mscoco_THumB-1.0.jsonl` and `mscoco_references.jsonl`; MSCOCO images in `val2014/` (optional)"

@@ -231,7 +231,8 @@ class ClipEncoder:
         long = [i for i, n in enumerate(lengths) if n > self.max_text_positions]
         if long:
             warnings.warn(
-                f"{len(long)} of {len(texts)} texts are longer than the text encoder's {self.max_text_positions} tokens "
+                f"{len(long)} of {len(texts)} texts are longer than the text encoder's {self.max_text_positions} "
+                "tokens "
                 f"and are truncated (first: #{long[0]}, {lengths[long[0]]} tokens). A Long-CLIP checkpoint (248 "
                 "positions) reads longer captions.",
                 stacklevel=2,

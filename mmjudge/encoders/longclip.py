@@ -12,7 +12,8 @@ the text positions) and a CLIP image processor, so :class:`mmjudge.encoders.clip
 Long-CLIP option and VELA load it like any Hub CLIP checkpoint.
 
 >>> import torch
->>> combined_positions({"positional_embedding": torch.zeros(248, 2), "positional_embedding_res": torch.ones(248, 2)})[18:22, 0]
+>>> state = {"positional_embedding": torch.zeros(248, 2), "positional_embedding_res": torch.ones(248, 2)}
+>>> combined_positions(state)[18:22, 0]
 tensor([0., 0., 1., 1.])
 """
 
@@ -77,7 +78,8 @@ def combined_positions(state: dict[str, Any]) -> Any:
         return table.clone()
     if res.shape != table.shape:
         raise ValueError(
-            f"positional_embedding {tuple(table.shape)} and positional_embedding_res {tuple(res.shape)} differ in shape."
+            f"positional_embedding {tuple(table.shape)} and positional_embedding_res {tuple(res.shape)} differ in "
+            "shape."
         )
     combined = res.clone()
     combined[:LONG_CLIP_KEEP] = table[:LONG_CLIP_KEEP]
@@ -209,7 +211,8 @@ def convert_longclip(
         vocab = state["token_embedding.weight"].shape[0]
         if len(tok) > vocab:
             raise ValueError(
-                f"The tokenizer has {len(tok)} tokens but the checkpoint's text tower only {vocab}; give the matching CLIP tokenizer."
+                f"The tokenizer has {len(tok)} tokens but the checkpoint's text tower only {vocab}; give the "
+                "matching CLIP tokenizer."
             )
     ids = (
         {}

@@ -36,7 +36,8 @@ from mmjudge.images import image_digest
 logger = logging.getLogger(__name__)
 
 BatchCallback = Callable[[Sequence[int], list], None]
-"""``on_batch(indices, answers)``: the positions (in the call's ``requests``) of one finished batch and their answers."""
+"""``on_batch(indices, answers)``: the positions (in the call's ``requests``) of one finished batch and their
+answers."""
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,9 @@ class RatingResult:
         steps: with ``read_prefix``, one :class:`PrefixStep` per token of ``answer_prefix`` (the
             distribution *before* that token), in order; ``[]`` when the prefix's tokens cannot be
             aligned with its characters, ``None`` when not asked for or not supported.
-        mass_exact: ``True`` when ``raw`` comes from the full distribution; ``False`` when the judge
-            only sees the top-k tokens (chat APIs): ratings outside the top k count as 0, so
-            :attr:`mass` is a lower bound of the true mass.
+        exact_mass: ``True`` when ``raw`` is exact (the full distribution, or exact choice probabilities:
+            :attr:`Capabilities.exact_mass`); ``False`` when the judge only sees the top-k tokens (chat
+            APIs): ratings outside the top k count as 0, so :attr:`mass` is a lower bound of the true mass.
         error: why the judge gave no answer (a request that failed after its retries, a malformed
             reply); ``raw`` is then all zeros. Such a result is never cached.
     """
@@ -147,12 +148,12 @@ class RatingResult:
     raw: list[float]
     greedy: str = ""
     steps: list[PrefixStep] | None = None
-    mass_exact: bool = True
+    exact_mass: bool = True
     error: str | None = None
 
     @property
     def mass(self) -> float:
-        """Total probability the model put on the scale (a lower bound when ``mass_exact`` is False)."""
+        """Total probability the model put on the scale (a lower bound when ``exact_mass`` is False)."""
         return float(sum(self.raw))
 
     @property
@@ -166,8 +167,8 @@ class RatingResult:
 
     def to_json(self) -> dict:
         data: dict[str, Any] = {"raw": self.raw, "greedy": self.greedy}
-        if not self.mass_exact:
-            data["mass_exact"] = False
+        if not self.exact_mass:
+            data["mass_exact"] = False  # the stored key keeps its first name: cache files written before still read
         if self.steps is not None:
             data["steps"] = [[step.offset, step.raw, step.greedy] for step in self.steps]
         return data
@@ -179,7 +180,7 @@ class RatingResult:
             raw=[float(x) for x in data["raw"]],
             greedy=str(data.get("greedy", "")),
             steps=None if steps is None else [PrefixStep(int(o), [float(x) for x in r], str(g)) for o, r, g in steps],
-            mass_exact=bool(data.get("mass_exact", True)),
+            exact_mass=bool(data.get("mass_exact", True)),
         )
 
 
@@ -219,13 +220,13 @@ class Capabilities:
             model can; OpenAI's chat API cannot; vLLM/SGLang can through ``continue_final_message``).
             Without it the backend reads the first rating the model generates.
         full_distribution: every token's probability is available; ``False`` for top-k APIs, whose
-            results carry ``mass_exact=False``.
+            results carry ``exact_mass=False``.
         reads_prefix_steps: ``read_prefix`` requests get the distributions inside the prefix.
         can_generate: free-running greedy generation (explanations, FLEUR's fallback).
         exact_choices: the probability of each choice is its full-vocabulary probability even though
             the judge does not see every token (a server that returns the log-probabilities of chosen
             token ids: vLLM's ``logprob_token_ids``, SGLang's ``token_ids_logprob``); results then carry
-            ``mass_exact=True``. Implied by ``full_distribution``.
+            ``exact_mass=True``. Implied by ``full_distribution``.
 
     >>> Capabilities(teacher_forcing=False).missing(("teacher_forcing", "can_generate"))
     ['teacher_forcing']
@@ -270,8 +271,10 @@ class Judge(ABC):
 
     @abstractmethod
     def identity(self) -> dict:
-        """What determines this judge's outputs (backend, model id, revision, dtype, …), JSON-able.
-        Used in cache keys and signatures; must not include speed-only knobs like ``batch_size``."""
+        """What determines this judge's outputs (backend, model id, revision, dtype, …), JSON-able: the
+        cache keys' part. Must not include speed-only knobs like ``batch_size``, nor secrets.
+        :meth:`signature_fields` (what a result's signature shows) and :meth:`describe` (its name in
+        messages) are derived from it."""
 
     @abstractmethod
     def rate(
@@ -295,22 +298,6 @@ class Judge(ABC):
         return None
 
     # --------------------------------------------------------------------------------- derived facts
-    @property
-    def teacher_forcing(self) -> bool:
-        return self.capabilities.teacher_forcing
-
-    @property
-    def full_distribution(self) -> bool:
-        return self.capabilities.full_distribution
-
-    @property
-    def reads_prefix_steps(self) -> bool:
-        return self.capabilities.reads_prefix_steps
-
-    @property
-    def can_generate(self) -> bool:
-        return self.capabilities.can_generate
-
     def require(self, capability: str, metric: str, why: str) -> None:
         """Raise :class:`JudgeCapabilityError` unless this judge has ``capability``.
 
@@ -318,7 +305,8 @@ class Judge(ABC):
         >>> judge = load_judge("dummy", teacher_forcing=False)
         >>> judge.require("teacher_forcing", "FLEUR", "it reads digits at forced positions")
         Traceback (most recent call last):
-        mmjudge.judges.base.JudgeCapabilityError: FLEUR needs a judge with teacher_forcing (it reads digits at forced positions), but the 'dummy' backend has none.
+        mmjudge.judges.base.JudgeCapabilityError: FLEUR needs a judge with teacher_forcing (it reads digits at
+        forced positions), but the 'dummy' backend has none.
         """
         if self.capabilities.missing([capability]):
             raise JudgeCapabilityError(
@@ -326,8 +314,9 @@ class Judge(ABC):
             )
 
     def signature_fields(self) -> dict[str, Any]:
-        """The judge's part of a result signature: ``judge`` (backend:model), ``revision`` and
-        ``dtype`` where they apply. Never a local path (local folders appear as a fingerprint)."""
+        """The public part of :meth:`identity`, in a result's signature: ``judge`` (backend:model),
+        ``revision`` and ``dtype`` where they apply (a backend may add the settings that change its answers).
+        Never a local path (local folders appear as a fingerprint)."""
         ident = self.identity()
         out: dict[str, Any] = {"judge": f"{self.backend}:{ident.get('model', '')}".rstrip(":")}
         for key in ("revision", "dtype"):
@@ -336,23 +325,36 @@ class Judge(ABC):
         return out
 
     def describe(self) -> str:
-        """Short human-readable name, e.g. ``transformers:org/model@rev``."""
+        """The judge's name in messages, from :meth:`signature_fields`: ``transformers:org/model@rev``."""
         sig = self.signature_fields()
         return sig["judge"] + (f"@{sig['revision']}" if sig.get("revision") else "")
 
 
 class JudgeWrapper(Judge):
     """A judge around another (``inner``): it answers as ``inner`` does — same identity, capabilities,
-    model facts and cost — unless it overrides a method, and any other attribute (a backend's own, e.g.
-    ``generate_trace`` or ``stats``) is read from ``inner``, so callers never reach through ``.inner``."""
+    model facts and cost — unless it overrides a method. Of the backend's own attributes, those in
+    :attr:`FORWARDED` are read from ``inner`` (so callers never reach through ``.inner``); any other name
+    is an ``AttributeError``, as on any object, never a silent pass-through."""
+
+    # A backend's own facts that callers read through a wrapper: counters (the dummy's ``calls``, the local
+    # backend's ``stats``, the API backend's ``usage``), what FLEUR's reference procedure and ``mmjudge
+    # serve`` read of a local model (traces, token ids, tokenizer), and what the API backend settled on.
+    FORWARDED: ClassVar[frozenset[str]] = frozenset(
+        {"calls", "stats", "usage", "generate_trace", "choice_token_ids", "tokenizer"}
+        | {"model_name", "endpoint", "servers", "prefill_mode", "mass_mode"}
+    )
 
     def __init__(self, inner: Judge):
         self.inner = inner
 
     def __getattr__(self, name: str) -> Any:
-        if name == "inner":  # not set yet (unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+        # Only reached for names the wrapper lacks. "inner" itself is absent while unpickling: no recursion.
+        if name in self.FORWARDED and "inner" in self.__dict__:
+            return getattr(self.inner, name)
+        raise AttributeError(
+            f"{type(self).__name__!r} object has no attribute {name!r} (a judge wrapper passes on only the "
+            f"judge protocol and {', '.join(sorted(self.FORWARDED))})"
+        )
 
     @property
     def backend(self) -> str:  # type: ignore[override]
@@ -369,6 +371,9 @@ class JudgeWrapper(Judge):
     def identity(self) -> dict:
         return self.inner.identity()
 
+    def signature_fields(self) -> dict[str, Any]:  # a backend may add fields: its own, not the default
+        return self.inner.signature_fields()
+
     def rate(self, requests, progress=True, on_batch=None):
         return self.inner.rate(requests, progress=progress, on_batch=on_batch)
 
@@ -381,15 +386,19 @@ class JudgeWrapper(Judge):
     def usage_summary(self) -> str | None:
         return self.inner.usage_summary()
 
-    def signature_fields(self) -> dict[str, Any]:
-        return self.inner.signature_fields()
 
-    def describe(self) -> str:
-        return self.inner.describe()
+def find_layer(judge: Judge, kind: type[Judge]) -> Judge | None:
+    """The first layer of ``judge`` (itself, then each wrapper's ``inner``, down to the backend) that is a
+    ``kind``, or ``None``: how the factory knows a judge is already cached or already split.
 
-    def unwrapped(self) -> Judge:
-        """The innermost judge (the backend itself)."""
-        judge: Judge = self.inner
-        while isinstance(judge, JudgeWrapper):
-            judge = judge.inner
-        return judge
+    >>> from mmjudge.judges.dummy import DummyJudge
+    >>> backend = DummyJudge()
+    >>> find_layer(JudgeWrapper(JudgeWrapper(backend)), DummyJudge) is backend
+    True
+    """
+    layer: Judge | None = judge
+    while layer is not None:
+        if isinstance(layer, kind):
+            return layer
+        layer = layer.inner if isinstance(layer, JudgeWrapper) else None
+    return None

@@ -27,19 +27,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mmjudge import distributed
-from mmjudge.judges.base import BatchCallback, Judge, JudgeWrapper
+from mmjudge.judges.base import BatchCallback, Judge, JudgeWrapper, find_layer
 
 
 def parallel(judge: Judge) -> Judge:
     """``judge`` wrapped in :class:`DataParallelJudge` under a launcher (once: a judge that already
     splits its calls is returned as it is); ``judge`` itself outside a launcher."""
-    if not distributed.is_distributed():
+    if not distributed.is_distributed() or find_layer(judge, DataParallelJudge) is not None:
         return judge
-    layer: Judge = judge
-    while isinstance(layer, JudgeWrapper):
-        if isinstance(layer, DataParallelJudge):
-            return judge
-        layer = layer.inner
     return DataParallelJudge(judge)
 
 

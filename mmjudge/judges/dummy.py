@@ -17,7 +17,7 @@ class DummyJudge(BatchedJudge):
     """Hash-based pseudo-judge. ``mass`` is the probability it puts on the scale (default 0.9).
 
     ``teacher_forcing=False`` / ``full_distribution=False`` make it declare the capabilities of a chat
-    API (its results are then marked ``mass_exact=False``), ``can_generate=False`` those of a judge that
+    API (its results are then marked ``exact_mass=False``), ``can_generate=False`` those of a judge that
     only rates, to test how metrics react."""
 
     backend = "dummy"
@@ -58,7 +58,7 @@ class DummyJudge(BatchedJudge):
         for request in requests:
             raw = self._weights(request, len(request.choices))
             greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
-            out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.capabilities.full_distribution))
+            out.append(RatingResult(raw=raw, greedy=greedy, exact_mass=self.capabilities.full_distribution))
         return out
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:

@@ -5,22 +5,23 @@ before any model loads, wrapped for data parallelism (under a launcher) and in t
 ('openai', 'dummy', 'transformers')
 >>> build_judge(None, "dummy", cache=False, gama=1)
 Traceback (most recent call last):
-ValueError: unknown option 'gama' for the 'dummy' judge. Options: batch_size, can_generate, full_distribution, mass, model, seed, teacher_forcing.
+ValueError: unknown option 'gama' for the 'dummy' judge. Options: batch_size, can_generate, full_distribution,
+mass, model, seed, teacher_forcing.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Union
+from typing import Any
 
 from mmjudge.judges import JUDGES, load_judge
-from mmjudge.judges.base import Judge, JudgeWrapper
+from mmjudge.judges.base import Judge, find_layer
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.data_parallel import parallel
 from mmjudge.options import accepted_keywords, unknown_option_error
 from mmjudge.paths import check_cache_path, default_cache_path
 
-CacheOption = Union[bool, str, os.PathLike, None]
+CacheOption = bool | str | os.PathLike | None
 
 
 def build_judge(
@@ -33,7 +34,11 @@ def build_judge(
     :class:`Judge`), wrapped in the persistent cache unless ``cache`` is ``False``/``None``.
     ``cache=True`` uses the default cache file; a path uses that file. A ready judge that already has a
     cache is used as it is."""
-    wrap = cache is not None and cache is not False and not _has_layer(judge, CachedJudge)
+    wrap = (
+        cache is not None
+        and cache is not False
+        and (not isinstance(judge, Judge) or find_layer(judge, CachedJudge) is None)
+    )
     # Checked before the model loads (a bad path must not cost a model load).
     path = check_cache_path(default_cache_path() if cache is True else cache) if wrap else None
     if isinstance(judge, Judge):
@@ -47,14 +52,6 @@ def build_judge(
         check_judge_options(backend, judge_kwargs)
         built = load_judge(backend, **judge_kwargs)
     return CachedJudge(built, path) if path is not None else built
-
-
-def _has_layer(judge: Any, kind: type) -> bool:
-    while isinstance(judge, Judge):
-        if isinstance(judge, kind):
-            return True
-        judge = judge.inner if isinstance(judge, JudgeWrapper) else None
-    return False
 
 
 def backend_name(judge: str | None, model: Any) -> str:

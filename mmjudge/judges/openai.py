@@ -21,11 +21,11 @@ signatures:
 
 * ``"exact"`` — the request names the rating tokens' ids (``logprob_token_ids``: vLLM since PR #43463,
   ``mmjudge serve``) and the server returns their full-vocabulary log-probabilities, so the distribution
-  is the local backend's (``mass_exact=True``, signature ``mass=exact``). The ids come from the server's
+  is the local backend's (``exact_mass=True``, signature ``mass=exact``). The ids come from the server's
   ``POST /tokenize`` of ``"3"`` and ``" 3"``, once per rating scale.
 * ``"top-k"`` — ratings are read from ``top_logprobs`` (at most 20 on OpenAI): a rating outside the top k
   counts as 0 (OpenAI's −9999 log-prob also reads as 0), so :attr:`RatingResult.mass` is a lower bound
-  (``mass_exact=False``).
+  (``exact_mass=False``).
 * ``"auto"`` (default) — ``exact`` where the server has it, else ``top-k`` (``top-k`` without asking when
   ``model`` and ``prefill`` are given).
 
@@ -762,7 +762,7 @@ class OpenAIJudge(BatchedJudge):
         with self._lock:
             self.usage.failed += 1
         logger.info("rating failed: %s", why)
-        return RatingResult(raw=[0.0] * len(choices), greedy="", mass_exact=self.capabilities.exact_mass, error=why)
+        return RatingResult(raw=[0.0] * len(choices), greedy="", exact_mass=self.capabilities.exact_mass, error=why)
 
     def _map(self, fn: Callable, requests: Sequence) -> list:
         if len(requests) <= 1 or self.max_concurrency == 1:

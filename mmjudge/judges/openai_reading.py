@@ -8,7 +8,7 @@ token ids a request named (``logprob_token_ids``). Pure functions of the answer,
 ...                                             {"token": "5", "logprob": -1.6094379124},
 ...                                             {"token": "1", "logprob": -9999.0}]}]
 >>> r = read_rating(content, ["1", "2", "3", "4", "5"], first_position=False)
->>> [round(x, 6) for x in r.raw], r.greedy, r.mass_exact
+>>> [round(x, 6) for x in r.raw], r.greedy, r.exact_mass
 ([0.0, 0.0, 0.0, 0.8, 0.2], ' 4', False)
 """
 
@@ -88,7 +88,7 @@ def read_rating(
     position :func:`rating_position` finds. Each rating's probability sums every listed token that
     spells it (``"4"``, ``" 4"``). ``exact``: the list holds the rating tokens the request named
     (``logprob_token_ids``) with full-vocabulary log-probabilities, each token id once (two ids may decode
-    to one text: both count), and the result is ``mass_exact``; otherwise it is a top-k list, a rating
+    to one text: both count), and the result is ``exact_mass``; otherwise it is a top-k list, a rating
     outside it is 0 (a lower bound of the mass) and a text listed twice counts once. ``id_choices`` maps
     token ids to choices for servers that spell tokens as ``token_id:N``. With no position to read, every
     rating is 0 and ``greedy`` holds the generated text.
@@ -96,14 +96,14 @@ def read_rating(
     >>> entry = {"token": "4", "top_logprobs": [{"token": "4", "logprob": -0.5}, {"token": " 4", "logprob": -2.0},
     ...                                         {"token": "token_id:7", "logprob": -3.0}]}
     >>> r = read_rating([entry], ["3", "4"], first_position=True, exact=True, id_choices={7: 0})
-    >>> [round(x, 4) for x in r.raw], r.mass_exact
+    >>> [round(x, 4) for x in r.raw], r.exact_mass
     ([0.0498, 0.7419], True)
     """
     choices = [str(c) for c in choices]
     position = (0 if content else None) if first_position else rating_position(content, choices, id_choices)
     if position is None:
         return RatingResult(
-            raw=[0.0] * len(choices), greedy="".join(str(e.get("token", "")) for e in content), mass_exact=exact
+            raw=[0.0] * len(choices), greedy="".join(str(e.get("token", "")) for e in content), exact_mass=exact
         )
     entry = content[position]
     raw = [0.0] * len(choices)
@@ -121,7 +121,7 @@ def read_rating(
         k = _choice_of(token, choices, id_choices)
         if k is not None:
             raw[k] += _prob(top)
-    return RatingResult(raw=raw, greedy=str(entry.get("token", "")), mass_exact=exact)
+    return RatingResult(raw=raw, greedy=str(entry.get("token", "")), exact_mass=exact)
 
 
 def listed_choice_tokens(

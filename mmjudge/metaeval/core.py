@@ -31,12 +31,9 @@ it per metric. Score files keyed by (image, text) are joined by content first
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,166 +50,10 @@ from mmjudge.metaeval.bootstrap import (
 )
 from mmjudge.metaeval.correlation import MEASURES, check_measure, correlation, correlation_batch
 from mmjudge.metaeval.pairwise import BEST_OF, TIES, check_option, pair_outcomes, pairs_from_choices
+from mmjudge.metaeval.result import ALL, AVG, OVERALL, MetaEvalResult, figure_key
 from mmjudge.metaeval.scores import Scores, is_failed, join_scores, score_key
 
 PROTOCOLS = ("per_judgment", "averaged")
-ALL = "all"
-AVG = "avg"
-OVERALL = "overall"
-
-
-@dataclass
-class MetaEvalResult:
-    """All figures of one benchmark, as flat records (one dict per figure and metric).
-
-    Correlation records: ``dataset, metric, measure (tau_b|tau_c|pearson|spearman), task, criterion,
-    protocol, score_key, value, ci_low, ci_high, n_rows, n_items, n_failed``. Accuracy records: ``dataset,
-    metric, measure="accuracy", kind (best_of_n|pascal50s|foil|…), criterion, subset (task or category, or
-    "avg"), value, ci_low, ci_high, n_pairs, n_units, n_failed``. ``n_rows`` / ``n_items`` / ``n_pairs``
-    count what the figure used; ``n_failed`` the items it left out because the metric had no score for
-    them. Values are in [-1, 1] / [0, 1] (tables show ×100). ``coverage`` holds, per metric, how its
-    scores were joined (``by`` id or content, ``items``, ``unjoined_rows``) and how many items failed
-    (``failed``: no score in a column some figure used).
-    """
-
-    dataset: str
-    metrics: list[str]
-    records: list[dict[str, Any]]
-    options: dict[str, Any] = field(default_factory=dict)
-    correlation: str = "tau_c"
-    criteria: list[str] = field(default_factory=list)
-    tasks: list[str] = field(default_factory=list)
-    coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # (figure key, metric) -> bootstrap values; kept in memory only, for paired comparisons.
-    resamples: dict[tuple, np.ndarray] = field(default_factory=dict, repr=False)
-
-    @property
-    def correlation_measure(self) -> str:
-        """The benchmark's correlation measure (``tau_c`` when it names none, e.g. ``"accuracy"``)."""
-        return self.correlation if self.correlation in MEASURES else "tau_c"
-
-    def find(self, metric: str, **where: Any) -> list[dict[str, Any]]:
-        return [r for r in self.records if r["metric"] == metric and all(r.get(k) == v for k, v in where.items())]
-
-    def value(self, metric: str, **where: Any) -> float:
-        """The value of the one record of ``metric`` matching ``where`` (e.g. ``measure="tau_c"``)."""
-        found = self.find(metric, **where)
-        if len(found) != 1:
-            raise ValueError(f"{len(found)} records of {metric!r} match {where}, expected exactly one.")
-        return found[0]["value"]
-
-    def headline(self, metric: str) -> dict[str, Any] | None:
-        """The benchmark's usual single figure (Table 8): mean accuracy when it has preference pairs,
-        else its correlation (``correlation`` measure) on the overall criterion over all tasks."""
-        acc = list(self.find(metric, measure="accuracy"))
-        if acc:
-            kind = acc[0]["kind"]
-            same = [r for r in acc if r["kind"] == kind]
-            overall = [r for r in same if r.get("criterion", "overall") == "overall"] or same
-            return next((r for r in overall if r["subset"] == AVG), overall[0])
-        corr = self.find(metric, measure=self.correlation_measure)
-        if not corr:
-            return None
-        criterion = "overall" if any(r["criterion"] == "overall" for r in corr) else corr[0]["criterion"]
-        task = ALL if any(r["task"] == ALL for r in corr) else corr[0]["task"]
-        return next(r for r in corr if r["criterion"] == criterion and r["task"] == task)
-
-    def compare(self, metric_a: str, metric_b: str, confidence: float | None = None, **where: Any) -> dict:
-        """Paired bootstrap comparison of one figure between two metrics: ``difference`` (a − b), its
-        interval, and ``share_b_not_worse`` (share of resamples where b ≥ a; small means a is reliably
-        better). Needs the in-memory resamples (not kept in saved JSON)."""
-        rec_a, rec_b = self.find(metric_a, **where), self.find(metric_b, **where)
-        if len(rec_a) != 1 or len(rec_b) != 1:
-            raise ValueError(f"Expected one figure matching {where} for both {metric_a!r} and {metric_b!r}.")
-        key = _figure_key(rec_a[0])
-        if (key, metric_a) not in self.resamples or (key, metric_b) not in self.resamples:
-            raise ValueError("No bootstrap resamples in memory: run meta_evaluate with bootstrap > 0.")
-        diff = self.resamples[(key, metric_a)] - self.resamples[(key, metric_b)]
-        low, high = percentile_interval(diff, confidence or self.options.get("confidence", DEFAULT_CONFIDENCE))
-        finite = diff[np.isfinite(diff)]
-        return {
-            "metric_a": metric_a,
-            "metric_b": metric_b,
-            **dict(where.items()),
-            "difference": rec_a[0]["value"] - rec_b[0]["value"],
-            "ci_low": low,
-            "ci_high": high,
-            "share_b_not_worse": float(np.mean(finite <= 0)) if finite.size else float("nan"),
-        }
-
-    def failure_lines(self) -> list[str]:
-        """One line per metric with failed items, e.g. ``harmonic_eval: 3 of 5,664 items had no score and
-        were left out``."""
-        return [
-            f"{metric}: {c['failed']:,} of {c['items']:,} items had no score and were left out"
-            for metric, c in self.coverage.items()
-            if c.get("failed")
-        ]
-
-    # --------------------------------------------------------------------------- persistence
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "metrics": self.metrics,
-            "correlation": self.correlation,
-            "criteria": self.criteria,
-            "tasks": self.tasks,
-            "options": self.options,
-            "coverage": self.coverage,
-            "records": [{k: _jsonable(v) for k, v in r.items()} for r in self.records],
-        }
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n", encoding="utf-8")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MetaEvalResult:
-        records = [
-            {k: (math.nan if v is None and k in _FLOAT_FIELDS else v) for k, v in r.items()} for r in data["records"]
-        ]
-        return cls(
-            dataset=data["dataset"],
-            metrics=list(data["metrics"]),
-            records=records,
-            options=dict(data.get("options", {})),
-            correlation=data.get("correlation", "tau_c"),
-            criteria=list(data.get("criteria", [])),
-            tasks=list(data.get("tasks", [])),
-            coverage=dict(data.get("coverage", {})),
-        )
-
-    @classmethod
-    def load_all(cls, path: str | Path) -> list[MetaEvalResult]:
-        """Results saved by :meth:`save` or :func:`~mmjudge.metaeval.write_outputs` (one or a list)."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            return [cls.from_dict(d) for d in (data if isinstance(data, list) else [data])]
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
-            raise ValueError(f"{path}: not a saved meta-evaluation result ({err}).") from None
-
-    @classmethod
-    def load(cls, path: str | Path) -> MetaEvalResult:
-        """The one result saved in ``path``."""
-        results = cls.load_all(path)
-        if len(results) != 1:
-            raise ValueError(f"{path}: holds {len(results)} results; use MetaEvalResult.load_all.")
-        return results[0]
-
-
-_FLOAT_FIELDS = ("value", "ci_low", "ci_high")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None  # JSON has no NaN; `load` turns it back
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _figure_key(record: Mapping[str, Any]) -> tuple:
-    fields = ("measure", "task", "criterion", "protocol", "kind", "subset")
-    return tuple((k, record.get(k)) for k in fields)
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -256,14 +97,7 @@ def meta_evaluate(
     check_option(ties, TIES, "ties")
     bootstrap = check_resamples(bootstrap)
     confidence = check_confidence(confidence)
-    if not isinstance(judgments, HumanJudgments):
-        raise ValueError(f"Expected `judgments` to be HumanJudgments, but got {type(judgments).__name__}.")
-    if not scores:
-        raise ValueError("Expected `scores` to hold at least one metric, but got none.")
-    ids = judgments.ids()
-    if len(set(ids)) != len(ids):
-        dup = [i for i in dict.fromkeys(ids) if ids.count(i) > 1]
-        raise ValueError(f"{judgments.name}: duplicate item ids {dup[:5]}.")
+    ids = _check_judgments(judgments, scores)
     scores = {name: join_scores(table, judgments, name) for name, table in scores.items()}
     ratings = _check_ratings(judgments, set(ids))
     if not ratings and not judgments.choices and not judgments.pairs:
@@ -287,32 +121,32 @@ def meta_evaluate(
     )
     used: dict[str, set] = {name: set() for name in scores}  # score columns some figure read
     if ratings:
-        _correlations(
-            judgments,
-            ratings,
-            scores,
-            result,
-            measures,
-            protocol,
-            bootstrap,
-            seed,
-            confidence,
-            criterion_scores,
-            progress,
-            used,
-        )
+        _correlations(judgments, ratings, scores, result, progress, used)
     pair_sets = _pair_sets(judgments, best_of)
     if pair_sets:
-        _accuracies(
-            judgments.name, pair_sets, scores, result, ties, bootstrap, seed, confidence, criterion_scores, used
-        )
+        _accuracies(judgments.name, pair_sets, scores, result, used)
     for name, table in scores.items():
-        failed = sum(1 for i in ids if any(is_failed(table[i][k]) for k in used[name]))
-        result.coverage[name] = {
-            **(getattr(table, "join", None) or {"by": "id", "items": len(ids), "joined": len(ids), "unjoined_rows": 0}),
-            "failed": failed,
-        }
+        result.coverage[name] = _coverage(table, ids, used[name])
     return result
+
+
+def _check_judgments(judgments: Any, scores: Mapping[str, Any]) -> list[str]:
+    """The benchmark's item ids, once it is known to be one with unique ids and there are scores to join."""
+    if not isinstance(judgments, HumanJudgments):
+        raise ValueError(f"Expected `judgments` to be HumanJudgments, but got {type(judgments).__name__}.")
+    if not scores:
+        raise ValueError("Expected `scores` to hold at least one metric, but got none.")
+    ids = judgments.ids()
+    if len(set(ids)) != len(ids):
+        dup = [i for i in dict.fromkeys(ids) if ids.count(i) > 1]
+        raise ValueError(f"{judgments.name}: duplicate item ids {dup[:5]}.")
+    return ids
+
+
+def _coverage(table: Scores, ids: Sequence[str], used: set) -> dict[str, Any]:
+    """How a metric's scores joined the benchmark, and how many items failed in a column some figure read."""
+    joined = getattr(table, "join", None) or {"by": "id", "items": len(ids), "joined": len(ids), "unjoined_rows": 0}
+    return {**joined, "failed": sum(1 for i in ids if any(is_failed(table[i][k]) for k in used))}
 
 
 def _check_ratings(judgments: HumanJudgments, known: set) -> list[dict[str, Any]]:
@@ -329,16 +163,22 @@ def _check_ratings(judgments: HumanJudgments, known: set) -> list[dict[str, Any]
     return out
 
 
-def _correlations(
-    hj, ratings, scores, result, measures, protocol, bootstrap, seed, confidence, criterion_scores, progress, used
-):
+def _correlations(hj, ratings, scores, result, progress, used):
+    """Every correlation figure (per task and criterion), with its interval, into ``result.records``."""
+    options = result.options
+    measures, protocol, bootstrap, seed = (
+        options["measures"],
+        options["protocol"],
+        options["bootstrap"],
+        options["seed"],
+    )
     tasks = list(dict.fromkeys(r["task"] for r in ratings))
     criteria = [c for c in hj.criteria if any(r["criterion"] == c for r in ratings)]
     criteria += [c for c in dict.fromkeys(r["criterion"] for r in ratings) if c not in criteria]
     result.tasks, result.criteria = tasks, criteria
     subsets = tasks + ([ALL] if len(tasks) > 1 and ALL not in tasks else [])
     keys = {
-        name: {c: score_key(table, name, c if criterion_scores else None) for c in criteria}
+        name: {c: score_key(table, name, c if options["criterion_scores"] else None) for c in criteria}
         for name, table in scores.items()
     }
     from mmjudge.progress import progress_bar
@@ -348,17 +188,7 @@ def _correlations(
         rows = [r for r in ratings if r["criterion"] == criterion and (task == ALL or r["task"] == task)]
         if not rows:
             continue
-        item_ids = list(dict.fromkeys(r["id"] for r in rows))
-        position = {i: k for k, i in enumerate(item_ids)}
-        if protocol == "per_judgment":
-            row_items = np.array([position[r["id"]] for r in rows])
-            human = np.array([float(r["score"]) for r in rows])
-        else:
-            sums, counts = np.zeros(len(item_ids)), np.zeros(len(item_ids))
-            for r in rows:
-                sums[position[r["id"]]] += float(r["score"])
-                counts[position[r["id"]]] += 1
-            row_items, human = np.arange(len(item_ids)), sums / counts
+        item_ids, row_items, human = _human_rows(rows, protocol)
         weights = None
         if bootstrap:
             counts_b = resample_counts(
@@ -393,11 +223,29 @@ def _correlations(
                     n_items=len(item_ids) - failed,
                     n_failed=failed,
                 )
-                low, high = percentile_interval(boot[measure], confidence) if measure in boot else (math.nan, math.nan)
+                low, high = (
+                    percentile_interval(boot[measure], options["confidence"])
+                    if measure in boot
+                    else (math.nan, math.nan)
+                )
                 record.update(ci_low=low, ci_high=high)
                 result.records.append(record)
                 if measure in boot:
-                    result.resamples[(_figure_key(record), name)] = boot[measure]
+                    result.resamples[(figure_key(record), name)] = boot[measure]
+
+
+def _human_rows(rows: list[dict], protocol: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """``(item ids, each row's item position, human scores)``: one row per rating (``per_judgment``) or per
+    item, its ratings averaged (``averaged``)."""
+    item_ids = list(dict.fromkeys(r["id"] for r in rows))
+    position = {i: k for k, i in enumerate(item_ids)}
+    if protocol == "per_judgment":
+        return item_ids, np.array([position[r["id"]] for r in rows]), np.array([float(r["score"]) for r in rows])
+    sums, counts = np.zeros(len(item_ids)), np.zeros(len(item_ids))
+    for r in rows:
+        sums[position[r["id"]]] += float(r["score"])
+        counts[position[r["id"]]] += 1
+    return item_ids, np.arange(len(item_ids)), sums / counts
 
 
 def _pair_sets(hj: HumanJudgments, best_of: str) -> dict[tuple[str, str, str], list[dict]]:
@@ -421,7 +269,11 @@ def _pair_sets(hj: HumanJudgments, best_of: str) -> dict[tuple[str, str, str], l
     return sets
 
 
-def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confidence, criterion_scores, used):
+def _accuracies(dataset, pair_sets, scores, result, used):
+    """Every pairwise-accuracy figure (per kind, criterion and subset, and their average) into ``result``."""
+    options = result.options
+    ties, bootstrap, seed, confidence = options["ties"], options["bootstrap"], options["seed"], options["confidence"]
+    criterion_scores = options["criterion_scores"]
     for kind, criterion in dict.fromkeys((kind, criterion) for kind, criterion, _ in pair_sets):
         subsets = [s for k, c, s in pair_sets if (k, c) == (kind, criterion)]
         # The overall criterion keeps the resampling key it always had (same intervals as before criteria).
@@ -458,59 +310,36 @@ def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confi
                 n_units = len(set(unit[keep].tolist()))
                 for t, n in enumerate((int(keep.sum()), n_units, failed)):
                     totals[name][t] += n
-                _add_accuracy(
-                    result,
-                    dataset,
-                    name,
-                    kind,
-                    criterion,
-                    subset,
-                    value,
-                    boot,
-                    confidence,
-                    int(keep.sum()),
-                    n_units,
-                    failed,
-                    key,
+                figure = dict(
+                    dataset=dataset, metric=name, kind=kind, criterion=criterion, subset=subset, score_key=key
                 )
+                _add_accuracy(result, figure, value, boot, confidence, (int(keep.sum()), n_units, failed))
         if len(subsets) > 1:  # the mean over tasks / categories ("Avg." of Table 2)
             for name in scores:
                 boot = np.mean(boots[name], axis=0) if boots[name] else None
                 key = score_key(scores[name], name, criterion if criterion_scores and criterion != OVERALL else None)
-                _add_accuracy(
-                    result,
-                    dataset,
-                    name,
-                    kind,
-                    criterion,
-                    AVG,
-                    float(np.mean(values[name])),
-                    boot,
-                    confidence,
-                    *totals[name],
-                    key,
-                )
+                figure = dict(dataset=dataset, metric=name, kind=kind, criterion=criterion, subset=AVG, score_key=key)
+                _add_accuracy(result, figure, float(np.mean(values[name])), boot, confidence, totals[name])
 
 
 def _add_accuracy(
-    result, dataset, name, kind, criterion, subset, value, boot, confidence, n_pairs, n_units, n_failed, key
-):
+    result: MetaEvalResult, figure: dict, value: float, boot: Any, confidence: float, counts: Sequence[int]
+) -> None:
+    """One accuracy record: ``figure`` (dataset, metric, kind, criterion, subset, score_key), its value and
+    interval, and ``counts`` (pairs, units, failed items)."""
     low, high = percentile_interval(boot, confidence) if boot is not None else (math.nan, math.nan)
-    record = dict(
-        dataset=dataset,
-        metric=name,
-        measure="accuracy",
-        kind=kind,
-        criterion=criterion,
-        subset=subset,
-        score_key=key,
-        value=value,
-        ci_low=low,
-        ci_high=high,
-        n_pairs=n_pairs,
-        n_units=n_units,
-        n_failed=n_failed,
-    )
+    n_pairs, n_units, n_failed = counts
+    record = {
+        **{k: figure[k] for k in ("dataset", "metric")},
+        "measure": "accuracy",
+        **{k: figure[k] for k in ("kind", "criterion", "subset", "score_key")},
+        "value": value,
+        "ci_low": low,
+        "ci_high": high,
+        "n_pairs": n_pairs,
+        "n_units": n_units,
+        "n_failed": n_failed,
+    }
     result.records.append(record)
     if boot is not None:
-        result.resamples[(_figure_key(record), name)] = boot
+        result.resamples[(figure_key(record), figure["metric"])] = boot

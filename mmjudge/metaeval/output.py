@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from mmjudge.metaeval.core import MetaEvalResult
+from mmjudge.metaeval.result import MetaEvalResult
 from mmjudge.metaeval.tables import FORMATS, all_tables, check_formats, heatmap, records_csv
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmjudge.metaeval.core import ALL, AVG, MetaEvalResult
 from mmjudge.metaeval.correlation import LABELS
+from mmjudge.metaeval.result import ALL, AVG, MetaEvalResult
 
 CRITERION_ABBREVIATIONS = {
     "correctness": "Crt",

@@ -52,7 +52,9 @@ def build_text_judge(
     ``max_text_chars`` (cheap, before any model loads), then build the judge (``default_model`` when the
     backend is ``transformers``). Returns the judge and the text limit.
 
-    >>> judge, limit = build_text_judge(None, "dummy", False, {}, default_model="x", max_text_chars=500, long_texts="truncate")
+    >>> judge, limit = build_text_judge(
+    ...     None, "dummy", False, {}, default_model="x", max_text_chars=500, long_texts="truncate"
+    ... )
     >>> limit
     500
     """

@@ -14,7 +14,7 @@ is not ``ok``, ``x`` is NaN (``null`` in JSON and CSV) and means leave it out.
 ('no_rating', "the judge answered ' I'")
 >>> rating_status(RatingResult(raw=[0.05] * 5, greedy="The"), min_mass=0.5)
 ('low_mass', "0.25 of the judge's probability was on the scale; it answered 'The'")
->>> rating_status(RatingResult(raw=[0.05] * 5, greedy="The", mass_exact=False), min_mass=0.5)  # a top-k lower bound
+>>> rating_status(RatingResult(raw=[0.05] * 5, greedy="The", exact_mass=False), min_mass=0.5)  # a top-k lower bound
 ('ok', '')
 """
 
@@ -61,7 +61,7 @@ def rating_status(result: RatingResult, min_mass: float = DEFAULT_MIN_MASS) -> t
     said = result.greedy.strip() and f"it answered {result.greedy!r}"
     if not mass > 0:
         return NO_RATING, f"the judge answered {result.greedy!r}" if result.greedy else "the judge gave no rating"
-    if result.mass_exact and mass < min_mass:
+    if result.exact_mass and mass < min_mass:
         return LOW_MASS, f"{mass:.2g} of the judge's probability was on the scale" + (f"; {said}" if said else "")
     return OK, ""
 

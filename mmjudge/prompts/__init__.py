@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 HERE = Path(__file__).parent
 
@@ -138,11 +138,6 @@ def _task_info(name: str, table: Mapping[str, Any], path: Path) -> TaskInfo:
     if isinstance(needs, str) or any(n not in TASK_INPUTS for n in needs):
         raise ValueError(f"{path}: tasks.{name}.needs must be a list of {TASK_INPUTS}, but got {needs!r}.")
     return TaskInfo(name, str(table.get("label", name)), str(table.get("text_name", "text")), tuple(needs))
-
-
-class _Strict(dict):
-    def __missing__(self, key):
-        raise KeyError(key)
 
 
 def _fill(template: str, words: Mapping[str, str], where: str) -> str:

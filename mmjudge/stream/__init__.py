@@ -12,8 +12,10 @@ process's requests (:func:`mmjudge.distributed.own_items`).
 >>> import json, tempfile, os, mmjudge
 >>> d = tempfile.mkdtemp()
 >>> with open(os.path.join(d, "in.jsonl"), "w") as f:
-...     _ = f.write("\\n".join(json.dumps({"id": k, "text": f"a dog number {k}", "references": ["a dog"]}) for k in "abc"))
->>> summary = score_file(mmjudge.load("baselines", "rouge_l"), os.path.join(d, "in.jsonl"), os.path.join(d, "out.jsonl"))
+...     rows = ({"id": k, "text": f"a dog number {k}", "references": ["a dog"]} for k in "abc")
+...     _ = f.write("\\n".join(json.dumps(row) for row in rows))
+>>> source, output = os.path.join(d, "in.jsonl"), os.path.join(d, "out.jsonl")
+>>> summary = score_file(mmjudge.load("baselines", "rouge_l"), source, output)
 >>> summary.written, [json.loads(line)["id"] for line in open(os.path.join(d, "out.jsonl"))]
 (3, ['a', 'b', 'c'])
 >>> score_file(mmjudge.load("baselines", "rouge_l"), os.path.join(d, "in.jsonl"), os.path.join(d, "out.jsonl")).complete
@@ -26,7 +28,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from mmjudge import distributed
 from mmjudge.metrics.base import item_id
@@ -148,8 +150,8 @@ def stream_rows(
     chunk) and about 16 bytes per id.
 
     >>> import mmjudge
-    >>> rows = stream_rows(mmjudge.load("baselines", "rouge_l"), [{"id": "a", "text": "a dog", "references": ["a dog"]},
-    ...                                                             {"id": "a", "text": "a cat", "references": ["a dog"]}])
+    >>> items = [{"id": "a", "text": t, "references": ["a dog"]} for t in ("a dog", "a cat")]
+    >>> rows = stream_rows(mmjudge.load("baselines", "rouge_l"), items)
     >>> [(i, row["id"], row["rouge_l"], row.get("error", "").split(" (")[0]) for i, row in rows]
     [(0, 'a', 1.0, ''), (1, 'a', nan, "item 1: its id 'a' is already the id of input item 0")]
     """

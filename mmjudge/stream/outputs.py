@@ -15,7 +15,8 @@ that exists without parts is complete: running again does nothing.
 >>> part = PartFile(out, rank=0, world=1, signature="sig")
 >>> part.done
 0
->>> part.write({"id": "a", "score": 1.0, "signature": "sig"}, 0); part.write({"id": "b", "score": None, "signature": "sig"}, 1)
+>>> part.write({"id": "a", "score": 1.0, "signature": "sig"}, 0)
+>>> part.write({"id": "b", "score": None, "signature": "sig"}, 1)
 >>> part.close(); merge_parts(out, world=1)
 2
 >>> open(out).read().splitlines()[1]
@@ -79,7 +80,7 @@ class PartFile:
                 f"resume with that number of processes, or pass --overwrite to start again."
             )
         self.done = self._recover(signature)
-        self._file = open(self.path, "a", encoding="utf-8")
+        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the run, closed by close()
 
     def _recover(self, signature: str) -> int:
         """Rows already in the part (a cut-off last line removed), read line by line so resuming holds one row

@@ -23,7 +23,6 @@ file's metadata), ``datasets`` by contiguous shard.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -85,7 +84,8 @@ def parse_columns(text: str | None) -> dict[str, str]:
         key, column = key.strip(), column.strip()
         if not sep or not key or not column:
             raise ValueError(
-                f"--columns: expected ITEM_KEY=COLUMN pairs such as text=caption,image=file_name, but got {part.strip()!r}."
+                "--columns: expected ITEM_KEY=COLUMN pairs such as text=caption,image=file_name, but got "
+                f"{part.strip()!r}."
             )
         if key not in ITEM_KEYS:
             raise ValueError(f"--columns: {key!r} is not an item key; the keys are {', '.join(ITEM_KEYS)}.")
@@ -125,7 +125,8 @@ def open_source(
     if kind != "datasets":
         if path.is_dir():
             raise ValueError(
-                f"--input {spec}: is a folder; give a .jsonl, .csv or .parquet file, or a dataset folder with --input-format datasets."
+                f"--input {spec}: is a folder; give a .jsonl, .csv or .parquet file, or a dataset folder with "
+                "--input-format datasets."
             )
         if not path.is_file():
             raise FileNotFoundError(f"--input {spec}: no such file.")
@@ -251,7 +252,8 @@ def _jsonl_source(path: Path, mapping: Mapping[str, str], rank: int, world: int,
                 yield {
                     "_source": where,
                     "_i": index,
-                    "_error": f'expected a JSON object like {{"text": ..., "image": ...}}, but got {type(value).__name__}.',
+                    "_error": 'expected a JSON object like {"text": ..., "image": ...}, '
+                    f"but got {type(value).__name__}.",
                 }
                 continue
             yield _item(value, mapping, where, index, folder)
@@ -410,8 +412,3 @@ def read_items(path: str) -> list[dict]:
             raise ValueError(f"{item['_source']}: {item['_error']}")
         out.append(item)
     return out
-
-
-def describe_bytes(data: bytes) -> str:
-    """A short printable preview of bytes, for messages."""
-    return io.BytesIO(data).read(40).decode("utf-8", "replace")

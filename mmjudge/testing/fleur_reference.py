@@ -35,7 +35,7 @@ def reference_scores(judge: Judge, requests: Sequence[GenerationRequest]) -> lis
             out.append({"text": text.strip(), "score": math.nan, "raw_score": math.nan})
             continue
 
-        def digit_probs(char_pos: int) -> list[float]:
+        def digit_probs(char_pos: int, pieces=pieces, trace=trace) -> list[float]:
             step = next(k for k, piece in enumerate(pieces) if len(piece) > char_pos)  # token holding that char
             return [float(trace.probs[step][ids].sum()) for ids in digit_ids]
 

@@ -16,13 +16,12 @@ clarity's 0.5^(-2/3) ≈ 1.587: the overall score leans on the criterion the jud
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Union
 
 from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
 from mmjudge.judges.batched import BatchedJudge
 
 Distribution = Sequence[float]
-Script = Union[Mapping[str, Distribution], Callable[[RatingRequest], Distribution | RatingResult]]
+Script = Mapping[str, Distribution] | Callable[[RatingRequest], Distribution | RatingResult]
 
 
 class ScriptedJudge(BatchedJudge):
@@ -79,7 +78,7 @@ class ScriptedJudge(BatchedJudge):
                     continue
             raw = self._distribution(request)
             greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
-            out.append(RatingResult(raw=raw, greedy=greedy, mass_exact=self.capabilities.full_distribution))
+            out.append(RatingResult(raw=raw, greedy=greedy, exact_mass=self.capabilities.full_distribution))
         return out
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:

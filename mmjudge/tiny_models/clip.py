@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmjudge.tiny_models._tokenizers import _CORPUS, PathLike, seed_all
+from mmjudge.tiny_models._tokenizers import _CORPUS, TINY_TOWER, PathLike, seed_all
 
 
 def tiny_clip(directory: PathLike, max_position_embeddings: int = 77, seed: int = 0) -> str:
@@ -53,23 +53,13 @@ def tiny_clip(directory: PathLike, max_position_embeddings: int = 77, seed: int 
     config = CLIPConfig(
         text_config=dict(
             vocab_size=len(fast),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
+            **TINY_TOWER,
             max_position_embeddings=max_position_embeddings,
             bos_token_id=bos_id,
             eos_token_id=eos_id,  # not 2: the text tower then pools at the first end-of-text token
             pad_token_id=eos_id,
         ),
-        vision_config=dict(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            image_size=size,
-            patch_size=8,
-        ),
+        vision_config=dict(TINY_TOWER, image_size=size, patch_size=8),
         projection_dim=16,
     )
     seed_all(seed)

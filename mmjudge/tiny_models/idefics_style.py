@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmjudge.tiny_models._tokenizers import _CHATML, family_template, llama_text, seed_all, tokenizer
+from mmjudge.tiny_models._tokenizers import _CHATML, TINY_TOWER, family_template, llama_text, seed_all, tokenizer
 
 _TILES = [f"<row_{r}_col_{c}>" for r in range(1, 4) for c in range(1, 4)]
 _SPECIAL = [
@@ -21,9 +21,7 @@ _SPECIAL = [
     *_TILES,
 ]
 # 32 px tiles of 8 px patches: (32 / 8)² patches / 2² (scale_factor) = 4 image tokens per tile.
-_VISION = dict(
-    hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, image_size=32, patch_size=8
-)
+_VISION = dict(TINY_TOWER, image_size=32, patch_size=8)
 # Images are resized to at most 64 px and split into 32 px tiles plus a global view, as SmolVLM does.
 _SIZES = dict(size={"longest_edge": 64}, max_image_size={"longest_edge": 32})
 

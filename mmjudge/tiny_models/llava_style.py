@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmjudge.tiny_models._tokenizers import _CHATML, _LLAVA_TEMPLATE, family_template, llama_text, seed_all, tokenizer
+from mmjudge.tiny_models._tokenizers import (
+    _CHATML,
+    _LLAVA_TEMPLATE,
+    TINY_TOWER,
+    family_template,
+    llama_text,
+    seed_all,
+    tokenizer,
+)
 
 # The vision towers see 32 px tiles of 8 px patches: 16 patches per tile.
-_VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4)
+_VISION = dict(TINY_TOWER)
 
 
 def qwen2_text(tok, eos: str) -> dict:

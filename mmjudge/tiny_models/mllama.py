@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmjudge.tiny_models._tokenizers import family_template, seed_all, tokenizer
+from mmjudge.tiny_models._tokenizers import TINY_TOWER, family_template, seed_all, tokenizer
 
 
 def tiny_mllama(out: Path, seed: int) -> None:
@@ -36,10 +36,7 @@ def tiny_mllama(out: Path, seed: int) -> None:
     config = MllamaConfig(
         text_config=dict(
             vocab_size=len(tok),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
+            **TINY_TOWER,
             num_key_value_heads=2,
             cross_attention_layers=[1],
             max_position_embeddings=4096,

@@ -6,6 +6,7 @@ Qwen2-VL, Qwen2.5-VL, Qwen3-VL and GLM-4V (GLM-4.1V); their processors need torc
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from mmjudge.tiny_models._tokenizers import _CHATML, family_template, seed_all, tokenizer
 
@@ -19,6 +20,16 @@ _QWEN_SPECIAL = [
     "<|video_pad|>",
 ]
 _QWEN_TEMPLATE = _CHATML.replace("IMAGE_TOKENS", "<|vision_start|><|image_pad|><|vision_end|>")
+# The vision tower of Qwen2.5-VL, Qwen3-VL and GLM-4V (their own key names for the tiny sizes).
+_VISION = dict(
+    depth=2,
+    hidden_size=32,
+    intermediate_size=64,
+    num_heads=4,
+    out_hidden_size=64,
+    spatial_merge_size=2,
+    temporal_patch_size=2,
+)
 # Small images keep the tiny models fast: at most 16x16 patches.
 _PIXELS = dict(min_pixels=56 * 56, max_pixels=224 * 224)
 
@@ -50,6 +61,18 @@ def _qwen_ids(tok) -> dict:
     )
 
 
+def _save(out: Path, seed: int, model: tuple, processor: tuple, tok: Any, template: str = _QWEN_TEMPLATE) -> None:
+    """Seeded random weights and the processor: ``model`` is (class, config), ``processor`` (class, image
+    processor class, video processor class, their pixel limits)."""
+    model_cls, config = model
+    processor_cls, image_cls, video_cls, pixels = processor
+    seed_all(seed)
+    model_cls(config).save_pretrained(out)
+    processor_cls(
+        image_processor=image_cls(**pixels), video_processor=video_cls(**pixels), tokenizer=tok, chat_template=template
+    ).save_pretrained(out)
+
+
 def tiny_qwen2_vl(out: Path, seed: int) -> None:
     from transformers import (
         Qwen2VLConfig,
@@ -76,14 +99,8 @@ def tiny_qwen2_vl(out: Path, seed: int) -> None:
         ),
         **_qwen_ids(tok),
     )
-    seed_all(seed)
-    Qwen2VLForConditionalGeneration(config).save_pretrained(out)
-    Qwen2VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**_PIXELS),
-        video_processor=Qwen2VLVideoProcessor(**_PIXELS),
-        tokenizer=tok,
-        chat_template=_QWEN_TEMPLATE,
-    ).save_pretrained(out)
+    processor = (Qwen2VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor, _PIXELS)
+    _save(out, seed, (Qwen2VLForConditionalGeneration, config), processor, tok)
 
 
 def tiny_qwen2_5_vl(out: Path, seed: int) -> None:
@@ -100,28 +117,11 @@ def tiny_qwen2_5_vl(out: Path, seed: int) -> None:
     tok = tokenizer(_QWEN_SPECIAL, _QWEN_TEMPLATE, None, "<|im_end|>", "<|endoftext|>")
     config = Qwen2_5_VLConfig(
         text_config=_qwen_text(tok, [2, 3, 3]),
-        vision_config=dict(
-            depth=2,
-            hidden_size=32,
-            intermediate_size=64,
-            num_heads=4,
-            out_hidden_size=64,
-            patch_size=14,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
-            window_size=56,
-            fullatt_block_indexes=[1],
-        ),
+        vision_config=dict(_VISION, patch_size=14, window_size=56, fullatt_block_indexes=[1]),
         **_qwen_ids(tok),
     )
-    seed_all(seed)
-    Qwen2_5_VLForConditionalGeneration(config).save_pretrained(out)
-    Qwen2_5_VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**_PIXELS),
-        video_processor=Qwen2VLVideoProcessor(**_PIXELS),
-        tokenizer=tok,
-        chat_template=_QWEN_TEMPLATE,
-    ).save_pretrained(out)
+    processor = (Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor, _PIXELS)
+    _save(out, seed, (Qwen2_5_VLForConditionalGeneration, config), processor, tok)
 
 
 def tiny_qwen3_vl(out: Path, seed: int) -> None:
@@ -140,29 +140,12 @@ def tiny_qwen3_vl(out: Path, seed: int) -> None:
     text["rope_parameters"]["mrope_interleaved"] = True
     config = Qwen3VLConfig(
         text_config=text,
-        vision_config=dict(
-            depth=2,
-            hidden_size=32,
-            intermediate_size=64,
-            num_heads=4,
-            out_hidden_size=64,
-            patch_size=16,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
-            num_position_embeddings=64,
-            deepstack_visual_indexes=[0],
-        ),
+        vision_config=dict(_VISION, patch_size=16, num_position_embeddings=64, deepstack_visual_indexes=[0]),
         **_qwen_ids(tok),
     )
-    seed_all(seed)
-    Qwen3VLForConditionalGeneration(config).save_pretrained(out)
     pixels = dict(size={"shortest_edge": 64 * 64, "longest_edge": 256 * 256}, patch_size=16)
-    Qwen3VLProcessor(
-        image_processor=Qwen2VLImageProcessor(**pixels),
-        video_processor=Qwen3VLVideoProcessor(**pixels),
-        tokenizer=tok,
-        chat_template=_QWEN_TEMPLATE,
-    ).save_pretrained(out)
+    processor = (Qwen3VLProcessor, Qwen2VLImageProcessor, Qwen3VLVideoProcessor, pixels)
+    _save(out, seed, (Qwen3VLForConditionalGeneration, config), processor, tok)
 
 
 def tiny_glm4v(out: Path, seed: int) -> None:
@@ -209,17 +192,7 @@ def tiny_glm4v(out: Path, seed: int) -> None:
                 "partial_rotary_factor": 0.5,
             },
         ),
-        vision_config=dict(
-            depth=2,
-            hidden_size=32,
-            intermediate_size=64,
-            num_heads=4,
-            out_hidden_size=64,
-            patch_size=14,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
-            image_size=56,
-        ),
+        vision_config=dict(_VISION, patch_size=14, image_size=56),
         image_token_id=ids["<|image|>"],
         video_token_id=ids["<|video|>"],
         image_start_token_id=ids["<|begin_of_image|>"],
@@ -227,12 +200,6 @@ def tiny_glm4v(out: Path, seed: int) -> None:
         video_start_token_id=ids["<|begin_of_video|>"],
         video_end_token_id=ids["<|end_of_video|>"],
     )
-    seed_all(seed)
-    Glm4vForConditionalGeneration(config).save_pretrained(out)
     pixels = dict(size={"shortest_edge": 56 * 56, "longest_edge": 224 * 224})
-    Glm4vProcessor(
-        image_processor=Glm4vImageProcessor(**pixels),
-        video_processor=Glm4vVideoProcessor(**pixels),
-        tokenizer=tok,
-        chat_template=template,
-    ).save_pretrained(out)
+    processor = (Glm4vProcessor, Glm4vImageProcessor, Glm4vVideoProcessor, pixels)
+    _save(out, seed, (Glm4vForConditionalGeneration, config), processor, tok, template)

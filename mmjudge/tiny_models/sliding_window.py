@@ -7,30 +7,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mmjudge.tiny_models._tokenizers import family_template, seed_all, tokenizer
+from mmjudge.tiny_models._tokenizers import TINY_TOWER, family_template, seed_all, tokenizer
 
 TINY_WINDOW = 32
 # One layer of each kind, as the real models alternate them.
 _LAYERS = ["sliding_attention", "full_attention"]
-_SIGLIP = dict(
-    model_type="siglip_vision_model",
-    hidden_size=32,
-    intermediate_size=64,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    image_size=32,
-    patch_size=8,
-)
+_SIGLIP = dict(TINY_TOWER, model_type="siglip_vision_model", image_size=32, patch_size=8)
 
 
 def _text(tok, model_type: str, eos: str, bos: str, window: int, **extra) -> dict:
     return dict(
         model_type=model_type,
         vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
+        **TINY_TOWER,
         num_key_value_heads=2,
         head_dim=8,
         max_position_embeddings=4096,

@@ -77,7 +77,8 @@ def tiny_answering_vlm(
 
     >>> import tempfile
     >>> from mmjudge.judges import load_judge, GenerationRequest, Turn
-    >>> judge = load_judge("transformers", model=tiny_answering_vlm(tempfile.mkdtemp(), "gemma3", " 0.85", amplitude=16))
+    >>> model = tiny_answering_vlm(tempfile.mkdtemp(), "gemma3", " 0.85", amplitude=16)
+    >>> judge = load_judge("transformers", model=model)
     >>> judge.generate([GenerationRequest([Turn("user", "Rate the caption.")], max_new_tokens=8)], progress=False)
     ['0.85']
     """
@@ -94,7 +95,8 @@ def tiny_answering_vlm(
     chain = [start, *tokenizer.encode(answer, add_special_tokens=False), tokenizer.eos_token_id]
     if len(set(chain)) != len(chain):
         raise ValueError(
-            f"Expected argument `answer` to have distinct tokens other than {tokenizer.decode([start])!r}, but got {answer!r}."
+            f"Expected argument `answer` to have distinct tokens other than {tokenizer.decode([start])!r}, but got "
+            f"{answer!r}."
         )
     model = AutoModelForImageTextToText.from_pretrained(path)
     embed, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight

@@ -98,36 +98,16 @@ def build(
     with_images = requests[0].image is not None
     if not layout.shareable or any((r.image is not None) != with_images for r in requests):
         return None
-    expanded = None
-    if with_images:
-        expanded = placeholders.expand(requests, texts, processor, tokenizer, image_ids)
-        if expanded is None:
-            return None
-        keys, ids, last_image = [r.image_digest for r in requests], expanded.ids, expanded.last_vision
-    else:
-        keys = [r.group for r in requests]
-        # The plain path's tokenisation: the processor's (special tokens as it adds them) or, for a
-        # text-only model, the bare tokenizer without special tokens (the chat template has them).
-        ids = tokenizer(list(texts), add_special_tokens=processor is not None)["input_ids"]
-        last_image = [-1] * len(requests)
+    tokenized = _token_ids(requests, texts, processor, tokenizer, image_ids, with_images)
+    if tokenized is None:
+        return None
+    expanded, keys, ids, last_image = tokenized
     digests = list(dict.fromkeys(keys))
     members = {d: [k for k, key in enumerate(keys) if key == d] for d in digests}
-    # One prefix per key: the longest common prefix of its requests' ids, leaving `keep` positions to read
-    # in every request and covering every image token; `spare`: its last tokens a suffix may run again
-    # (text after the image; the cache keeps at least one token).
-    prefix_len, spare = {}, {}
-    for d in digests:
-        rows = [ids[k] for k in members[d]]
-        common = min(len(x) for x in rows) - keep
-        for pos in range(common):
-            if any(x[pos] != rows[0][pos] for x in rows[1:]):
-                common = pos
-                break
-        image_end = max(last_image[k] for k in members[d]) + 1
-        if common < max(image_end, 1):
-            return None  # nothing to share, or the requests part before the image ends
-        prefix_len[d] = common
-        spare[d] = common - max(image_end, 1)
+    lengths = _prefix_lengths(ids, members, last_image, keep)
+    if lengths is None:
+        return None
+    prefix_len, spare = lengths
     rows, shift = _continuations(ids, keys, prefix_len, spare, layout.window)
     if not rows:
         return None
@@ -136,16 +116,8 @@ def build(
         # Every image in the pixel values must be in a prefix: keep only the images some request still
         # shares (preprocessing them once more), the others' requests go to the plain path.
         subset = [k for k, key in enumerate(keys) if key in used]
-        inner = build(
-            [requests[k] for k in subset],
-            [texts[k] for k in subset],
-            keep,
-            processor,
-            tokenizer,
-            layout,
-            image_ids,
-            mrope,
-        )
+        model_parts = (processor, tokenizer, layout, image_ids, mrope)
+        inner = build([requests[k] for k in subset], [texts[k] for k in subset], keep, *model_parts)
         if inner is not None:
             inner.rows = [subset[k] for k in inner.rows]
         return inner
@@ -179,6 +151,49 @@ def build(
         tokens=int(prefix_mask.sum() + suffix_mask.sum()),
         unshared_tokens=total,
     )
+
+
+def _token_ids(
+    requests: Sequence[RatingRequest],
+    texts: Sequence[str],
+    processor: Any,
+    tokenizer: Any,
+    image_ids: frozenset,
+    with_images: bool,
+) -> tuple[Any, list, list, list] | None:
+    """``(expanded vision inputs or None, each request's prefix key, token ids, last image position)``:
+    requests share a prefix by image (with images) or by group (text only). ``None``: the image
+    placeholders cannot be expanded here."""
+    if with_images:
+        expanded = placeholders.expand(requests, texts, processor, tokenizer, image_ids)
+        if expanded is None:
+            return None
+        return expanded, [r.image_digest for r in requests], expanded.ids, expanded.last_vision
+    # The plain path's tokenisation: the processor's (special tokens as it adds them) or, for a text-only
+    # model, the bare tokenizer without special tokens (the chat template has them).
+    ids = tokenizer(list(texts), add_special_tokens=processor is not None)["input_ids"]
+    return None, [r.group for r in requests], ids, [-1] * len(requests)
+
+
+def _prefix_lengths(ids: list, members: dict, last_image: list, keep: int) -> tuple[dict, dict] | None:
+    """One prefix per key: the longest common prefix of its requests' ids, leaving ``keep`` positions to
+    read in every request and covering every image token; ``spare``: its last tokens a suffix may run
+    again (text after the image; the cache keeps at least one token). ``None``: nothing to share, or the
+    requests of a key part before their image ends."""
+    prefix_len, spare = {}, {}
+    for d, member in members.items():
+        rows = [ids[k] for k in member]
+        common = min(len(x) for x in rows) - keep
+        for pos in range(common):
+            if any(x[pos] != rows[0][pos] for x in rows[1:]):
+                common = pos
+                break
+        image_end = max(last_image[k] for k in member) + 1
+        if common < max(image_end, 1):
+            return None
+        prefix_len[d] = common
+        spare[d] = common - max(image_end, 1)
+    return prefix_len, spare
 
 
 def _continuations(ids: list, keys: list, prefix_len: dict, spare: dict, window: int | None) -> tuple[list, list]:

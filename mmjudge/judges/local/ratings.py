@@ -133,7 +133,7 @@ def read_ratings(
     results = []
     for request, rows, greedy_row, prefix_offsets in zip(requests, ratings, greedy_ids, offsets):
 
-        def read(position: int) -> tuple[list[float], str]:
+        def read(position: int, rows=rows, greedy_row=greedy_row) -> tuple[list[float], str]:
             return rows[position].tolist(), decode([int(greedy_row[position])])
 
         raw, greedy = read(-1)

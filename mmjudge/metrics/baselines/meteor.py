@@ -16,6 +16,7 @@ its stemmer, WordNet synonyms and paraphrase table matched exactly, and parity w
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -113,10 +114,8 @@ class MeteorScorer:
         """End the Java process (also done at interpreter exit)."""
         process = getattr(self, "_process", None)
         if process is not None and process.poll() is None:
-            try:
+            with contextlib.suppress(OSError):
                 process.stdin.close()
-            except OSError:
-                pass
             process.kill()
             process.wait()
 

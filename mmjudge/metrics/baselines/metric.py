@@ -214,23 +214,6 @@ class Baselines(Metric):
         return fields
 
     # ---------------------------------------------------------------------------------------- scoring
-    def compute(
-        self,
-        predictions: Sequence[str] | None = None,
-        references: Sequence[Sequence[str]] | None = None,
-        progress: bool = True,
-    ) -> dict[str, Any]:
-        """Score ``predictions`` against ``references`` (a list of reference strings per prediction).
-
-        Raises:
-            ValueError: an empty or non-string text or reference, an empty reference list, or a length
-                mismatch, naming the offending item, before any work.
-        """
-        columns = {"predictions": predictions}
-        if references is not None:
-            columns["references"] = references
-        return self._compute(columns, None, progress)
-
     def _score_chunk(self, items: list[Item], progress: bool = False) -> ChunkScores:
         texts = [it.text for it in items]
         references = [it.references for it in items]

@@ -130,27 +130,6 @@ class CLIPScore(Metric):
     def signature_fields(self) -> dict[str, Any]:
         return dict(**self.encoder.signature_fields(), w=self.w, prefix=repr(self.prefix))
 
-    def compute(
-        self,
-        predictions: Sequence[str] | None = None,
-        images: Sequence[Any] | None = None,
-        references: Sequence[Sequence[str]] | None = None,
-        progress: bool = True,
-    ) -> dict[str, Any]:
-        """Score captions ``predictions`` of ``images`` (``ref_clip_score``: with ``references`` per caption).
-
-        Returns:
-            ``clip_score`` per text and ``mean_clip_score``; for ``ref_clip_score`` also ``ref_clip_score``,
-            ``mean_ref_clip_score`` and ``ref_cosine`` (best reference cosine); ``signature``.
-
-        Raises:
-            ValueError: on bad input (naming the offending item), before any model call.
-        """
-        columns = {"predictions": predictions, "images": images}
-        if references is not None:
-            columns["references"] = references
-        return self._compute(columns, None, progress)
-
     def _score_chunk(self, items: list[Item], progress: bool = False) -> ChunkScores:
         n = len(items)
         refs = [it.references for it in items] if self.config_name == "ref_clip_score" else []

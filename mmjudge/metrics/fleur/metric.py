@@ -12,12 +12,12 @@ with :class:`~mmjudge.judges.base.RatingRequest` s (cached like every judge call
 the start of the answer (one optional whitespace token first), the ``"."`` after it, the first decimal
 after ``"0."`` and the second after ``"0.<d1>"``, each position checking that the judge's greedy token is
 the one the prefix assumes. The first three are read from one forward pass over ``"0."``
-(``read_prefix``), so a judge printing ``0.xy`` costs two forward passes per sample. A sample whose greedy tokens deviate from ``0.x[y]`` /
-``1.0`` falls back to the reference procedure: greedy generation, the first ``0.xy`` / ``1.0`` in the
-text, and the digit distributions read at those positions by teacher-forcing the generated text.
-See ``docs/fleur_clipscore.md`` for where the two can differ. :func:`mmjudge.testing.fleur_reference.reference_scores` is the published
-procedure taken literally (``generate`` with per-step logits) for ``transformers`` judges; tests and
-benchmarks only.
+(``read_prefix``), so a judge printing ``0.xy`` costs two forward passes per sample. A sample whose greedy
+tokens deviate from ``0.x[y]`` / ``1.0`` falls back to the reference procedure: greedy generation, the first
+``0.xy`` / ``1.0`` in the text, and the digit distributions read at those positions by teacher-forcing the
+generated text. See ``docs/fleur_clipscore.md`` for where the two can differ.
+:func:`mmjudge.testing.fleur_reference.reference_scores` is the published procedure taken literally
+(``generate`` with per-step logits) for ``transformers`` judges; tests and benchmarks only.
 
 The score arithmetic and the walk live in :mod:`mmjudge.metrics.fleur`; this module is the metric.
 
@@ -191,29 +191,6 @@ class FLEUR(Metric):
         return FLEUR_PROMPT.format(candidate=text)
 
     # ---------------------------------------------------------------------------------------- scoring
-    def compute(
-        self,
-        predictions: Sequence[str] | None = None,
-        images: Sequence[Any] | None = None,
-        references: Sequence[Sequence[str]] | None = None,
-        explain: bool | None = None,
-        progress: bool = True,
-    ) -> dict[str, Any]:
-        """Score captions ``predictions`` of ``images`` (RefFLEUR: with ``references``, a list of strings per caption).
-
-        Returns:
-            ``score`` (smoothed, in [0, 1]; NaN when the judge printed no score), ``raw_score`` (the
-            number the judge prints, NaN if none), ``method`` (``"fast"`` or ``"generate"`` per sample),
-            ``explanation`` when asked; ``mean_score`` (over samples with a score) and ``signature``.
-
-        Raises:
-            ValueError: on bad input (naming the offending item), before any model call.
-        """
-        columns = {"predictions": predictions, "images": images}
-        if references is not None:
-            columns["references"] = references
-        return self._compute(columns, None, progress, explain=explain)
-
     def _request(
         self, prompt: str, picture, digest: str, prefix: str = "", turns=None, read_prefix: bool = False
     ) -> RatingRequest:
@@ -282,7 +259,7 @@ class FLEUR(Metric):
         with its three positions, then ``"0.x"``). A deviation, or a prefix whose tokens cannot be aligned,
         continues from where the walk stands, one position per round."""
         walks = [Walk() for _ in prompts]
-        speculate = [self.judge.reads_prefix_steps] * len(walks)
+        speculate = [self.judge.capabilities.reads_prefix_steps] * len(walks)
         for _ in range(6):  # at most: one unaligned guess, whitespace, lead, dot, d1, d2
             active = [i for i, w in enumerate(walks) if w.stage not in ("done", "deviated")]
             if not active:

@@ -241,31 +241,6 @@ class HarmonicEval(Metric):
         )
 
     # ---------------------------------------------------------------------------------------- scoring
-    def compute(
-        self,
-        predictions: Sequence[str] | None = None,
-        images: Sequence[Any] | None = None,
-        questions: Sequence[str] | None = None,
-        boxes: Sequence[Sequence[float]] | None = None,
-        task: str | None = None,
-        explain: bool | None = None,
-        progress: bool = True,
-    ) -> dict[str, Any]:
-        """Score ``predictions``; returns per-sample lists, their means and the signature.
-
-        Returns:
-            ``overall`` and, per criterion ``c``: ``c`` (smoothed score), ``c_sigma``, ``c_weight``,
-            ``c_mass`` (probability the judge put on the scale), ``c_explanation`` if asked; means as
-            ``mean_overall`` and ``mean_c``; ``signature``.
-
-        Raises:
-            ValueError: on bad input, naming the offending item, before any model call.
-        """
-        columns = {"predictions": predictions, "images": images, "questions": questions, "boxes": boxes}
-        return self._compute(
-            {k: v for k, v in columns.items() if v is not None or k == "predictions"}, task, progress, explain=explain
-        )
-
     def _prepare_item(self, item: Item) -> Item:
         """REG: the target box drawn in red on (a copy of) the image, as MMHE shows it to annotators."""
         if item.task in self.prompt_set.tasks_needing("box"):

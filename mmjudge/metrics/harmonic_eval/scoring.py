@@ -165,7 +165,8 @@ def aggregate(
         >>> round(float(out.overall[0]), 4)
         3.0
         >>> p = np.array([[[0, 0, 0, 1.0, 0], [0, 0, 0, 0, 0]]])   # the second criterion got no rating
-        >>> aggregate(p, answered=[[True, False]]).overall.tolist(), aggregate(p, answered=[[True, False]], partial=True).overall.tolist()
+        >>> strict = aggregate(p, answered=[[True, False]])
+        >>> strict.overall.tolist(), aggregate(p, answered=[[True, False]], partial=True).overall.tolist()
         ([nan], [4.0])
     """
     r = np.asarray(ratings, dtype=np.float64)

@@ -15,7 +15,6 @@ plumbing and speed only, the numbers mean nothing.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
 from mmjudge.errors import check_bool
@@ -132,26 +131,6 @@ class VELA(Metric):
             "criteria": "/".join(cfg.criteria),
             "max_length": cfg.max_length,
         }
-
-    def compute(
-        self,
-        predictions: Sequence[str] | None = None,
-        images: Sequence[Any] | None = None,
-        references: Sequence[Sequence[str]] | None = None,
-        progress: bool = True,
-    ) -> dict[str, Any]:
-        """Score long captions ``predictions`` of ``images`` against ``references`` (a list per caption).
-
-        Returns:
-            ``vela``, ``descriptiveness``, ``relevance``, ``fluency`` per caption (0-1), their means and
-            ``signature``. The criterion outputs carry LongCap-Arena's criterion names, so the
-            meta-evaluation correlates each human criterion with its own column.
-
-        Raises:
-            ValueError: naming the offending item (empty caption, no references, unreadable image …),
-                before any model call.
-        """
-        return self._compute({"predictions": predictions, "images": images, "references": references}, None, progress)
 
     def _reference_owner(self) -> str | None:
         return "VELA"

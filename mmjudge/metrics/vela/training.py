@@ -5,7 +5,7 @@ The published configuration (the defaults of :class:`TrainConfig`): LoRA r=4, α
 mode embedding, criterion weights, bias), weight decay 0.01; 4 epochs, batch size 1, seed 42. The loss is
 the mean squared error between the three predicted scores and the human scores scaled to [0, 1]
 (``score_range`` from the training data). Each epoch ends with Kendall τ-c per criterion on the validation
-items (:func:`mmjudge.metaeval.correlation`); the best epoch (mean τ over criteria) is kept in ``best/``.
+items (:func:`kendall_tau_c`); the best epoch (mean τ over criteria) is kept in ``best/``.
 
 Nothing is lost when interrupted: every ``save_every`` optimizer steps and at each epoch end, ``last/``
 receives the adapter + head, the optimizer, the scheduler, the random-number generators and the position
@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from mmjudge.metrics.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM, VelaModel, new_vela
+from mmjudge.metrics.vela.loading import new_vela
+from mmjudge.metrics.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM, VelaModel
 
 logger = logging.getLogger(__name__)
 
@@ -130,21 +131,29 @@ def _set_rng_state(state: dict) -> None:
 def evaluate_tau(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> dict[str, float]:
     """Kendall τ-c per criterion (``descriptiveness`` …) of the model's scores on ``items``; ``features``
     holds their ``g_i2c`` rows in the same order (:func:`clip_features`)."""
+    scores = _predict(vela, items, features, batch_size)
+    return {
+        CRITERION_NAMES[crit]: kendall_tau_c(scores[:, j], [float(it[CRITERION_NAMES[crit]]) for it in items])
+        for j, crit in enumerate(vela.config.criteria)
+    }
+
+
+def kendall_tau_c(x: Sequence[float], y: Sequence[float]) -> float:
+    """Kendall's τ-c of ``x`` and ``y`` (scipy's, as the meta-evaluation computes it), NaN where it is
+    undefined (fewer than two items, a constant column, a NaN): validation picks the best epoch by it and
+    must not stop on a degenerate split. Written here, not imported from :mod:`mmjudge.metaeval`: a metric
+    does not reach into the layer above it.
+
+    >>> round(kendall_tau_c([1, 2, 3, 4], [1, 3, 2, 4]), 4), kendall_tau_c([1, 1, 1], [1, 2, 3])
+    (0.6667, nan)
+    """
     import warnings
 
-    from mmjudge.metaeval.correlation import correlation
+    from scipy import stats
 
-    scores = _predict(vela, items, features, batch_size)
-    out = {}
-    for j, crit in enumerate(vela.config.criteria):
-        name = CRITERION_NAMES[crit]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                out[name] = float(correlation(scores[:, j], [float(it[name]) for it in items], "tau_c"))
-            except ValueError:
-                out[name] = float("nan")
-    return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns on a constant column; the answer is NaN either way
+        return float(stats.kendalltau(np.asarray(x, float), np.asarray(y, float), variant="c").statistic)
 
 
 def _predict(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> np.ndarray:
@@ -204,118 +213,44 @@ def train_vela(
     """
     import torch
 
-    from mmjudge.progress import progress_bar
-
     config = config or TrainConfig()
     config.check()
     train_items = check_items(train_items, "training data")
     val_items = check_items(val_items, "validation data")
     out = Path(out_dir).expanduser()
     last, best_dir = out / "last", out / "best"
-    resume = (last / STATE_FILE).is_file()
     lo = min(float(it[CRITERION_NAMES[c]]) for it in train_items for c in CRITERIA)
     hi = max(float(it[CRITERION_NAMES[c]]) for it in train_items for c in CRITERIA)
     random.seed(config.seed)
     np.random.seed(config.seed)
     vela = new_vela(llm, clip_model, device=device, dtype=dtype, seed=config.seed, score_range=(lo, hi), **model_config)
-    on_gpu = vela.device.type == "cuda"
-    if on_gpu and config.gradient_checkpointing:
+    if vela.device.type == "cuda" and config.gradient_checkpointing:
         vela.llm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    optimizer = torch.optim.AdamW(optimizer_groups(vela, config), weight_decay=config.weight_decay)
-    per_epoch = math.ceil(len(train_items) / (config.batch_size * config.grad_accum))
-    total = per_epoch * config.epochs
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, 1.0 - step / max(1, total)))
+    optimizer, scheduler, total = _optimizer(vela, config, len(train_items))
     state = {"epoch": 0, "position": 0, "step": 0, "history": [], "best": None, "settings": asdict(config)}
-    if resume:
-        saved = torch.load(last / STATE_FILE, map_location="cpu", weights_only=False)
-        mine = {k: v for k, v in asdict(config).items() if k not in ("save_every", "eval_batch_size")}
-        theirs = {k: v for k, v in saved["settings"].items() if k not in ("save_every", "eval_batch_size")}
-        if mine != theirs:
-            raise ValueError(f"{str(last)!r} was written with other training settings {theirs}; use another out_dir.")
-        from mmjudge.metrics.vela.model import read_checkpoint
-
-        _, tensors, _ = read_checkpoint(last)
-        vela.load_state(tensors, repr(str(last)))
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        state.update({k: saved[k] for k in ("epoch", "position", "step", "history", "best")})
-        logger.info("VELA: resuming at epoch %d, sample %d, step %d", state["epoch"], state["position"], state["step"])
+    saved = _resume(last, config, vela, optimizer, scheduler, state)
     features = clip_features(vela, list(train_items) + list(val_items), progress=progress)
-    features, val_features = features[: len(train_items)], features[len(train_items) :]
-    criteria = vela.config.criteria
     targets = torch.tensor(
-        [scaled([it[CRITERION_NAMES[c]] for c in criteria], (lo, hi)) for it in train_items], device=vela.device
+        [scaled([it[CRITERION_NAMES[c]] for c in vela.config.criteria], (lo, hi)) for it in train_items],
+        device=vela.device,
     )
-    ids = vela.prompt_ids([it["references"] for it in train_items], [it["text"] for it in train_items])
-    if resume:
-        _set_rng_state(saved["rng"])
-    stopped = False
-    bar = progress_bar(
-        total=total, initial=state["step"], desc="VELA training", disable=not progress, dynamic_ncols=True
+    loop = _TrainingLoop(
+        vela,
+        config,
+        optimizer,
+        scheduler,
+        state,
+        ids=vela.prompt_ids([it["references"] for it in train_items], [it["text"] for it in train_items]),
+        features=features[: len(train_items)],
+        targets=targets,
+        val_items=val_items,
+        val_features=features[len(train_items) :],
+        last=last,
+        best_dir=best_dir,
+        on_step=on_step,
+        stop_after_steps=stop_after_steps,
     )
-    try:
-        while state["epoch"] < config.epochs and not stopped:
-            epoch = state["epoch"]
-            order = np.random.RandomState(config.seed + epoch).permutation(len(train_items)).tolist()
-            vela.llm.train()
-            vela.head.train()
-            micro, window_loss = 0, 0.0
-            batch_size = config.batch_size
-            while state["position"] < len(order):
-                batch = order[state["position"] : state["position"] + batch_size]
-                r2c = vela.llm_features([ids[i] for i in batch])
-                pred = vela.scores_from_features(r2c, features[batch])
-                target = targets[batch]
-                loss = torch.nn.functional.mse_loss(pred, target)
-                (loss / config.grad_accum).backward()
-                window_loss += float(loss.detach()) / config.grad_accum
-                micro += 1
-                state["position"] += len(batch)
-                if micro == config.grad_accum or state["position"] >= len(order):
-                    optimizer.step()
-                    scheduler.step()
-                    optimizer.zero_grad(set_to_none=True)
-                    state["step"] += 1
-                    bar.update(1)
-                    bar.set_postfix(epoch=epoch + 1, loss=f"{window_loss:.4f}")
-                    if on_step is not None:
-                        on_step(state["step"], window_loss)
-                    micro, window_loss = 0, 0.0
-                    at_end = state["position"] >= len(order)
-                    if at_end:
-                        tau = evaluate_tau(vela, val_items, val_features, config.eval_batch_size)
-                        mean_tau = (
-                            float(np.nanmean(list(tau.values())))
-                            if any(not math.isnan(v) for v in tau.values())
-                            else float("nan")
-                        )
-                        state["history"].append(
-                            {"epoch": epoch + 1, "step": state["step"], "tau_c": tau, "mean_tau_c": mean_tau}
-                        )
-                        bar.set_postfix(epoch=epoch + 1, tau=f"{mean_tau:.3f}")
-                        best = state["best"]
-                        if best is None or (
-                            not math.isnan(mean_tau)
-                            and (math.isnan(best["mean_tau_c"]) or mean_tau > best["mean_tau_c"])
-                        ):
-                            state["best"] = state["history"][-1]
-                            vela.save(best_dir)
-                        vela.llm.train()
-                        vela.head.train()
-                        state["epoch"], state["position"] = epoch + 1, 0
-                    if (
-                        at_end
-                        or (config.save_every and state["step"] % config.save_every == 0)
-                        or (stop_after_steps is not None and state["step"] >= stop_after_steps)
-                    ):
-                        _save_resume(vela, optimizer, scheduler, state, last)
-                    if stop_after_steps is not None and state["step"] >= stop_after_steps:
-                        stopped = True
-                        break
-                    if at_end:
-                        break
-    finally:
-        bar.close()
+    stopped = loop.run(total, progress, saved["rng"] if saved is not None else None)
     (out / "history.json").write_text(
         json.dumps({"history": state["history"], "best": state["best"]}, indent=2), encoding="utf-8"
     )
@@ -327,6 +262,142 @@ def train_vela(
         "step": state["step"],
         "model": vela,
     }
+
+
+def _optimizer(vela: VelaModel, config: TrainConfig, n_items: int) -> tuple[Any, Any, int]:
+    """AdamW over the parameter groups, a linear decay to 0 over every optimizer step, and that count."""
+    import torch
+
+    optimizer = torch.optim.AdamW(optimizer_groups(vela, config), weight_decay=config.weight_decay)
+    total = math.ceil(n_items / (config.batch_size * config.grad_accum)) * config.epochs
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, 1.0 - step / max(1, total)))
+    return optimizer, scheduler, total
+
+
+def _resume(last: Path, config: TrainConfig, vela: VelaModel, optimizer, scheduler, state: dict) -> dict | None:
+    """Load ``last/`` (weights, optimizer, scheduler, position) into a fresh run, if there is one; the saved
+    state (its random-number generators are restored later, where the uninterrupted run had them)."""
+    if not (last / STATE_FILE).is_file():
+        return None
+    import torch
+
+    from mmjudge.metrics.vela.loading import read_checkpoint
+
+    saved = torch.load(last / STATE_FILE, map_location="cpu", weights_only=False)
+    mine = {k: v for k, v in asdict(config).items() if k not in ("save_every", "eval_batch_size")}
+    theirs = {k: v for k, v in saved["settings"].items() if k not in ("save_every", "eval_batch_size")}
+    if mine != theirs:
+        raise ValueError(f"{str(last)!r} was written with other training settings {theirs}; use another out_dir.")
+    _, tensors, _ = read_checkpoint(last)
+    vela.load_state(tensors, repr(str(last)))
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    state.update({k: saved[k] for k in ("epoch", "position", "step", "history", "best")})
+    logger.info("VELA: resuming at epoch %d, sample %d, step %d", state["epoch"], state["position"], state["step"])
+    return saved
+
+
+@dataclass
+class _TrainingLoop:
+    """The optimisation loop of :func:`train_vela`: epochs of shuffled batches, an optimizer step every
+    ``grad_accum`` batches, validation and ``best/`` at each epoch end, ``last/`` as often as asked."""
+
+    vela: VelaModel
+    config: TrainConfig
+    optimizer: Any
+    scheduler: Any
+    state: dict
+    ids: list
+    features: Any
+    targets: Any
+    val_items: Sequence[dict]
+    val_features: Any
+    last: Path
+    best_dir: Path
+    on_step: Callable[[int, float], None] | None = None
+    stop_after_steps: int | None = None
+    bar: Any = None
+
+    def run(self, total: int, progress: bool, rng: dict | None) -> bool:
+        """Every epoch left (``rng``: a resumed run's generators, restored first); ``True`` when stopped."""
+        from mmjudge.progress import progress_bar
+
+        if rng is not None:
+            _set_rng_state(rng)
+        stopped = False
+        self.bar = progress_bar(
+            total=total, initial=self.state["step"], desc="VELA training", disable=not progress, dynamic_ncols=True
+        )
+        try:
+            while self.state["epoch"] < self.config.epochs and not stopped:
+                stopped = self.run_epoch()
+        finally:
+            self.bar.close()
+        return stopped
+
+    def run_epoch(self) -> bool:
+        """The current epoch from where it stands; ``True`` when stopped by ``stop_after_steps``."""
+        import torch
+
+        state, config = self.state, self.config
+        epoch = state["epoch"]
+        order = np.random.RandomState(config.seed + epoch).permutation(len(self.ids)).tolist()
+        self._train_mode()
+        micro, window_loss = 0, 0.0
+        while state["position"] < len(order):
+            batch = order[state["position"] : state["position"] + config.batch_size]
+            pred = self.vela.scores_from_features(
+                self.vela.llm_features([self.ids[i] for i in batch]), self.features[batch]
+            )
+            loss = torch.nn.functional.mse_loss(pred, self.targets[batch])
+            (loss / config.grad_accum).backward()
+            window_loss += float(loss.detach()) / config.grad_accum
+            micro += 1
+            state["position"] += len(batch)
+            at_end = state["position"] >= len(order)
+            if micro < config.grad_accum and not at_end:
+                continue
+            self._optimizer_step(epoch, window_loss)
+            micro, window_loss = 0, 0.0
+            if at_end:
+                self._validate(epoch)
+                state["epoch"], state["position"] = epoch + 1, 0
+            stop = self.stop_after_steps is not None and state["step"] >= self.stop_after_steps
+            if at_end or stop or (config.save_every and state["step"] % config.save_every == 0):
+                _save_resume(self.vela, self.optimizer, self.scheduler, state, self.last)
+            if stop or at_end:
+                return stop
+        return False
+
+    def _train_mode(self) -> None:
+        self.vela.llm.train()
+        self.vela.head.train()
+
+    def _optimizer_step(self, epoch: int, window_loss: float) -> None:
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.state["step"] += 1
+        self.bar.update(1)
+        self.bar.set_postfix(epoch=epoch + 1, loss=f"{window_loss:.4f}")
+        if self.on_step is not None:
+            self.on_step(self.state["step"], window_loss)
+
+    def _validate(self, epoch: int) -> None:
+        """Kendall τ-c on the validation items; a better mean τ (a number beats NaN) is saved as ``best/``."""
+        tau = evaluate_tau(self.vela, self.val_items, self.val_features, self.config.eval_batch_size)
+        answered = any(not math.isnan(v) for v in tau.values())
+        mean_tau = float(np.nanmean(list(tau.values()))) if answered else float("nan")
+        state = self.state
+        state["history"].append({"epoch": epoch + 1, "step": state["step"], "tau_c": tau, "mean_tau_c": mean_tau})
+        self.bar.set_postfix(epoch=epoch + 1, tau=f"{mean_tau:.3f}")
+        best = state["best"]
+        if best is None or (
+            not math.isnan(mean_tau) and (math.isnan(best["mean_tau_c"]) or mean_tau > best["mean_tau_c"])
+        ):
+            state["best"] = state["history"][-1]
+            self.vela.save(self.best_dir)
+        self._train_mode()
 
 
 def _save_resume(vela: VelaModel, optimizer, scheduler, state: dict, last: Path) -> None:
