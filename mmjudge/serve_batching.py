@@ -114,7 +114,9 @@ class BatchingEngine:
         self.stop_ids = _end_of_turn_ids(judge.model, self.tokenizer)
         self.special_ids = frozenset(getattr(self.tokenizer, "all_special_ids", None) or ()) | self.stop_ids
         self.vocab_size = len(self.tokenizer)
+        self.max_model_len = context_length(judge.model, self.tokenizer)
         self.stats = ServeStats()
+        self._running: list[Job] = []
         self._token_texts: dict[int, str] = {}
         self._pending: deque[Job] = deque()
         self._wake = threading.Condition()
@@ -139,7 +141,7 @@ class BatchingEngine:
             self._wake.notify()
         for job in waiting:
             job.deliver(Failure(503, "the server is shutting down."))
-        for job in waiting:
+        for job in [*waiting, *self._running]:  # the batch in flight ends at its next token
             job.cancel()
         self._thread.join(timeout)
 
@@ -202,6 +204,7 @@ class BatchingEngine:
         self.stats.requests += len(jobs)
         self.stats.largest_batch = max(self.stats.largest_batch, len(jobs))
         rows: list[_Row] = []
+        self._running = jobs
         try:
             rows, inputs = self._start_rows(jobs)
             if rows:
@@ -220,6 +223,8 @@ class BatchingEngine:
         except Exception as err:  # a server answers: the batch's requests fail, the server stays up
             logger.exception("a batch of %d requests failed", len(jobs))
             self._fail([row for row in rows if not row.done] or jobs, Failure(500, f"{type(err).__name__}: {err}"))
+        finally:
+            self._running = []
 
     def _fail(self, targets: list, failure: Failure) -> None:
         for target in targets:
@@ -230,8 +235,9 @@ class BatchingEngine:
             job.deliver(failure)
 
     def _start_rows(self, jobs: list[Job]) -> tuple[list[_Row], dict]:
-        """Render and tokenise the batch; a request the model cannot take (an image for a text-only
-        model) fails alone with 400."""
+        """Render and tokenise the batch. A request the model cannot take fails alone with 400: an image for
+        a text-only model, or a prompt that with its ``max_tokens`` exceeds the model's context (checked
+        here so no forward pass runs past it, whatever the body held)."""
         texts, kept = [], []
         with self.tokenizer_lock:
             for job in jobs:
@@ -239,20 +245,34 @@ class BatchingEngine:
                     texts.append(self.judge.render(job.params.request))
                     kept.append(job)
                 except ValueError as err:
-                    self.stats.failed += 1
-                    job.deliver(Failure(400, str(err), "invalid_request_error"))
+                    self._refuse(job, str(err))
             if not kept:
                 return [], {}
             inputs = self.judge.prompts.encode([job.params.request for job in kept], texts)
         mask = inputs.get("attention_mask")
         width = int(inputs["input_ids"].shape[1])
-        lengths = mask.sum(dim=1).tolist() if mask is not None else [width] * len(kept)
+        lengths = [int(n) for n in mask.sum(dim=1).tolist()] if mask is not None else [width] * len(kept)
+        limit = self.max_model_len
+        too_long = [k for k, (job, n) in enumerate(zip(kept, lengths)) if limit and n + job.params.max_tokens > limit]
+        for k in too_long:
+            tokens = kept[k].params.max_tokens
+            self._refuse(
+                kept[k],
+                f"This model's maximum context length is {limit} tokens. However, you requested "
+                f"{lengths[k] + tokens} tokens ({lengths[k]} in the messages, {tokens} in the completion).",
+            )
+        if too_long:  # the others again, without the refused rows' padding
+            return self._start_rows([job for k, job in enumerate(kept) if k not in too_long])
         rows = []
         for job, length in zip(kept, lengths):
             answer = Answer(job.params, self.tokenizer.decode, self._token_text, self.special_ids)
-            rows.append(_Row(job, answer, int(length)))
-            job.deliver(Started(int(length)))
+            rows.append(_Row(job, answer, length))
+            job.deliver(Started(length))
         return rows, inputs
+
+    def _refuse(self, job: Job, message: str) -> None:
+        self.stats.failed += 1
+        job.deliver(Failure(400, message, "invalid_request_error"))
 
     def _generate(self, rows: list[_Row], inputs: dict) -> None:
         from transformers import StoppingCriteriaList
@@ -329,6 +349,7 @@ class _EachStep:
                 elif now >= row.job.deadline:
                     stats.timed_out += 1
                     row.finish("length")
+        self.latest.clear()  # the step's logits go when generate drops them (the prefill's are large)
         return torch.tensor([row.done for row in self.rows], dtype=torch.bool, device=input_ids.device)
 
 
@@ -339,3 +360,14 @@ def _end_of_turn_ids(model: Any, tokenizer: Any) -> frozenset:
         eos = tokenizer.eos_token_id
     ids = eos if isinstance(eos, (list, tuple)) else [eos]
     return frozenset(int(i) for i in ids if i is not None)
+
+
+def context_length(model: Any, tokenizer: Any) -> int | None:
+    """The most tokens (prompt + answer) the model takes: its text config's ``max_position_embeddings``,
+    else the tokenizer's ``model_max_length`` when that is a real number; ``None`` when neither says."""
+    config = getattr(model, "config", None)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    for value in (getattr(text, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)):
+        if isinstance(value, int) and 0 < value < 10**7:  # tokenizers without a limit say 1e30
+            return value
+    return None

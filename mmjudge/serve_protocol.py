@@ -252,22 +252,22 @@ class Answer:
 
     def push(self, token_id: int, probs: Any = None) -> Piece | None:
         """Add one generated token (``probs``: its step's full-vocabulary distribution, when logprobs are
-        wanted); returns what a stream sends now."""
+        wanted); returns what a stream sends now (``None`` when not streaming)."""
         self.count += 1
         entry = self._entry(token_id, probs) if self.params.logprobs else None
-        piece = self._release() if self._held is not None else None
+        ready = [self._held] if self._held is not None else []
+        self._held = None
         if token_id in self.special_ids:
             self._held = (token_id, entry)
-            return piece
-        self._keep(token_id, entry)
+        else:
+            ready.append((token_id, entry))
+        for ready_id, ready_entry in ready:
+            self.ids.append(ready_id)
+            if ready_entry is not None:
+                self.entries.append(ready_entry)
         if not self.params.stream:
             return None
-        more = self._stream_text()
-        if piece is None:
-            return Piece(more, [entry] if entry else [])
-        piece.text += more
-        piece.entries += [entry] if entry else []
-        return piece
+        return Piece(self._stream_text(), [e for _, e in ready if e is not None])
 
     def finish(self, reason: str, prompt_tokens: int) -> Finished:
         """Close the answer: ``reason`` is ``"length"`` unless it ended on a special token (``"stop"``)."""
@@ -277,17 +277,6 @@ class Answer:
         content = self.decode(self.ids, skip_special_tokens=True)
         entries = self.entries if self.params.logprobs else None
         return Finished(content, entries, reason, prompt_tokens, self.count, tail)
-
-    def _keep(self, token_id: int, entry: dict | None) -> None:
-        self.ids.append(token_id)
-        if entry is not None:
-            self.entries.append(entry)
-
-    def _release(self) -> Piece:
-        token_id, entry = self._held
-        self._held = None
-        self._keep(token_id, entry)
-        return Piece(self._stream_text() if self.params.stream else "", [entry] if entry else [])
 
     def _stream_text(self, final: bool = False) -> str:
         before = self.decode(self.ids[self._prefix_at : self._read_at], skip_special_tokens=True)

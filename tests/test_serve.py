@@ -191,10 +191,10 @@ def test_concurrent_requests_run_as_one_batch_with_the_answers_of_single_request
 
 
 def test_a_cancelled_request_stops_at_the_next_token_and_frees_the_model(local):
-    engine = ChatEngine(local, "tiny", settings=ServeSettings(max_tokens=5000))
+    engine = ChatEngine(local, "tiny", settings=ServeSettings(max_tokens=2000))
     try:
         events: queue.Queue = queue.Queue()
-        job = _collect(engine, _params(engine, "Why?", 5000, stream=True, logprobs=True), events)
+        job = _collect(engine, _params(engine, "Why?", 2000, stream=True, logprobs=True), events)
         while not isinstance(events.get(timeout=300), Piece):  # it is generating
             pass
         job.cancel()
@@ -203,7 +203,7 @@ def test_a_cancelled_request_stops_at_the_next_token_and_frees_the_model(local):
         assert isinstance(_final(after), Finished)  # the model was freed for the next request
         stats = engine.batcher.stats
         assert stats.cancelled == 1 and stats.tokens_after_cancel == 1  # the one token in flight, then no more
-        assert stats.tokens < 5000 and not any(isinstance(e, Finished) for e in list(events.queue))
+        assert stats.tokens < 2000 and not any(isinstance(e, Finished) for e in list(events.queue))
 
         # Gone before its turn: it never reaches the model.
         requests = stats.requests
@@ -220,11 +220,19 @@ def test_a_cancelled_request_stops_at_the_next_token_and_frees_the_model(local):
 def test_the_request_timeout_cuts_the_answer_and_a_request_past_it_before_its_turn_is_503(local):
     engine = ChatEngine(local, "tiny", settings=ServeSettings(max_tokens=100_000, request_timeout=0.5))
     try:
+        # 2000 greedy steps take seconds on any machine (generate's own overhead is about 1 ms a step).
         events: queue.Queue = queue.Queue()
-        _collect(engine, _params(engine, "Why?", 100_000), events)
+        _collect(engine, _params(engine, "Why?", 2000), events)
         done = _final(events)
-        assert done.finish_reason == "length" and 0 < done.completion_tokens < 100_000
+        assert done.finish_reason == "length" and 0 < done.completion_tokens < 2000
         assert engine.batcher.stats.timed_out == 1
+        # Past the model's context (2048 positions): refused before any forward pass, OpenAI's words.
+        _collect(engine, _params(engine, "Why?", 2040), events)
+        refused = _final(events)
+        assert isinstance(refused, Failure) and refused.status == 400
+        assert (
+            "maximum context length is 2048 tokens" in refused.message and "2040 in the completion" in refused.message
+        )
         late: queue.Queue = queue.Queue()
         _collect(engine, _params(engine, "Hi", 2), late, created=time.monotonic() - 10)
         failure = _final(late)
@@ -256,15 +264,33 @@ def _stream_until_first_chunk_then_hang_up(url: str, max_tokens: int, key: str |
     return True
 
 
-def test_a_client_that_hangs_up_mid_stream_stops_its_generation(local):
-    server, url = serve_in_thread(local, max_tokens=20_000)
+def _hang_up_after_start(url: str, stats) -> None:
+    """A raw client: a non-streamed request for 2000 tokens, hung up once the model works on it."""
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    body = json.dumps({"messages": ASK, "max_tokens": 2000}).encode()
+    batches = stats.batches
+    with socket.create_connection((host, int(port)), timeout=300) as conn:
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n\r\n"
+        conn.sendall(head.encode() + body)
+        _until(lambda: stats.batches > batches)
+
+
+def _until(condition, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds  # only a hang reaches it
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_a_client_that_hangs_up_stops_its_generation(local):
+    server, url = serve_in_thread(local, max_tokens=2000)
     try:
-        assert _stream_until_first_chunk_then_hang_up(url, 20_000)
         stats = server.engine.batcher.stats
-        deadline = time.monotonic() + 300  # only a hang reaches it
-        while stats.cancelled < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert stats.cancelled == 1 and stats.tokens_after_cancel == 1 and stats.tokens < 20_000
+        assert _stream_until_first_chunk_then_hang_up(url, 2000)
+        _until(lambda: stats.cancelled >= 1)
+        assert stats.cancelled == 1 and stats.tokens_after_cancel == 1 and stats.tokens < 2000
+        _hang_up_after_start(url, stats)  # not streamed: the server listens for the hang-up all the same
+        _until(lambda: stats.cancelled >= 2)
+        assert stats.cancelled == 2 and stats.tokens_after_cancel == 2 and stats.tokens < 4000
     finally:
         server.shutdown()
 

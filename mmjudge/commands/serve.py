@@ -13,6 +13,7 @@ the local backend's. Concurrent requests are batched through the model; ``stream
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 
 
@@ -46,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.request_timeout > 0 or args.batch_wait_ms < 0:
         raise ValueError("--request-timeout must be above 0 seconds and --batch-wait-ms at least 0.")
     key = _api_key(args)  # before loading the model: a refusal costs nothing
+    missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ValueError(f"mmjudge serve needs {' and '.join(missing)}: pip install 'mmjudge[serve]'")
     options = {k: getattr(args, k) for k in ("revision", "device", "dtype", "gguf_file") if getattr(args, k)}
     judge = load_judge("transformers", model=args.model, **options)
     server = make_server(
