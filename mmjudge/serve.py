@@ -23,9 +23,11 @@ Endpoints (every answer carries the header ``Server: mmjudge-serve/<version>``, 
 * ``POST /tokenize`` (also ``/v1/tokenize``) — vLLM's: ``prompt``, ``add_special_tokens`` (default true),
   ``return_token_strs`` -> ``tokens``, ``count``, ``max_model_len`` and ``token_strs``.
 
-Limits: a body above 64 MiB is refused with 413; an answer is cut (``finish_reason: "length"``) when
-its request has run ``--request-timeout`` seconds, and a request that waited that long for the model
-gets 503; a client that hangs up stops its generation at the next token.
+Limits: a body above 64 MiB is refused with 413; a prompt that with its ``max_tokens`` exceeds the
+model's context with 400; an answer is cut (``finish_reason: "length"``) when its request has run
+``--request-timeout`` seconds, and a request that waited that long for the model gets 503; a client
+that hangs up stops its generation at the next token. The ``model`` field is not checked (one model is
+served).
 """
 
 from __future__ import annotations

@@ -364,7 +364,13 @@ def _end_of_turn_ids(model: Any, tokenizer: Any) -> frozenset:
 
 def context_length(model: Any, tokenizer: Any) -> int | None:
     """The most tokens (prompt + answer) the model takes: its text config's ``max_position_embeddings``,
-    else the tokenizer's ``model_max_length`` when that is a real number; ``None`` when neither says."""
+    else the tokenizer's ``model_max_length`` when that is a real number; ``None`` when neither says.
+
+    >>> from types import SimpleNamespace as Fake
+    >>> unlimited = Fake(model_max_length=10**30)  # what tokenizers without a limit say
+    >>> context_length(Fake(config=Fake(max_position_embeddings=2048)), unlimited), context_length(Fake(), unlimited)
+    (2048, None)
+    """
     config = getattr(model, "config", None)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     for value in (getattr(text, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)):
