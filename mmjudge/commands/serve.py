@@ -71,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
         f"batches of <= {args.max_batch_size}; Ctrl-C stops)",
         flush=True,
     )
-    server.serve_forever()  # returns on Ctrl-C or SIGTERM, after the requests in flight
+    try:
+        server.serve_forever()  # uvicorn ends the requests in flight (5 s at most), then re-raises the signal
+    except KeyboardInterrupt:  # Ctrl-C is how a foreground server stops: no traceback
+        print("mmjudge serve: stopped", flush=True)
     return 0
 
 
