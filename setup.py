@@ -53,6 +53,8 @@ EXTRAS = {
     "space": ["gradio>=6.0", "pandas>=2.0"],
     "leaderboard": ["gradio>=6.0", "pandas>=2.0", "huggingface-hub>=0.30"],
     "vela": ["peft>=0.13", "safetensors>=0.4"],
+    # `mmjudge serve`: an ASGI app under uvicorn, as llama-cpp-python's and vLLM's servers are.
+    "serve": ["starlette>=0.27", "uvicorn>=0.23"],
     # Tests drive the apps through gradio_client and a real Chromium (selenium + Debian's chromium-driver),
     # check Long-CLIP conversion against open_clip, and train VELA with peft.
     "test": [
@@ -69,8 +71,11 @@ EXTRAS = {
         "peft>=0.13",
         "safetensors>=0.4",
         "open-clip-torch>=3.0",
-        "num2words>=0.5",
-    ],  # SmolVLM's processor, for the tiny model of every judge family
+        "num2words>=0.5",  # SmolVLM's processor, for the tiny model of every judge family
+        "starlette>=0.27",
+        "uvicorn>=0.23",
+        "openai>=1.40",  # the official client, as a peer of `mmjudge serve`
+    ],
 }
 
 setup(

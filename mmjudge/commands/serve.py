@@ -2,41 +2,79 @@
 
 Examples::
 
-    mmjudge serve --model Qwen/Qwen2.5-VL-7B-Instruct --port 8000
-    mmjudge score --judge openai --set base_url=http://127.0.0.1:8000/v1 --examples
+    MMJUDGE_API_KEY=$(openssl rand -hex 16) mmjudge serve --model Qwen/Qwen2.5-VL-7B-Instruct --port 8000
+    OPENAI_API_KEY=$MMJUDGE_API_KEY mmjudge score --judge openai --set base_url=http://127.0.0.1:8000/v1 --examples
 
 The ``openai`` judge recognises this server (its ``Server`` header) and, with no options, continues the
 forced answer prefix and reads each rating's exact probability (``logprob_token_ids``), so its scores equal
-the local backend's.
+the local backend's. Concurrent requests are batched through the model; ``stream=true`` streams.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    """The key from --api-key, else MMJUDGE_API_KEY; refuses to serve other machines without one unless
+    --no-api-key says so."""
+    from mmjudge.serve import API_KEY_ENV, is_loopback
+
+    key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV)
+    if args.no_api_key:
+        if key is not None:
+            raise ValueError(f"--no-api-key contradicts the API key given (--api-key or {API_KEY_ENV}): drop one.")
+        return None
+    if key is not None and not key.strip():
+        raise ValueError(f"The API key is empty: give a non-empty --api-key (or {API_KEY_ENV}).")
+    if key is None and not is_loopback(args.host):
+        raise ValueError(
+            f"--host {args.host} lets other machines in, and no API key is set: set --api-key (or {API_KEY_ENV}), "
+            "or pass --no-api-key to serve without a key on purpose."
+        )
+    return key
 
 
 def run(args: argparse.Namespace) -> int:
     from mmjudge.judges import load_judge
     from mmjudge.serve import make_server
 
-    if args.max_logprobs < 1:
-        raise ValueError(f"--max-logprobs must be a positive integer, but got {args.max_logprobs}.")
+    for name in ("max_logprobs", "max_tokens", "max_batch_size"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, but got {getattr(args, name)}.")
+    if not args.request_timeout > 0 or args.batch_wait_ms < 0:
+        raise ValueError("--request-timeout must be above 0 seconds and --batch-wait-ms at least 0.")
+    key = _api_key(args)  # before loading the model: a refusal costs nothing
+    missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ValueError(f"mmjudge serve needs {' and '.join(missing)}: pip install 'mmjudge[serve]'")
     options = {k: getattr(args, k) for k in ("revision", "device", "dtype", "gguf_file") if getattr(args, k)}
     judge = load_judge("transformers", model=args.model, **options)
-    server = make_server(judge, args.host, args.port, args.served_model_name, args.max_logprobs)
-    host, port = server.server_address[:2]
-    name = server.RequestHandlerClass.engine.model_name
+    server = make_server(
+        judge,
+        args.host,
+        args.port,
+        args.served_model_name,
+        args.max_logprobs,
+        api_key=key,
+        max_tokens=args.max_tokens,
+        request_timeout=args.request_timeout,
+        max_batch_size=args.max_batch_size,
+        batch_wait=args.batch_wait_ms / 1000,
+    )
     print(
-        f"mmjudge serve: {name} at http://{host}:{port}/v1 (continue_final_message, logprob_token_ids, "
-        f"top_logprobs <= {args.max_logprobs}; Ctrl-C stops)",
+        f"mmjudge serve: {server.engine.model_name} at {server.url} ("
+        + ("API key required" if key else "no API key")
+        + f"; max_tokens <= {args.max_tokens}, top_logprobs <= {args.max_logprobs}, "
+        f"batches of <= {args.max_batch_size}; Ctrl-C stops)",
         flush=True,
     )
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+        server.serve_forever()  # uvicorn ends the requests in flight (5 s at most), then re-raises the signal
+    except KeyboardInterrupt:  # Ctrl-C is how a foreground server stops: no traceback
+        print("mmjudge serve: stopped", flush=True)
     return 0
 
 
@@ -45,9 +83,41 @@ def add_parser(sub) -> None:
     p.add_argument("--model", required=True, help="Hub id or folder of the judge model")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default %(default)s: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port to listen on (default %(default)s)")
+    p.add_argument(
+        "--api-key",
+        help="clients must send `Authorization: Bearer <key>` (default: the environment variable MMJUDGE_API_KEY; "
+        "prefer it: a command line is visible to other local users)",
+    )
+    p.add_argument(
+        "--no-api-key",
+        action="store_true",
+        help="serve without a key although --host is not loopback (anyone who reaches the port uses the model)",
+    )
     p.add_argument("--served-model-name", help="the name clients use (default: the model's id or fingerprint)")
     p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=1024,
+        help="largest max_tokens a request may ask for; above it: 400 (default %(default)s)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=300.0,
+        help="seconds a request may take, waiting included: an answer still running is cut there "
+        "(finish_reason length), one still waiting gets 503 (default %(default)s)",
+    )
+    p.add_argument(
         "--max-logprobs", type=int, default=20, help="largest top_logprobs a client may ask for (default %(default)s)"
+    )
+    p.add_argument(
+        "--max-batch-size", type=int, default=16, help="requests run together in one batch (default %(default)s)"
+    )
+    p.add_argument(
+        "--batch-wait-ms",
+        type=float,
+        default=5.0,
+        help="how long an idle server gathers requests into a batch, in milliseconds (default %(default)s)",
     )
     p.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
     p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda when available, else cpu)")
