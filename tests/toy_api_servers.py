@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -64,9 +65,35 @@ def distribution(context: str, position: int, scripted: bool) -> np.ndarray:
     return e / e.sum()
 
 
-class _Backlogged(ThreadingHTTPServer):
+class ThreadedServer(ThreadingHTTPServer):
+    """A threaded server that, like uvicorn, sends without Nagle delays (TCP_NODELAY: the official client keeps
+    connections alive, where a small write after the headers would wait for a delayed ACK) and, when closed,
+    closes the connections clients keep alive too (a stopped server must stop answering)."""
+
     request_queue_size = 128
     daemon_threads = True
+
+    def __init__(self, *args, **kwargs):
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def close_all(self) -> None:
+        self.shutdown()
+        self.server_close()
+        with self.connections_lock:
+            for connection in list(self.connections):
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.connections.clear()
 
 
 class ToyServer:
@@ -127,13 +154,12 @@ class ToyServer:
                 else:
                     self._send(404, {"detail": "Not Found"})
 
-        self.server = _Backlogged(("127.0.0.1", 0), Handler)
+        self.server = ThreadedServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close_all()
 
     # ------------------------------------------------------------------------------------ routes
     def get(self, path: str) -> tuple[int, Any] | None:
@@ -258,4 +284,4 @@ def close_all(servers) -> None:
             pass
 
 
-__all__ = ["ToyServer", "VOCAB", "IDS", "KINDS", "expected_raw", "distribution", "close_all"]
+__all__ = ["ThreadedServer", "ToyServer", "VOCAB", "IDS", "KINDS", "expected_raw", "distribution", "close_all"]

@@ -50,6 +50,11 @@ class CachedJudge(JudgeWrapper):
         super().__init__(judge)
         self.store = ResultStore(path or default_cache_path())
         self.hits = 0
+        # A backend that keeps records of its own in the cache file (the openai judge's Batch API batches).
+        backend = judge.unwrapped() if isinstance(judge, JudgeWrapper) else judge
+        attach = getattr(backend, "attach_store", None)
+        if callable(attach):
+            attach(self.store)
 
     def rate(
         self, requests: Sequence[RatingRequest], progress: bool = True, on_batch: BatchCallback | None = None
