@@ -12,6 +12,7 @@ the server itself computed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import socket
@@ -89,10 +90,8 @@ class ThreadedServer(ThreadingHTTPServer):
         self.server_close()
         with self.connections_lock:
             for connection in list(self.connections):
-                try:
+                with contextlib.suppress(OSError):
                     connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
             self.connections.clear()
 
 
@@ -105,6 +104,7 @@ class ToyServer:
         self.kind, self.fail, self.model = kind, fail, model
         self.answers: list[tuple[dict, list[np.ndarray]]] = []  # (chat body, distribution at each generated position)
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
+        self.batch_api: Any = None  # a toy_batch_api.BatchAPI serving /v1/files and /v1/batches, when given
         self.lock = threading.Lock()
         toy = self
 
@@ -130,13 +130,20 @@ class ToyServer:
             def do_GET(self):
                 with toy.lock:
                     toy.requests.append(("GET", self.path))
+                if toy.batch_api is not None and toy.batch_api.handles(self.path):
+                    self._send(*toy.batch_api.handle("GET", self.path, self.headers, b""))
+                    return
                 found = toy.get(self.path)
                 self._send(*(found if found else (404, {"detail": "Not Found"})))
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                blob = self.rfile.read(int(self.headers["Content-Length"]))
                 with toy.lock:
                     toy.requests.append(("POST", self.path))
+                if toy.batch_api is not None and toy.batch_api.handles(self.path):
+                    self._send(*toy.batch_api.handle("POST", self.path, self.headers, blob))
+                    return
+                body = json.loads(blob)
                 if self.path in ("/v1/chat/completions",):
                     failure = toy.fail(body) if toy.fail else None
                     if isinstance(failure, tuple) and failure[0] == "slow":
@@ -278,10 +285,8 @@ def expected_raw(dists: list[np.ndarray], position: int, choices=("1", "2", "3",
 
 def close_all(servers) -> None:
     for server in servers:
-        try:
+        with contextlib.suppress(OSError):
             server.close()
-        except OSError:
-            pass
 
 
 __all__ = ["ThreadedServer", "ToyServer", "VOCAB", "IDS", "KINDS", "expected_raw", "distribution", "close_all"]
