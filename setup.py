@@ -53,6 +53,8 @@ EXTRAS = {
     "space": ["gradio>=6.0", "pandas>=2.0"],
     "leaderboard": ["gradio>=6.0", "pandas>=2.0", "huggingface-hub>=0.30"],
     "vela": ["peft>=0.13", "safetensors>=0.4"],
+    # The `openai` judge backend sends through the official client (transport, Azure, the Batch API).
+    "api": ["openai>=1.40"],
     # Tests drive the apps through gradio_client and a real Chromium (selenium + Debian's chromium-driver),
     # check Long-CLIP conversion against open_clip, and train VELA with peft.
     "test": [
@@ -70,6 +72,7 @@ EXTRAS = {
         "safetensors>=0.4",
         "open-clip-torch>=3.0",
         "num2words>=0.5",
+        "openai>=1.40",  # the API judge's transport, and the client its toy servers are driven by
     ],  # SmolVLM's processor, for the tiny model of every judge family
 }
 
@@ -82,7 +85,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",  # tomllib from 3.11, tomli (a CORE dependency on 3.10) before
     packages=find_packages(include=["mmjudge", "mmjudge.*"]),
-    package_data={"mmjudge": ["prompts/*.toml", "examples/*"]},
+    package_data={"mmjudge": ["prompts/*.toml", "examples/*", "judges/*.toml"]},
     include_package_data=True,
     install_requires=CORE,
     extras_require=EXTRAS,

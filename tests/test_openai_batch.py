@@ -245,3 +245,42 @@ def test_max_cost_below_the_estimate_sends_nothing_in_one_line(toy, tmp_path, ca
     assert server.requests == [] and not (tmp_path / "o.jsonl").exists()
     assert main([*args[:-1], "1.0"]) == 0  # under it: the run goes on
     assert [p for m, p in server.requests if m == "POST"] == ["/v1/chat/completions"] * 4
+
+
+def test_input_is_split_at_the_request_and_byte_limits(toy, tmp_path):
+    server = toy()
+    judge = CachedJudge(OpenAIJudge(base_url=server.url, mode="batch", poll_interval=0.01), tmp_path / "c.sqlite")
+    runner = judge._batches()
+    runner.max_requests = 4  # (50,000 at OpenAI)
+    assert all(r.error is None for r in judge.rate(_requests(10), progress=False))
+    sizes = [len(server.batch_api.files[server.batch_api.batches[b]["input_file_id"]][1].splitlines())
+             for b in server.batch_api.created]  # fmt: skip
+    assert sizes == [4, 4, 2]
+    runner.max_requests, runner.max_bytes = 1000, 1500  # (200 MB at OpenAI): a line is ~500 bytes here
+    judge.rate([RatingRequest([Turn("user", f"Rate caption {i} again.")]) for i in range(7)], progress=False)
+    blobs = [
+        server.batch_api.files[server.batch_api.batches[b]["input_file_id"]][1] for b in server.batch_api.created[3:]
+    ]
+    assert len(blobs) > 1 and all(len(b) <= 1500 for b in blobs) and sum(len(b.splitlines()) for b in blobs) == 7
+
+
+def test_a_run_killed_between_upload_and_record_adopts_the_batch_it_made(toy, tmp_path):
+    """The file was uploaded and recorded, the batch created, then the process died before recording its id:
+    the next run finds the batch made from that file among the account's batches instead of creating another."""
+    server = toy()
+    judge = CachedJudge(OpenAIJudge(base_url=server.url, mode="batch", poll_interval=0.01), tmp_path / "c.sqlite")
+    runner = judge._batches()
+    requests = _requests(3)
+    entries = [runner.rating_entry(_key(judge, r), r) for r in requests]
+    client = judge.servers[0].client
+    uploaded = client.files.create(file=("in.jsonl", b"".join(e.line + b"\n" for e in entries)), purpose="batch")
+    judge.store.batches.add(runner.owner, uploaded.id, [(e.key, e.meta) for e in entries])
+    made = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    results = judge.rate(requests, progress=False)
+    assert all(r.error is None for r in results) and server.batch_api.created == [made.id]
+
+
+def _key(judge, request) -> str:
+    from mmjudge.judges.base import request_key
+
+    return request_key(judge.identity(), "rate", request)

@@ -339,7 +339,7 @@ def test_prefill_auto_probe(stub_factory):
         _judge(restarting.url, prefill="auto")
     failing = stub_factory(failures=[(503, {}, {"error": {"message": "down"}})] * 3)
     with pytest.raises(APIError, match="giving up after 3 attempts"):  # a failing server is not "no prefill"
-        _judge(failing.url, prefill="auto", max_retries=2).prefill_mode
+        _judge(failing.url, prefill="auto", max_retries=2)
 
 
 def test_usage_and_cost_summary(stub_factory, monkeypatch):
@@ -356,7 +356,8 @@ _KILLED_RUN = """
 import sys
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges import RatingRequest, Turn, load_judge
-judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], prefill="none", mass="top-k", max_concurrency=1, batch_size=2), sys.argv[2])
+options = dict(prefill="none", mass="top-k", max_concurrency=1, batch_size=2)
+judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], **options), sys.argv[2])
 requests = [RatingRequest([Turn("user", f"Rate caption {i}.")]) for i in range(20)]
 judge.rate(requests, progress=False)
 print("done")

@@ -104,6 +104,7 @@ class ToyServer:
         self.kind, self.fail, self.model = kind, fail, model
         self.answers: list[tuple[dict, list[np.ndarray]]] = []  # (chat body, distribution at each generated position)
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
+        self.extra_headers: dict[str, str] = {}  # sent with every answer (rate-limit headers …)
         self.batch_api: Any = None  # a toy_batch_api.BatchAPI serving /v1/files and /v1/batches, when given
         self.lock = threading.Lock()
         toy = self
@@ -119,6 +120,8 @@ class ToyServer:
                 self.send_response(status)
                 if toy.kind == "openai":
                     self.send_header("openai-version", "2020-10-01")
+                for name, value in toy.extra_headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(blob)))
                 self.end_headers()

@@ -267,7 +267,7 @@ class OpenAIJudge(CostMixin, BatchedJudge):
         else:
             if self.max_concurrency == "auto":
                 identify_quietly(self.transport)  # only speed depends on it: asked when something is sent
-            results = super().rate(requests, progress=progress, on_batch=on_batch)
+            results = self._rate_sync(requests, progress, on_batch)
         failed = [r for r in results if r.error is not None]
         if failed:
             logger.warning(
@@ -334,14 +334,41 @@ class OpenAIJudge(CostMixin, BatchedJudge):
         logger.info("rating failed: %s", why)
         return RatingResult(raw=[0.0] * len(choices), greedy="", mass_exact=self.capabilities.exact_mass, error=why)
 
-    def _map(self, fn, requests: Sequence) -> list:
+    def _pool(self) -> Any:
+        """The request threads, kept between calls (``max_concurrency`` of them)."""
         from concurrent.futures import ThreadPoolExecutor
 
-        workers = min(self._concurrency(), len(requests))
-        if workers <= 1:
-            return [fn(r) for r in requests]
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mmjudge-api") as pool:
-            return list(pool.map(fn, requests))
+        size = self._concurrency()
+        if getattr(self, "_executor", None) is None or self._executor_size != size:
+            self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mmjudge-api")
+            self._executor_size = size
+        return self._executor
+
+    def _map(self, fn, requests: Sequence) -> list:
+        return [fn(r) for r in requests] if len(requests) <= 1 else list(self._pool().map(fn, requests))
+
+    def _rate_sync(self, requests: Sequence[RatingRequest], progress: bool, on_batch) -> list[RatingResult]:
+        """Every request queued at once, ``max_concurrency`` in flight, no pause between batches; each batch (in
+        plan order) handed to ``on_batch`` (the cache) as soon as its answers are in."""
+        from mmjudge.judges.batched import _bar
+
+        batches = self.plan(requests)
+        pool, out = self._pool(), [None] * len(requests)
+        futures = {i: pool.submit(self._rate_one, requests[i]) for batch in batches for i in batch}
+        try:
+            with _bar(progress and len(batches) > 1, len(requests), f"{self.backend} judge rating") as bar:
+                for batch in batches:
+                    answers = [futures[i].result() for i in batch]
+                    for i, answer in zip(batch, answers):
+                        out[i] = answer
+                    if bar is not None:
+                        bar.update(len(batch))
+                    if on_batch is not None:
+                        on_batch(batch, answers)
+        finally:
+            for future in futures.values():
+                future.cancel()  # a setup error stops the run: what has not started is not sent
+        return out
 
     def _rate_batch(self, requests: Sequence[RatingRequest]) -> list[RatingResult]:
         return self._map(self._rate_one, requests)

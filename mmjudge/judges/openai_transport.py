@@ -17,6 +17,7 @@ client bound to one server cannot do. The policy is the official client's own (`
 from __future__ import annotations
 
 import email.utils
+import functools
 import itertools
 import json
 import logging
@@ -123,6 +124,37 @@ def parse_base_urls(base_url: str | Sequence[str] | None) -> list[str]:
                 f"or a list), but got {url!r}."
             )
     return list(dict.fromkeys(urls))
+
+
+def http_library() -> Any:
+    """The HTTP library the installed ``openai`` client is built on (``httpx``; ``httpx2`` in its 3.x)."""
+    import importlib
+
+    import openai
+
+    return importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+
+
+@functools.lru_cache(maxsize=1)
+def response_type() -> type:
+    """The raw response class of that library: ``cast_to`` it and the client returns the answer unparsed."""
+    return http_library().Response
+
+
+def http_client(timeout: float) -> Any:
+    """The client's own HTTP client (its connection pool and limits) with Nagle's algorithm off, as uvicorn does
+    on the server side: the library writes a request's headers and body separately, and on a kept-alive
+    connection the body would otherwise wait for the server's delayed ACK (up to 40 ms a request, measured)."""
+    import socket
+
+    import openai
+
+    library = http_library()
+    transport = library.HTTPTransport(
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+        limits=library.Limits(max_connections=1000, max_keepalive_connections=100),  # the client's defaults
+    )
+    return openai.DefaultHttpxClient(transport=transport, timeout=timeout)
 
 
 class Server:
@@ -243,12 +275,18 @@ class Transport:
 
     # ------------------------------------------------------------------------------------ calls
     def chat(self, fields: dict, extra_body: dict | None = None, server: Server | None = None, **kw: Any) -> dict:
-        """One chat completion through the client's typed chat API (``extra_body``: the fields OpenAI does
-        not define, vLLM's and SGLang's), with retries. Returns the decoded answer."""
+        """One chat completion, with retries; returns the decoded answer. ``fields``: OpenAI's own;
+        ``extra_body``: the fields other servers define (vLLM's, SGLang's), in the client's ``extra_body`` slot.
+
+        Sent through the client's request layer (``client.post("/chat/completions", …)``, as its README shows for
+        any route: same authentication, base URL or Azure deployment URL, timeouts, error types) rather than the
+        typed ``chat.completions.create``, whose parameter transformation costs ~0.5 ms of CPU per request, a
+        third of the client's whole cost (measured: ``benchmarks/api_client_throughput.py``)."""
+        options = {"extra_json": extra_body} if extra_body else {}
 
         def send(target: Server) -> tuple[bytes, Mapping[str, str]]:
-            raw = target.client.chat.completions.with_raw_response.create(**fields, extra_body=extra_body or None)
-            return raw.http_response.content, raw.http_response.headers
+            reply = target.client.post("/chat/completions", body=fields, options=options, cast_to=response_type())
+            return reply.content, reply.headers
 
         return self.call(send, server=server, **kw)[0]
 
@@ -393,7 +431,13 @@ def build_transport(
     usage: Any,
 ) -> Transport:
     """The fleet's servers, each with its own official client (``max_retries=0``: the transport retries)."""
-    import openai
+    try:
+        import openai
+    except ImportError:
+        raise ModuleNotFoundError(
+            "the openai judge sends through the official client: pip install 'mmjudge[api]' (or pip install openai)",
+            name="openai",
+        ) from None
 
     # Azure when its endpoint or API version is given; what is not given the client reads from its own
     # environment variables (AZURE_OPENAI_ENDPOINT, OPENAI_API_VERSION, AZURE_OPENAI_AD_TOKEN).
@@ -405,7 +449,12 @@ def build_transport(
             raise ValueError("Give either `base_url` or `azure_endpoint`, not both.")
         try:
             client = openai.AzureOpenAI(
-                azure_endpoint=azure_endpoint, api_version=api_version, api_key=key, timeout=timeout, max_retries=0
+                azure_endpoint=azure_endpoint,
+                api_version=api_version,
+                api_key=key,
+                timeout=timeout,
+                max_retries=0,
+                http_client=http_client(timeout),
             )
         except openai.OpenAIError as err:
             raise ValueError(f"Azure OpenAI: {err}") from None
@@ -416,7 +465,6 @@ def build_transport(
             raise ValueError(f"The OpenAI API needs a key: set the environment variable {env}.")
         # No key (a local server): the client needs one, so "EMPTY" is sent, as vLLM's docs do (servers started
         # without a key ignore it; one started with a key answers 401, which is one clear line).
-        servers = [
-            Server(u, openai.OpenAI(base_url=u, api_key=key or "EMPTY", timeout=timeout, max_retries=0)) for u in urls
-        ]
+        made = {"api_key": key or "EMPTY", "timeout": timeout, "max_retries": 0}
+        servers = [Server(u, openai.OpenAI(base_url=u, http_client=http_client(timeout), **made)) for u in urls]
     return Transport(servers, describe, key, max_retries, retry_sleep_scale, counters=usage)
