@@ -34,10 +34,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from mmjudge.judges import openai_setup as fleet
 from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
-from mmjudge.judges.batched import BatchedJudge
-from mmjudge.judges.openai_cost import BudgetError, CostMixin, Usage, load_prices  # noqa: F401
-from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported: the format the backend sends)
+from mmjudge.judges.batched import BatchedJudge, _bar
+from mmjudge.judges.openai_cost import BudgetError, CostMixin, Usage, load_prices  # noqa: F401  (re-exported)
+from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
     ChatCall,
     answer_logprobs,
     answer_text,
@@ -45,40 +46,10 @@ from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported: the form
     generation_call,
     image_data_url,
     rating_call,
-    request_image_url,
     split_fields,
 )
-from mmjudge.judges.openai_reading import (  # noqa: F401  (re-exported: the backend's reading functions)
-    LOGPROB_FLOOR,
-    TOKEN_ID_PREFIX,
-    bare_token,
-    listed_choice_tokens,
-    rating_position,
-    read_rating,
-)
-from mmjudge.judges.openai_setup import (
-    MASS_MODES,  # noqa: F401
-    MODES,  # noqa: F401
-    PREFILL_MODES,  # noqa: F401
-    ChoiceTokens,
-    check_options,
-    default_concurrency,
-    every_server,
-    identify_fleet,
-    identify_quietly,
-    probe_choice_logprobs,
-    probe_prefill,
-)
-from mmjudge.judges.openai_transport import (  # noqa: F401  (re-exported)
-    DOWN_AFTER,
-    OPENAI_BASE_URL,
-    APIError,
-    Server,
-    Transport,
-    build_transport,
-    parse_base_urls,
-    retry_delay,
-)
+from mmjudge.judges.openai_reading import listed_choice_tokens, rating_position, read_rating
+from mmjudge.judges.openai_transport import DOWN_AFTER, APIError, Server, Transport, build_transport  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +105,7 @@ class OpenAIJudge(CostMixin, BatchedJudge):
         price_table: str | None = None,
         max_cost: float | None = None,
     ):
-        check_options(prefill, mass, top_logprobs, max_tokens, max_concurrency, max_retries, mode, poll_interval)
+        fleet.check_options(prefill, mass, top_logprobs, max_tokens, max_concurrency, max_retries, mode, poll_interval)
         self.model_name = str(model or "").removeprefix("openai:")
         self.prefill, self.mass, self.mode = prefill, mass, mode
         self.top_logprobs, self.max_tokens = int(top_logprobs), int(max_tokens)
@@ -153,14 +124,14 @@ class OpenAIJudge(CostMixin, BatchedJudge):
         )  # fmt: skip
         self.endpoint = ",".join(sorted(s.endpoint for s in self.servers))
         self.is_openai = all(s.is_openai for s in self.servers)
-        self.tokens = ChoiceTokens(self.transport, lambda: self.model_name)
+        self.tokens = fleet.ChoiceTokens(self.transport, lambda: self.model_name)
         # Settled here, once: capabilities are a value, never an HTTP call when read. With `model` and `prefill`
         # given nothing is asked of the server, so a fully cached run replays without it: `mass="auto"` is then
         # the read every server supports, top-k, unless `mass` is given.
         if self.model_name and prefill != "auto" and mass == "auto":
             mass = "top-k"
         need_kind = (prefill == "auto" or mass == "auto") and not self.is_openai
-        self.model_name = identify_fleet(self.transport, self.model_name, need_kind)
+        self.model_name = fleet.identify_fleet(self.transport, self.model_name, need_kind)
         self.prefill_mode = prefill if prefill != "auto" else self._settle_prefill()
         self.mass_mode = mass if mass != "auto" else self._settle_mass()
         self.capabilities = Capabilities(
@@ -227,19 +198,19 @@ class OpenAIJudge(CostMixin, BatchedJudge):
     def _settle_prefill(self) -> str:
         """``continue`` when every server of the fleet continues an assistant message, else ``none`` (a fleet
         reads every rating one way). Only a server of no known kind is asked (the counting probe)."""
-        every = every_server(
-            self.transport, "continues", lambda s: probe_prefill(self.transport, s, self.model_name) == "continue"
+        every = fleet.every_server(
+            self.transport, "continues", lambda s: fleet.probe_prefill(self.transport, s, self.model_name) == "continue"
         )
         return "continue" if every else "none"
 
     def _settle_mass(self) -> str:
         """``exact`` when every server returns the log-probabilities of chosen token ids, else ``top-k``."""
-        probe = lambda s: probe_choice_logprobs(self.transport, s, self.model_name)  # noqa: E731
-        return "exact" if every_server(self.transport, "choice_logprobs", probe) else "top-k"
+        probe = lambda s: fleet.probe_choice_logprobs(self.transport, s, self.model_name)  # noqa: E731
+        return "exact" if fleet.every_server(self.transport, "choice_logprobs", probe) else "top-k"
 
     def _concurrency(self) -> int:
         if self.max_concurrency == "auto":
-            return default_concurrency([s.info.kind if s.info else None for s in self.servers])
+            return fleet.default_concurrency([s.info.kind if s.info else None for s in self.servers])
         return int(self.max_concurrency)
 
     def choice_token_ids(self, choices: Sequence[str]) -> list[list[int]]:
@@ -266,7 +237,7 @@ class OpenAIJudge(CostMixin, BatchedJudge):
             results = self._batches().rate(requests, progress=progress, on_batch=on_batch)
         else:
             if self.max_concurrency == "auto":
-                identify_quietly(self.transport)  # only speed depends on it: asked when something is sent
+                fleet.identify_quietly(self.transport)  # only speed depends on it: asked when something is sent
             results = self._rate_sync(requests, progress, on_batch)
         failed = [r for r in results if r.error is not None]
         if failed:
@@ -350,8 +321,6 @@ class OpenAIJudge(CostMixin, BatchedJudge):
     def _rate_sync(self, requests: Sequence[RatingRequest], progress: bool, on_batch) -> list[RatingResult]:
         """Every request queued at once, ``max_concurrency`` in flight, no pause between batches; each batch (in
         plan order) handed to ``on_batch`` (the cache) as soon as its answers are in."""
-        from mmjudge.judges.batched import _bar
-
         batches = self.plan(requests)
         pool, out = self._pool(), [None] * len(requests)
         futures = {i: pool.submit(self._rate_one, requests[i]) for batch in batches for i in batch}
