@@ -81,13 +81,18 @@ class BatchRunner:
         self.max_requests, self.max_bytes = MAX_REQUESTS_PER_FILE, MAX_BYTES_PER_FILE
         self.submitted: list[str] = []  # batch ids this process created
         self.collected: list[str] = []  # batch ids this process collected
+        self._client: Any = None
 
     # ------------------------------------------------------------------------------------ where
     @property
     def client(self) -> Any:
+        """The server's client, retrying as the official client does (a poll that lasts hours must outlive a
+        dropped connection or a 503)."""
         if len(self.judge.servers) != 1:
             raise ValueError("mode='batch' sends to one server's Batch API: give one base_url, not a fleet.")
-        return self.judge.servers[0].client
+        if self._client is None:
+            self._client = self.judge.servers[0].client.with_options(max_retries=self.judge.transport.max_retries)
+        return self._client
 
     @property
     def ledger(self) -> Any:
@@ -258,7 +263,7 @@ class BatchRunner:
                     kept.append((key, value.to_json() if isinstance(value, RatingResult) else str(value)))
                 else:
                     errors.append((key, value))
-                if wanted is None or key in wanted:
+                if wanted is not None and key in wanted:  # (a whole input's answers only fill the cache)
                     answers[key] = (ok, value)
                 if len(kept) >= 500:
                     self.judge.store.put_many(kept)
@@ -272,7 +277,7 @@ class BatchRunner:
             why = f"batch {batch.id} {batch.status} without answering it{_batch_errors(batch)}"
             errors += [(k, why) for k in missing]
             for k in missing:
-                if wanted is None or k in wanted:
+                if wanted is not None and k in wanted:
                     answers[k] = (False, why)
         for key, why in errors:
             self.rejected[key] = why
