@@ -48,7 +48,7 @@ from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
     rating_call,
     split_fields,
 )
-from mmjudge.judges.openai_reading import listed_choice_tokens, rating_position, read_rating
+from mmjudge.judges.openai_reading import listed_choice_tokens, rating_position, rating_result, read_rating
 from mmjudge.judges.openai_transport import DOWN_AFTER, APIError, Server, Transport, build_transport  # noqa: F401
 
 logger = logging.getLogger(__name__)
@@ -303,7 +303,7 @@ class OpenAIJudge(CostMixin, BatchedJudge):
         """A rating that failed: no probabilities, the reason (never cached)."""
         self.usage.count_failure()
         logger.info("rating failed: %s", why)
-        return RatingResult(raw=[0.0] * len(choices), greedy="", mass_exact=self.capabilities.exact_mass, error=why)
+        return rating_result([0.0] * len(choices), "", self.capabilities.exact_mass, error=why)
 
     def _pool(self) -> Any:
         """The request threads, kept between calls (``max_concurrency`` of them)."""
