@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mmjudge.judges.openai_reading import TOKEN_ID_PREFIX, bare_token
-from mmjudge.judges.openai_servers import identify
+from mmjudge.judges.openai_servers import ServerInfo, identify
 from mmjudge.judges.openai_transport import APIError, Server, Transport
 
 logger = logging.getLogger(__name__)
@@ -69,8 +69,9 @@ def identify_quietly(transport: Transport) -> None:
         if server.info is not None:
             continue
         try:
-            listing, headers = transport.models(server)
-        except (APIError, ValueError):
+            listing, headers = transport.models(server, once=True)
+        except (APIError, ValueError):  # asked once: a server that does not answer now is read as unknown
+            server.info = ServerInfo("unknown", "", "no answer when first asked")
             continue
         server.info = identify(lambda path, s=server: transport.get_once(s, path), headers, listing)
 

@@ -290,14 +290,15 @@ class Transport:
 
         return self.call(send, server=server, **kw)[0]
 
-    def models(self, server: Server) -> tuple[Any, Mapping[str, str]]:
-        """``GET /v1/models``: the decoded listing and the answer's headers (they may say what the server is)."""
+    def models(self, server: Server, once: bool = False) -> tuple[Any, Mapping[str, str]]:
+        """``GET /v1/models``: the decoded listing and the answer's headers (they may say what the server is);
+        ``once``: a single attempt."""
 
         def send(target: Server) -> tuple[bytes, Mapping[str, str]]:
             raw = target.client.models.with_raw_response.list()
             return raw.http_response.content, raw.http_response.headers
 
-        return self.call(send, server=server)
+        return self.call(send, server=server, once=once)
 
     def post_root(self, path: str, body: dict, **kw: Any) -> Any:
         """``POST <server root><path>`` (a route beside ``/v1``, e.g. vLLM's ``/tokenize``), with retries."""
@@ -323,13 +324,15 @@ class Transport:
         send: Callable[[Server], tuple[bytes, Mapping[str, str]]],
         server: Server | None = None,
         client_errors: bool = True,
+        once: bool = False,
     ) -> tuple[Any, Mapping[str, str]]:
         """``send(server)`` with retries: ``(decoded JSON answer, its headers)``. ``server``: that server
         only; default: the fleet, each attempt going to the next server. ``client_errors``: map a 4xx that
         retrying cannot fix to a one-line user error (else an :class:`APIError` with its status)."""
         import openai
 
-        for attempt in range(self.max_retries + 1):
+        last = 0 if once else self.max_retries
+        for attempt in range(last + 1):
             target = server or self.pick()
             headers: Mapping[str, str] = {}
             self.gate.wait()
@@ -357,7 +360,7 @@ class Transport:
             # A server down (refused DOWN_AFTER times in a row) is not waited for: its requests fail fast
             # until it answers again; in a fleet the next attempt goes to another server.
             hopeless = target.down if server is not None else all(s.down for s in self.servers)
-            if attempt == self.max_retries or hopeless:
+            if attempt == last or hopeless:
                 where = f"{self.describe()} at {target.endpoint}"
                 raise APIError(f"{where}: giving up after {attempt + 1} attempts; last error: {problem}")
             delay = retry_delay(headers, attempt)
