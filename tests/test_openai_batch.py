@@ -284,3 +284,23 @@ def _key(judge, request) -> str:
     from mmjudge.judges.base import request_key
 
     return request_key(judge.identity(), "rate", request)
+
+
+def test_python_users_plan_a_whole_input_into_one_batch_round(toy, tmp_path):
+    """The planning pass the CLI runs is a function: every chunk's requests in one batch, then compute() finds
+    every answer in the cache (here 3 chunks of 2 items, which compute alone would send as 3 batches)."""
+    import mmjudge
+    from mmjudge.judges.openai_plan import plan_run
+
+    server = toy()
+    he = mmjudge.load("harmonic_eval", judge="openai", base_url=server.url, mode="batch", poll_interval=0.01,
+                      criteria=["fluency"], image_criteria=[], cache=str(tmp_path / "c.sqlite"))  # fmt: skip
+    he.chunk_size = 2
+    texts = [f"A dog number {i}." for i in range(6)]
+    plan = plan_run(he, lambda: he.compute(predictions=texts, progress=False), batch=True)
+    assert plan.estimate.requests == 6 and server.batch_api.created == []  # planning sends nothing
+    plan.submit(progress=False)
+    plan.close()
+    out = he.compute(predictions=texts, progress=False)
+    assert len(server.batch_api.created) == 1 and out["fluency_status"] == ["ok"] * 6
+    assert "mode=batch" in out["signature"]
