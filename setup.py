@@ -55,6 +55,8 @@ EXTRAS = {
     "vela": ["peft>=0.13", "safetensors>=0.4"],
     # `mmjudge serve`: an ASGI app under uvicorn, as llama-cpp-python's and vLLM's servers are.
     "serve": ["starlette>=0.27", "uvicorn>=0.23"],
+    # The `openai` judge backend sends through the official client (transport, Azure, the Batch API).
+    "api": ["openai>=1.40"],
     # Tests drive the apps through gradio_client and a real Chromium (selenium + Debian's chromium-driver),
     # check Long-CLIP conversion against open_clip, and train VELA with peft.
     "test": [
@@ -87,7 +89,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",  # tomllib from 3.11, tomli (a CORE dependency on 3.10) before
     packages=find_packages(include=["mmjudge", "mmjudge.*"]),
-    package_data={"mmjudge": ["prompts/*.toml", "examples/*"]},
+    package_data={"mmjudge": ["prompts/*.toml", "examples/*", "judges/*.toml"]},
     include_package_data=True,
     install_requires=CORE,
     extras_require=EXTRAS,

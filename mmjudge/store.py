@@ -97,6 +97,14 @@ class ResultStore:
         with self._lock:
             return self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
 
+    @property
+    def batches(self) -> BatchLedger:
+        """The ledger of submitted API batches kept in the same file (:class:`BatchLedger`)."""
+        ledger = self.__dict__.get("_batches")
+        if ledger is None:
+            ledger = self.__dict__["_batches"] = BatchLedger(self)
+        return ledger
+
     def close(self) -> None:
         self._conn.close()
 
@@ -131,3 +139,101 @@ def cached_map(
     computed = compute(todo, keep)
     by_key = {keys[i]: value for i, value in zip(todo, computed)}
     return [by_key.get(k, value) for k, value in zip(keys, out)], hits
+
+
+class BatchLedger:
+    """Which requests were submitted in which API batch (OpenAI's Batch API), kept beside the answers so a
+    killed run, run again, collects the batch it already paid for instead of submitting a second one.
+
+    A batch is recorded when its input file is uploaded (state ``uploaded``, before the batch exists: a kill
+    between upload and submission is then found again), then ``submitted`` with its id, ``collected`` once
+    its answers are stored, or ``abandoned`` (failed, expired, cancelled: its missing requests may be sent
+    again). Each request is a cache key with a small JSON ``meta`` (what reading its answer needs).
+
+    >>> import tempfile, os
+    >>> ledger = ResultStore(os.path.join(tempfile.mkdtemp(), "s.sqlite")).batches
+    >>> n = ledger.add("judge-a", "file-1", [("k1", {"choices": ["1", "2"]}), ("k2", {})])
+    >>> ledger.update(n, batch_id="batch_9", state="submitted")
+    >>> ledger.live("judge-a", ["k1", "k3"]), ledger.get(n)["batch_id"]
+    ({'k1': 1}, 'batch_9')
+    >>> ledger.update(n, state="collected"); ledger.live("judge-a", ["k1"])
+    {}
+    """
+
+    LIVE = ("uploaded", "submitted")
+
+    def __init__(self, store: ResultStore):
+        self._conn, self._lock = store._conn, store._lock
+        with self._lock, self._conn:
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS batches (id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, "
+                "batch_id TEXT, input_file_id TEXT, state TEXT NOT NULL, created REAL NOT NULL)"
+            )
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS batch_requests (batch INTEGER NOT NULL, key TEXT NOT NULL, "
+                "meta TEXT NOT NULL, error TEXT, PRIMARY KEY (batch, key))"
+            )
+            self._conn.execute("CREATE INDEX IF NOT EXISTS batch_requests_key ON batch_requests (key)")
+
+    def add(self, owner: str, input_file_id: str, entries: Sequence[tuple[str, Any]]) -> int:
+        """Record an uploaded input file holding ``entries`` (``(key, meta)``); returns the ledger id."""
+        with self._lock, self._conn:
+            cursor = self._conn.execute(
+                "INSERT INTO batches (owner, input_file_id, state, created) VALUES (?, ?, 'uploaded', ?)",
+                (owner, input_file_id, time.time()),
+            )
+            number = int(cursor.lastrowid)
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO batch_requests (batch, key, meta) VALUES (?, ?, ?)",
+                [(number, key, json.dumps(meta)) for key, meta in entries],
+            )
+        return number
+
+    def update(self, number: int, batch_id: str | None = None, state: str | None = None) -> None:
+        with self._lock, self._conn:
+            if batch_id is not None:
+                self._conn.execute("UPDATE batches SET batch_id = ? WHERE id = ?", (batch_id, number))
+            if state is not None:
+                self._conn.execute("UPDATE batches SET state = ? WHERE id = ?", (state, number))
+
+    def get(self, number: int) -> dict[str, Any]:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT id, owner, batch_id, input_file_id, state, created FROM batches WHERE id = ?", (number,)
+            ).fetchone()
+        return dict(zip(("id", "owner", "batch_id", "input_file_id", "state", "created"), row)) if row else {}
+
+    def live(self, owner: str, keys: Sequence[str]) -> dict[str, int]:
+        """``{key: ledger id}`` for those ``keys`` that wait in a batch of ``owner`` not yet collected."""
+        found: dict[str, int] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                rows = self._conn.execute(
+                    "SELECT r.key, b.id FROM batch_requests r JOIN batches b ON b.id = r.batch WHERE b.owner = ? "
+                    f"AND b.state IN ('uploaded', 'submitted') AND r.key IN ({','.join('?' * len(chunk))})",
+                    [owner, *chunk],
+                )
+                found.update((k, int(n)) for k, n in rows)
+        return found
+
+    def entries(self, number: int) -> list[tuple[str, Any, str | None]]:
+        """The requests of one batch: ``(key, meta, error)``."""
+        with self._lock:
+            rows = self._conn.execute("SELECT key, meta, error FROM batch_requests WHERE batch = ?", (number,))
+            return [(k, json.loads(m), e) for k, m, e in rows]
+
+    def set_errors(self, number: int, errors: Sequence[tuple[str, str]]) -> None:
+        """Why the batch did not answer these keys (``(key, reason)``)."""
+        with self._lock, self._conn:
+            self._conn.executemany(
+                "UPDATE batch_requests SET error = ? WHERE batch = ? AND key = ?", [(e, number, k) for k, e in errors]
+            )
+
+    def count(self, owner: str | None = None) -> int:
+        """How many batches were recorded (for ``owner``)."""
+        with self._lock:
+            if owner is None:
+                return self._conn.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
+            return self._conn.execute("SELECT COUNT(*) FROM batches WHERE owner = ?", (owner,)).fetchone()[0]

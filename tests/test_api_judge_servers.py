@@ -313,3 +313,105 @@ def test_a_fleet_must_serve_one_model(toy):
 def test_a_fleet_reads_every_rating_the_way_its_weakest_member_can(toy):
     judge = _judge([toy("vllm").url, toy("vllm-old").url])
     assert (judge.prefill_mode, judge.mass_mode) == ("continue", "top-k")
+
+
+# ------------------------------------------------------------------------- concurrency and pacing
+def test_requests_in_flight_default_by_server_kind(toy):
+    """vLLM and SGLang batch what arrives: 64 requests in flight per server by default (a fleet more); other
+    kinds 8. A judge given every mode asks the kind only when it first sends (a cached run asks nothing)."""
+    assert _judge(toy("vllm").url, max_concurrency="auto")._concurrency() == 64
+    assert _judge([toy("sglang").url, toy("sglang").url], max_concurrency="auto")._concurrency() == 128
+    assert _judge(toy("llama.cpp").url, max_concurrency="auto")._concurrency() == 8
+    assert _judge(toy("openai").url, max_concurrency="auto")._concurrency() == 8
+    flight = {"now": 0, "most": 0}
+    lock = __import__("threading").Lock()
+
+    def slow(body):
+        with lock:
+            flight["now"] += 1
+            flight["most"] = max(flight["most"], flight["now"])
+        __import__("time").sleep(0.3)
+        with lock:
+            flight["now"] -= 1
+        return None
+
+    server = toy("vllm", fail=lambda body: slow(body) if _caption(body) >= 0 else None)
+    quiet = OpenAIJudge(base_url=server.url, model="toy-judge", prefill="continue", mass="top-k")
+    assert server.requests == [] and quiet._concurrency() == 8  # not asked yet
+    results = quiet.rate(_requests(96), progress=False)
+    assert all(r.error is None for r in results) and quiet.servers[0].info.kind == "vllm"
+    assert quiet._concurrency() == 64 and flight["most"] > 8  # more than the old default in flight at once
+
+
+def test_openai_rate_limit_headers_pause_every_request(toy):
+    """An answer saying the window's requests are spent (x-ratelimit-remaining-requests: 0) pauses every
+    request until x-ratelimit-reset-requests; a 429 pauses them all for its Retry-After."""
+    server = toy("openai")
+    server.extra_headers = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"}
+    judge = _judge(server.url, model="toy-judge", prefill="none", mass="top-k", max_concurrency=4)
+    results = judge.rate(_requests(3), progress=False)
+    assert all(r.error is None for r in results) and judge.transport.gate.paused == 3
+    server.extra_headers = {"x-ratelimit-remaining-requests": "17", "x-ratelimit-reset-requests": "1s"}
+    judge.rate(_requests(2), progress=False)
+    assert judge.transport.gate.paused == 3  # requests left: no pause
+    limited = {"left": 1}
+
+    def once(body):
+        if limited["left"]:
+            limited["left"] -= 1
+            return 429, {"error": {"message": "Rate limit reached", "type": "requests"}}
+        return None
+
+    other = toy("openai", fail=once)
+    judge = _judge(other.url, model="toy-judge", prefill="none", mass="top-k")
+    [result] = judge.rate(_requests(1), progress=False)
+    assert result.error is None and judge.usage.retries == 1 and judge.transport.gate.paused == 1
+
+
+# ------------------------------------------------------------------------------------------ Azure
+def test_azure_openai_through_the_clients_own_settings(monkeypatch):
+    """Azure OpenAI: the client's deployment URL, api-version and api-key header, the key from the client's
+    own AZURE_OPENAI_API_KEY, the endpoint from azure_endpoint or the client's AZURE_OPENAI_ENDPOINT."""
+    from http.server import BaseHTTPRequestHandler
+
+    from toy_api_servers import ThreadedServer
+
+    toy_model = ToyServer("openai")  # only its chat answers are used
+    seen: list[tuple[str, dict]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+            blob = json.dumps(toy_model.chat(body)[1]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(blob)))
+            self.end_headers()
+            self.wfile.write(blob)
+
+    server = ThreadedServer(("127.0.0.1", 0), Handler)
+    __import__("threading").Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-secret-key")
+        judge = OpenAIJudge(model="openai:my-gpt4o", azure_endpoint=endpoint, api_version="2024-10-21")
+        assert (judge.servers[0].info.kind, judge.prefill_mode, judge.mass_mode) == ("azure", "none", "top-k")
+        [result] = judge.rate(_requests(1), progress=False)
+        assert result.error is None and result.mass > 0
+        path, headers = seen[-1]
+        assert path == "/openai/deployments/my-gpt4o/chat/completions?api-version=2024-10-21"
+        assert headers["api-key"] == "azure-secret-key" and "authorization" not in headers
+        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", endpoint)  # the client's own setting
+        assert OpenAIJudge(model="my-gpt4o", api_version="2024-10-21").endpoint == judge.endpoint
+        monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+        with pytest.raises(ValueError, match="Azure OpenAI: Missing credentials"):
+            OpenAIJudge(model="my-gpt4o", azure_endpoint=endpoint, api_version="2024-10-21")
+    finally:
+        server.close_all()
+        toy_model.close()

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,9 @@ from mmjudge.judges import RatingRequest, Turn, load_judge
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.openai import APIError, OpenAIJudge, chat_messages, rating_position, read_rating
 from mmjudge.prompts import load_prompt_set
+
+sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
+from toy_api_servers import ThreadedServer
 
 pytestmark = pytest.mark.filterwarnings("ignore:HarmonicEval. the judge put under")
 
@@ -64,10 +67,6 @@ GOOD = _answer(
         _entry(" 4", math.log(0.6), [(" 4", math.log(0.6)), ("4", math.log(0.1)), (" 3", math.log(0.2))]),
     ]
 )
-
-
-class _Backlogged(ThreadingHTTPServer):
-    request_queue_size = 128  # the default backlog of 5 would delay concurrent clients
 
 
 class Stub:
@@ -118,14 +117,12 @@ class Stub:
                 time.sleep(stub.delay)
                 self._send(200, stub.answer(body))
 
-        self.server = _Backlogged(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = ThreadedServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close_all()
 
 
 @pytest.fixture
@@ -213,7 +210,7 @@ def test_one_image_is_png_encoded_once_for_all_its_requests(monkeypatch):
     import base64
     import io
 
-    from mmjudge.judges import openai as backend
+    from mmjudge.judges import openai_format as backend
 
     encoded = []
     original = backend.image_data_url
@@ -307,7 +304,7 @@ def test_api_key_is_sent_but_never_in_cache_signature_or_errors(stub_factory, tm
     assert failed.error is not None and SECRET not in failed.error and "***" in failed.error
     assert caplog.records and all(SECRET not in r.getMessage() for r in caplog.records)
     cached.rate([_request(2)], progress=False)
-    assert stub.headers[-1]["Authorization"] == f"Bearer {SECRET}"
+    assert {k.lower(): v for k, v in stub.headers[-1].items()}["authorization"] == f"Bearer {SECRET}"
     assert SECRET not in json.dumps(cached.identity()) and SECRET not in json.dumps(cached.signature_fields())
     con = sqlite3.connect(tmp_path / "c.sqlite")
     assert SECRET not in json.dumps(con.execute("SELECT * FROM results").fetchall())
@@ -342,7 +339,7 @@ def test_prefill_auto_probe(stub_factory):
         _judge(restarting.url, prefill="auto")
     failing = stub_factory(failures=[(503, {}, {"error": {"message": "down"}})] * 3)
     with pytest.raises(APIError, match="giving up after 3 attempts"):  # a failing server is not "no prefill"
-        _judge(failing.url, prefill="auto", max_retries=2).prefill_mode
+        _judge(failing.url, prefill="auto", max_retries=2)
 
 
 def test_usage_and_cost_summary(stub_factory, monkeypatch):
@@ -359,7 +356,8 @@ _KILLED_RUN = """
 import sys
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges import RatingRequest, Turn, load_judge
-judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], prefill="none", mass="top-k", max_concurrency=1, batch_size=2), sys.argv[2])
+options = dict(prefill="none", mass="top-k", max_concurrency=1, batch_size=2)
+judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], **options), sys.argv[2])
 requests = [RatingRequest([Turn("user", f"Rate caption {i}.")]) for i in range(20)]
 judge.rate(requests, progress=False)
 print("done")
@@ -527,9 +525,9 @@ def test_serve_honours_logprob_token_ids_as_vllm_does(tiny_text_server):
             judge.chat(messages, logprob_token_ids=bad, **flags)
     with pytest.raises(ValueError, match="`logprobs` must be set to true"):
         judge.chat(messages, logprob_token_ids=[5], continue_final_message=True, add_generation_prompt=False)
-    tokens = judge._http(
-        "POST", "/tokenize", {"prompt": " 3", "add_special_tokens": False, "return_token_strs": True}, root=True
-    )[0]
+    tokens = judge.transport.post_root(
+        "/tokenize", {"prompt": " 3", "add_special_tokens": False, "return_token_strs": True}
+    )
     assert tokens["tokens"] == local.tokenizer.encode(" 3", add_special_tokens=False) and tokens["count"] == len(
         tokens["tokens"]
     )
@@ -795,20 +793,33 @@ def test_cli_with_no_server_is_one_line_not_a_traceback(capsys):
     assert "giving up after 2 attempts" in lines[0] and "refused" in lines[0].lower(), lines[0]
 
 
-def test_a_reply_cut_short_is_retried_then_reported():
-    """http.client.IncompleteRead is not an OSError: it is retried and ends as an APIError too."""
-    import http.client
+def test_a_reply_cut_short_is_retried_then_reported(stub_factory):
+    """A reply cut short (the connection closed mid-body) is retried, then reported as the item's error."""
+    import socket as sockets
 
-    judge = _judge("http://127.0.0.1:9/v1", model="m", max_retries=2)
+    listener = sockets.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    port = listener.getsockname()[1]
 
-    def cut(*args, **kwargs):
-        raise http.client.IncompleteRead(b"{", 10)
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"choi')
+            conn.close()
 
-    import unittest.mock
-
-    with unittest.mock.patch("urllib.request.urlopen", cut), pytest.raises(APIError, match="IncompleteRead"):
-        judge.chat([{"role": "user", "content": "hi"}])
-    assert judge.usage.retries == 2
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        judge = _judge(f"http://127.0.0.1:{port}/v1", model="m", max_retries=2)
+        with pytest.raises(APIError, match="giving up after 3 attempts.*(RemoteProtocolError|incomplete|closed)"):
+            judge.chat([{"role": "user", "content": "hi"}])
+        assert judge.usage.retries == 2
+    finally:
+        listener.close()
 
 
 def test_serve_usage_counts_the_image_tokens_of_the_prompt(tiny_vlm_server):

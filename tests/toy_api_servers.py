@@ -12,8 +12,10 @@ the server itself computed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -64,9 +66,33 @@ def distribution(context: str, position: int, scripted: bool) -> np.ndarray:
     return e / e.sum()
 
 
-class _Backlogged(ThreadingHTTPServer):
+class ThreadedServer(ThreadingHTTPServer):
+    """A threaded server that, like uvicorn, sends without Nagle delays (TCP_NODELAY: the official client keeps
+    connections alive, where a small write after the headers would wait for a delayed ACK) and, when closed,
+    closes the connections clients keep alive too (a stopped server must stop answering)."""
+
     request_queue_size = 128
     daemon_threads = True
+
+    def __init__(self, *args, **kwargs):
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.connections_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def close_all(self) -> None:
+        self.shutdown()
+        self.server_close()
+        with self.connections_lock:
+            for connection in list(self.connections):
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+            self.connections.clear()
 
 
 class ToyServer:
@@ -78,6 +104,8 @@ class ToyServer:
         self.kind, self.fail, self.model = kind, fail, model
         self.answers: list[tuple[dict, list[np.ndarray]]] = []  # (chat body, distribution at each generated position)
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
+        self.extra_headers: dict[str, str] = {}  # sent with every answer (rate-limit headers …)
+        self.batch_api: Any = None  # a toy_batch_api.BatchAPI serving /v1/files and /v1/batches, when given
         self.lock = threading.Lock()
         toy = self
 
@@ -92,6 +120,8 @@ class ToyServer:
                 self.send_response(status)
                 if toy.kind == "openai":
                     self.send_header("openai-version", "2020-10-01")
+                for name, value in toy.extra_headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(blob)))
                 self.end_headers()
@@ -103,13 +133,20 @@ class ToyServer:
             def do_GET(self):
                 with toy.lock:
                     toy.requests.append(("GET", self.path))
+                if toy.batch_api is not None and toy.batch_api.handles(self.path):
+                    self._send(*toy.batch_api.handle("GET", self.path, self.headers, b""))
+                    return
                 found = toy.get(self.path)
                 self._send(*(found if found else (404, {"detail": "Not Found"})))
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                blob = self.rfile.read(int(self.headers["Content-Length"]))
                 with toy.lock:
                     toy.requests.append(("POST", self.path))
+                if toy.batch_api is not None and toy.batch_api.handles(self.path):
+                    self._send(*toy.batch_api.handle("POST", self.path, self.headers, blob))
+                    return
+                body = json.loads(blob)
                 if self.path in ("/v1/chat/completions",):
                     failure = toy.fail(body) if toy.fail else None
                     if isinstance(failure, tuple) and failure[0] == "slow":
@@ -127,13 +164,12 @@ class ToyServer:
                 else:
                     self._send(404, {"detail": "Not Found"})
 
-        self.server = _Backlogged(("127.0.0.1", 0), Handler)
+        self.server = ThreadedServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close_all()
 
     # ------------------------------------------------------------------------------------ routes
     def get(self, path: str) -> tuple[int, Any] | None:
@@ -252,10 +288,8 @@ def expected_raw(dists: list[np.ndarray], position: int, choices=("1", "2", "3",
 
 def close_all(servers) -> None:
     for server in servers:
-        try:
+        with contextlib.suppress(OSError):
             server.close()
-        except OSError:
-            pass
 
 
-__all__ = ["ToyServer", "VOCAB", "IDS", "KINDS", "expected_raw", "distribution", "close_all"]
+__all__ = ["ThreadedServer", "ToyServer", "VOCAB", "IDS", "KINDS", "expected_raw", "distribution", "close_all"]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge import distributed
+from mmjudge.commands._api_plan import add_plan_options, plan_before_run, wants_plan
 from mmjudge.commands._options import add_judge_options, judge_options
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA
 from mmjudge.metrics.statuses import add_failures, failure_line
@@ -42,6 +43,8 @@ examples:
   mmjudge score --metric fleur --input items.jsonl --output scores.jsonl --quiet
   mmjudge score --input data/ --split test --columns text=caption,image=image --output scores.parquet
   mmjudge score --metric baselines --config bleu --text "a dog" --references "a dog runs" --format jsonl
+  mmjudge score --input items.jsonl --model openai:gpt-4o-2024-08-06 --dry-run   # requests, tokens, price
+  mmjudge score --input items.jsonl --model openai:gpt-4o-2024-08-06 --set mode=batch --max-cost 20
 """
 
 
@@ -128,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     options = {"explain": True} if args.explain else {}
+    if wants_plan(args, metric):  # --dry-run, --max-cost, mode=batch: a planning pass first, nothing sent
+        reopen = (lambda: open_source(args.input, **source_options)) if args.input else (lambda: items)
+        if plan_before_run(args, metric, reopen, say, chunk_size=args.chunk_size, **options):
+            return 0
     # Items typed on the command line stop at their first mistake; a long --input records it and goes on.
     strict = args.strict or not args.input
     printer = _RowPrinter(args.format, metric, quiet=args.quiet or not distributed.is_main())
@@ -370,6 +377,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="print nothing but errors (no table, notes or progress bars)")
     add_judge_options(p)
+    add_plan_options(p)
     p.add_argument(
         "--gamma", type=float, help=f"harmonic weighting gamma in (0, 1] (harmonic_eval; default {DEFAULT_GAMMA})"
     )

@@ -387,6 +387,19 @@ class JudgeWrapper(Judge):
         return self.inner.usage_summary()
 
 
+def innermost(judge: Judge) -> Judge:
+    """The backend under every wrapper of ``judge`` (``judge`` itself when it wraps nothing).
+
+    >>> from mmjudge.judges.dummy import DummyJudge
+    >>> backend = DummyJudge()
+    >>> innermost(JudgeWrapper(JudgeWrapper(backend))) is backend, innermost(backend) is backend
+    (True, True)
+    """
+    while isinstance(judge, JudgeWrapper):
+        judge = judge.inner
+    return judge
+
+
 def find_layer(judge: Judge, kind: type[Judge]) -> Judge | None:
     """The first layer of ``judge`` (itself, then each wrapper's ``inner``, down to the backend) that is a
     ``kind``, or ``None``: how the factory knows a judge is already cached or already split.

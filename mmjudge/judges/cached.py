@@ -32,6 +32,7 @@ from mmjudge.judges.base import (
     JudgeWrapper,
     RatingRequest,
     RatingResult,
+    innermost,
     request_key,
 )
 from mmjudge.paths import default_cache_path
@@ -50,6 +51,11 @@ class CachedJudge(JudgeWrapper):
         super().__init__(judge)
         self.store = ResultStore(path or default_cache_path())
         self.hits = 0
+        # A backend that keeps records of its own in the cache file (the openai judge's Batch API batches).
+        backend = innermost(judge)
+        attach = getattr(backend, "attach_store", None)
+        if callable(attach):
+            attach(self.store)
 
     def rate(
         self, requests: Sequence[RatingRequest], progress: bool = True, on_batch: BatchCallback | None = None

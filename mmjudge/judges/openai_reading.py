@@ -24,6 +24,12 @@ LOGPROB_FLOOR = -9999.0  # OpenAI's "not in the top k" value
 TOKEN_ID_PREFIX = "token_id:"  # vLLM's spelling of a token with return_tokens_as_token_ids
 
 
+def rating_result(raw: list[float], greedy: str, exact: bool, error: str | None = None) -> RatingResult:
+    """The backend's one constructor of results: whether the mass is exact is said here only (so a rename of
+    ``RatingResult.exact_mass`` is one line for this backend)."""
+    return RatingResult(raw=raw, greedy=greedy, exact_mass=exact, error=error)
+
+
 def _prob(entry: Mapping[str, Any]) -> float:
     logprob = float(entry.get("logprob", LOGPROB_FLOOR))
     return 0.0 if logprob <= LOGPROB_FLOOR or not math.isfinite(logprob) else math.exp(logprob)
@@ -102,9 +108,7 @@ def read_rating(
     choices = [str(c) for c in choices]
     position = (0 if content else None) if first_position else rating_position(content, choices, id_choices)
     if position is None:
-        return RatingResult(
-            raw=[0.0] * len(choices), greedy="".join(str(e.get("token", "")) for e in content), exact_mass=exact
-        )
+        return rating_result([0.0] * len(choices), "".join(str(e.get("token", "")) for e in content), exact)
     entry = content[position]
     raw = [0.0] * len(choices)
     tops = entry.get("top_logprobs") or [
@@ -121,7 +125,7 @@ def read_rating(
         k = _choice_of(token, choices, id_choices)
         if k is not None:
             raw[k] += _prob(top)
-    return RatingResult(raw=raw, greedy=str(entry.get("token", "")), exact_mass=exact)
+    return rating_result(raw, str(entry.get("token", "")), exact)
 
 
 def listed_choice_tokens(

@@ -48,6 +48,7 @@ KNOWN: dict[str, tuple[bool | None, bool | None]] = {
     "sglang": (True, False),
     "llama.cpp": (False, False),
     "llama-cpp-python": (False, False),
+    "azure": (False, False),
     "unknown": (None, None),
 }
 
