@@ -85,3 +85,24 @@ def test_readme_first_run_rates_the_text_criteria_of_every_bundled_example(smoll
     assert fluent["fluency"] - shuffled["fluency"] > 0.02, (fluent["fluency"], shuffled["fluency"])
     assert "For image-aware scores, use a vision-language judge" in run.stderr
     assert (Path(env["HOME"]) / ".cache" / "mmjudge" / "judge_cache.sqlite").is_file()
+
+
+def test_space_demo_uses_smollm2_labelled_as_a_small_text_only_model(smollm2_gguf):
+    """`mmjudge space --demo` with no VLM given: the same real judge, and the page says what it is."""
+    from mmjudge.examples import load_examples
+    from mmjudge.space.handlers import Scorer, criteria_markdown, others_markdown, overall_markdown
+    from mmjudge.space.settings import TEXT_ONLY_DEMO_WARNING, Settings
+
+    settings = Settings(cache=False).as_demo()
+    assert (settings.model, settings.demo_warning) == ("smollm2", TEXT_ONLY_DEMO_WARNING)
+    scorer = Scorer(settings)
+    item = dict(load_examples()[0])
+    result = scorer.score(item, ["HarmonicEval", "FLEUR", "BLEU"])
+    row = result.harmonic
+    assert all(row[f"{c}_status"] == "ok" and 1 <= row[c] <= 5 for c in ("clarity", "fluency", "conciseness"))
+    assert "| correctness | not rated: the judge cannot see images | | | |" in criteria_markdown(result)
+    headline = overall_markdown(result)
+    assert "TEXT-ONLY" in headline and "Not rated: correctness, completeness" in headline
+    assert "FLEUR" in result.failed and "cannot see images (a text-only model)" in result.failed["FLEUR"]
+    assert "BLEU" in result.skipped  # no references typed: not run, with the reason
+    assert "cannot see images" in others_markdown(result, scorer.choices)

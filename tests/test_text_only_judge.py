@@ -36,6 +36,7 @@ def test_image_criteria_are_not_asked_and_overall_weighs_the_rated_ones():
         out = _text_only().compute(**items, progress=False)
     # The same judge asked only the text criteria: text requests carry no image either way, so the
     # distributions, and therefore every number, are identical.
+    assert _text_only().spec.check_result(out, 3) is None  # the declared contract holds with NaN criteria
     alone = HarmonicEval(judge="dummy", criteria=TEXT, cache=False).compute(**items, progress=False)
     for key in ["overall", *TEXT, *(f"{c}_weight" for c in TEXT)]:
         assert out[key] == pytest.approx(alone[key], abs=1e-12), key

@@ -141,13 +141,14 @@ def run(args: argparse.Namespace) -> int:
     # Notes go to stderr too, which a launcher does not silence: under torchrun only the main process speaks.
     notes = not args.quiet and distributed.is_main()
     say = print if notes else (lambda *a, **k: None)
-    metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
-    if args.model == TINY_RANDOM:  # after loading, so a bad option's error stays the only line
-        say(
-            f"NOTE: '{TINY_RANDOM}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.",
-            file=sys.stderr,
-        )
     try:
+        metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
+        if args.model == TINY_RANDOM:  # after loading, so a bad option's error stays the only line
+            say(
+                f"NOTE: '{TINY_RANDOM}' is a model with RANDOM weights: it proves the pipeline, its scores mean "
+                "nothing.",
+                file=sys.stderr,
+            )
         return _score(args, metric, source if args.input else items, source_options, say)
     except KeyboardInterrupt:
         print(interrupted_line(args.output), file=sys.stderr)
