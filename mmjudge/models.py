@@ -355,14 +355,21 @@ def load_pretrained(
     if "device_map" not in kwargs:
         built.to(resolved_device)
     built.eval()
-    ident = identity_of(source, built, dtype_name, revision)
-    if model == TINY_RANDOM:  # say what it is: a random-weight demo model, not some local folder
-        ident = ModelIdentity(f"{TINY_RANDOM}:{family or default_vlm_family()}", ident.revision, ident.dtype)
-    elif model == SMOLLM2:  # the weights file alone identifies it (the package folder also holds __pycache__)
-        weights = Path(str(source)) / str(gguf_file)
-        ident = ModelIdentity(SMOLLM2, _file_fingerprint(weights), dtype_name)
-    device_name = str(built.device) if device_map is None else "auto"
-    return LoadedModel(built, processor, ident, device_name, gguf_file)
+    ident = _named_identity(model, source, gguf_file, family, dtype_name) or identity_of(
+        source, built, dtype_name, revision
+    )
+    return LoadedModel(built, processor, ident, str(built.device) if device_map is None else "auto", gguf_file)
+
+
+def _named_identity(model: Any, source: Any, gguf_file: str | None, family: str | None, dtype: str) -> Any:
+    """The :class:`ModelIdentity` of a model given by one of the engine's names (``None`` for any other):
+    ``tiny-random:<family>`` — a random-weight demo model, not some local folder — or ``smollm2``, identified
+    by its weights file alone (the package folder also holds ``__pycache__``)."""
+    if model == TINY_RANDOM:
+        return ModelIdentity(f"{TINY_RANDOM}:{family or default_vlm_family()}", local_fingerprint(Path(source)), dtype)
+    if model == SMOLLM2:
+        return ModelIdentity(SMOLLM2, _file_fingerprint(Path(str(source)) / str(gguf_file)), dtype)
+    return None
 
 
 # Import names whose pip package has another name.

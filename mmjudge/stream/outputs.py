@@ -8,7 +8,8 @@ are a prefix of its share (so resume with the same input and the same number of 
 signature is checked against the run's, another process count is refused). When every process is
 done, the main one merges the parts in input order into ``<output>`` (JSON Lines, CSV or Parquet, written
 to a temporary file and renamed, so ``<output>`` only ever appears complete) and removes them. An output
-that exists without parts is complete: running again does nothing.
+that exists without parts is complete: running again does nothing. CSV cells go through
+:func:`mmjudge.report.csv_cell` (spreadsheet formulas neutralised, RFC 4180 line ends).
 
 >>> import tempfile, os
 >>> out = os.path.join(tempfile.mkdtemp(), "scores.jsonl")
