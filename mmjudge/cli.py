@@ -31,7 +31,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 
 EPILOG = """\
 examples:
-  mmjudge score --examples --model tiny-random          # offline demo (random weights)
+  mmjudge score --examples --model smollm2              # offline, a real small text-only judge
   mmjudge score --task ic --image photo.jpg --text "A dog runs." --model Qwen/Qwen2.5-VL-7B-Instruct
   mmjudge metaeval --dataset mmhe --scores bleu.jsonl --out out/
   mmjudge dataset list

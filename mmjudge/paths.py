@@ -11,6 +11,7 @@ without importing one another).
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -49,6 +50,9 @@ def check_cache_path(path: str | os.PathLike) -> Path:
         raise ValueError(
             f"cache: {str(path)!r} is a folder; give a file path such as {str(path / 'judge_cache.sqlite')!r} {fix}."
         )
+    special = special_file_kind(path)
+    if special is not None:  # SQLite would open it, and opening a FIFO waits for a writer
+        raise ValueError(f"cache: {str(path)!r} is {special}, not a regular file; give another path {fix}.")
     if path.is_file():
         with open(path, "rb") as f:
             head = f.read(16)
@@ -65,3 +69,65 @@ def check_cache_path(path: str | os.PathLike) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"cache: cannot create {str(path)!r}: folder {str(parent)!r} is not writable {fix}.")
     return path
+
+
+def special_file_kind(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it exists but is not a regular file or a folder (``"a named pipe (FIFO)"``, a
+    device, a socket), else ``None``. Found with ``stat``, which never blocks (opening a FIFO does: it waits for
+    a writer), so readers refuse such paths in one sentence instead of hanging.
+
+    >>> import tempfile
+    >>> special_file_kind(tempfile.mkdtemp()), special_file_kind("/no/such/file"), special_file_kind("/dev/null")
+    (None, None, 'a character device')
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return _special_kind(mode)
+
+
+def _special_kind(mode: int) -> str | None:
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "not a regular file"
+
+
+def open_regular_file(path: str | os.PathLike, max_bytes: int | None = None):
+    """``path`` opened for reading (binary) when it is a regular file of at most ``max_bytes``: opened without
+    blocking and checked on the open descriptor (so a path swapped for a FIFO between a check and the open
+    cannot hang the reader).
+
+    Raises:
+        FileNotFoundError: no such file. IsADirectoryError: a folder.
+        ValueError: a FIFO, device or socket (naming which), or a file larger than ``max_bytes``.
+        PermissionError / OSError: the file cannot be opened.
+    """
+    path = os.fspath(path)
+    kind = special_file_kind(path)
+    if kind is not None:
+        raise ValueError(f"{path!r} is {kind}, not a regular file")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "Is a directory", path)
+        kind = _special_kind(info.st_mode)
+        if kind is not None:
+            raise ValueError(f"{path!r} is {kind}, not a regular file")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise ValueError(f"{path!r} is {info.st_size:,} bytes, more than the {max_bytes:,} read at most")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

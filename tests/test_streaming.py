@@ -221,7 +221,8 @@ def test_cli_records_a_bad_line_and_strict_stops_there_keeping_the_rows_before(t
     assert len(err) == 1 and "items.jsonl:6: image: image file not found" in err[0] and "Traceback" not in err[0]
     part = next(tmp_path.glob("s.jsonl.part-0-of-1.jsonl"))
     assert [json.loads(line)["id"] for line in part.read_text().splitlines()] == ["i0", "i1", "i2", "i3"]
-    assert main(["score", "--input", path, "--output", str(out), "--chunk-size", "2", *D]) == 0  # resumes, records
+    # Resumes and records the bad item; the exit status says that an item was not scored (rows all written).
+    assert main(["score", "--input", path, "--output", str(out), "--chunk-size", "2", *D]) == 4
     text = capsys.readouterr().out
     assert "wrote 8 rows" in text and "(4 were there from an earlier run)" in text
     assert "1 of 8 items could not be scored" in text and "items.jsonl:6: image: image file not found" in text
@@ -245,7 +246,7 @@ def test_items_without_ids_keep_their_input_position_across_a_resume_and_a_repea
     assert main(["score", "--input", str(path), "--output", str(out), "--strict", "--chunk-size", "2", *D]) == 2
     items[3]["image"] = good
     _jsonl(path, items)
-    assert main(["score", "--input", str(path), "--output", str(out), "--chunk-size", "2", *D]) == 0
+    assert main(["score", "--input", str(path), "--output", str(out), "--chunk-size", "2", *D]) == 4  # the repeat
     capsys.readouterr()
     rows = _rows(out)
     assert [r["id"] for r in rows] == ["0", "1", "2", "3", "4", "5", "1"]

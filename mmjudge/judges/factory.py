@@ -6,7 +6,7 @@ before any model loads, wrapped for data parallelism (under a launcher) and in t
 >>> build_judge(None, "dummy", cache=False, gama=1)
 Traceback (most recent call last):
 ValueError: unknown option 'gama' for the 'dummy' judge. Options: batch_size, can_generate, full_distribution,
-mass, model, seed, teacher_forcing.
+mass, model, seed, sees_images, teacher_forcing.
 """
 
 from __future__ import annotations

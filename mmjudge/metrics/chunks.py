@@ -203,9 +203,15 @@ def decoded_size(image: Any) -> int:
         elif isinstance(image, (str, os.PathLike)):
             image = os.path.expanduser(os.fspath(image))
         elif isinstance(getattr(image, "path", None), (str, os.PathLike)):
-            image = image.path
+            image = os.path.expanduser(os.fspath(image.path))
         else:
             return 0
+        if isinstance(image, str):
+            from mmjudge.paths import open_regular_file
+
+            # Regular files only (opening a FIFO waits for a writer: the run would hang); decoding says why.
+            with open_regular_file(image) as handle, Image.open(handle) as header:
+                return header.width * header.height * max(3, len(header.getbands()))
         with Image.open(image) as header:  # reads the header only
             return header.width * header.height * max(3, len(header.getbands()))
     except Exception:

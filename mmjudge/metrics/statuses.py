@@ -7,6 +7,11 @@ failed after its retries) or a metric's own reason (``needs_corpus``) — and ``
 said instead (its most likely token, or its generated text), or why the request failed. When the status
 is not ``ok``, ``x`` is NaN (``null`` in JSON and CSV) and means leave it out.
 
+``needs_image`` is not a failure: the judge cannot see images (a text-only model), so a criterion that
+looks at the image was not asked at all. It is the same for every item of a run, its signature says so
+(``unrated=…``), and it is never counted among the failures (:func:`count_failures`, ``--strict``, the
+board's failure share): nothing went wrong, the configuration rates fewer criteria.
+
 >>> from mmjudge.judges.base import RatingResult
 >>> rating_status(RatingResult(raw=[0.2, 0.3, 0.1, 0.1, 0.1], greedy="3"), min_mass=0.5)
 ('ok', '')
@@ -30,7 +35,11 @@ OK = "ok"
 NO_RATING = "no_rating"
 LOW_MASS = "low_mass"
 ERROR = "error"
+NEEDS_IMAGE = "needs_image"
+NEEDS_IMAGE_NOTE = "not rated: the judge cannot see images"
 STATUSES = (OK, NO_RATING, LOW_MASS, ERROR)
+# Statuses of scores that were never asked for (a property of the run's configuration, not of an item): not failures.
+NOT_ASKED = frozenset({NEEDS_IMAGE})
 # Below half its probability on the scale, a judge is mostly saying something other than a rating: the
 # renormalised remainder is not its answer. Only exact masses are held to it (a top-k API's mass is a
 # lower bound: a rating outside the top k reads as 0).
@@ -67,10 +76,13 @@ def rating_status(result: RatingResult, min_mass: float = DEFAULT_MIN_MASS) -> t
 
 
 def count_failures(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    """``{output: {status: items}}`` over result rows, for every ``<output>_status`` that is not ``ok``.
+    """``{output: {status: items}}`` over result rows, for every ``<output>_status`` that is not ``ok``
+    (nor ``needs_image``: a criterion the judge was not asked, see the module).
 
     >>> count_failures([{"fluency_status": "ok"}, {"fluency_status": "no_rating", "clarity_status": "error"}])
     {'fluency': {'no_rating': 1}, 'clarity': {'error': 1}}
+    >>> count_failures([{"fluency_status": "ok", "correctness_status": "needs_image"}])
+    {}
     """
     out: dict[str, dict[str, int]] = {}
     for row in rows:
@@ -82,7 +94,7 @@ def add_failures(counts: dict[str, dict[str, int]], row: Mapping[str, Any]) -> b
     """Count one row's failed statuses into ``counts`` (see :func:`count_failures`); whether it had any."""
     failed = False
     for key, value in row.items():
-        if key.endswith("_status") and value not in (OK, None):
+        if key.endswith("_status") and value not in (OK, None) and value not in NOT_ASKED:
             per = counts.setdefault(key[: -len("_status")], {})
             per[str(value)] = per.get(str(value), 0) + 1
             failed = True

@@ -79,7 +79,7 @@ def build_demo(settings: Settings | None = None, scorer: Scorer | None = None):
             f"(σ) and how much each criterion weighs. Judge: `{settings.judge_label}`."
         )
         if settings.demo:
-            gr.Markdown(f"## ⚠️ {DEMO_WARNING}", elem_id="demo-banner")
+            gr.Markdown(f"## ⚠️ {settings.demo_warning or DEMO_WARNING}", elem_id="demo-banner")
         with gr.Row():
             with gr.Column(scale=1):
                 task = gr.Radio(

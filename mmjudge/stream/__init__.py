@@ -91,6 +91,7 @@ def score_file(
     keep: Sequence[str] = ("text",),
     source_options: dict | None = None,
     on_row: Callable[[dict], None] | None = None,
+    on_start: Callable[[Path], None] | None = None,
     **options: Any,
 ) -> RunSummary:
     """Score ``source`` (a path, Hub id or ``datasets.Dataset``; see :func:`~mmjudge.stream.sources.open_source`,
@@ -104,6 +105,8 @@ def score_file(
         progress: one bar over the items (items/s, ETA), in the main process.
         keep: item fields copied into each row (the text by default).
         on_row: also called with each row as it is written (the CLI prints them).
+        on_start: called with this process's part file once it is open, before the first row (the CLI says
+            where the rows go: ``output`` itself appears only when the run completes).
         **options: the metric's compute options (``explain`` …).
     """
     rank, world = distributed.rank(), distributed.world_size()
@@ -118,6 +121,8 @@ def score_file(
         return summary
     items = open_source(source, shard=(rank, world), **(source_options or {}))
     part = PartFile(output, rank, world, signature)
+    if on_start is not None:
+        on_start(part.path)
     try:
         summary = _score_share(
             metric, items, part, task, strict, progress and distributed.is_main(), chunk_size, keep, on_row, options

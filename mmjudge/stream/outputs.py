@@ -8,7 +8,8 @@ are a prefix of its share (so resume with the same input and the same number of 
 signature is checked against the run's, another process count is refused). When every process is
 done, the main one merges the parts in input order into ``<output>`` (JSON Lines, CSV or Parquet, written
 to a temporary file and renamed, so ``<output>`` only ever appears complete) and removes them. An output
-that exists without parts is complete: running again does nothing.
+that exists without parts is complete: running again does nothing. CSV cells go through
+:func:`mmjudge.report.csv_cell` (spreadsheet formulas neutralised, RFC 4180 line ends).
 
 >>> import tempfile, os
 >>> out = os.path.join(tempfile.mkdtemp(), "scores.jsonl")
@@ -28,14 +29,13 @@ from __future__ import annotations
 import csv
 import heapq
 import json
-import math
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mmjudge.report import json_safe
+from mmjudge.report import CSV_LINE_END, csv_cell, json_safe
 from mmjudge.stream.seen_ids import SeenIds
 
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
@@ -200,19 +200,10 @@ def _columns(rows: Iterator[dict]) -> list[str]:
     return list(columns)
 
 
-def csv_cell(value: Any) -> Any:
-    """A value as a CSV cell: lists joined with ``;``, ``None``/NaN empty."""
-    if isinstance(value, list):
-        return ";".join(map(str, value))
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return value
-
-
 def _write_csv(path: Path, columns: list[str], rows: Iterator[dict]) -> int:
     count = 0
     with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
+        writer = csv.DictWriter(f, fieldnames=columns, lineterminator=CSV_LINE_END)
         writer.writeheader()
         for row in rows:
             writer.writerow({k: csv_cell(v) for k, v in row.items()})

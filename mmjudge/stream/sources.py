@@ -32,6 +32,7 @@ from typing import Any
 
 from mmjudge.images import parse_box
 from mmjudge.jsonl import JsonLineError, decode
+from mmjudge.paths import special_file_kind
 
 FORMATS = ("jsonl", "csv", "parquet", "datasets")
 ITEM_KEYS = ("id", "text", "image", "question", "box", "references", "task")
@@ -119,6 +120,12 @@ def open_source(
     if not isinstance(spec, (str, os.PathLike)):
         return _dataset_source(spec, "dataset", mapping, rank, world)
     path = Path(spec).expanduser()
+    special = special_file_kind(path)
+    if special is not None:  # checked before anything opens it: opening a FIFO waits for a writer
+        raise ValueError(
+            f"--input {spec}: is {special}, not a regular file; an input is read more than once (counted, split "
+            "between processes, skipped on resume), so save it to a file first (e.g. cat PIPE > items.jsonl)."
+        )
     kind = kind or _kind_of(path)
     if kind not in FORMATS:
         raise ValueError(f"Expected the input format to be one of {FORMATS}, but got {kind!r}.")

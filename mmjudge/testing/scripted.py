@@ -44,11 +44,15 @@ class ScriptedJudge(BatchedJudge):
         full_distribution: bool = True,
         name: str = "scripted",
         can_generate: bool = True,
+        sees_images: bool = True,
     ):
         self.script = script
         self.explanation = explanation
         self.capabilities = Capabilities(
-            teacher_forcing=teacher_forcing, full_distribution=full_distribution, can_generate=can_generate
+            teacher_forcing=teacher_forcing,
+            full_distribution=full_distribution,
+            can_generate=can_generate,
+            sees_images=sees_images,
         )
         self.name = name
         self.requests: list[RatingRequest] = []

@@ -39,6 +39,7 @@ from mmjudge.errors import check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, RatingResult, Turn
+from mmjudge.judges.base import JudgeCapabilityError
 from mmjudge.metrics.base import (
     EXPLAIN,
     PREDICTIONS,
@@ -145,6 +146,11 @@ class FLEUR(Metric):
             max_text_chars=max_text_chars,
             long_texts=long_texts,
         )
+        if not self.judge.capabilities.sees_images:
+            raise JudgeCapabilityError(
+                f"FLEUR rates a caption against its image, and the judge {self.judge.describe()} cannot see images "
+                "(a text-only model); use a vision-language judge."
+            )
         # Both paths read digit probabilities at positions the judge is forced to (the printed score).
         self.judge.require(
             "teacher_forcing", "FLEUR", "it reads the digit distributions at forced positions of the printed score"

@@ -18,6 +18,7 @@ Example (the ``dummy`` judge is a hash-based stand-in; use a real VLM for meanin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from mmjudge.errors import check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, Turn
+from mmjudge.judges.base import JudgeCapabilityError
 from mmjudge.metrics.base import (
     EXPLAIN,
     PREDICTIONS,
@@ -41,7 +43,14 @@ from mmjudge.metrics.base import (
 )
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA, aggregate, check_gamma
 from mmjudge.metrics.options import CacheOption, build_text_judge
-from mmjudge.metrics.statuses import DEFAULT_MIN_MASS, OK, check_min_mass, rating_status
+from mmjudge.metrics.statuses import (
+    DEFAULT_MIN_MASS,
+    NEEDS_IMAGE,
+    NEEDS_IMAGE_NOTE,
+    OK,
+    check_min_mass,
+    rating_status,
+)
 from mmjudge.prompts import PromptSet, load_prompt_set
 
 DEFAULT_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
@@ -68,7 +77,8 @@ def harmonic_eval_spec(
             OutputSpec(
                 f"{c}_status",
                 "text",
-                f"{c}: ok, or why there is no score (no_rating, low_mass, error)",
+                f"{c}: ok, or why there is no score (no_rating, low_mass, error; needs_image: not asked, the judge "
+                "cannot see images)",
                 None,
                 aggregates=(),
             ),
@@ -110,6 +120,30 @@ def harmonic_eval_spec(
     )
 
 
+def unrated_criteria(criteria: Sequence[str], image_criteria: Sequence[str] | set, judge: Judge) -> list[str]:
+    """The criteria ``judge`` cannot rate: those that see the image, when it cannot see images (a text-only
+    model). A judge that could rate none of ``criteria`` is refused in one sentence.
+
+    >>> from mmjudge.judges import load_judge
+    >>> unrated_criteria(["correctness", "fluency"], {"correctness"}, load_judge("dummy", sees_images=False))
+    ['correctness']
+    >>> unrated_criteria(["correctness"], {"correctness"}, load_judge("dummy", sees_images=False))
+    Traceback (most recent call last):
+    mmjudge.judges.base.JudgeCapabilityError: HarmonicEval: every criterion asked for (correctness) looks at the image, ...
+    ... cannot see images (a text-only model); ask for a criterion that reads the text only (e.g. fluency) or ...
+    """
+    if judge.capabilities.sees_images:
+        return []
+    unrated = [c for c in criteria if c in image_criteria]
+    if unrated and len(unrated) == len(criteria):
+        raise JudgeCapabilityError(
+            f"HarmonicEval: every criterion asked for ({', '.join(unrated)}) looks at the image, and the judge "
+            f"{judge.describe()} cannot see images (a text-only model); ask for a criterion that reads the text only "
+            "(e.g. fluency) or use a vision-language judge."
+        )
+    return unrated
+
+
 class HarmonicEval(Metric):
     """Reference-free, per-criterion evaluation of VLM outputs (IC, VQA, VDU, REG).
 
@@ -134,6 +168,12 @@ class HarmonicEval(Metric):
         partial_overall: ``False`` (default): ``overall`` is NaN when a criterion it weighs has no score.
             ``True``: ``overall`` is the harmonic weighting over the criteria that answered, renormalised
             (recorded in the signature as ``overall=partial``).
+
+            A judge that cannot see images (a text-only model such as ``model="smollm2"``) is not asked the
+            criteria that look at the image: they get status ``needs_image`` (NaN, not a failure) in every
+            row, and ``overall`` weighs the criteria it rates (:attr:`rated_criteria`), renormalised — the
+            same rule as ``partial_overall`` but for every item alike; the signature names them
+            (``unrated=correctness,completeness``), so such results are never ranked with a VLM's.
         max_text_chars: longest text judged, in characters (default 20,000); ``None`` for no limit.
         long_texts: ``"error"`` (default: refuse, naming the item) or ``"truncate"`` (cut, with a
             warning naming the item) for texts over ``max_text_chars``.
@@ -194,12 +234,18 @@ class HarmonicEval(Metric):
             max_text_chars=max_text_chars,
             long_texts=long_texts,
         )
+        self.unrated_criteria = unrated_criteria(self.criteria, self.image_criteria, self.judge)
         # explain=True needs a generating judge: checked per call, where the effective `explain` is known
 
     @property
     def task(self) -> str:
         """The default task."""
         return self.default_task
+
+    @property
+    def rated_criteria(self) -> list[str]:
+        """The criteria this judge rates (all of them, unless it cannot see images: then the text criteria)."""
+        return [c for c in self.criteria if c not in self.unrated_criteria]
 
     @classmethod
     def spec_for(cls, config_name: str | None = None) -> MetricSpec:
@@ -210,8 +256,9 @@ class HarmonicEval(Metric):
         )
 
     def _build_spec(self) -> MetricSpec:
+        # A text-only judge rates no criterion that looks at the image: images are then optional.
         return harmonic_eval_spec(
-            self.prompt_set, self.criteria, [c for c in self.criteria if c in self.image_criteria]
+            self.prompt_set, self.criteria, [c for c in self.rated_criteria if c in self.image_criteria]
         )
 
     @property
@@ -238,6 +285,7 @@ class HarmonicEval(Metric):
             mass="exact" if self.judge.capabilities.exact_mass else "top-k-lower-bound",
             min_mass=self.min_mass,
             overall="partial" if self.partial_overall else None,
+            unrated=self.unrated_criteria or None,
         )
 
     # ---------------------------------------------------------------------------------------- scoring
@@ -250,8 +298,9 @@ class HarmonicEval(Metric):
         return item
 
     def _score_chunk(self, items: list[Item], explain: bool = False, progress: bool = False) -> ChunkScores:
+        rated = self.rated_criteria
         requests = []
-        for criterion in self.criteria:
+        for criterion in rated:
             sees = criterion in self.image_criteria
             for item in items:
                 prompt = self.prompt_set.render(criterion, item.task, text=item.text, question=item.question)
@@ -267,7 +316,7 @@ class HarmonicEval(Metric):
                     )
                 )
         results = self.judge.rate(requests, progress=progress)
-        n, k = len(items), len(self.criteria)
+        n, k = len(items), len(rated)
         raw = np.array([r.raw for r in results], dtype=np.float64).reshape(k, n, -1).transpose(1, 0, 2)
         mass = raw.sum(axis=-1)
         statuses = [rating_status(r, self.min_mass) for r in results]  # criterion-major, as the requests
@@ -281,7 +330,14 @@ class HarmonicEval(Metric):
             partial=self.partial_overall,
         )
         out: dict[str, Any] = {"overall": agg.overall.tolist()}
-        for j, criterion in enumerate(self.criteria):
+        for criterion in self.criteria:
+            if criterion not in rated:  # not asked (the judge cannot see the image): not a failure, never a number
+                for suffix in ("", "_sigma", "_weight", "_mass"):
+                    out[criterion + suffix] = [math.nan] * n
+                out[f"{criterion}_status"] = [NEEDS_IMAGE] * n
+                out[f"{criterion}_note"] = [NEEDS_IMAGE_NOTE] * n
+                continue
+            j = rated.index(criterion)
             out[criterion] = agg.scores[:, j].tolist()
             out[f"{criterion}_sigma"] = agg.sigmas[:, j].tolist()
             out[f"{criterion}_weight"] = agg.weights[:, j].tolist()
@@ -321,5 +377,7 @@ class HarmonicEval(Metric):
         texts: list = [None] * len(requests)
         for idx, text in zip(asked, self.judge.generate(follow_ups, progress=progress) if follow_ups else []):
             texts[idx] = text
-        for j, criterion in enumerate(self.criteria):
-            out[f"{criterion}_explanation"] = texts[j * n : (j + 1) * n]
+        rated = self.rated_criteria
+        for criterion in self.criteria:
+            j = rated.index(criterion) if criterion in rated else None
+            out[f"{criterion}_explanation"] = texts[j * n : (j + 1) * n] if j is not None else [None] * n
