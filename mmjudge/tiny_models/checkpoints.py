@@ -156,6 +156,7 @@ def polos_state(text_vocab: int, clip_vocab: int, hidden: int = 64, layers: int 
     config = RobertaConfig(
         vocab_size=text_vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=max(1, hidden // 64),
         intermediate_size=2 * hidden, max_position_embeddings=514, type_vocab_size=1, pad_token_id=1,
+        layer_norm_eps=1e-5,
     )  # fmt: skip
     state = {f"encoder.model.{k}": v for k, v in RobertaModel(config).state_dict().items()}
     gen = torch.Generator().manual_seed(seed + 1)

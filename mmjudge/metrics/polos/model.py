@@ -91,9 +91,11 @@ def read_polos_checkpoint(path: str | os.PathLike) -> PolosCheckpoint:
     return PolosCheckpoint(state, hparams)
 
 
-def roberta_from_state(state: dict[str, Any], pad_token_id: int) -> Any:
+def roberta_from_state(state: dict[str, Any], pad_token_id: int, config: Any = None) -> Any:
     """``transformers``' ``RobertaModel`` with the checkpoint's ``encoder.model.*`` weights; its sizes read
-    from their shapes (heads = width / 64 and ``layer_norm_eps`` 1e-5, as RoBERTa-base/large)."""
+    from their shapes. ``config``: the encoder's own ``config.json`` (beside its tokenizer), for what the
+    shapes do not say (heads, ``layer_norm_eps``); without it, RoBERTa-base/large's: heads = width / 64,
+    ``layer_norm_eps`` 1e-5."""
     from transformers import RobertaConfig, RobertaModel
 
     own = {k[len(_ENCODER) :]: v.float() for k, v in state.items() if k.startswith(_ENCODER)}
@@ -104,11 +106,12 @@ def roberta_from_state(state: dict[str, Any], pad_token_id: int) -> Any:
         vocab_size=int(vocab),
         hidden_size=int(hidden),
         num_hidden_layers=layers,
-        num_attention_heads=max(1, int(hidden) // 64),
+        num_attention_heads=int(getattr(config, "num_attention_heads", 0) or max(1, int(hidden) // 64)),
         intermediate_size=int(own["encoder.layer.0.intermediate.dense.weight"].shape[0]),
         max_position_embeddings=int(own["embeddings.position_embeddings.weight"].shape[0]),
         type_vocab_size=int(own["embeddings.token_type_embeddings.weight"].shape[0]),
-        layer_norm_eps=1e-5,
+        layer_norm_eps=float(getattr(config, "layer_norm_eps", 1e-5)),
+        hidden_act=str(getattr(config, "hidden_act", "gelu")),
         pad_token_id=int(pad_token_id),
     )
     model = RobertaModel(config, add_pooling_layer="pooler.dense.weight" in own)
@@ -201,8 +204,8 @@ class PolosModel:
         self.device = resolve_device(device)
         self.dtype = getattr(torch, resolve_dtype(dtype, self.device, gpu_default="float32"))
         self.batch_size = int(batch_size)
-        self.tokenizer, self.text_tokenizer_id = self._text_tokenizer(text_tokenizer, read.hparams)
-        self.roberta = roberta_from_state(read.state, self.tokenizer.pad_token_id).to(self.device, self.dtype)
+        self.tokenizer, self.text_tokenizer_id, config = self._text_tokenizer(text_tokenizer, read.hparams)
+        self.roberta = roberta_from_state(read.state, self.tokenizer.pad_token_id, config).to(self.device, self.dtype)
         count = len([k for k in read.state if k.startswith("scalar_mix.scalar_parameters.")])
         self.mix_weights = torch.cat([read.state[f"scalar_mix.scalar_parameters.{i}"].float() for i in range(count)])
         self.gamma = read.state["scalar_mix.gamma"].float()
@@ -217,11 +220,12 @@ class PolosModel:
             raise ValueError(f"The head reads {self.head[0].in_features} features, but Polos's are {expected}.")
 
     @staticmethod
-    def _text_tokenizer(source: Any, hparams: dict) -> tuple[Any, str]:
-        from transformers import AutoTokenizer
+    def _text_tokenizer(source: Any, hparams: dict) -> tuple[Any, str, Any]:
+        """The RoBERTa tokenizer, its fingerprint, and the encoder's config when it lies beside it."""
+        from transformers import AutoConfig, AutoTokenizer
 
         if source is not None and not isinstance(source, (str, os.PathLike)):
-            return source, "object"
+            return source, "object", None
         name = str(source or hparams.get("pretrained_model") or DEFAULT_TEXT_MODEL)
         try:
             tok = AutoTokenizer.from_pretrained(name)
@@ -232,7 +236,11 @@ class PolosModel:
             ) from None
         from mmjudge.encoders.clip_tokenizer import CleanedTokenizer
 
-        return tok, CleanedTokenizer(tok, name).fingerprint()
+        try:
+            config = AutoConfig.from_pretrained(name)
+        except (OSError, ValueError):  # a tokenizer-only folder: RoBERTa's defaults
+            config = None
+        return tok, CleanedTokenizer(tok, name).fingerprint(), config
 
     def _clip(self, state: dict, clip_tokenizer: Any, clip_model: Any, batch_size: int, cache: Any) -> Any:
         from mmjudge.encoders.openai_clip import BACKBONES, encoder_from_state
