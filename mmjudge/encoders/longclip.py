@@ -185,11 +185,15 @@ def to_clip_model(
 ) -> Any:
     """A ``CLIPModel`` (float32, eval mode) holding the converted weights; every weight must be used.
     ``hidden_act``: see :func:`clip_config`."""
+    from accelerate import init_empty_weights
     from transformers import CLIPModel
 
-    model = CLIPModel(clip_config(state, eos_token_id, hidden_act=hidden_act, **token_ids))
+    # No random initialisation of weights that are overwritten at once (seconds for a ViT-L/14 on a CPU):
+    # parameters start empty and take the converted tensors; buffers (position ids) are built as usual.
+    with init_empty_weights(include_buffers=False):
+        model = CLIPModel(clip_config(state, eos_token_id, hidden_act=hidden_act, **token_ids))
     converted = convert_state_dict(state)
-    result = model.load_state_dict(converted, strict=False)
+    result = model.load_state_dict(converted, strict=False, assign=True)
     missing = [k for k in result.missing_keys if not k.endswith("position_ids")]
     if missing or result.unexpected_keys:
         raise ValueError(

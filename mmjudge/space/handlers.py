@@ -98,7 +98,7 @@ def metric_choices(settings: Settings, names: Sequence[str] | None = None) -> li
         if label not in declared:
             continue
         name, config, spec = declared[label]
-        options = settings.options_for(name)
+        options = settings.options_for(name, config)
         if any(option not in options for option in spec.requires):
             continue
         out.append(MetricChoice(label, name, config, spec))
@@ -158,7 +158,7 @@ class Scorer:
     def _load(self, choice: MetricChoice) -> Any:
         import mmjudge
 
-        kwargs: dict[str, Any] = self.settings.options_for(choice.name)
+        kwargs: dict[str, Any] = self.settings.options_for(choice.name, choice.config)
         if choice.spec.judged:
             kwargs.update(judge=self.judge(), cache=False)  # one judge for all judged metrics; it carries the cache
         return mmjudge.load(choice.name, choice.config, **kwargs)

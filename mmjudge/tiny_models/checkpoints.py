@@ -145,7 +145,9 @@ def tiny_roberta_tokenizer(directory: PathLike) -> str:
     return str(directory)
 
 
-def polos_state(text_vocab: int, clip_vocab: int, hidden: int = 64, layers: int = 2, seed: int = 0) -> dict[str, Any]:
+def polos_state(
+    text_vocab: int, clip_vocab: int, hidden: int = 64, layers: int = 2, seed: int = 0, intermediate: int | None = None
+) -> dict[str, Any]:
     """A random Polos ``state_dict`` with the authors' keys: ``encoder.model.*`` (a RoBERTa), ``scalar_mix.*``
     (weights for every hidden-state layer, ``gamma``, the dropout buffers), ``ff.0.ff.linear_1..3`` and
     ``clip.*`` (an OpenAI-format CLIP, :func:`openai_clip_state`)."""
@@ -155,7 +157,7 @@ def polos_state(text_vocab: int, clip_vocab: int, hidden: int = 64, layers: int 
     torch.manual_seed(seed)
     config = RobertaConfig(
         vocab_size=text_vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=max(1, hidden // 64),
-        intermediate_size=2 * hidden, max_position_embeddings=514, type_vocab_size=1, pad_token_id=1,
+        intermediate_size=intermediate or 2 * hidden, max_position_embeddings=514, type_vocab_size=1, pad_token_id=1,
         layer_norm_eps=1e-5,
     )  # fmt: skip
     state = {f"encoder.model.{k}": v for k, v in RobertaModel(config).state_dict().items()}

@@ -114,8 +114,11 @@ def roberta_from_state(state: dict[str, Any], pad_token_id: int, config: Any = N
         hidden_act=str(getattr(config, "hidden_act", "gelu")),
         pad_token_id=int(pad_token_id),
     )
-    model = RobertaModel(config, add_pooling_layer="pooler.dense.weight" in own)
-    result = model.load_state_dict(own, strict=False)
+    from accelerate import init_empty_weights
+
+    with init_empty_weights(include_buffers=False):  # the weights come from the checkpoint: no random init
+        model = RobertaModel(config, add_pooling_layer="pooler.dense.weight" in own)
+    result = model.load_state_dict(own, strict=False, assign=True)
     missing = [k for k in result.missing_keys if not k.endswith(_BUFFERS)]
     if missing or result.unexpected_keys:
         raise ValueError(
