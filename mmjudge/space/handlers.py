@@ -285,7 +285,8 @@ def criteria_markdown(result: SpaceResult) -> str:
     lines = ["| Criterion | Score (1–5) | σ | Weight | Mass on 1–5 |", "|---|---:|---:|---:|---:|"]
     for c in criteria(result):
         lines.append(
-            f"| {c} | {_num(row[c])} | {_num(row[f'{c}_sigma'])} | {_num(row[f'{c}_weight'])} | {_num(row.get(f'{c}_mass'))} |"
+            f"| {c} | {_num(row[c])} | {_num(row[f'{c}_sigma'])} | {_num(row[f'{c}_weight'])} "
+            f"| {_num(row.get(f'{c}_mass'))} |"
         )
     return "\n".join(lines)
 
@@ -307,7 +308,8 @@ def not_computed(row: dict, name: str) -> str | None:
     when it gives one (an output ``<name>_reason``), else a general one. A score the engine cannot
     compute (CIDEr-D on one item: its IDF needs a corpus) is NaN, never a number.
 
-    >>> not_computed({"cider": float("nan"), "cider_reason": "CIDEr-D needs a corpus: not computed for one item"}, "cider")
+    >>> row = {"cider": float("nan"), "cider_reason": "CIDEr-D needs a corpus: not computed for one item"}
+    >>> not_computed(row, "cider")
     'CIDEr-D needs a corpus: not computed for one item'
     >>> not_computed({"bleu_4": 0.0}, "bleu_4") is None
     True
