@@ -57,6 +57,10 @@ EXTRAS = {
     "serve": ["starlette>=0.27", "uvicorn>=0.23"],
     # The `openai` judge backend sends through the official client (transport, Azure, the Batch API).
     "api": ["openai>=1.40"],
+    # PAC-S and Polos tokenize as OpenAI's clip.tokenize: ftfy's text repair, and OpenAI's BPE vocabulary from
+    # the copy open-clip-torch installs (so nothing is downloaded); Polos reads the hparams.yaml beside its file.
+    "pac-s": ["ftfy>=6.1", "open-clip-torch>=3.0"],
+    "polos": ["ftfy>=6.1", "open-clip-torch>=3.0", "pyyaml>=6.0"],
     # Tests drive the apps through gradio_client and a real Chromium (selenium + Debian's chromium-driver),
     # check Long-CLIP conversion against open_clip, and train VELA with peft.
     "test": [
@@ -73,6 +77,8 @@ EXTRAS = {
         "peft>=0.13",
         "safetensors>=0.4",
         "open-clip-torch>=3.0",
+        "ftfy>=6.1",
+        "pyyaml>=6.0",
         "num2words>=0.5",  # SmolVLM's processor, for the tiny model of every judge family
         "starlette>=0.27",
         "uvicorn>=0.23",

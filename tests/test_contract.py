@@ -24,9 +24,11 @@ IMG = Image.new("RGB", (32, 32), "red")
 CONFIGS = {
     "harmonic_eval": ["harmonic_eval"],
     "fleur": ["fleur", "reffleur"],
-    "clip_score": ["clip_score", "ref_clip_score"],
+    "clip_score": ["clip_score", "ref_clip_score", "clip_score_avg"],
     "baselines": ["bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco"],
     "vela": ["vela"],
+    "pac_s": ["pac_s", "ref_pac_s", "pac_s_plus", "ref_pac_s_plus", "pac_s_avg", "pac_s_plus_avg"],
+    "polos": ["polos"],
 }
 PRIMARY = {
     "harmonic_eval": "overall",
@@ -42,6 +44,14 @@ PRIMARY = {
     "bartscore": "bartscore",
     "coco": "cider",
     "vela": "vela",
+    "clip_score_avg": "clip_score_avg",
+    "pac_s": "pac_s",
+    "ref_pac_s": "ref_pac_s",
+    "pac_s_plus": "pac_s_plus",
+    "ref_pac_s_plus": "ref_pac_s_plus",
+    "pac_s_avg": "pac_s_avg",
+    "pac_s_plus_avg": "pac_s_plus_avg",
+    "polos": "polos",
 }
 
 
@@ -108,7 +118,22 @@ def test_metric_outputs_match_their_declaration(tmp_path):
             dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]]),
         ),
         (mmjudge.load("baselines", "coco"), dict(predictions=["a dog", "a cat"], references=[["a dog"], ["a cat"]])),
+        (
+            mmjudge.load("clip_score", "clip_score_avg", model=tiny_clip(tmp_path / "c2")),
+            dict(predictions=["a. b", "c"], images=[IMG, IMG]),
+        ),
     ]
+    from mmjudge.tiny_models.checkpoints import tiny_pac_s, tiny_polos
+
+    pac, pacpp, polos = tiny_pac_s(tmp_path / "p"), tiny_pac_s(tmp_path / "pp", plus=True), tiny_polos(tmp_path / "po")
+    for config in ("pac_s", "ref_pac_s", "pac_s_plus", "ref_pac_s_plus", "pac_s_avg", "pac_s_plus_avg"):
+        kwargs = dict(predictions=["a. b", "c"], images=[IMG, IMG])
+        if config.startswith("ref"):
+            kwargs["references"] = [["r"], ["s", "t"]]
+        runs.append((mmjudge.load("pac_s", config, **(pacpp if "plus" in config else pac)), kwargs))
+    runs.append(
+        (mmjudge.load("polos", **polos), dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]]))
+    )
     for metric, kwargs in runs:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

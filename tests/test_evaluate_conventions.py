@@ -23,7 +23,7 @@ evaluate = pytest.importorskip("evaluate")
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ROOT / "metrics"
-NAMES = ("harmonic_eval", "fleur", "clip_score", "baselines")
+NAMES = ("harmonic_eval", "fleur", "clip_score", "baselines", "pac_s", "polos")
 
 
 pytestmark = pytest.mark.usefixtures("offline")  # conftest.py: offline, private caches
@@ -39,10 +39,14 @@ REFS = [["a red square"], ["a blue square"], ["a green square", "green"]]
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_module_folder_loads_offline_as_its_own_class(name):
+def test_module_folder_loads_offline_as_its_own_class(name, tmp_path):
     kwargs = {"judge": "dummy", "cache": False} if name in ("harmonic_eval", "fleur") else {}
     if name == "clip_score":
         kwargs = {"model": "tiny-random", "cache": False}
+    if name in ("pac_s", "polos"):  # tiny random checkpoints in the authors' formats
+        from mmjudge.tiny_models.checkpoints import tiny_pac_s, tiny_polos
+
+        kwargs = (tiny_pac_s if name == "pac_s" else tiny_polos)(tmp_path / name)
     module = _load(name, **kwargs)
     assert type(module).__name__ != "EngineMetric" and type(module).__module__ != "mmjudge.adapters.evaluate_metric"
     assert module.engine.name == name

@@ -18,7 +18,8 @@ _CITATION = """\
 _DESCRIPTION = """\
 CLIP-S = 2.5 * max(cos(CLIP text("A photo depicts " + caption), CLIP image), 0) with ViT-B/32.
 RefCLIP-S (config `ref_clip_score`) = harmonic mean of CLIP-S and the best cosine between the caption
-and its reference captions. Long-CLIP checkpoints (248 text positions) are supported.
+and its reference captions. CLIP-S_avg (config `clip_score_avg`) is the mean CLIP-S over the caption's
+sentences (VELA's long-caption baseline). Long-CLIP checkpoints (248 text positions) are supported.
 """
 
 _KWARGS_DESCRIPTION = """

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,9 @@ from mmjudge.images import image_digest
 from mmjudge.store import ResultStore, cached_map
 
 DEFAULT_CLIP = "openai/clip-vit-base-patch32"
+# Embeddings kept in memory per encoder (the most recently used): a stream of any length stays within
+# about this many vectors (50,000 x 768 float32 = 150 MB); the persistent store, when asked for, keeps all.
+MAX_MEMORY_EMBEDDINGS = 50_000
 PREPROCESS_VERSION = 1
 # OpenAI CLIP's normalisation, used when a checkpoint ships no image-processor config.
 OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
@@ -91,6 +95,12 @@ class ClipEncoder:
         batch_size: images or texts per forward pass.
         cache: ``None``/``False`` (memory only), ``True`` (the default mmjudge cache file) or a path:
             embeddings are also stored in that SQLite file.
+        image_mean, image_std: the normalisation of pixels, when the checkpoint's own (its image-processor
+            config, else OpenAI's) is not the one it was trained with (OpenCLIP's LAION ViT-L/14: 0.5).
+        normalize: return unit-length embeddings (``True``, what cosines need) or the projected features as
+            the model gives them (``False``: Polos feeds raw CLIP features to its head).
+        identity: more fields that determine the embeddings (e.g. a checkpoint's fingerprint when ``model``
+            is a callable); they join the cache keys.
     """
 
     def __init__(
@@ -102,6 +112,10 @@ class ClipEncoder:
         max_text_positions: int | None = None,
         batch_size: int = 64,
         cache: bool | str | os.PathLike | None = None,
+        image_mean: Sequence[float] | None = None,
+        image_std: Sequence[float] | None = None,
+        normalize: bool = True,
+        identity: dict[str, Any] | None = None,
     ):
         from transformers import AutoTokenizer, CLIPModel
 
@@ -131,7 +145,12 @@ class ClipEncoder:
             )
         self.max_text_positions = int(max_text_positions or positions)
         self.image_size, self.mean, self.std = self._image_settings(source, revision)
-        self._memory: dict[str, np.ndarray] = {}
+        if image_mean is not None or image_std is not None:
+            self.mean = tuple(float(v) for v in (image_mean if image_mean is not None else self.mean))
+            self.std = tuple(float(v) for v in (image_std if image_std is not None else self.std))
+        self.normalize = bool(normalize)
+        self.extra_identity = dict(identity or {})
+        self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
         self.store: ResultStore | None = None
         if cache not in (None, False):
             from mmjudge.paths import default_cache_path
@@ -155,13 +174,19 @@ class ClipEncoder:
 
     def identity(self) -> dict:
         """What determines the embeddings (cache keys, signatures)."""
-        return {
+        out = {
             "model": self.model_identity.name,
             "revision": self.model_identity.revision,
             "dtype": self.model_identity.dtype,
             "max_text_positions": self.max_text_positions,
             "preprocess": f"bicubic-crop-{self.image_size}@{PREPROCESS_VERSION}",
         }
+        # Only settings that differ from the defaults join the keys, so earlier caches stay valid.
+        if self.mean != OPENAI_MEAN or self.std != OPENAI_STD:
+            out["normalisation"] = [list(self.mean), list(self.std)]
+        if not self.normalize:
+            out["normalize"] = False
+        return {**out, **self.extra_identity}
 
     def signature_fields(self) -> dict:
         """The encoder's part of a result signature (no local paths)."""
@@ -183,19 +208,27 @@ class ClipEncoder:
         blobs = (json.dumps({"encoder": identity, "kind": kind, "content": c}, sort_keys=True) for c in contents)
         return [hashlib.sha256(blob.encode("utf-8")).hexdigest() for blob in blobs]
 
+    def _forget_oldest(self) -> None:
+        while len(self._memory) > MAX_MEMORY_EMBEDDINGS:
+            self._memory.popitem(last=False)
+
     def _cached(self, kind: str, contents: list[str], items: Sequence[Any], compute, progress: bool) -> np.ndarray:
         keys = self._keys(kind, contents)
 
         def lookup(unique: list[str]) -> dict[str, np.ndarray]:
             found = {k: self._memory[k] for k in unique if k in self._memory}
+            for k in found:
+                self._memory.move_to_end(k)
             if self.store is not None and len(found) < len(unique):
                 stored = self.store.get_many([k for k in unique if k not in found])
                 for k, v in stored.items():
                     found[k] = self._memory[k] = np.asarray(v, dtype=np.float32)
+                self._forget_oldest()
             return found
 
         def save(rows: list) -> None:
             self._memory.update(rows)
+            self._forget_oldest()
             if self.store is not None:
                 self.store.put_many([(k, v.tolist()) for k, v in rows])
 
@@ -216,7 +249,8 @@ class ClipEncoder:
     def encode_images(
         self, images: Sequence[Image.Image], progress: bool = False, digests: Sequence[str | None] | None = None
     ) -> np.ndarray:
-        """Unit-length image embeddings, ``(n, dim)`` float32, in the order of ``images`` (RGB PIL images);
+        """Image embeddings (unit length unless ``normalize=False``), ``(n, dim)`` float32, in the order of
+        ``images`` (RGB PIL images);
         ``digests``: their :func:`~mmjudge.images.image_digest` when the caller has them already."""
         keys = (
             [d or image_digest(i) for d, i in zip(digests, images)]
@@ -226,14 +260,14 @@ class ClipEncoder:
         return self._cached("image", keys, images, self._embed_images, progress)
 
     def encode_texts(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        """Unit-length text embeddings, ``(n, dim)`` float32; warns when texts are truncated."""
+        """Text embeddings (unit length unless ``normalize=False``), ``(n, dim)`` float32; warns when texts are
+        truncated."""
         lengths = [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]]
         long = [i for i, n in enumerate(lengths) if n > self.max_text_positions]
         if long:
             warnings.warn(
                 f"{len(long)} of {len(texts)} texts are longer than the text encoder's {self.max_text_positions} "
-                "tokens "
-                f"and are truncated (first: #{long[0]}, {lengths[long[0]]} tokens). A Long-CLIP checkpoint (248 "
+                f"tokens and are truncated (first: #{long[0]}, {lengths[long[0]]} tokens). A Long-CLIP checkpoint (248 "
                 "positions) reads longer captions.",
                 stacklevel=2,
             )
@@ -246,7 +280,7 @@ class ClipEncoder:
             pixels = preprocess_images(images, self.image_size, self.mean, self.std).to(self.device, self.dtype)
         with torch.inference_mode(), torch.profiler.record_function("mmjudge.encoders.clip.images"):
             features = _pooled(self.model.get_image_features(pixel_values=pixels))
-        return _unit(features)
+        return _unit(features) if self.normalize else features.float().cpu().numpy()
 
     def _embed_texts(self, texts: Sequence[str]) -> np.ndarray:
         import torch
@@ -265,7 +299,7 @@ class ClipEncoder:
                     input_ids=ids.to(self.device), attention_mask=batch["attention_mask"].to(self.device)
                 )
             )
-        return _unit(features)
+        return _unit(features) if self.normalize else features.float().cpu().numpy()
 
 
 def _pooled(output) -> Any:

@@ -1,19 +1,21 @@
-"""Long-CLIP (and plain OpenAI CLIP) checkpoints → a stock ``transformers`` ``CLIPModel`` folder.
+"""Long-CLIP, OpenAI CLIP and OpenCLIP ViT checkpoints → a stock ``transformers`` ``CLIPModel`` (or folder).
 
 Long-CLIP (``BeichenZhang/LongCLIP-L``, ``longclip-L.pt``) is an OpenAI-CLIP state dict whose text tower has
 248 positions and two positional tables: its ``encode_text`` adds ``positional_embedding`` masked to
 positions < 20 and ``positional_embedding_res`` masked to positions ≥ 20 (two 0/1 masks). Only one table
 contributes at each position, so one 248-row table (rows < 20 from the first, rows ≥ 20 from the second)
 is exactly equivalent, and a ``CLIPModel`` with ``max_position_embeddings=248`` computes the same
-features. A plain OpenAI state dict (77 positions, one table) converts the same way.
+features. A plain OpenAI state dict (77 positions, one table) converts the same way, and so does an
+OpenCLIP ViT state dict (the same keys; its ``ViT-L-14`` uses exact GELU: ``hidden_act="gelu"``), as
+PAC-S's checkpoints need (:mod:`mmjudge.metrics.pac_s`).
 
 The output folder holds ``config.json`` + ``model.safetensors``, the tokenizer (``model_max_length`` =
 the text positions) and a CLIP image processor, so :class:`mmjudge.encoders.clip.ClipEncoder`, CLIPScore's
 Long-CLIP option and VELA load it like any Hub CLIP checkpoint.
 
 >>> import torch
->>> state = {"positional_embedding": torch.zeros(248, 2), "positional_embedding_res": torch.ones(248, 2)}
->>> combined_positions(state)[18:22, 0]
+>>> tables = {"positional_embedding": torch.zeros(248, 2), "positional_embedding_res": torch.ones(248, 2)}
+>>> combined_positions(tables)[18:22, 0]
 tensor([0., 0., 1., 1.])
 """
 
@@ -38,15 +40,17 @@ def load_state_dict(checkpoint: str | os.PathLike | dict) -> dict[str, Any]:
     """
     import torch
 
+    from mmjudge.encoders.checkpoint_files import read_torch_file
+
     if isinstance(checkpoint, dict):
         state = checkpoint
     else:
         path = Path(checkpoint).expanduser()
         if not path.is_file():
-            raise FileNotFoundError(f"Long-CLIP checkpoint {str(path)!r} does not exist.")
+            raise FileNotFoundError(f"CLIP checkpoint {str(path)!r} does not exist.")
         try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception:
+            state = read_torch_file(path)
+        except ValueError:
             try:  # TorchScript archives (OpenAI's own .pt files) are not plain pickles
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
@@ -78,8 +82,8 @@ def combined_positions(state: dict[str, Any]) -> Any:
         return table.clone()
     if res.shape != table.shape:
         raise ValueError(
-            f"positional_embedding {tuple(table.shape)} and positional_embedding_res {tuple(res.shape)} differ in "
-            "shape."
+            f"positional_embedding {tuple(table.shape)} and positional_embedding_res {tuple(res.shape)} "
+            "differ in shape."
         )
     combined = res.clone()
     combined[:LONG_CLIP_KEEP] = table[:LONG_CLIP_KEEP]
@@ -95,8 +99,12 @@ def clip_config(
     eos_token_id: int | None = None,
     bos_token_id: int | None = None,
     pad_token_id: int | None = None,
+    hidden_act: str = "quick_gelu",
 ) -> Any:
-    """The ``CLIPConfig`` matching an OpenAI-format state dict (heads = width / 64, QuickGELU, as OpenAI's)."""
+    """The ``CLIPConfig`` matching an OpenAI-format state dict (heads = width / 64, as OpenAI's and
+    OpenCLIP's ViTs). ``hidden_act``: ``"quick_gelu"`` for OpenAI's models (and Long-CLIP), ``"gelu"`` (the
+    exact, erf-based one) for OpenCLIP models trained without QuickGELU, e.g. its ``ViT-L-14`` configuration:
+    the state dict does not say which."""
     from transformers import CLIPConfig
 
     vocab, text_width = state["token_embedding.weight"].shape
@@ -112,7 +120,7 @@ def clip_config(
         num_hidden_layers=_count(state, "transformer.resblocks."),
         num_attention_heads=int(text_width) // 64,
         max_position_embeddings=int(state["positional_embedding"].shape[0]),
-        hidden_act="quick_gelu",
+        hidden_act=hidden_act,
         eos_token_id=eos,
         bos_token_id=int(vocab - 2 if bos_token_id is None else bos_token_id),
         pad_token_id=int(eos if pad_token_id is None else pad_token_id),
@@ -124,7 +132,7 @@ def clip_config(
         num_attention_heads=int(vision_width) // 64,
         image_size=int(patch * grid),
         patch_size=int(patch),
-        hidden_act="quick_gelu",
+        hidden_act=hidden_act,
     )
     return CLIPConfig(text_config=text, vision_config=vision, projection_dim=int(state["text_projection"].shape[1]))
 
@@ -172,13 +180,20 @@ def convert_state_dict(state: dict[str, Any]) -> dict[str, Any]:
     return {k: v.detach().float().contiguous() for k, v in out.items()}
 
 
-def to_clip_model(state: dict[str, Any], eos_token_id: int | None = None, **token_ids: int | None) -> Any:
-    """A ``CLIPModel`` (float32, eval mode) holding the converted weights; every weight must be used."""
+def to_clip_model(
+    state: dict[str, Any], eos_token_id: int | None = None, hidden_act: str = "quick_gelu", **token_ids: int | None
+) -> Any:
+    """A ``CLIPModel`` (float32, eval mode) holding the converted weights; every weight must be used.
+    ``hidden_act``: see :func:`clip_config`."""
+    from accelerate import init_empty_weights
     from transformers import CLIPModel
 
-    model = CLIPModel(clip_config(state, eos_token_id, **token_ids))
+    # No random initialisation of weights that are overwritten at once (seconds for a ViT-L/14 on a CPU):
+    # parameters start empty and take the converted tensors; buffers (position ids) are built as usual.
+    with init_empty_weights(include_buffers=False):
+        model = CLIPModel(clip_config(state, eos_token_id, hidden_act=hidden_act, **token_ids))
     converted = convert_state_dict(state)
-    result = model.load_state_dict(converted, strict=False)
+    result = model.load_state_dict(converted, strict=False, assign=True)
     missing = [k for k in result.missing_keys if not k.endswith("position_ids")]
     if missing or result.unexpected_keys:
         raise ValueError(
@@ -211,8 +226,8 @@ def convert_longclip(
         vocab = state["token_embedding.weight"].shape[0]
         if len(tok) > vocab:
             raise ValueError(
-                f"The tokenizer has {len(tok)} tokens but the checkpoint's text tower only {vocab}; give the "
-                "matching CLIP tokenizer."
+                f"The tokenizer has {len(tok)} tokens but the checkpoint's text tower only {vocab}; "
+                "give the matching CLIP tokenizer."
             )
     ids = (
         {}

@@ -20,6 +20,8 @@ METRICS = Registry(
         "clip_score": "mmjudge.metrics.clip_score:CLIPScore",
         "fleur": "mmjudge.metrics.fleur:FLEUR",
         "harmonic_eval": "mmjudge.metrics.harmonic_eval:HarmonicEval",
+        "pac_s": "mmjudge.metrics.pac_s:PACScore",
+        "polos": "mmjudge.metrics.polos:Polos",
         "vela": "mmjudge.metrics.vela:VELA",
     },
 )

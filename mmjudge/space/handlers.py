@@ -99,7 +99,7 @@ def metric_choices(settings: Settings, names: Sequence[str] | None = None) -> li
         if label not in declared:
             continue
         name, config, spec = declared[label]
-        options = settings.options_for(name)
+        options = settings.options_for(name, config)
         if any(option not in options for option in spec.requires):
             continue
         out.append(MetricChoice(label, name, config, spec))
@@ -160,7 +160,7 @@ class Scorer:
     def _load(self, choice: MetricChoice) -> Any:
         import mmjudge
 
-        kwargs: dict[str, Any] = self.settings.options_for(choice.name)
+        kwargs: dict[str, Any] = self.settings.options_for(choice.name, choice.config)
         if choice.spec.judged:
             kwargs.update(judge=self.judge(), cache=False)  # one judge for all judged metrics; it carries the cache
         return mmjudge.load(choice.name, choice.config, **kwargs)
@@ -293,7 +293,8 @@ def criteria_markdown(result: SpaceResult) -> str:
             lines.append(f"| {c} | {markdown_text(row.get(f'{c}_note') or row[f'{c}_status'])} | | | |")
             continue
         lines.append(
-            f"| {c} | {_num(row[c])} | {_num(row[f'{c}_sigma'])} | {_num(row[f'{c}_weight'])} | {_num(row.get(f'{c}_mass'))} |"
+            f"| {c} | {_num(row[c])} | {_num(row[f'{c}_sigma'])} | {_num(row[f'{c}_weight'])} "
+            f"| {_num(row.get(f'{c}_mass'))} |"
         )
     return "\n".join(lines)
 
@@ -315,7 +316,8 @@ def not_computed(row: dict, name: str) -> str | None:
     when it gives one (an output ``<name>_reason``), else a general one. A score the engine cannot
     compute (CIDEr-D on one item: its IDF needs a corpus) is NaN, never a number.
 
-    >>> not_computed({"cider": float("nan"), "cider_reason": "CIDEr-D needs a corpus: not computed for one item"}, "cider")
+    >>> row = {"cider": float("nan"), "cider_reason": "CIDEr-D needs a corpus: not computed for one item"}
+    >>> not_computed(row, "cider")
     'CIDEr-D needs a corpus: not computed for one item'
     >>> not_computed({"bleu_4": 0.0}, "bleu_4") is None
     True

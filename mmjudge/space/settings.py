@@ -13,7 +13,7 @@ overridden by ``mmjudge space`` flags. Every variable is optional:
 ``MMJUDGE_SPACE_CONCURRENCY``       scoring requests run at once (default 1: one GPU, one judge)
 ``MMJUDGE_SPACE_QUEUE_SIZE``        requests allowed to wait; beyond it the page says it is busy
 ``MMJUDGE_SPACE_MAX_CHARS``         longest text, question or reference accepted (characters)
-``MMJUDGE_SPACE_METRIC_OPTIONS``    JSON ``{"metric name": {option: value}}`` passed to ``mmjudge.load``
+``MMJUDGE_SPACE_METRIC_OPTIONS``    JSON ``{"metric name" or "name:config": {option: value}}`` for ``mmjudge.load``
                                     (e.g. a VELA checkpoint: a metric whose spec ``requires`` options
                                     appears only once they are given)
 ``MMJUDGE_SPACE_METRICS``           the metric configurations offered, by label, in page order
@@ -55,7 +55,23 @@ DEFAULT_MAX_PIXELS = 40_000_000
 # The metric configurations the page offers, by their label (MetricSpec.label), in page order. Which
 # metric and configuration a label is, whether it is judged and what it requires come from the engine's
 # registry (mmjudge.metrics.METRICS); this list is data, not code.
-DEFAULT_METRICS = ("HarmonicEval", "FLEUR", "RefFLEUR", "CLIP-S", "RefCLIP-S", "BLEU", "ROUGE-L", "CIDEr-D", "VELA")
+DEFAULT_METRICS = (
+    "HarmonicEval",
+    "FLEUR",
+    "RefFLEUR",
+    "CLIP-S",
+    "RefCLIP-S",
+    "BLEU",
+    "ROUGE-L",
+    "CIDEr-D",
+    "VELA",
+    # offered once their checkpoints are configured (MMJUDGE_SPACE_METRIC_OPTIONS): they need the authors' files
+    "PAC-S",
+    "RefPAC-S",
+    "PAC-S++",
+    "RefPAC-S++",
+    "Polos",
+)
 # Options the page passes to some metrics by default (a user's MMJUDGE_SPACE_METRIC_OPTIONS wins).
 # {clip_model} / {device} are filled from the settings.
 DEFAULT_METRIC_OPTIONS: Mapping[str, Mapping[str, Any]] = {
@@ -170,12 +186,17 @@ class Settings:
         given = {k: v for k, v in values.items() if v is not None}
         return replace(self, **given) if given else self
 
-    def options_for(self, name: str) -> dict[str, Any]:
-        """Keyword arguments for ``mmjudge.load(name, …)``: the page's defaults (with the settings filled
-        in; an unset one left out), the demo's, then the user's ``metric_options``.
+    def options_for(self, name: str, config: str | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``mmjudge.load(name, config, …)``: the page's defaults (with the settings
+        filled in; an unset one left out), the demo's, then the user's ``metric_options`` for the metric
+        (key ``name``) and for this configuration (key ``name:config``, e.g. ``pac_s:pac_s_plus``, whose
+        checkpoint differs from ``pac_s``'s).
 
         >>> Settings(clip_model="my/clip").options_for("clip_score")
         {'model': 'my/clip'}
+        >>> s = Settings(metric_options={"pac_s": {"checkpoint": "a.pth"}, "pac_s:pac_s_plus": {"checkpoint": "b.pth"}})
+        >>> s.options_for("pac_s", "ref_pac_s"), s.options_for("pac_s", "pac_s_plus")
+        ({'checkpoint': 'a.pth'}, {'checkpoint': 'b.pth'})
         """
         values = {"clip_model": self.clip_model, "device": self.device}
         out: dict[str, Any] = {}
@@ -187,6 +208,8 @@ class Settings:
         if self.demo:
             out.update(DEMO_METRIC_OPTIONS.get(name, {}))
         out.update(self.metric_options.get(name, {}))
+        if config is not None:
+            out.update(self.metric_options.get(f"{name}:{config}", {}))
         return out
 
     @property

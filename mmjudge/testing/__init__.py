@@ -1,6 +1,7 @@
 """Helpers for tests, doctests and benchmarks (not for scoring).
 
-* the tiny random-weight models of :mod:`mmjudge.tiny_models`, re-exported (plumbing and speed only);
+* the tiny random-weight models of :mod:`mmjudge.tiny_models`, re-exported (plumbing and speed only),
+  including checkpoint files in the PAC-S and Polos authors' formats (``tiny_pac_s``, ``tiny_polos``);
 * :class:`ScriptedJudge`: a judge whose rating distributions are given, so a metric's exact output can
   be worked out by hand and asserted end to end;
 * :mod:`mmjudge.testing.fleur_reference`: FLEUR's published procedure taken literally.
@@ -18,6 +19,7 @@ from mmjudge.tiny_models import (
     tiny_text_lm,
     tiny_vlm,
 )
+from mmjudge.tiny_models.checkpoints import tiny_pac_s, tiny_polos
 
 __all__ = [
     "ScriptedJudge",
@@ -26,6 +28,8 @@ __all__ = [
     "tiny_answering_llava",
     "tiny_answering_vlm",
     "tiny_clip",
+    "tiny_pac_s",
+    "tiny_polos",
     "tiny_text_lm",
     "tiny_vlm",
 ]

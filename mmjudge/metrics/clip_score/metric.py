@@ -4,9 +4,11 @@
 * RefCLIP-S(c, R, v) = harmonic mean of CLIP-S(c, v) and max_{r∈R} cos(E_text(c'), E_text(r')), where
   c', r' carry the same prefix (the reference cosine is neither scaled nor clamped, as published).
 
-One class, two configurations: ``clip_score`` returns CLIP-S; ``ref_clip_score`` needs ``references`` and
-returns both CLIP-S and RefCLIP-S. Embeddings come from :class:`mmjudge.encoders.clip.ClipEncoder` (batched,
-fp16 on GPU / fp32 on CPU, cached by content so references and repeated images are embedded once).
+One class, three configurations: ``clip_score`` returns CLIP-S; ``ref_clip_score`` needs ``references`` and
+returns both CLIP-S and RefCLIP-S; ``clip_score_avg`` (VELA's CLIP-S_avg, for long captions) averages CLIP-S
+over the caption's sentences (:mod:`mmjudge.metrics.clip_score.sentences`). Embeddings come from
+:class:`mmjudge.encoders.clip.ClipEncoder` (batched, fp16 on GPU / fp32 on CPU, cached by content so
+references and repeated images are embedded once).
 
 >>> from mmjudge.metrics.clip_score import clip_s, ref_clip_s
 >>> clip_s([0.4, -0.1])  # 2.5 * max(cos, 0)
@@ -26,8 +28,9 @@ import numpy as np
 from mmjudge.encoders.clip import DEFAULT_CLIP, ClipEncoder
 from mmjudge.images import DEFAULT_MAX_PIXELS
 from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
+from mmjudge.metrics.clip_score.sentences import SPLIT_VERSION, mean_per_item, split_sentences
 
-CONFIGS = ("clip_score", "ref_clip_score")
+CONFIGS = ("clip_score", "ref_clip_score", "clip_score_avg")
 PREFIX = "A photo depicts "
 W = 2.5
 
@@ -45,13 +48,57 @@ def ref_clip_s(clip_scores: Sequence[float], ref_cosines: Sequence[float]) -> li
     return out
 
 
+def similarity_chunk(
+    encoder: ClipEncoder,
+    items: Sequence[Item],
+    prefix: str,
+    w: float,
+    references: bool = False,
+    sentences: bool = False,
+    progress: bool = False,
+) -> dict[str, list]:
+    """CLIP-S-style scores of a chunk with ``encoder``: ``score`` (``w · max(cos, 0)``; with ``sentences``
+    the mean over the caption's sentences, and ``sentences`` their count); with ``references`` also
+    ``ref_score`` (the harmonic mean with the best reference cosine) and ``ref_cosine``. Shared by
+    CLIP-S and PAC-S, which differ only in their weights, ``w`` and names."""
+    n = len(items)
+    image_vectors = encoder.encode_images(
+        [it.image for it in items], progress=progress, digests=[it.digest for it in items]
+    )
+    if sentences:
+        pieces = [split_sentences(it.text) for it in items]
+        vectors = encoder.encode_texts([prefix + s for p in pieces for s in p], progress=progress)
+        per_item, start = [], 0
+        for i, p in enumerate(pieces):
+            cosines = vectors[start : start + len(p)].astype(np.float64) @ image_vectors[i].astype(np.float64)
+            per_item.append(clip_s(cosines, w))
+            start += len(p)
+        return {"score": mean_per_item(per_item), "sentences": [len(p) for p in pieces]}
+    refs = [it.references for it in items] if references else []
+    flat_refs = [r for group in refs for r in group]
+    text_vectors = encoder.encode_texts([prefix + t for t in [it.text for it in items] + flat_refs], progress=progress)
+    candidates = text_vectors[:n]
+    cosines = np.sum(candidates.astype(np.float64) * image_vectors, axis=1)
+    out: dict[str, list] = {"score": clip_s(cosines, w)}
+    if refs:
+        ref_vectors, start, best = text_vectors[n:], 0, []
+        for i, group in enumerate(refs):
+            block = ref_vectors[start : start + len(group)].astype(np.float64)
+            best.append(float(np.max(block @ candidates[i].astype(np.float64))))
+            start += len(group)
+        out.update(ref_score=ref_clip_s(out["score"], best), ref_cosine=best)
+    return out
+
+
 class CLIPScore(Metric):
     """CLIP-S and RefCLIP-S with a ``transformers`` CLIP model.
 
     Args:
         model: CLIP checkpoint (default ``openai/clip-vit-base-patch32``, the paper's ViT-B/32); a Long-CLIP
             checkpoint in ``transformers`` format reads up to 248 tokens.
-        config_name: ``"clip_score"`` (default) or ``"ref_clip_score"``.
+        config_name: ``"clip_score"`` (default), ``"ref_clip_score"`` or ``"clip_score_avg"`` (the mean CLIP-S
+            of the caption's sentences: VELA's CLIP-S_avg; the CaptionEvalKit reproduction of VELA's Table 1
+            runs it with ``model="openai/clip-vit-large-patch14"``).
         w: the rescaling weight (2.5 as published).
         prefix: text put before every caption and reference (``"A photo depicts "`` as published).
         max_text_positions, device, dtype, batch_size, revision: see :class:`mmjudge.encoders.clip.ClipEncoder`.
@@ -100,6 +147,19 @@ class CLIPScore(Metric):
     def spec_for(cls, config_name: str | None = None) -> MetricSpec:
         config = cls.check_config(config_name)
         clip = OutputSpec("clip_score", "score", "2.5 * max(cos(caption, image), 0)", True, (0.0, 2.5))
+        if config == "clip_score_avg":
+            return MetricSpec(
+                "clip_score",
+                config,
+                (PREDICTIONS, IMAGES),
+                (
+                    OutputSpec("clip_score_avg", "score", "mean CLIP-S over the caption's sentences", True, (0.0, 2.5)),
+                    OutputSpec("sentences", "diagnostic", "sentences the caption was split into", None, aggregates=()),
+                ),
+                "clip_score_avg",
+                "CLIP image-caption similarity averaged over sentences (long captions), reference-free",
+                label="CLIP-S_avg",
+            )
         if config == "clip_score":
             return MetricSpec(
                 "clip_score",
@@ -128,27 +188,25 @@ class CLIPScore(Metric):
         )
 
     def signature_fields(self) -> dict[str, Any]:
-        return dict(**self.encoder.signature_fields(), w=self.w, prefix=repr(self.prefix))
+        fields = dict(**self.encoder.signature_fields(), w=self.w, prefix=repr(self.prefix))
+        if self.config_name == "clip_score_avg":
+            fields["sentences"] = SPLIT_VERSION
+        return fields
 
     def _score_chunk(self, items: list[Item], progress: bool = False) -> ChunkScores:
-        n = len(items)
-        refs = [it.references for it in items] if self.config_name == "ref_clip_score" else []
-        image_vectors = self.encoder.encode_images(
-            [it.image for it in items], progress=progress, digests=[it.digest for it in items]
+        config = self.config_name
+        scored = similarity_chunk(
+            self.encoder,
+            items,
+            self.prefix,
+            self.w,
+            references=config == "ref_clip_score",
+            sentences=config == "clip_score_avg",
+            progress=progress,
         )
-        flat_refs = [r for group in refs for r in group]
-        text_vectors = self.encoder.encode_texts(
-            [self.prefix + t for t in [it.text for it in items] + flat_refs], progress=progress
-        )
-        candidates = text_vectors[:n]
-        cosines = np.sum(candidates.astype(np.float64) * image_vectors, axis=1)
-        scores = clip_s(cosines, self.w)
-        out: dict[str, Any] = {"clip_score": scores}
-        if refs:
-            ref_vectors, start, best = text_vectors[n:], 0, []
-            for i, group in enumerate(refs):
-                block = ref_vectors[start : start + len(group)].astype(np.float64)
-                best.append(float(np.max(block @ candidates[i].astype(np.float64))))
-                start += len(group)
-            out.update(ref_clip_score=ref_clip_s(scores, best), ref_cosine=best)
+        if config == "clip_score_avg":
+            return ChunkScores({"clip_score_avg": scored["score"], "sentences": scored["sentences"]})
+        out: dict[str, Any] = {"clip_score": scored["score"]}
+        if config == "ref_clip_score":
+            out.update(ref_clip_score=scored["ref_score"], ref_cosine=scored["ref_cosine"])
         return ChunkScores(out)

@@ -1,0 +1,212 @@
+"""Samples/s of PAC-S, PAC-S++, the sentence averages and Polos beside CLIP-S, measured in one run.
+
+    python benchmarks/caption_metrics_throughput.py                              # CPU, tiny random weights
+    python benchmarks/caption_metrics_throughput.py --device cuda --full-size    # GPU, full-size shapes
+
+Every metric loads a checkpoint file written here in its authors' format (``torch.save({"state_dict"})``
+for PAC-S, a Lightning-style ``reprod.ckpt`` for Polos) with RANDOM weights: speed only, never quality.
+``--full-size`` uses the published shapes: CLIP ViT-B/32 (PAC-S, PAC-S_avg, Polos's CLIP, and CLIP-S),
+OpenCLIP ViT-L/14 (PAC-S ViT-L), OpenAI ViT-L/14 + LoRA rank 4 (PAC-S++ ViT-L, PAC-S++_avg), RoBERTa-base
+(Polos's SimCSE encoder) — the ViT-L/14 rows are what VELA's Table 1 times for the ``_avg`` baselines in
+CaptionEvalKit's reproduction.
+
+Inputs: ``--n`` items (default 256), each its own random 480x360 image (``--full-size``; 64x48 otherwise),
+a ~100-word candidate of ~6 sentences (LongCap-Arena's length) and 3 references; nothing repeats, so no
+embedding is served from a cache. Batch size 64 (``--batch-size``). CLIP texts use OpenAI's BPE when
+``open-clip-torch`` is installed, else a tiny BPE (more tokens per word: a slower, conservative figure);
+Polos's RoBERTa side always uses a tiny BPE (RoBERTa's vocabulary cannot be downloaded here).
+Prints one line per metric: samples/s, ms/sample, load seconds, and the device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+# Full-size shapes (OpenAI / OpenCLIP CLIP state dicts): text width, vision width, layers, patch, grid, embed.
+VIT_B32 = dict(width=512, vision_width=768, layers=12, patch=32, grid=7, embed_dim=512)
+VIT_L14 = dict(width=768, vision_width=1024, layers=12, patch=14, grid=16, embed_dim=768)
+TINY = dict(width=64, vision_width=64, layers=2, patch=8, grid=4, embed_dim=32)
+WORDS = ["the", "a", "dog", "cat", "man", "woman", "red", "blue", "green", "wooden", "large", "small", "sits", "runs"]
+WORDS += ["near", "under", "beside", "street", "table"]
+
+
+def clip_state(shape: dict, vocab: int, lora: int = 0, vision_layers: int | None = None, seed: int = 0) -> dict:
+    """An OpenAI-format state dict; ``vision_layers`` differs from the text's for ViT-L/14 (24 vs 12)."""
+    from mmjudge.tiny_models.checkpoints import openai_clip_state
+
+    state = openai_clip_state(vocab, lora_rank=lora, seed=seed, **shape)
+    if vision_layers and vision_layers != shape["layers"]:
+        deeper = openai_clip_state(vocab, lora_rank=lora, seed=seed + 1, **dict(shape, layers=vision_layers))
+        state = {k: v for k, v in state.items() if not k.startswith("visual.")}
+        state.update({k: v for k, v in deeper.items() if k.startswith("visual.")})
+    return state
+
+
+def write_checkpoints(folder: Path, full: bool) -> dict[str, dict[str, Any]]:
+    """``{row name: mmjudge.load keyword arguments}`` for every metric of the run."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from mmjudge.encoders.clip_tokenizer import installed_bpe_file
+    from mmjudge.tiny_models.checkpoints import polos_state, tiny_roberta_tokenizer
+    from mmjudge.tiny_models.clip import tiny_clip
+
+    tokenizer: Any = None if installed_bpe_file() is not None else tiny_clip(folder / "clip_tok")
+    vocab = 49408 if tokenizer is None else len(AutoTokenizer.from_pretrained(tokenizer))
+    b32, l14 = (VIT_B32, VIT_L14) if full else (TINY, TINY)
+    runs: dict[str, dict[str, Any]] = {}
+
+    def pac(name: str, state: dict, config: str, **extra: Any) -> None:
+        path = folder / f"{name}.pth"
+        if not path.exists():
+            torch.save({"state_dict": state}, path)
+        runs[f"{name}:{config}"] = dict(config=config, checkpoint=str(path), clip_tokenizer=tokenizer, **extra)
+
+    pac("pac_s_vitb32", clip_state(b32, vocab), "pac_s", backbone="ViT-B/32")
+    runs["pac_s_vitb32:ref_pac_s"] = dict(runs["pac_s_vitb32:pac_s"], config="ref_pac_s")
+    runs["pac_s_vitb32:pac_s_avg"] = dict(runs["pac_s_vitb32:pac_s"], config="pac_s_avg")
+    pac(
+        "pac_s_vitl14",
+        clip_state(l14, vocab, vision_layers=24 if full else None),
+        "pac_s",
+        backbone="open_clip_ViT-L/14",
+    )
+    runs["pac_s_vitl14:pac_s_avg"] = dict(runs["pac_s_vitl14:pac_s"], config="pac_s_avg")
+    lora = clip_state(l14, vocab, lora=4, vision_layers=24 if full else None)
+    pac("pac_s_plus_vitl14", lora, "pac_s_plus", backbone="ViT-L/14")
+    runs["pac_s_plus_vitl14:pac_s_plus_avg"] = dict(runs["pac_s_plus_vitl14:pac_s_plus"], config="pac_s_plus_avg")
+    del lora
+    text_tok = tiny_roberta_tokenizer(folder / "roberta")
+    polos = polos_state(
+        50265 if full else len(AutoTokenizer.from_pretrained(text_tok)),
+        vocab,
+        hidden=768 if full else 64,
+        layers=12 if full else 2,
+        intermediate=3072 if full else None,
+    )
+    if full:  # Polos's CLIP is ViT-B/32 (512-d features) and its head 6144 -> 2304 -> 1152 -> 1
+        polos = {k: v for k, v in polos.items() if not k.startswith(("clip.", "ff."))}
+        polos.update({f"clip.{k}": v for k, v in clip_state(VIT_B32, vocab).items()})
+        gen = torch.Generator().manual_seed(0)
+        for i, (fan_in, fan_out) in enumerate([(6144, 2304), (2304, 1152), (1152, 1)]):
+            polos[f"ff.0.ff.linear_{i + 1}.weight"] = torch.randn(fan_out, fan_in, generator=gen) / fan_in**0.5
+            polos[f"ff.0.ff.linear_{i + 1}.bias"] = torch.zeros(fan_out)
+    (folder / "reprod").mkdir(exist_ok=True)
+    hparams = {"layer": "mix", "pool": "cls", "activations": "Tanh", "final_activation": False}
+    torch.save({"state_dict": polos, "hyper_parameters": hparams}, folder / "reprod" / "reprod.ckpt")
+    runs["polos"] = dict(
+        metric="polos",
+        checkpoint=str(folder / "reprod" / "reprod.ckpt"),
+        text_tokenizer=text_tok,
+        clip_tokenizer=tokenizer,
+    )
+    clip_dir = folder / "clip_s"
+    if not (clip_dir / "config.json").exists():
+        from mmjudge.encoders.clip_tokenizer import clip_bpe_tokenizer
+        from mmjudge.encoders.longclip import convert_longclip
+
+        tok = clip_bpe_tokenizer(tokenizer).tokenizer
+        convert_longclip(clip_state(b32, vocab), clip_dir, tokenizer=tok)
+    runs["clip_score"] = dict(metric="clip_score", config="clip_score", model=str(clip_dir))
+    runs["clip_score:clip_score_avg"] = dict(metric="clip_score", config="clip_score_avg", model=str(clip_dir))
+    return runs
+
+
+def make_items(n: int, size: tuple[int, int], seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    noise = np.random.default_rng(seed)
+
+    def sentence() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(16)).capitalize() + "."
+
+    return [
+        {
+            "text": " ".join(sentence() for _ in range(6)),
+            "image": Image.fromarray(noise.integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)),
+            "references": [" ".join(sentence() for _ in range(3)) for _ in range(3)],
+        }
+        for _ in range(n)
+    ]
+
+
+def measure(run: dict, items: list[dict], device: str, batch_size: int) -> tuple[float, float]:
+    """(load seconds, scoring seconds for all items, after one warm-up chunk)."""
+    import mmjudge
+
+    options = {k: v for k, v in run.items() if k not in ("metric", "config") and v is not None}
+    metric_name = run.get("metric", "pac_s")
+    start = time.perf_counter()
+    metric = mmjudge.load(metric_name, run.get("config"), device=device, batch_size=batch_size, **options)
+    loaded = time.perf_counter() - start
+    refs = any(i.name == "references" for i in metric.spec.inputs)
+
+    def columns(part: list[dict]) -> dict:
+        out = {"predictions": [it["text"] for it in part], "images": [it["image"] for it in part]}
+        if refs:
+            out["references"] = [it["references"] for it in part]
+        return out
+
+    metric.compute(**columns(make_items(batch_size, items[0]["image"].size, seed=99)), progress=False)  # warm-up
+    _sync(device)
+    start = time.perf_counter()
+    metric.compute(**columns(items), progress=False)
+    _sync(device)
+    return loaded, time.perf_counter() - start
+
+
+def _sync(device: str) -> None:
+    if str(device).startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--full-size", action="store_true", help="the published shapes (ViT-B/32, ViT-L/14, RoBERTa-base)"
+    )
+    parser.add_argument("--n", type=int, default=256, help="items scored per metric (default 256)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--only", nargs="*", help="rows to run (names as printed)")
+    parser.add_argument("--folder", help="where the random checkpoints are written (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")  # truncation warnings: the ~100-word captions are longer than 77 tokens
+    import torch
+
+    torch.manual_seed(0)
+    folder = Path(args.folder or tempfile.mkdtemp(prefix="caption-metrics-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    runs = write_checkpoints(folder, args.full_size)
+    items = make_items(args.n, (480, 360) if args.full_size else (64, 48))
+    device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "CPU"
+    shapes = "full-size" if args.full_size else "tiny"
+    print(
+        f"# {device_name} ({torch.get_num_threads()} torch threads), {shapes} random weights, {args.n} items, "
+        f"batch {args.batch_size}; checkpoints written in {time.perf_counter() - start:.1f} s"
+    )
+    print(f"{'row':36s} {'samples/s':>10s} {'ms/sample':>10s} {'load s':>7s}")
+    for name, run in runs.items():
+        if args.only and name not in args.only:
+            continue
+        loaded, seconds = measure(run, items, args.device, args.batch_size)
+        print(f"{name:36s} {args.n / seconds:10.1f} {1000 * seconds / args.n:10.2f} {loaded:7.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,162 @@
+"""Checkpoint files written by other projects' code: found or named in one line, read without running
+their code, and named by their content.
+
+* :func:`require_file` — the file, or one ``FileNotFoundError`` line saying where to get it;
+* :func:`read_torch_file` — ``torch.load`` for files that other projects pickled with their own classes in
+  them (PyTorch Lightning's hyper-parameter dicts, ``argparse.Namespace``, callback states). Tensors and
+  the containers PyTorch itself allows with ``weights_only=True`` load as usual; any other class becomes an
+  inert :class:`ForeignObject` holding the arguments, items and state it was pickled with. Nothing from the
+  file is ever called, so a hostile file can do no more than a ``weights_only`` one;
+* :func:`file_sha256` / :func:`checkpoint_fingerprint` — the whole file's SHA-256 (what model cards
+  publish) and its short form for signatures (``sha256-<16 hex>``): the same file gives the same value
+  wherever it lies and whatever it is called.
+
+>>> import tempfile, pathlib
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "w.bin"
+>>> _ = path.write_bytes(b"abc")
+>>> checkpoint_fingerprint(path)
+'sha256-ba7816bf8f01cfea'
+>>> require_file(path.with_name("missing.pth"), "PAC-S checkpoint", "https://example.org/w.pth")
+Traceback (most recent call last):
+FileNotFoundError: PAC-S checkpoint '...missing.pth' does not exist: download it from https://example.org/w.pth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import pickle
+import types
+from pathlib import Path
+from typing import Any
+
+_READ_BLOCK = 1 << 22
+
+
+def require_file(path: str | os.PathLike, what: str, get_it: str) -> Path:
+    """``path`` as a ``Path`` when it is a file; otherwise one ``FileNotFoundError`` line naming ``what`` is
+    missing and ``get_it`` (where to download it)."""
+    found = Path(path).expanduser()
+    if not found.is_file():
+        kind = "is a folder, not a file" if found.is_dir() else "does not exist"
+        raise FileNotFoundError(f"{what} {str(found)!r} {kind}: download it from {get_it}.")
+    return found
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of the whole file, hex (as ``sha256sum`` prints it)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_READ_BLOCK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_FINGERPRINTS: dict[tuple, str] = {}
+
+
+def checkpoint_fingerprint(path: str | os.PathLike) -> str:
+    """``sha256-`` and the first 16 hex digits of :func:`file_sha256`: a checkpoint's name in signatures.
+    Hashed once per process for an unchanged file (same path, size and modification time): loading several
+    configurations of one checkpoint reads a 1.7 GB ViT-L/14 file's bytes for hashing once."""
+    resolved = Path(path).expanduser().resolve()
+    stat = resolved.stat()
+    key = (str(resolved), stat.st_size, stat.st_mtime_ns)
+    if key not in _FINGERPRINTS:
+        _FINGERPRINTS[key] = "sha256-" + file_sha256(resolved)[:16]
+    return _FINGERPRINTS[key]
+
+
+class ForeignObject(dict):
+    """An object of a class from another project, read back without that project: its constructor
+    arguments (``foreign_args``), its items when it was a mapping, and the state pickled with it
+    (``foreign_state``). ``foreign_name`` is the class's full name."""
+
+    foreign_name = ""
+    # Class-level defaults: unpickling makes instances with __new__ alone, without __init__.
+    foreign_args: tuple = ()
+    foreign_kwargs: dict = {}
+    foreign_state: Any = None
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__()
+        self.foreign_args, self.foreign_kwargs, self.foreign_state = args, kwargs, None
+
+    def __setstate__(self, state: Any) -> None:
+        self.foreign_state = state
+
+    def fields(self) -> dict[str, Any]:
+        """Its items, or the attributes in its pickled state (an ``AttributeDict``, a ``Namespace``)."""
+        out = dict(self)
+        state = self.foreign_state
+        if isinstance(state, tuple) and len(state) == 2:  # (__dict__, slots)
+            state = state[0]
+        if isinstance(state, dict):
+            out.update(state)
+        return out
+
+
+_FOREIGN: dict[str, type] = {}
+
+
+def _stand_in(full_name: str) -> type:
+    if full_name not in _FOREIGN:
+        short = full_name.rsplit(".", 1)[-1]
+        _FOREIGN[full_name] = type(short, (ForeignObject,), {"foreign_name": full_name})
+    return _FOREIGN[full_name]
+
+
+def _allowed_globals() -> dict[str, Any]:
+    # PyTorch's own vetted list for weights_only loading (tensor rebuild functions, dtypes, OrderedDict …).
+    from torch import _weights_only_unpickler
+
+    allowed = dict(_weights_only_unpickler._get_allowed_globals())
+    allowed["argparse.Namespace"] = argparse.Namespace  # plain attribute bags; rebuilding one runs nothing
+    return allowed
+
+
+class _InertUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        full = f"{module}.{name}"
+        allowed = _allowed_globals()
+        return allowed[full] if full in allowed else _stand_in(full)
+
+
+_INERT_PICKLE = types.SimpleNamespace(
+    Unpickler=_InertUnpickler,
+    load=lambda f, **kw: _InertUnpickler(f, **kw).load(),
+    __name__="mmjudge_inert_pickle",
+)
+
+
+def read_torch_file(path: str | os.PathLike) -> Any:
+    """What ``torch.save`` wrote to ``path``, on the CPU, with other projects' classes read as
+    :class:`ForeignObject` (see the module's description).
+
+    Raises:
+        ValueError: the file is not something ``torch.save`` wrote (one line, with PyTorch's reason).
+    """
+    import torch
+
+    try:
+        return torch.load(Path(path), map_location="cpu", weights_only=False, pickle_module=_INERT_PICKLE)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, AttributeError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{str(path)!r} is not a PyTorch checkpoint ({reason}).") from None
+
+
+def plain_fields(value: Any) -> dict[str, Any]:
+    """A hyper-parameter container as a plain dict: a dict, an ``argparse.Namespace`` or a
+    :class:`ForeignObject` (e.g. Lightning's ``AttributeDict``); anything else gives ``{}``.
+
+    >>> plain_fields(argparse.Namespace(pool="cls")), plain_fields(None)
+    ({'pool': 'cls'}, {})
+    """
+    if isinstance(value, ForeignObject):
+        return value.fields()
+    if isinstance(value, argparse.Namespace):
+        return dict(vars(value))
+    if isinstance(value, dict):
+        return dict(value)
+    return {}

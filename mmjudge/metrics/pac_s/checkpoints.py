@@ -1,0 +1,124 @@
+"""The authors' PAC-S / PAC-S++ checkpoints → a ``transformers`` CLIP, computing what their code computes.
+
+Their files (``github:aimagelab/pacscore``) hold ``{"state_dict": …}`` of the CLIP model they load it into:
+
+* PAC-S ``clip_ViT-B-32.pth``: OpenAI's CLIP ViT-B/32 (``clip.load``; QuickGELU, OpenAI's normalisation);
+* PAC-S ``openClip_ViT-L-14.pth``: OpenCLIP's ``ViT-L-14`` (exact GELU) with the transform of its
+  ``laion2b_s32b_b82k`` weights, mean = std = 0.5;
+* PAC-S++ ``PAC++_clip_ViT-B-32.pth`` / ``PAC++_clip_ViT-L-14.pth``: OpenAI's CLIP rebuilt with LoRA layers
+  of rank 4 (their ``models/clip_lora``), the LoRA factors stored beside the frozen weights.
+
+PAC-S++ is read as their evaluation code runs it (``compute_correlations_pac++.py``: build, load, ``eval()``):
+the attention input/output projections and the patch convolution add their LoRA update (scaling
+``lora_alpha / r`` = 1/r), which is folded into the weight here (:func:`fold_lora`); the MLP layers are
+marked merged when their model is built, so at evaluation they use the stored weights as they are and their
+LoRA factors play no part — here neither.
+
+>>> import torch
+>>> state = {"a.attn.in_proj_weight": torch.zeros(6, 2), "a.attn.in_proj_weight_lora_A": torch.ones(1, 2),
+...          "a.attn.in_proj_weight_lora_B": torch.ones(6, 1)}
+>>> fold_lora(state)["a.attn.in_proj_weight"][0].tolist()  # += B @ A / r, r = 1
+[1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mmjudge.encoders.openai_clip import BACKBONES, Backbone
+
+LORA = "lora_"
+
+
+# Where each published checkpoint comes from (the card lists them with their sources).
+DOWNLOADS = {
+    ("pac_s", "ViT-B/32"): "https://drive.google.com/file/d/1F-0Pma-vfJPAiDzeyl-iEdSXZIO1cDae (clip_ViT-B-32.pth)",
+    ("pac_s", "open_clip_ViT-L/14"): "https://drive.google.com/file/d/1G1DAGQf5fW2U3u7K3Dn-eCC6koMDyvsU "
+    "(openClip_ViT-L-14.pth)",
+    ("pac_s_plus", "ViT-B/32"): "https://ailb-web.ing.unimore.it/publicfiles/pac++/PAC++_clip_ViT-B-32.pth",
+    ("pac_s_plus", "ViT-L/14"): "https://ailb-web.ing.unimore.it/publicfiles/pac++/PAC++_clip_ViT-L-14.pth",
+}
+SOURCE = "https://github.com/aimagelab/pacscore#loading-clip-models"
+
+
+def detect_backbone(state: dict[str, Any]) -> str | None:
+    """The backbone a full-size checkpoint was made for, from its vision tower's width and patch size and
+    whether it holds LoRA factors (the authors' ViT-L/14 PAC-S is OpenCLIP's, their PAC-S++ one OpenAI's);
+    ``None`` for other shapes (e.g. tiny test models)."""
+    width, _, patch, _ = state["visual.conv1.weight"].shape
+    if (width, patch) == (768, 32):
+        return "ViT-B/32"
+    if (width, patch) == (1024, 14):
+        return "ViT-L/14" if has_lora(state) else "open_clip_ViT-L/14"
+    return None
+
+
+def has_lora(state: dict[str, Any]) -> bool:
+    return any(LORA in key for key in state)
+
+
+def fold_lora(state: dict[str, Any]) -> dict[str, Any]:
+    """A plain OpenAI-format state dict computing what the authors' LoRA CLIP computes at evaluation (see
+    the module's description); every LoRA factor must be one their model has.
+
+    Raises:
+        ValueError: a LoRA factor in a place their model has none.
+    """
+    import torch
+
+    out = {k: v.detach().to(torch.float32).clone() for k, v in state.items() if LORA not in k}
+    used: set[str] = set()
+    for key in list(out):
+        if key.endswith(".attn.in_proj_weight") and f"{key}_lora_A" in state:
+            a, b = state[f"{key}_lora_A"].float(), state[f"{key}_lora_B"].float()
+            out[key] += (b @ a) / a.shape[0]
+            used.update({f"{key}_lora_A", f"{key}_lora_B"})
+        elif key.endswith((".attn.out_proj.weight", "visual.conv1.weight")):
+            stem = key[: -len("weight")]
+            if f"{stem}lora_A" not in state:
+                continue
+            a, b = state[f"{stem}lora_A"].float(), state[f"{stem}lora_B"].float()
+            kernel = out[key].shape[-1] if out[key].dim() == 4 else 1
+            out[key] += (b @ a).view(out[key].shape) / (a.shape[0] // kernel)
+            used.update({f"{stem}lora_A", f"{stem}lora_B"})
+    for key in state:
+        if LORA in key and key not in used and ".mlp.c_fc." not in key and ".mlp.c_proj." not in key:
+            raise ValueError(f"Unexpected LoRA weight {key!r}: not a PAC-S++ checkpoint layout mmjudge knows.")
+    return out
+
+
+def read_pac_checkpoint(
+    path: str | os.PathLike, plus: bool, backbone: str | None = None
+) -> tuple[dict[str, Any], Backbone]:
+    """The authors' checkpoint at ``path`` as a plain OpenAI-format state dict, and its backbone.
+
+    Args:
+        path: the ``.pth`` file.
+        plus: PAC-S++ (LoRA factors expected) or PAC-S (none expected).
+        backbone: ``"ViT-B/32"``, ``"ViT-L/14"`` or ``"open_clip_ViT-L/14"`` (the authors' ``--clip_model``
+            names); default: from the checkpoint's shapes (:func:`detect_backbone`), ``"ViT-B/32"`` for others.
+
+    Raises:
+        FileNotFoundError: no such file (the message says where to download the checkpoints).
+        ValueError: not a CLIP checkpoint, the wrong kind for ``plus``, or a backbone its shapes contradict.
+    """
+    from mmjudge.encoders.checkpoint_files import require_file
+    from mmjudge.encoders.longclip import load_state_dict
+
+    kind = "PAC-S++" if plus else "PAC-S"
+    file = require_file(path, f"{kind} checkpoint", f"the links in {SOURCE}")
+    state = load_state_dict(file)
+    if has_lora(state) != plus:
+        other = "pac_s" if plus else "pac_s_plus"
+        what = "has no LoRA weights (a PAC-S checkpoint)" if plus else "holds LoRA weights (a PAC-S++ checkpoint)"
+        raise ValueError(f"{str(file)!r} {what}: use the `{other}` configurations for it.")
+    detected = detect_backbone(state)
+    if backbone is not None and backbone not in BACKBONES:
+        raise ValueError(f"Expected argument `backbone` to be one of {sorted(BACKBONES)}, but got {backbone!r}.")
+    name = backbone or detected or "ViT-B/32"
+    chosen = BACKBONES[name]
+    width, _, patch, _ = state["visual.conv1.weight"].shape
+    if detected is not None and (chosen.width, chosen.patch) != (width, patch):
+        raise ValueError(f"backbone={name!r} does not fit {str(file)!r}, a {detected} checkpoint.")
+    return (fold_lora(state) if plus else state), chosen
