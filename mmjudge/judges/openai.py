@@ -76,11 +76,20 @@ from typing import Any
 
 from mmjudge import distributed
 from mmjudge.errors import ServiceError
-from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
+from mmjudge.judges.base import (
+    Capabilities,
+    GenerationRequest,
+    RatingRequest,
+    RatingResult,
+    ScoredGenerationRequest,
+    ScoredText,
+    ScoredToken,
+)
 from mmjudge.judges.batched import BatchedJudge
 from mmjudge.judges.openai_reading import (  # noqa: F401  (re-exported: the backend's reading functions)
     LOGPROB_FLOOR,
     TOKEN_ID_PREFIX,
+    _prob,
     bare_token,
     listed_choice_tokens,
     rating_position,
@@ -361,6 +370,7 @@ class OpenAIJudge(BatchedJudge):
             reads_prefix_steps=False,
             can_generate=True,
             exact_choices=self.mass_mode == "exact",
+            scores_generation=True,
         )
         logger.info(
             "%s: %s -> prefill=%s, mass=%s",
@@ -783,6 +793,43 @@ class OpenAIJudge(BatchedJudge):
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         return self._map(self._generate_one, requests)
+
+    def _generate_scored_one(self, request: ScoredGenerationRequest) -> ScoredText:
+        # A failed request is an answer with `error` (never cached, asked again next run), as for ratings.
+        top = min(int(request.top_logprobs), self.top_logprobs)
+        try:
+            answer = self.chat(
+                chat_messages(request, prefix=False),
+                max_tokens=request.max_new_tokens,
+                logprobs=True,
+                top_logprobs=top,
+            )
+        except APIError as err:
+            if not any(s.reached for s in self.servers):
+                raise
+            with self._lock:
+                self.usage.failed += 1
+            return ScoredText("", [], error=str(err))
+        choice = answer["choices"][0]
+        content = (choice.get("logprobs") or {}).get("content") if isinstance(choice, dict) else None
+        if not isinstance(content, list):
+            problem = (
+                f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
+                "in chat completions (llama.cpp: start it with --logits_all true)."
+            )
+            if not self._answered:
+                raise ValueError(problem)
+            return ScoredText("", [], error=problem)
+        tokens = []
+        for entry in content:
+            listed = entry.get("top_logprobs") or [entry]
+            tops = [(str(t.get("token", "")), _prob(t)) for t in listed if isinstance(t, dict)]
+            tokens.append(ScoredToken(str(entry.get("token", "")), tops))
+        self._answered = True
+        return ScoredText("".join(t.token for t in tokens), tokens)
+
+    def _generate_scored_batch(self, requests: Sequence[ScoredGenerationRequest]) -> list[ScoredText]:
+        return self._map(self._generate_scored_one, requests)
 
     # ---------------------------------------------------------------------------------------- cost
     def usage_summary(self) -> str:
