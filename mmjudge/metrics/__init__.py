@@ -20,6 +20,7 @@ METRICS = Registry(
         "clip_score": "mmjudge.metrics.clip_score:CLIPScore",
         "fleur": "mmjudge.metrics.fleur:FLEUR",
         "harmonic_eval": "mmjudge.metrics.harmonic_eval:HarmonicEval",
+        "prompt_judge": "mmjudge.metrics.prompt_judge:PromptJudge",
         "vela": "mmjudge.metrics.vela:VELA",
     },
 )
