@@ -27,6 +27,15 @@ CONFIGS = {
     "clip_score": ["clip_score", "ref_clip_score"],
     "baselines": ["bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco"],
     "vela": ["vela"],
+    "prompt_judge": [
+        "g_veval",
+        "g_veval_ref_only",
+        "g_veval_combined",
+        "gpt_fleur",
+        "gpt_reffleur",
+        "vela_gpt4o",
+        "vela_gpt4o_refs",
+    ],
 }
 PRIMARY = {
     "harmonic_eval": "overall",
@@ -42,6 +51,13 @@ PRIMARY = {
     "bartscore": "bartscore",
     "coco": "cider",
     "vela": "vela",
+    "g_veval": "score",
+    "g_veval_ref_only": "score",
+    "g_veval_combined": "score",
+    "gpt_fleur": "score",
+    "gpt_reffleur": "score",
+    "vela_gpt4o": "overall",
+    "vela_gpt4o_refs": "overall",
 }
 
 
@@ -73,6 +89,10 @@ def test_metric_outputs_match_their_declaration(tmp_path):
             dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]]),
         ),
         (mmjudge.load("baselines", "coco"), dict(predictions=["a dog", "a cat"], references=[["a dog"], ["a cat"]])),
+        (
+            mmjudge.load("prompt_judge", "vela_gpt4o_refs", judge="dummy", cache=False),
+            dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]]),
+        ),
     ]
     for metric, kwargs in runs:
         with warnings.catch_warnings():
