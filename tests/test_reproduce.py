@@ -273,6 +273,12 @@ def test_longcap_cells_read_their_split_and_criterion_and_times_are_measured(tmp
             assert run.results[f"vela_1/bleu/{col}"].ours == pytest.approx(
                 scipy_tau(scores, hj, criterion=criterion), abs=1e-3
             )
+    # Items hold file paths, not image bytes: the embedded images were written once beside the judge cache.
+    from mmjudge.reproduce.scoring import load_context
+
+    items = load_context("longcap_arena", "testA", None, str(root), {"cache_dir": str(tmp_path / "hf3")}).items
+    assert all(isinstance(it["image"], str) and Path(it["image"]).is_file() for it in items)
+    assert all(Path(it["image"]).is_relative_to(tmp_path / "reproduce" / "images") for it in items)
     timing = json.loads((tmp_path / "out" / "timing.json").read_text())["bleu"]
     assert timing["samples"] == 3 and timing["ms_per_sample"] > 0 and timing["device"]
     md = (tmp_path / "out" / "cells.md").read_text()

@@ -61,12 +61,13 @@ def load_context(
     data_dir: str | None,
     dataset_options: Mapping[str, Any],
 ) -> HumanJudgments:
-    """The benchmark's human judgments with items ready to score: images as paths under ``data_dir`` (or the
-    bytes a Parquet layout embeds, or ``None``), references cut to the first ``references`` when given."""
+    """The benchmark's human judgments with items ready to score: each image a file path (under ``data_dir``,
+    or written once to the mmjudge cache folder when a Parquet layout embeds it; ``None`` without images), so
+    the items hold no image bytes; references cut to the first ``references`` when given."""
     import datasets
 
     from mmjudge.datasets import load_dataset
-    from mmjudge.datasets._judgments import _image_files, human_judgments
+    from mmjudge.datasets._judgments import human_judgments
 
     kwargs = dict(dataset_options)
     if data_dir:
@@ -74,16 +75,43 @@ def load_context(
     dataset = load_dataset(benchmark, split=split, **kwargs)
     if "image" in dataset.column_names:
         dataset = dataset.cast_column("image", datasets.Image(decode=False))
+        spill = _ImageFiles(data_dir)
+        dataset = dataset.map(spill, batched=True, batch_size=64, input_columns=["image"], desc="locating images")
     judgments = human_judgments(benchmark, dataset)
-    locate = _image_files(Path(data_dir).expanduser() if data_dir else None)
     for item in judgments.items:
         image = item.get("image")
-        found = locate(item.get("image_path")) if image is not None else None
-        if found:
-            item["image"] = found
-        elif isinstance(image, dict):
-            item["image"] = image.get("bytes") or image.get("path")
+        item["image"] = image.get("path") if isinstance(image, dict) else image
     return trim_references(judgments, references)
+
+
+class _ImageFiles:
+    """A ``datasets.map`` function: each image cell becomes ``{bytes: None, path: <file>}``, the file found under
+    the data folder by name, else the embedded bytes written once under the mmjudge cache folder (named by their
+    hash), so the items built next hold paths, not bytes."""
+
+    def __init__(self, data_dir: str | None):
+        from mmjudge.datasets._judgments import _image_files
+        from mmjudge.paths import cache_dir
+
+        self.locate = _image_files(Path(data_dir).expanduser() if data_dir else None)
+        self.folder = cache_dir() / "reproduce" / "images"
+
+    def __call__(self, images: list) -> dict:
+        out = []
+        for cell in images:
+            if not cell:
+                out.append(None)
+                continue
+            found = self.locate(cell.get("path"))
+            if found is None and cell.get("bytes"):
+                data = cell["bytes"]
+                suffix = Path(str(cell.get("path") or "")).suffix or ".img"
+                found = str(self.folder / f"{hashlib.sha256(data).hexdigest()[:32]}{suffix}")
+                if not Path(found).exists():
+                    self.folder.mkdir(parents=True, exist_ok=True)
+                    Path(found).write_bytes(data)
+            out.append({"bytes": None, "path": found} if found else None)
+        return {"image": out}
 
 
 def trim_references(judgments: HumanJudgments, references: int | None) -> HumanJudgments:
