@@ -360,3 +360,40 @@ def test_real_pascal50s_fleur_scores_match_the_published_accuracy(tmp_path):
     )
     result = reproduce("harmonic_eval_8", ["fleur"], ["pascal50s"], s).results["harmonic_eval_8/fleur/pas"]
     assert result.status == "match" and abs(result.ours - 83.2) < 0.5
+
+
+def test_a_prompt_set_row_runs_end_to_end_against_the_toy_server(tmp_path):
+    """GPT-FLEUR's cell of Table 8 through the whole command, its judge the toy OpenAI-like server (numbers
+    meaningless, plumbing real): every caption asked once with its image, the figure scipy's τ-c of the scores."""
+    import shutil
+    import sys
+
+    from PIL import Image
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from toy_api_servers import ToyServer
+
+    data = tmp_path / "f8k"
+    (data / "Flickr8k_Dataset").mkdir(parents=True)
+    shutil.copy(FIXTURE / "flickr8k.json", data / "flickr8k.json")
+    for k, image in enumerate(json.loads((FIXTURE / "flickr8k.json").read_text())):
+        Image.new("RGB", (8, 6), (30 * k, 40, 90)).save(data / "Flickr8k_Dataset" / f"{image}.jpg")
+    server = ToyServer("openai", script=["0", ".", "85"])
+    try:
+        options = {"gpt_fleur": {"judge": "openai", "model": "toy-judge", "base_url": server.url}}
+        s = settings(tmp_path, data_dirs={"flickr8k_expert": str(data)}, options=options)
+        result = reproduce("harmonic_eval_8", ["gpt_fleur"], ["flickr8k_expert"], s).results[
+            "harmonic_eval_8/gpt_fleur/f_ex"
+        ]
+        assert len(server.answers) == 49 and all(
+            b["messages"][0]["content"][0]["type"] == "image_url" for b, _ in server.answers
+        )
+    finally:
+        server.close()
+    from mmjudge.metaeval.scores import read_scores
+
+    path = next(tmp_path.rglob("gpt_fleur-flickr8k_expert-*.jsonl"))
+    scores = {i: v["score"] for i, v in read_scores(path).items()}
+    assert result.status in ("match", "outside") and result.ours == pytest.approx(
+        scipy_tau(scores, fixture_judgments(tmp_path)), abs=1e-3
+    )
