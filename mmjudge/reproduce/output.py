@@ -115,12 +115,15 @@ def dry_run_text(run: Reproduction) -> str:
 
 
 def cell_kind(needs) -> str:
-    """``runnable here``, ``not runnable: no implementation`` (the metric is missing), or ``runnable with``
-    what is missing (``data + images + weights``, …)."""
+    """``runnable here``; ``not runnable`` (no implementation, or a metric this mmjudge does not register); or
+    ``runnable with`` what is missing (``data + images + weights``, …)."""
     missing = list(dict.fromkeys(n.what for n in needs if n.present is False))
     if not missing:
         return "runnable here"
-    if "metric" in missing:
+    metric = next((n for n in needs if n.what == "metric" and n.present is False), None)
+    if metric is not None:
+        if metric.missing.startswith("metric not available"):
+            return "not runnable: metric or configuration not registered in this mmjudge"
         return "not runnable: no implementation in this mmjudge"
     return "runnable with " + " + ".join(missing)
 
