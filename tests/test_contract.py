@@ -29,6 +29,15 @@ CONFIGS = {
     "vela": ["vela"],
     "pac_s": ["pac_s", "ref_pac_s", "pac_s_plus", "ref_pac_s_plus", "pac_s_avg", "pac_s_plus_avg"],
     "polos": ["polos"],
+    "prompt_judge": [
+        "g_veval",
+        "g_veval_ref_only",
+        "g_veval_combined",
+        "gpt_fleur",
+        "gpt_reffleur",
+        "vela_gpt4o",
+        "vela_gpt4o_refs",
+    ],
 }
 PRIMARY = {
     "harmonic_eval": "overall",
@@ -52,6 +61,13 @@ PRIMARY = {
     "pac_s_avg": "pac_s_avg",
     "pac_s_plus_avg": "pac_s_plus_avg",
     "polos": "polos",
+    "g_veval": "score",
+    "g_veval_ref_only": "score",
+    "g_veval_combined": "score",
+    "gpt_fleur": "score",
+    "gpt_reffleur": "score",
+    "vela_gpt4o": "overall",
+    "vela_gpt4o_refs": "overall",
 }
 
 
@@ -121,6 +137,10 @@ def test_metric_outputs_match_their_declaration(tmp_path):
         (
             mmjudge.load("clip_score", "clip_score_avg", model=tiny_clip(tmp_path / "c2")),
             dict(predictions=["a. b", "c"], images=[IMG, IMG]),
+        ),
+        (
+            mmjudge.load("prompt_judge", "vela_gpt4o_refs", judge="dummy", cache=False),
+            dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]]),
         ),
     ]
     from mmjudge.tiny_models.checkpoints import tiny_pac_s, tiny_polos

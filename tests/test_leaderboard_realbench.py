@@ -1,15 +1,14 @@
-"""A real public benchmark on the board, end to end: Flickr8k-Expert (Hodosh et al. 2013) as the FLEUR
-repository ships it (``annotations/flickr8k.json``), on the Metrics track, scored by FLEUR's own
-published per-caption scores (``results/fleur_flickr8k_expert.txt``).
+"""A Flickr8k-Expert-shaped benchmark on the board, end to end: ``flickr8k.json`` in the layout the FLEUR
+repository ships (``annotations/flickr8k.json``), on the Metrics track, scored by per-caption scores in FLEUR's
+own result format (``results/fleur_flickr8k_expert.txt``).
 
 The participant's path, through the board's public API only: list the benchmarks, download the items,
 join them with the metric's scores (``leaderboard/examples/fleur_flickr8k_scores.py``), submit, let
 the worker run the meta-evaluation, read the ranked row. Its figure must equal the meta-evaluation of
 the same scores and an independent Kendall τ-c computed the FLEUR repository's way (scipy, one row per
-human judgment) from the raw files. The fixture is a slice of the real files (see its README); the full
-files, checked by hand, gave 53.026 both ways (published: 53.0). With ``MMJUDGE_FLICKR8K_DIR`` pointing at
-a folder holding the full ``flickr8k.json`` and ``fleur_flickr8k_expert.txt``, the last test repeats
-that check."""
+human judgment) from the raw files. The committed fixture is synthetic, of the real slice's shape (see its
+README). With ``MMJUDGE_FLICKR8K_DIR`` pointing at a folder holding FLEUR's full ``flickr8k.json`` and
+``fleur_flickr8k_expert.txt``, the last test checks the published figure (53.0; 53.026 both ways by hand)."""
 
 import importlib.util
 import json
@@ -128,7 +127,7 @@ def test_flickr8k_expert_from_upload_to_a_ranked_row(tmp_path, registry):
         {"id": inputs[0]["id"], "score": 0.0},
     )
     assert set(inputs[0]) == {"id", "task", "text", "references", "image_path"}  # never a rating
-    assert inputs[0]["text"] == "A young child is wearing blue goggles and sitting in a float in a pool ."
+    assert inputs[0]["text"] == "A brown cyclist runs beside a blue car ."  # the fixture's first caption
     assert len(inputs[0]["references"]) == 5
     by_name = {r["name"]: r for r in table}
     fleur = by_name["FLEUR"]

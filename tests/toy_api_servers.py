@@ -3,9 +3,10 @@ unknown server do: their routes, identifying headers, request checks and ``logpr
 their sources (paths in docs/api_judges.md). None of them can run here (no GPU, no network), so the
 protocol is tested against these.
 
-The toy "model" is a fixed random distribution over a 60-token vocabulary per context (sha256 of the
+The toy "model" is a fixed random distribution over a 68-token vocabulary per context (sha256 of the
 rendered conversation): after a continued assistant prefix the ratings are anywhere in it (often outside
-a top 20), and a fresh answer is scripted as "Your score is 4." so a first-rating read finds position 3.
+a top 20), and a fresh answer is scripted as "Your score is 4." so a first-rating read finds position 3
+(``script=`` gives another answer, e.g. G-VEval's "$85$").
 Every chat answer's full distributions are kept in ``answers`` so tests can check the judge against what
 the server itself computed.
 """
@@ -47,6 +48,8 @@ VOCAB = [
     ",",
     "Hi",
 ] + [f" w{i}" for i in range(39)]
+# Appended (so the tokens above keep their ids and draws): what prompt-only judges write, "$85$" and "0.85".
+VOCAB += ["The", " final", "$", "0", "85", "80", "75", "$."]
 IDS = {t: i for i, t in enumerate(VOCAB)}
 SCRIPT = ["Your", " score", " is", " 4", "."]  # what the toy model writes when not continuing a prefix
 KINDS = ("vllm", "vllm-old", "sglang", "llama.cpp", "llama-cpp-python", "openai", "unknown")
@@ -57,11 +60,12 @@ def token_str(token: str) -> str:
     return "Ġ" + token[1:] if token.startswith(" ") else token
 
 
-def distribution(context: str, position: int, scripted: bool) -> np.ndarray:
+def distribution(context: str, position: int, scripted: bool, script: list[str] | None = None) -> np.ndarray:
     seed = int.from_bytes(hashlib.sha256(f"{context}|{position}".encode()).digest()[:8], "little")
     logits = np.random.default_rng(seed).normal(0.0, 2.0, len(VOCAB))
     if scripted:
-        logits[IDS[SCRIPT[min(position, len(SCRIPT) - 1)]]] += 12.0
+        script = script or SCRIPT
+        logits[IDS[script[min(position, len(script) - 1)]]] += 12.0
     e = np.exp(logits - logits.max())
     return e / e.sum()
 
@@ -99,9 +103,16 @@ class ToyServer:
     """One toy server of ``kind``. ``fail(body)`` may return ``(status, json)``, ``"malformed"`` (a 200 that is
     not JSON), ``("slow", seconds)`` or ``None`` for each chat request (``body`` includes the messages)."""
 
-    def __init__(self, kind: str = "vllm", fail: Callable[[dict], Any] | None = None, model: str = "toy-judge"):
+    def __init__(
+        self,
+        kind: str = "vllm",
+        fail: Callable[[dict], Any] | None = None,
+        model: str = "toy-judge",
+        script: list[str] | None = None,
+    ):
         assert kind in KINDS, kind
-        self.kind, self.fail, self.model = kind, fail, model
+        assert all(t in IDS for t in script or []), script
+        self.kind, self.fail, self.model, self.script = kind, fail, model, script
         self.answers: list[tuple[dict, list[np.ndarray]]] = []  # (chat body, distribution at each generated position)
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request
         self.extra_headers: dict[str, str] = {}  # sent with every answer (rate-limit headers …)
@@ -238,7 +249,7 @@ class ToyServer:
         context = json.dumps({"messages": messages, "continue": continues}, sort_keys=True)
         n = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
         scripted = not continues
-        dists = [distribution(context, k, scripted) for k in range(n)]
+        dists = [distribution(context, k, scripted, self.script) for k in range(n)]
         sampled = [int(np.argmax(d)) for d in dists]
         as_ids = bool(body.get("return_tokens_as_token_ids")) and self.kind in ("vllm", "vllm-old")
 

@@ -12,6 +12,7 @@ COMMANDS = Registry(
         "leaderboard_worker": "mmjudge.commands.leaderboard_worker:add_parser",
         "metaeval": "mmjudge.commands.metaeval:add_parser",
         "register": "mmjudge.commands.register:add_parser",
+        "reproduce": "mmjudge.commands.reproduce:add_parser",
         "score": "mmjudge.commands.score:add_parser",
         "serve": "mmjudge.commands.serve:add_parser",
         "space": "mmjudge.commands.space:add_parser",

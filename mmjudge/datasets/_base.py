@@ -185,6 +185,23 @@ def load_image(path: Path, check: bool = True) -> dict[str, Any]:
     return {"bytes": data, "path": path.name}
 
 
+def embedded_image(cell: dict | None, where: str, check: bool = True) -> dict[str, Any] | None:
+    """An ``Image()`` cell from bytes a Parquet file embeds (``{bytes, path}``), checked to decode; ``None``
+    stays ``None``."""
+    if cell is None or not cell.get("bytes"):
+        return None
+    data = bytes(cell["bytes"])
+    if check:
+        from PIL import Image
+
+        try:
+            with Image.open(io.BytesIO(data)) as img:
+                img.verify()
+        except Exception as err:  # PIL raises many types for broken files
+            raise DataError(f"The image of {where} cannot be decoded ({err}).") from None
+    return {"bytes": data, "path": cell.get("path")}
+
+
 def image_folder(root: Path, name: str, needed: bool = False) -> Path | None:
     """The images' folder under ``root`` if present. Missing is fine for classic sets (metrics without
     images still work; the image column is None), unless ``needed``."""

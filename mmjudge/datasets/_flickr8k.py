@@ -25,6 +25,7 @@ from mmjudge.datasets._base import (
     check_count,
     check_range,
     default_configs,
+    embedded_image,
     squash,
     stable_id,
 )
@@ -177,6 +178,39 @@ def read_json(path: Path, prefix: str, low: float, high: float, per_caption: int
     return rows
 
 
+def read_hub(files: list[Path], prefix: str, low: float, high: float) -> list[dict[str, Any]]:
+    """The Hub Parquet copy (``yuwd/Flickr8k-HumanEval``): rows of (image, caption, references, score), one
+    per judgment or one per caption; a caption's rows become one row with their scores as its ratings, in the
+    order the file gives them (grouped by image, as the JSON layout is). A score outside the upstream scale is
+    kept, with a warning (a rescaled copy changes no rank correlation, but its scores differ from the other
+    layouts')."""
+    from mmjudge.datasets._hub import read_hub_parquet
+
+    grouped: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+    skipped, outside = 0, 0
+    for hub in read_hub_parquet(files):
+        if math.isnan(hub.score):
+            skipped += 1
+            continue
+        outside += not low <= hub.score <= high
+        entry = grouped.setdefault(
+            (hub.image_name, hub.text), {"references": hub.references, "ratings": [], "image": hub.image}
+        )
+        entry["ratings"].append(hub.score)
+    if skipped:
+        logger.warning("%s: skipped %d rows without a score.", files[0].parent.name, skipped)
+    if outside:
+        logger.warning(
+            "%s: %d scores lie outside the upstream scale [%g, %g].", files[0].parent.name, outside, low, high
+        )
+    rows = []
+    for (image_file, caption), entry in grouped.items():
+        row = _row(prefix, image_file, caption, entry["references"], entry["ratings"])
+        row["image"] = entry["image"]
+        rows.append(row)
+    return by_image(rows)
+
+
 class Flickr8kBuilder(BenchmarkBuilder):
     # 1.1.0: the same rows from the original release or the preprocessed JSON (ids from content)
     BUILDER_CONFIGS = default_configs("1.1.0")
@@ -185,6 +219,8 @@ class Flickr8kBuilder(BenchmarkBuilder):
     HOMEPAGE = "https://hockenmaier.cs.illinois.edu/8k-pictures.html"
     LICENSE = "Flickr8k terms of use (research only; images may not be redistributed)"
     KIND = "expert"
+    PREFIX = "f8k-ex"
+    SCALE = (1.0, 4.0)
 
     def download(self, dl_manager: datasets.DownloadManager) -> Path:
         return Path(dl_manager.download_and_extract(src.FLICKR8K_URLS["text_zip"]))
@@ -193,11 +229,20 @@ class Flickr8kBuilder(BenchmarkBuilder):
         raise NotImplementedError
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
+        from mmjudge.datasets._layouts import parquet_files
+
         layout, paths = self.detect_layout(source)
-        rows = self.read_rows(layout.name, paths)
+        if layout.parquet is not None:
+            rows = read_hub(parquet_files(source, layout.parquet), self.PREFIX, *self.SCALE)
+        else:
+            rows = self.read_rows(layout.name, paths)
         judgments = self.expected_counts.get("judgments")
         if judgments is not None:
             check_count(f"{self.name} judgments", sum(len(r["ratings"]) for r in rows), judgments)
+        if layout.parquet is not None:  # images come inside the files
+            for row in rows:
+                row["image"] = embedded_image(row["image"], row["image_path"], self.config.check_images)
+            return {"test": rows}
         locate = ImageLocator(source, src.FLICKR8K_IMAGE_FOLDERS, "Flickr8k images")
         for row in rows:
             row["image"] = self.image(locate(row["image_path"]))

@@ -43,18 +43,24 @@ class Layout:
             means a.csv or b.csv, ``(("a",), ("b",))`` means a and b). Found anywhere under ``data_dir``.
         source: where the files come from (shown when none is found).
         optional: files read when present (e.g. MSCOCO captions for references).
+        parquet: a Hub Parquet layout: present when ``*.parquet`` files are there whose path names this key
+            (a folder or a file name starting with it, e.g. a dataset configuration ``expert``); ``""``: any.
     """
 
     name: str
     files: tuple[tuple[str, ...], ...]
     source: str
     optional: tuple[str, ...] = ()
+    parquet: str | None = None
 
     def names(self) -> list[str]:
         return [n for group in self.files for n in group] + list(self.optional)
 
     def describe(self) -> str:
         """The files as Markdown, e.g. ``` `a.mat` + `b.mat` ``` or ``` `a.csv` or `b.csv` ```."""
+        if self.parquet is not None:
+            where = f" under a `{self.parquet}` folder or named `{self.parquet}*`" if self.parquet else ""
+            return f"Parquet files (`*.parquet`{where})"
         return " + ".join(" or ".join(f"`{n}`" for n in group) for group in self.files)
 
     def title(self) -> str:
@@ -77,6 +83,28 @@ def locate(root: Path, names: Iterable[str]) -> dict[str, Path]:
     return found
 
 
+def parquet_files(root: Path, key: str = "") -> list[Path]:
+    """``*.parquet`` files under ``root`` (sorted) whose relative path names ``key``: a folder called ``key`` or
+    a file name starting with it (Hub repositories keep a configuration's files under ``<config>/``);
+    every one when ``key`` is empty.
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("expert/test-00000-of-00001.parquet", "crowdflower/test-00000-of-00001.parquet"):
+    ...     (root / name).parent.mkdir(parents=True, exist_ok=True); _ = (root / name).write_bytes(b"")
+    >>> [str(p.relative_to(root)) for p in parquet_files(root, "expert")]
+    ['expert/test-00000-of-00001.parquet']
+    """
+    if not root.is_dir():
+        return []
+    found = []
+    for path in sorted(root.rglob("*.parquet")):
+        parts = path.relative_to(root).parts
+        if not key or key in parts[:-1] or parts[-1].startswith(key):
+            found.append(path)
+    return found
+
+
 def detect(
     root: Path, layouts: tuple[Layout, ...], what: str, forced: str | None = None
 ) -> tuple[Layout, dict[str, Path]]:
@@ -95,6 +123,8 @@ def detect(
             )
     found = locate(root, {n for layout in candidates for n in layout.names()})
     for layout in candidates:
+        if layout.parquet is not None and not parquet_files(root, layout.parquet):
+            continue
         if all(any(n in found for n in group) for group in layout.files):
             return layout, {n: found[n] for n in layout.names() if n in found}
     if len(candidates) == 1:

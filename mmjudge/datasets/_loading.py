@@ -22,7 +22,9 @@ DATASETS = Registry(
         "foil": "mmjudge.datasets.foil:FOIL",
         "longcap_arena": "mmjudge.datasets.longcap_arena:LongCapArena",
         "mmhe": "mmjudge.datasets.mmhe:MMHE",
+        "nebula": "mmjudge.datasets.nebula:Nebula",
         "pascal50s": "mmjudge.datasets.pascal50s:Pascal50S",
+        "polaris": "mmjudge.datasets.polaris:Polaris",
         "thumb": "mmjudge.datasets.thumb:THumB",
     },
 )

@@ -70,6 +70,14 @@ FLICKR8K_URLS = {"text_zip": "https://github.com/jbrownlee/Datasets/releases/dow
 FLICKR8K_EXPERT_COUNTS = {"test": 5664, "judgments": 16992}
 FLICKR8K_CF_COUNTS: dict[str, int] = {}  # no upstream count verified here
 
+# --- Hub Parquet copies (as CaptionEvalKit reads them: capevalkit/infrastructure/benchmarks/legacy.py) -------
+# Columns: image name `imgid` (or `file_name` / `id` / the image's path), image `img` ({bytes, path}),
+# caption `cand` (or `mt` / `caption`), references `refs` (a list, or its Python literal as a string),
+# human score `human_score` (or `score`). Flickr8k-HumanEval has the configurations `expert` and `crowdflower`.
+HUB_COMPOSITE_REPO = "yuwd/Composite"
+HUB_FLICKR8K_REPO = "yuwd/Flickr8k-HumanEval"
+HUB_FLICKR8K_CONFIGS = {"expert": "expert", "cf": "crowdflower"}
+
 # --- Composite (Aditya et al. 2018) -----------------------------------------------------------------
 COMPOSITE_HOMEPAGE = "https://imagesdg.wordpress.com/image-to-scene-description-graph/"
 COMPOSITE_URLS: dict[str, str] = {}
@@ -134,6 +142,21 @@ FOIL_JSON = {
 }
 FOIL_COUNTS: dict[str, int] = {}  # unverified here
 
+# --- Nebula (Matsuda et al., DENEB) and Polaris (Wada et al., Polos) --------------------------------------
+NEBULA_REPO = "Ka2ukiMatsuda/Nebula"
+NEBULA_COLUMNS = ("file_name", "image", "refs", "mt", "human_score")
+# The published correction of Nebula's test-split scores (arXiv:2512.21582): Hub `hiranohachiman/Spica`, one
+# CSV per split with `imgid`, `mt` and `score`; a Nebula test row whose (image file stem, whitespace-squashed
+# `mt`) matches takes the mean `score` of the matching Spica rows (of all three files), as CaptionEvalKit
+# applies it. Other splits are not changed.
+SPICA_REPO = "hiranohachiman/Spica"
+SPICA_FILES = ("spica_train.csv", "spica_val.csv", "spica_test.csv")
+SPICA_COLUMNS = {"image": "imgid", "text": "mt", "score": "score"}
+POLARIS_REPO = "yuwd/Polaris"
+POLARIS_COLUMNS = ("refs", "cand", "img", "human_score")
+# Split names as a Hub repository spells them in its files: <split>-*.parquet, or a folder per split.
+HUB_SPLITS = {"train": ("train",), "validation": ("validation", "val"), "test": ("test",)}
+
 # --- THumB 1.0 (Kasai et al. 2022) ----------------------------------------------------------------------
 THUMB_REPO = "https://github.com/jungokasai/THumB"
 THUMB_URLS = {
@@ -162,6 +185,12 @@ LAYOUTS: dict[str, tuple[Layout, ...]] = {
             ((FLICKR8K_FILES["expert_json"],),),
             f"{FLEUR_ANNOTATIONS}; the same file PAC-S reads, github.com/aimagelab/pacscore",
         ),
+        Layout(
+            "parquet",
+            (),
+            f"the Hub dataset {HUB_FLICKR8K_REPO}, configuration expert",
+            parquet=HUB_FLICKR8K_CONFIGS["expert"],
+        ),
     ),
     "flickr8k_cf": (
         Layout(
@@ -174,6 +203,12 @@ LAYOUTS: dict[str, tuple[Layout, ...]] = {
             ((FLICKR8K_FILES["crowdflower_json"],),),
             f"{FLEUR_ANNOTATIONS}; the same file PAC-S reads, github.com/aimagelab/pacscore",
         ),
+        Layout(
+            "parquet",
+            (),
+            f"the Hub dataset {HUB_FLICKR8K_REPO}, configuration crowdflower",
+            parquet=HUB_FLICKR8K_CONFIGS["cf"],
+        ),
     ),
     "composite": (
         Layout(
@@ -182,6 +217,7 @@ LAYOUTS: dict[str, tuple[Layout, ...]] = {
             f"the Composite release, {COMPOSITE_HOMEPAGE}",
         ),
         Layout("json", ((COMPOSITE_JSON["file"],),), FLEUR_ANNOTATIONS),
+        Layout("parquet", (), f"the Hub dataset {HUB_COMPOSITE_REPO}", parquet=""),
     ),
     "pascal50s": (
         Layout(
@@ -204,6 +240,16 @@ LAYOUTS: dict[str, tuple[Layout, ...]] = {
         Layout("original", ((THUMB_FILES["scores"],), tuple(THUMB_FILES["references"])), f"mscoco/ of {THUMB_REPO}"),
     ),
     "mmhe": (Layout("original", (tuple(MMHE_FILES["annotations"]),), f"the authors' release, {MMHE_HOMEPAGE}"),),
+    "nebula": (
+        Layout(
+            "parquet",
+            (),
+            f"the Hub dataset {NEBULA_REPO}; test-score correction from {SPICA_REPO}",
+            optional=SPICA_FILES,
+            parquet="",
+        ),
+    ),
+    "polaris": (Layout("parquet", (), f"the Hub dataset {POLARIS_REPO}", parquet=""),),
 }
 
 # What was checked against real upstream files (from public mirrors; nothing else could be downloaded):
@@ -211,13 +257,19 @@ VERIFIED: dict[str, Any] = {
     "mmhe": "layout ASSUMED (release not visible here); counts from the paper",
     "longcap_arena": "columns/split names from the project lead's notes; train/val prefixes assumed",
     "flickr8k_expert": "flickr8k.json loaded from FLEUR's real file (5,664 rows, 16,992 judgments); text-file layout "
-    "from public preprocessing code (CLIPScore), on fixtures only",
-    "flickr8k_cf": "both layouts from public preprocessing code (CLIPScore), on fixtures only; no count",
-    "composite": "CSV columns from public evaluation code; composite.json from FLEUR's fleur_com.py; fixtures only; "
-    "no count",
+    "from public preprocessing code (CLIPScore), on fixtures only; Hub Parquet columns from CaptionEvalKit's loader, "
+    "on fixtures only",
+    "flickr8k_cf": "both layouts from public preprocessing code (CLIPScore), on fixtures only; Hub Parquet columns "
+    "from CaptionEvalKit's loader, on fixtures only; no count",
+    "composite": "CSV columns from public evaluation code; composite.json from FLEUR's fleur_com.py; Hub Parquet "
+    "columns from CaptionEvalKit's loader; fixtures only; no count",
     "pascal50s": "pascal_50s.json loaded from FLEUR's real file (4 x 1,000 pairs); MAT fields from public evaluation "
     "code, on fixtures only (48 votes each)",
     "foil": "release JSON fields from public evaluation code; foil.json layout ASSUMED (no copy or reader found); "
     "fixtures only; no count",
     "thumb": "JSONL fields from the upstream README; references file name uncertain",
+    "nebula": "columns from CaptionEvalKit's loader (legacy.py) and the project notes; the Spica correction as "
+    "CaptionEvalKit applies it; split file names assumed (<split>-*.parquet or a folder per split); fixtures only; "
+    "no count",
+    "polaris": "columns from CaptionEvalKit's loader (legacy.py); split file names assumed; fixtures only; no count",
 }

@@ -14,6 +14,7 @@ import csv
 import json
 import logging
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from mmjudge.datasets._base import (
     check_range,
     content_ids,
     default_configs,
+    embedded_image,
     squash,
 )
 from mmjudge.datasets._judgments import caption_judgments
@@ -55,7 +57,8 @@ class Composite(BenchmarkBuilder):
     LICENSE = "research use (see the authors' page); images under their sources' terms"
     SOURCE_FILES = (
         "`8k_correctness.csv`, `30k_correctness.csv`, `coco_correctness.csv` (`;`-separated AMT exports), or "
-        "`composite.json`; images in `Flicker8k_Dataset/`, `flickr30k_images/`, `val2014/` (optional)"
+        "`composite.json`, or the Hub Parquet files of `yuwd/Composite` (images inside); images in "
+        "`Flicker8k_Dataset/`, `flickr30k_images/`, `val2014/` (optional)"
     )
     KNOWN_ISSUES = (
         "Rows whose rating is empty are dropped (the reference code drops them too); the count is logged.",
@@ -63,6 +66,10 @@ class Composite(BenchmarkBuilder):
         "excluded (public evaluation code often keeps it, inflating reference-based metrics).",
         "Ids come from (subset, image, caption), so both layouts give the same ids; a repeated caption gets `-2`.",
         "No exact upstream row count could be verified here.",
+        "Hub Parquet copy (yuwd/Composite): the columns CaptionEvalKit's loader reads (imgid / file_name, img, "
+        "cand / mt, refs, human_score); the subset comes from the image's file name (COCO_val2014_*, "
+        "<digits>_<hex>.jpg Flickr8k, <digits>.jpg Flickr30k) and the file's `refs` are not used, so the rows and "
+        "ids are the other layouts'.",
     )
     FEATURES = datasets.Features(
         {
@@ -77,9 +84,36 @@ class Composite(BenchmarkBuilder):
     )
 
     def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
+        from mmjudge.datasets._layouts import parquet_files
+
         layout, paths = self.detect_layout(source)
+        if layout.parquet is not None:
+            judged, embedded = self.read_parquet(parquet_files(source, layout.parquet))
+            return {"test": self.rows(source, judged, embedded)}
         judged = self.read_csvs(paths) if layout.name == "original" else self.read_json(paths[JSON["file"]])
         return {"test": self.rows(source, judged)}
+
+    def read_parquet(self, files: list[Path]) -> tuple[list[tuple[str, str, str, float]], dict]:
+        """The Hub copy (``yuwd/Composite``): one row per judged caption, the image inside. Its subset is read
+        from the image's file name (``COCO_val2014_*`` is COCO, ``<digits>_<hex>.jpg`` Flickr8k, ``<digits>.jpg``
+        Flickr30k); its ``refs`` are not used: references are built as in the other layouts (the other captions
+        judged for the image), so a metric sees the same inputs whichever copy it reads."""
+        from mmjudge.datasets._hub import read_hub_parquet
+
+        judged, embedded, dropped = [], {}, 0
+        for n, hub in enumerate(read_hub_parquet(files)):
+            subset = composite_subset(hub.image_name, f"{files[0].name} row {n}")
+            if math.isnan(hub.score):
+                dropped += 1  # as the CSV layout drops unrated rows
+                continue
+            judged.append((subset, hub.image_name, hub.text, check_range(hub.score, 1, 5, f"{hub.image_name}")))
+            embedded.setdefault((subset, hub.image_name), hub.image)
+        if dropped:
+            logger.warning("Composite Parquet: dropped %d captions without a rating.", dropped)
+        # The CSV layout's subset order, the file's order within a subset.
+        order = list(src.COMPOSITE_FILES)
+        judged.sort(key=lambda j: order.index(j[0]))
+        return judged, embedded
 
     # Both readers yield (subset, image file name, caption, score) in file order; `rows` does the rest.
     def read_csvs(self, paths: dict[str, Path]) -> list[tuple[str, str, str, float]]:
@@ -155,16 +189,19 @@ class Composite(BenchmarkBuilder):
             logger.warning("%s: dropped %d captions without a rating.", path.name, dropped)
         return judged
 
-    def rows(self, source: Path, judged: list[tuple[str, str, str, float]]) -> list[dict[str, Any]]:
+    def rows(
+        self, source: Path, judged: list[tuple[str, str, str, float]], embedded: dict | None = None
+    ) -> list[dict[str, Any]]:
         """One row per judged caption. References: the other captions judged for the same image in the same
-        subset (the candidate itself excluded); ids from (subset, image, caption)."""
+        subset (the candidate itself excluded); ids from (subset, image, caption). ``embedded``: the images a
+        Parquet copy holds, by (subset, image)."""
         captions: dict[tuple[str, str], list[str]] = defaultdict(list)
         for subset, image_name, text, _score in judged:
             captions[(subset, image_name)].append(text)
         locators = {
             subset: ImageLocator(source, folders, f"Composite {subset} images")
             for subset, folders in src.COMPOSITE_IMAGE_FOLDERS.items()
-            if any(j[0] == subset for j in judged)
+            if embedded is None and any(j[0] == subset for j in judged)
         }
         images: dict[tuple[str, str], dict | None] = {}
         rows = []
@@ -174,7 +211,11 @@ class Composite(BenchmarkBuilder):
             for row_id, (_, image_name, text, score) in zip(ids, mine):
                 key = (subset, image_name)
                 if key not in images:
-                    images[key] = self.image(locators[subset](image_name))
+                    images[key] = (
+                        embedded_image(embedded.get(key), image_name, self.config.check_images)
+                        if embedded is not None
+                        else self.image(locators[subset](image_name))
+                    )
                 others = list(captions[key])
                 others.remove(text)
                 rows.append(
@@ -189,6 +230,21 @@ class Composite(BenchmarkBuilder):
                     }
                 )
         return rows
+
+
+def composite_subset(image_name: str, where: str) -> str:
+    """The Composite subset an image belongs to, from its file name (the Hub copy has no subset column).
+
+    >>> [composite_subset(n, "x") for n in ("COCO_val2014_000000000042.jpg", "1000268201_693b08cb0e.jpg", "36979.jpg")]
+    ['coco', 'flickr8k', 'flickr30k']
+    """
+    if image_name.startswith("COCO_"):
+        return "coco"
+    if re.fullmatch(r"\d+_[0-9a-f]+\.jpg", image_name):
+        return "flickr8k"
+    if re.fullmatch(r"\d+\.jpg", image_name):
+        return "flickr30k"
+    raise DataError(f"{where}: cannot tell the Composite subset of image {image_name!r} from its name.")
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:

@@ -24,14 +24,19 @@ class Flickr8kCF(Flickr8kBuilder):
         "minus any judged caption of that image (as in the widely used crowdflower_flickr8k.json)."
     )
     SOURCE_FILES = (
-        "`CrowdFlowerAnnotations.txt` + `Flickr8k.token.txt`, or `crowdflower_flickr8k.json`; "
-        "images in `Flicker8k_Dataset/` (optional)"
+        "`CrowdFlowerAnnotations.txt` + `Flickr8k.token.txt`, or `crowdflower_flickr8k.json`, or the Hub Parquet "
+        "files of `yuwd/Flickr8k-HumanEval` (configuration `crowdflower`, images inside); images in "
+        "`Flicker8k_Dataset/` (optional)"
     )
     KNOWN_ISSUES = (
         "No upstream row count could be verified here, so counts are checked only when expected_counts is given.",
         "Papers report Kendall tau-b on this set (many tied scores).",
+        "Hub Parquet copy (yuwd/Flickr8k-HumanEval, crowdflower): the columns CaptionEvalKit's loader reads; its "
+        "references are taken as the file gives them.",
     )
     DEFAULT_COUNTS = dict(src.FLICKR8K_CF_COUNTS)
+    PREFIX = "f8k-cf"
+    SCALE = (0.0, 1.0)
 
     def read_rows(self, layout: str, paths: dict[str, Path]) -> list[dict[str, Any]]:
         if layout == "original":

@@ -25,11 +25,16 @@ class Flickr8kExpert(Flickr8kBuilder):
         "judgments; references are the image's five captions."
     )
     SOURCE_FILES = (
-        "`ExpertAnnotations.txt` + `Flickr8k.token.txt`, or `flickr8k.json`; images in `Flicker8k_Dataset/` (optional)"
+        "`ExpertAnnotations.txt` + `Flickr8k.token.txt`, or `flickr8k.json`, or the Hub Parquet files of "
+        "`yuwd/Flickr8k-HumanEval` (configuration `expert`, images inside); images in `Flicker8k_Dataset/` (optional)"
     )
     KNOWN_ISSUES = (
         "Images are not redistributable: supply them in data_dir/Flicker8k_Dataset/ or the image column is None.",
         "Kendall tau-c over one row per judgment is the customary protocol (a candidate's score repeats 3 times).",
+        "Hub Parquet copy (yuwd/Flickr8k-HumanEval, expert): read with the columns CaptionEvalKit's loader reads "
+        "(imgid / file_name, img, cand / mt, refs, human_score); a caption's rows become its ratings, so one row per "
+        "judgment gives the same rows and ids as the other layouts. A copy with one mean score per caption would "
+        "give 5,664 rows of one rating each (a warning says when scores leave the 1-4 scale).",
     )
     DEFAULT_COUNTS = dict(src.FLICKR8K_EXPERT_COUNTS)
 

@@ -17,6 +17,9 @@ from mmjudge.judges.base import (
     PrefixStep,
     RatingRequest,
     RatingResult,
+    ScoredGenerationRequest,
+    ScoredText,
+    ScoredToken,
     Turn,
 )
 from mmjudge.registry import Registry
@@ -29,6 +32,9 @@ __all__ = [
     "RatingRequest",
     "GenerationRequest",
     "RatingResult",
+    "ScoredGenerationRequest",
+    "ScoredText",
+    "ScoredToken",
     "Turn",
     "JUDGES",
     "load_judge",

@@ -127,6 +127,59 @@ class GenerationRequest(_Conversation):
 
 
 @dataclass
+class ScoredGenerationRequest(_Conversation):
+    """Greedy continuation of the conversation (at most ``max_new_tokens`` tokens) that also returns, at
+    every generated position, the ``top_logprobs`` most probable tokens and their probabilities — what a
+    chat API's ``logprobs`` give. Prompt-based judges whose score is a number written somewhere in a
+    reasoned answer (G-VEval's ``$85$``, FLEUR's ``0.85`` on an API) read it from here."""
+
+    max_new_tokens: int = 128
+    top_logprobs: int = 20
+
+    def payload(self) -> dict:
+        data = self._conversation_payload()
+        data["max_new_tokens"] = self.max_new_tokens
+        data["top_logprobs"] = self.top_logprobs
+        return data
+
+
+@dataclass
+class ScoredToken:
+    """One generated token: its text and the listed alternatives at its position, ``(text, probability)``
+    pairs, most probable first (the generated token among them when it was listed)."""
+
+    token: str
+    top: list[tuple[str, float]]
+
+
+@dataclass
+class ScoredText:
+    """The answer to a :class:`ScoredGenerationRequest`: the generated ``text``, and ``tokens`` whose texts
+    concatenate to it. ``error``: why there is no answer (a request that failed after its retries); such
+    an answer is never cached.
+
+    >>> answer = ScoredText("0.8", [ScoredToken("0", [("0", 0.9)]), ScoredToken(".", [(".", 1.0)]),
+    ...                             ScoredToken("8", [("8", 0.6), ("7", 0.3)])])
+    >>> ScoredText.from_json(answer.to_json()) == answer
+    True
+    """
+
+    text: str
+    tokens: list[ScoredToken]
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        return {"text": self.text, "tokens": [[t.token, [[a, p] for a, p in t.top]] for t in self.tokens]}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ScoredText:
+        return cls(
+            text=str(data["text"]),
+            tokens=[ScoredToken(str(tok), [(str(a), float(p)) for a, p in top]) for tok, top in data["tokens"]],
+        )
+
+
+@dataclass
 class RatingResult:
     """The judge's answer to one :class:`RatingRequest`.
 
@@ -230,6 +283,8 @@ class Capabilities:
         sees_images: requests may carry an image. ``False`` for a text-only model (a causal LM without an
             image processor, e.g. SmolLM2): metrics rate what needs no image and mark the rest
             (HarmonicEval's ``needs_image`` status) or refuse in one sentence (FLEUR).
+        scores_generation: :meth:`Judge.generate_scored` answers: generation that lists the most probable
+            tokens at each generated position (chat APIs' ``logprobs``; a local model's softmax).
 
     >>> Capabilities(teacher_forcing=False).missing(("teacher_forcing", "can_generate"))
     ['teacher_forcing']
@@ -241,6 +296,7 @@ class Capabilities:
     can_generate: bool = True
     exact_choices: bool = False
     sees_images: bool = True
+    scores_generation: bool = False
 
     @property
     def exact_mass(self) -> bool:
@@ -291,6 +347,14 @@ class Judge(ABC):
     ) -> list[str]:
         """Greedy generation for every request, in the order of ``requests``."""
         raise JudgeCapabilityError(f"The {self.backend!r} judge cannot generate text.")
+
+    def generate_scored(
+        self, requests: Sequence[ScoredGenerationRequest], progress: bool = True, on_batch: BatchCallback | None = None
+    ) -> list[ScoredText]:
+        """Greedy generation with the top alternatives at every generated position, in request order."""
+        raise JudgeCapabilityError(
+            f"The {self.backend!r} judge cannot list the probabilities of the tokens it generates."
+        )
 
     def plan(self, requests: Sequence[RatingRequest]) -> list[list[int]]:
         """How this judge would batch ``requests`` (indices): wrappers that split work keep each batch in
@@ -383,6 +447,9 @@ class JudgeWrapper(Judge):
 
     def generate(self, requests, progress=True, on_batch=None):
         return self.inner.generate(requests, progress=progress, on_batch=on_batch)
+
+    def generate_scored(self, requests, progress=True, on_batch=None):
+        return self.inner.generate_scored(requests, progress=progress, on_batch=on_batch)
 
     def plan(self, requests):
         return self.inner.plan(requests)

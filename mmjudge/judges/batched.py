@@ -27,6 +27,8 @@ from mmjudge.judges.base import (
     JudgeCapabilityError,
     RatingRequest,
     RatingResult,
+    ScoredGenerationRequest,
+    ScoredText,
 )
 
 
@@ -80,6 +82,16 @@ class BatchedJudge(Judge):
         if not self.capabilities.can_generate:
             raise JudgeCapabilityError(f"The {self.backend!r} judge cannot generate text.")
         return self._run(requests, list, self._generate_batch, progress, on_batch, "generating")
+
+    def generate_scored(
+        self, requests: Sequence[ScoredGenerationRequest], progress: bool = True, on_batch: BatchCallback | None = None
+    ) -> list[ScoredText]:
+        if not self.capabilities.scores_generation:
+            return super().generate_scored(requests, progress=progress, on_batch=on_batch)
+        return self._run(requests, list, self._generate_scored_batch, progress, on_batch, "generating")
+
+    def _generate_scored_batch(self, requests: Sequence[ScoredGenerationRequest]) -> list[ScoredText]:
+        raise JudgeCapabilityError(f"The {self.backend!r} judge cannot list the probabilities of generated tokens.")
 
     def _prepare_rating(self, requests: Sequence[RatingRequest]) -> Any:
         """CPU-side work for one batch; what it returns is what :meth:`_rate_batch` receives."""

@@ -32,6 +32,8 @@ from mmjudge.judges.base import (
     JudgeWrapper,
     RatingRequest,
     RatingResult,
+    ScoredGenerationRequest,
+    ScoredText,
     innermost,
     request_key,
 )
@@ -69,6 +71,19 @@ class CachedJudge(JudgeWrapper):
     ) -> list[str]:
         return self._cached(requests, "generate", str, str, self.inner.generate, progress, on_batch)
 
+    def generate_scored(
+        self, requests: Sequence[ScoredGenerationRequest], progress: bool = True, on_batch: BatchCallback | None = None
+    ) -> list[ScoredText]:
+        return self._cached(
+            requests,
+            "generate_scored",
+            ScoredText.from_json,
+            ScoredText.to_json,
+            self.inner.generate_scored,
+            progress,
+            on_batch,
+        )
+
     def _cached(
         self,
         requests: Sequence,
@@ -95,6 +110,8 @@ class CachedJudge(JudgeWrapper):
         def save(rows: list[tuple[str, Any]]) -> None:
             kept = []
             for key, answer in rows:
+                if isinstance(answer, ScoredText) and answer.error is not None:
+                    continue  # a failed request is asked again next time
                 if isinstance(answer, RatingResult):
                     if answer.error is not None:
                         continue  # a failed request is asked again next time

@@ -47,6 +47,9 @@ class DataParallelJudge(JudgeWrapper):
     def generate(self, requests, progress: bool = True, on_batch: BatchCallback | None = None):
         return self._split(requests, self.inner.generate, progress, on_batch)
 
+    def generate_scored(self, requests, progress: bool = True, on_batch: BatchCallback | None = None):
+        return self._split(requests, self.inner.generate_scored, progress, on_batch)
+
     def _split(self, requests: Sequence, run: Callable, progress: bool, on_batch: BatchCallback | None) -> list:
         if not distributed.shares_requests():
             return run(requests, progress=progress, on_batch=on_batch)

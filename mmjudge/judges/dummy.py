@@ -9,7 +9,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
+from mmjudge.judges.base import (
+    Capabilities,
+    GenerationRequest,
+    RatingRequest,
+    RatingResult,
+    ScoredGenerationRequest,
+    ScoredText,
+    ScoredToken,
+)
 from mmjudge.judges.batched import BatchedJudge
 
 
@@ -40,6 +48,7 @@ class DummyJudge(BatchedJudge):
             full_distribution=bool(full_distribution),
             can_generate=bool(can_generate),
             sees_images=bool(sees_images),
+            scores_generation=bool(can_generate),
         )
         self.mass = float(mass)
         self.batch_size = batch_size
@@ -69,3 +78,17 @@ class DummyJudge(BatchedJudge):
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         self.calls += len(requests)
         return [f"dummy explanation {hashlib.sha256(str(r.payload()).encode()).hexdigest()[:8]}" for r in requests]
+
+    def _generate_scored_batch(self, requests: Sequence[ScoredGenerationRequest]) -> list[ScoredText]:
+        # The same text as `generate`, one token per word, each listed alone with probability 1: it writes
+        # no score, so metrics that read one report `no_rating` (plumbing only, as for every dummy answer).
+        self.calls += len(requests)
+        out = []
+        for request in requests:
+            text = f"dummy explanation {hashlib.sha256(str(request.payload()).encode()).hexdigest()[:8]}"
+            words = text.split(" ")
+            tokens = [
+                ScoredToken(w if k == 0 else " " + w, [(w if k == 0 else " " + w, 1.0)]) for k, w in enumerate(words)
+            ]
+            out.append(ScoredText(text, tokens))
+        return out

@@ -35,7 +35,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from mmjudge.judges import openai_setup as fleet
-from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
+from mmjudge.judges.base import (
+    Capabilities,
+    GenerationRequest,
+    RatingRequest,
+    RatingResult,
+    ScoredGenerationRequest,
+    ScoredText,
+)
 from mmjudge.judges.batched import BatchedJudge, _bar
 from mmjudge.judges.openai_cost import BudgetError, CostMixin, Usage, load_prices  # noqa: F401  (re-exported)
 from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
@@ -48,7 +55,13 @@ from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
     rating_call,
     split_fields,
 )
-from mmjudge.judges.openai_reading import listed_choice_tokens, rating_position, rating_result, read_rating
+from mmjudge.judges.openai_reading import (
+    listed_choice_tokens,
+    rating_position,
+    rating_result,
+    read_rating,
+    scored_text,
+)
 from mmjudge.judges.openai_transport import DOWN_AFTER, APIError, Server, Transport, build_transport  # noqa: F401
 
 logger = logging.getLogger(__name__)
@@ -140,6 +153,7 @@ class OpenAIJudge(CostMixin, BatchedJudge):
             reads_prefix_steps=False,
             can_generate=True,
             exact_choices=self.mass_mode == "exact",
+            scores_generation=True,
         )
         kinds = "; ".join(s.info.describe() for s in self.servers if s.info) or "not identified (given)"
         logger.info("%s: %s -> prefill=%s, mass=%s", self.describe(), kinds, self.prefill_mode, self.mass_mode)
@@ -361,6 +375,33 @@ class OpenAIJudge(CostMixin, BatchedJudge):
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         return self._map(self._generate_one, requests)
+
+    def _generate_scored_one(self, request: ScoredGenerationRequest) -> ScoredText:
+        # A failed request is an answer with `error` (never cached, asked again next run), as for ratings.
+        top = min(int(request.top_logprobs), self.top_logprobs)
+        try:
+            answer = self.chat(
+                chat_messages(request, prefix=False), max_tokens=request.max_new_tokens, logprobs=True, top_logprobs=top
+            )
+        except APIError as err:
+            if not self.transport.reached:
+                raise  # no server ever answered: a wrong URL or a server not started, not a per-item failure
+            self.usage.count_failure()
+            return ScoredText("", [], error=str(err))
+        content = answer_logprobs(answer)
+        if content is None:
+            problem = (
+                f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
+                "in chat completions (llama.cpp: start it with --logits_all true)."
+            )
+            if not self._answered:
+                raise ValueError(problem)
+            return ScoredText("", [], error=problem)
+        self._answered = True
+        return scored_text(content)
+
+    def _generate_scored_batch(self, requests: Sequence[ScoredGenerationRequest]) -> list[ScoredText]:
+        return self._map(self._generate_scored_one, requests)
 
     def attach_store(self, store: Any) -> None:
         """The cache's store (:class:`~mmjudge.judges.cached.CachedJudge` gives it): batch mode keeps its batch

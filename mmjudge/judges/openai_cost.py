@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmjudge.judges.base import GenerationRequest, RatingRequest
+from mmjudge.judges.base import GenerationRequest, RatingRequest, ScoredGenerationRequest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -286,9 +286,9 @@ class CostMixin:
         price, continued = self.price(), self.prefill_mode == "continue"
         for request in requests:
             turns = [{"content": t.text} for t in request.turns]
-            if isinstance(request, GenerationRequest):
+            if isinstance(request, (GenerationRequest, ScoredGenerationRequest)):
                 most = request.max_new_tokens
-                prefix = continued and bool(request.answer_prefix)
+                prefix = continued and bool(request.answer_prefix) and isinstance(request, GenerationRequest)
             else:
                 most, prefix = (1 if continued else self.max_tokens), continued
             if prefix:

@@ -28,7 +28,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mmjudge.judges.base import GenerationRequest, Judge, JudgeWrapper, RatingRequest, RatingResult, request_key
+from mmjudge.judges.base import (
+    GenerationRequest,
+    Judge,
+    JudgeWrapper,
+    RatingRequest,
+    RatingResult,
+    ScoredGenerationRequest,
+    ScoredText,
+    request_key,
+)
 from mmjudge.judges.openai_cost import Estimate
 
 PLACEHOLDER = "not sent: a planning pass (dry run, cost check or batch planning)"
@@ -67,6 +76,15 @@ class PlanningJudge(JudgeWrapper):
         stored = self._plan(requests, "generate")
         return [str(stored.get(k, "")) for k in self._keys(requests, "generate")]
 
+    def generate_scored(
+        self, requests: Sequence[ScoredGenerationRequest], progress: bool = True, on_batch=None
+    ) -> list[ScoredText]:
+        stored = self._plan(requests, "generate_scored")
+        return [
+            ScoredText.from_json(stored[k]) if k in stored else ScoredText("", [], error=PLACEHOLDER)
+            for k in self._keys(requests, "generate_scored")
+        ]
+
     def _keys(self, requests: Sequence, kind: str) -> list[str]:
         identity = self.inner.identity()
         return [request_key(identity, kind, r) for r in requests]
@@ -87,7 +105,7 @@ class PlanningJudge(JudgeWrapper):
                 self.backend_judge.estimate([request], into=self.estimate)
             else:
                 self.estimate.requests += 1
-            if runner is not None:
+            if runner is not None and kind != "generate_scored":  # scored generations are sent synchronously
                 entry = runner.rating_entry(key, request) if kind == "rate" else runner.generation_entry(key, request)
                 record = {"key": entry.key, "meta": entry.meta, "line": json.loads(entry.line)}
                 self.spool.write(json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n")

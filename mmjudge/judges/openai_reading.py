@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mmjudge.judges.base import RatingResult
+from mmjudge.judges.base import RatingResult, ScoredText, ScoredToken
 
 LOGPROB_FLOOR = -9999.0  # OpenAI's "not in the top k" value
 TOKEN_ID_PREFIX = "token_id:"  # vLLM's spelling of a token with return_tokens_as_token_ids
@@ -135,3 +135,17 @@ def listed_choice_tokens(
     return sum(
         _choice_of(str(t.get("token", "")), choices, id_choices) is not None for t in entry.get("top_logprobs") or []
     )
+
+
+def scored_text(content: list) -> ScoredText:
+    """A generated answer with the listed alternatives at each position, from ``logprobs.content``.
+
+    >>> scored_text([{"token": "0", "logprob": 0.0, "top_logprobs": [{"token": "0", "logprob": 0.0}]}]).text
+    '0'
+    """
+    tokens = []
+    for entry in content:
+        listed = entry.get("top_logprobs") or [entry]
+        tops = [(str(t.get("token", "")), _prob(t)) for t in listed if isinstance(t, dict)]
+        tokens.append(ScoredToken(str(entry.get("token", "")), tops))
+    return ScoredText("".join(t.token for t in tokens), tokens)

@@ -42,7 +42,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mmjudge.errors import check_bool
-from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
+from mmjudge.judges.base import (
+    Capabilities,
+    GenerationRequest,
+    RatingRequest,
+    RatingResult,
+    ScoredGenerationRequest,
+    ScoredText,
+    ScoredToken,
+)
 from mmjudge.judges.batched import BatchedJudge
 from mmjudge.judges.local import prefix_sharing, sizing
 from mmjudge.judges.local.attention import attention_layout
@@ -178,7 +186,7 @@ class TransformersJudge(BatchedJudge):
     backend = "transformers"
     pipelined = True
     capabilities = Capabilities(
-        teacher_forcing=True, full_distribution=True, reads_prefix_steps=True, can_generate=True
+        teacher_forcing=True, full_distribution=True, reads_prefix_steps=True, can_generate=True, scores_generation=True
     )
 
     def __init__(
@@ -505,6 +513,25 @@ class TransformersJudge(BatchedJudge):
         return GenerationTrace(
             token_ids=new_ids, texts=texts, probs=probs, prompt_tokens=int(inputs["input_ids"].shape[1])
         )
+
+    def _generate_scored_batch(self, requests: Sequence[ScoredGenerationRequest]) -> list[ScoredText]:
+        """Each request's greedy generation (:meth:`generate_trace`, one at a time) with the ``top_logprobs``
+        most probable tokens of the full-vocabulary softmax at every step; token texts are the pieces the
+        decoded text grew by, so they concatenate to it (the end-of-turn token, empty, is dropped)."""
+        import torch
+
+        out = []
+        for request in requests:
+            trace = self.generate_trace(request)
+            tokens, before = [], ""
+            for text, probs in zip(trace.texts, trace.probs):
+                piece, before = text[len(before) :], text
+                values, ids = torch.topk(probs, min(int(request.top_logprobs), probs.numel()))
+                top = [(self.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values, ids)]
+                if piece:
+                    tokens.append(ScoredToken(piece, top))
+            out.append(ScoredText("".join(t.token for t in tokens), tokens))
+        return out
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         import torch

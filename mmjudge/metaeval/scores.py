@@ -8,7 +8,10 @@ that score and reports how many it left out. Everything else wrong is reported w
 line: inf, non-numbers, duplicate ids, ids the benchmark lacks, benchmark ids the file lacks.
 
 A file without ``id`` whose rows name an image and a text (what most published per-item result files
-are) is joined **by content** (:func:`join_scores`, rule in ``docs/metaeval.md``).
+are) is joined **by content** (:func:`join_scores`, rule in ``docs/metaeval.md``). FLEUR's own result files
+(``results/fleur_*.txt`` of github.com/Yebin46/FLEUR: ``image file :``, ``caption :``, ``model score :``,
+``our score :`` lines) are read as such rows: ``score`` is FLEUR's smoothed score, ``raw_score`` the number
+LLaVA printed.
 
 >>> import json, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "scores.jsonl")
@@ -94,6 +97,8 @@ def read_scores(path: str | os.PathLike) -> ScoreTable:
         raise ValueError(f"Score file {str(path)!r} does not exist.")
     if path.suffix.lower() == ".csv":
         rows = _read_csv(path)
+    elif path.suffix.lower() == ".txt" and _is_fleur_text(path):
+        rows = _read_fleur_text(path)
     else:
         rows = _read_jsonl(path)
     primaries = {str(row["primary"]) for _, row in rows if isinstance(row.get("primary"), str)}
@@ -109,6 +114,45 @@ def _read_jsonl(path: Path) -> list[tuple[str, dict]]:
             rows.append((f"{path}:{n}", row))
     except JsonLineError as err:
         raise ValueError(f"{path}:{err.line}: {err.reason}") from None
+    return rows
+
+
+FLEUR_FIELDS = {"image file": "image", "caption": "caption", "our score": "score", "model score": "raw_score"}
+
+
+def _is_fleur_text(path: Path) -> bool:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = f.read(4096)
+    return "image file :" in head and "our score :" in head
+
+
+def _read_fleur_text(path: Path) -> list[tuple[str, dict]]:
+    """FLEUR's result text: an ``image file :`` line, then per caption ``caption :``, ``model score :`` and
+    ``our score :`` lines (Pascal-50S files add ``label :`` and two captions per image). One row per caption,
+    keyed by (image, caption); a number that does not parse is a failed item (null)."""
+    rows: list[tuple[str, dict]] = []
+    image, row, where = None, None, ""
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            key, sep, value = line.rstrip("\n").partition(" : ")
+            field = FLEUR_FIELDS.get(key.strip()) if sep else None
+            if field == "image":
+                image = value.strip()
+            elif field == "caption":
+                if image is None:
+                    raise ValueError(f"{path}:{n}: a caption before any 'image file :' line.")
+                row, where = {"image": image, "caption": value.strip()}, f"{path}:{n}"
+                rows.append((where, row))
+            elif field in ("score", "raw_score"):
+                if row is None:
+                    raise ValueError(f"{path}:{n}: {key.strip()!r} before any 'caption :' line.")
+                try:
+                    row[field] = float(value)
+                except ValueError:
+                    row[field] = None
+    missing = [w for w, r in rows if "score" not in r]
+    if missing:
+        raise ValueError(f"{missing[0]}: a caption without an 'our score :' line (FLEUR's result format).")
     return rows
 
 

@@ -22,6 +22,7 @@ METRICS = Registry(
         "harmonic_eval": "mmjudge.metrics.harmonic_eval:HarmonicEval",
         "pac_s": "mmjudge.metrics.pac_s:PACScore",
         "polos": "mmjudge.metrics.polos:Polos",
+        "prompt_judge": "mmjudge.metrics.prompt_judge:PromptJudge",
         "vela": "mmjudge.metrics.vela:VELA",
     },
 )
