@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mmjudge.report import json_safe
+from mmjudge.report import json_safe, spreadsheet_safe
 from mmjudge.stream.seen_ids import SeenIds
 
 OUTPUT_FORMATS = ("jsonl", "csv", "parquet")
@@ -200,12 +200,17 @@ def _columns(rows: Iterator[dict]) -> list[str]:
 
 
 def csv_cell(value: Any) -> Any:
-    """A value as a CSV cell: lists joined with ``;``, ``None``/NaN empty."""
+    """A value as a CSV cell: lists joined with ``;``, ``None``/NaN empty, text that a spreadsheet would run
+    as a formula quoted (:func:`mmjudge.report.spreadsheet_safe`).
+
+    >>> csv_cell(["a", "b"]), csv_cell(None), csv_cell("=1+1"), csv_cell(-0.5)
+    ('a;b', '', "'=1+1", -0.5)
+    """
     if isinstance(value, list):
-        return ";".join(map(str, value))
+        return spreadsheet_safe(";".join(map(str, value)))
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return value
+    return spreadsheet_safe(value)
 
 
 def _write_csv(path: Path, columns: list[str], rows: Iterator[dict]) -> int:
