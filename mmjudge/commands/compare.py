@@ -261,7 +261,7 @@ def add_parser(sub) -> None:
         help="ranking: items judged per pair of systems in a round (default 32)",
     )
     p.add_argument(
-        "--max-rounds", dest="max_rounds", type=int, default=None, help="ranking: rounds at most (default 8)"
+        "--max-rounds", dest="max_rounds", type=int, default=None, help="ranking: rounds at most (default 20)"
     )
     p.add_argument("--bootstrap", type=int, default=None, help="ranking: bootstrap resamples over items (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="ranking: seed of item sampling and bootstrap")
