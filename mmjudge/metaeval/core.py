@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -303,9 +303,8 @@ def meta_evaluate(
         )
     pair_sets = _pair_sets(judgments, best_of)
     if pair_sets:
-        _accuracies(
-            judgments.name, pair_sets, scores, result, ties, bootstrap, seed, confidence, criterion_scores, used
-        )
+        outcomes = score_outcomes(scores, ties, criterion_scores, used)
+        _accuracies(judgments.name, pair_sets, list(scores), outcomes, result, bootstrap, seed, confidence)
     for name, table in scores.items():
         failed = sum(1 for i in ids if any(is_failed(table[i][k]) for k in used[name]))
         result.coverage[name] = {
@@ -421,14 +420,37 @@ def _pair_sets(hj: HumanJudgments, best_of: str) -> dict[tuple[str, str, str], l
     return sets
 
 
-def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confidence, criterion_scores, used):
+Outcomes = Callable[[str, list, str], tuple[np.ndarray, int, str]]
+"""``(metric, pairs, criterion) -> (outcomes, failed items, score key)``: per pair 1.0 (the human-preferred
+side won), 0.0, the tie value, or NaN (no figure: a failed item), for one metric on one pair set."""
+
+
+def score_outcomes(scores: Mapping[str, Scores], ties: str, criterion_scores: bool, used: dict[str, set]) -> Outcomes:
+    """The :data:`Outcomes` of pointwise metrics: the pair's two scores compared (:func:`pair_outcomes`)."""
+
+    def outcomes(name: str, pairs: list, criterion: str) -> tuple[np.ndarray, int, str]:
+        table = scores[name]
+        key = score_key(table, name, criterion if criterion_scores and criterion != OVERALL else None)
+        used[name].add(key)
+        flat = {i: v[key] for i, v in table.items()}
+        outcome = pair_outcomes([(p["better"], p["worse"]) for p in pairs], flat, ties)
+        failed = len({i for p in pairs for i in (p["better"], p["worse"]) if is_failed(flat[i])})
+        return outcome, failed, key
+
+    return outcomes
+
+
+def _accuracies(dataset, pair_sets, names, outcomes: Outcomes, result, bootstrap, seed, confidence):
+    """Accuracy records of every pair set for each metric in ``names`` (their ``outcomes``), each figure's
+    resamples shared by all metrics (a paired bootstrap)."""
     for kind, criterion in dict.fromkeys((kind, criterion) for kind, criterion, _ in pair_sets):
         subsets = [s for k, c, s in pair_sets if (k, c) == (kind, criterion)]
         # The overall criterion keeps the resampling key it always had (same intervals as before criteria).
         rng_key = (kind,) if criterion == OVERALL else (kind, criterion)
-        boots: dict[str, list[np.ndarray]] = {name: [] for name in scores}
-        values: dict[str, list[float]] = {name: [] for name in scores}
-        totals: dict[str, list[int]] = {name: [0, 0, 0] for name in scores}  # pairs, units, failed items
+        boots: dict[str, list[np.ndarray]] = {name: [] for name in names}
+        values: dict[str, list[float]] = {name: [] for name in names}
+        totals: dict[str, list[int]] = {name: [0, 0, 0] for name in names}  # pairs, units, failed items
+        keys: dict[str, str] = {}
         for subset in subsets:
             pairs = pair_sets[(kind, criterion, subset)]
             groups = list(dict.fromkeys(str(p["group"]) for p in pairs))
@@ -438,14 +460,10 @@ def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confi
             if bootstrap:
                 rng = rng_for(seed, dataset, "acc", *rng_key, subset)
                 counts_b = resample_counts(len(groups), bootstrap, rng).astype(np.float64)
-            for name, table in scores.items():
-                key = score_key(table, name, criterion if criterion_scores and criterion != OVERALL else None)
-                used[name].add(key)
-                flat = {i: v[key] for i, v in table.items()}
-                outcome = pair_outcomes([(p["better"], p["worse"]) for p in pairs], flat, ties)
+            for name in names:
+                outcome, failed, keys[name] = outcomes(name, pairs, criterion)
                 # A pair with a failed side (NaN outcome) leaves the figure.
                 keep = ~np.isnan(outcome)
-                failed = len({i for p in pairs for i in (p["better"], p["worse"]) if is_failed(flat[i])})
                 value = float(outcome[keep].mean()) if keep.any() else math.nan
                 boot = None
                 if counts_b is not None:
@@ -471,12 +489,11 @@ def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confi
                     int(keep.sum()),
                     n_units,
                     failed,
-                    key,
+                    keys[name],
                 )
         if len(subsets) > 1:  # the mean over tasks / categories ("Avg." of Table 2)
-            for name in scores:
+            for name in names:
                 boot = np.mean(boots[name], axis=0) if boots[name] else None
-                key = score_key(scores[name], name, criterion if criterion_scores and criterion != OVERALL else None)
                 _add_accuracy(
                     result,
                     dataset,
@@ -488,7 +505,7 @@ def _accuracies(dataset, pair_sets, scores, result, ties, bootstrap, seed, confi
                     boot,
                     confidence,
                     *totals[name],
-                    key,
+                    keys[name],
                 )
 
 
