@@ -87,19 +87,18 @@ QUALITY = re.compile(r"Text A: .*quality (\S+)\nText B: .*quality (\S+)\n")
 
 
 def quality_judge(fail_after: int | None = None) -> ScriptedJudge:
-    """Prefers the text whose embedded quality is higher, softly; raises after ``fail_after`` requests (a
-    killed worker)."""
-    seen = [0]
+    """Prefers the text whose embedded quality is higher, softly; raises once more than ``fail_after`` requests
+    were asked (a killed worker)."""
 
     def answer(request):
-        seen[0] += 1
-        if fail_after is not None and seen[0] > fail_after:
+        if fail_after is not None and len(judge.requests) > fail_after:
             raise KeyboardInterrupt("killed")
         x, y = map(float, QUALITY.search(request.turns[0].text).groups())
         p = 1 / (1 + math.exp(-(x - y)))
         return [p, 1 - p, 0.0]
 
-    return ScriptedJudge(answer)
+    judge = ScriptedJudge(answer)
+    return judge
 
 
 @pytest.fixture
@@ -136,7 +135,7 @@ def test_the_arena_ranks_by_strength_and_writes_its_files(systems, tmp_path):
 def test_the_arena_survives_a_killed_worker_with_nothing_lost(systems, tmp_path):
     whole = arena(quality_judge(), systems, tmp_path / "whole")
     with pytest.raises(KeyboardInterrupt):
-        arena(quality_judge(fail_after=2 * (whole.judged // 2)), systems, tmp_path / "cut")  # dies mid-run
+        arena(quality_judge(fail_after=whole.judged), systems, tmp_path / "cut")  # dies half way (2 requests a battle)
     parts = (tmp_path / "cut").glob("round-*.jsonl*")
     written = sum(1 for p in parts for line in p.read_text().splitlines() if line.strip())
     assert 0 < written < whole.judged

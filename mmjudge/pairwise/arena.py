@@ -111,6 +111,7 @@ class Ranking:
     no_preference: int = 0
     signature: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
+    resamples: np.ndarray | None = field(default=None, repr=False)  # bootstrap θ (resamples × systems), not saved
 
     def order(self) -> list[int]:
         """System indices from the strongest."""
@@ -395,4 +396,5 @@ def _ranking(
         no_preference=int(np.sum(~np.isfinite(history.preference))),
         signature=str(metric.signature),
         settings={**schedule.settings(), "bootstrap": schedule.bootstrap},
+        resamples=fit.resamples,
     )
