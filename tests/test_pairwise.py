@@ -211,3 +211,11 @@ def test_cli_refuses_files_of_different_lengths_and_names_mismatched_items(files
     assert main([*args, "--b", str(files / "other.jsonl"), "--format", "jsonl"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert "--a has id 'x1' here but --b has id 'x9'" in rows[1]["error"] and rows[0].get("error") is None
+
+
+def test_cli_counts_pairs_without_answer_and_strict_exits_3(capsys):
+    args = ["compare", "--text-a", "A dog.", "--text-b", "A cat.", "--judge", "dummy", "--no-cache"]
+    assert main([*args, "--criteria", "fluency", "--set", "mass=0", "--strict"]) == 3
+    out = capsys.readouterr().out
+    assert "1 of 1 pairs got no preference: fluency 1 (no_rating)" in out
+    assert "fluency" in out and "no_rating" in out

@@ -27,7 +27,6 @@ from typing import Any
 from mmjudge import distributed
 from mmjudge.commands._options import add_judge_options
 from mmjudge.commands.score import check_output, metric_kwargs, parse_box, print_usage
-from mmjudge.metrics.statuses import add_failures, failure_line
 from mmjudge.models import TINY_RANDOM
 from mmjudge.report import json_safe
 from mmjudge.stream.outputs import csv_cell
@@ -55,92 +54,84 @@ def run(args: argparse.Namespace) -> int:
     if args.a or args.b:
         if not (args.a and args.b):
             raise ValueError("give both --a and --b (the two systems' outputs on the same items).")
-        from mmjudge.pairwise.sources import check_same_length, open_pairs, pair_source
+        from mmjudge.pairwise.sources import check_same_length
 
         check_same_length(args.a, args.b, **options)
     else:
         items = [single_pair(args)]
     notes = not args.quiet and distributed.is_main()
-    say = print if notes else (lambda *a, **k: None)
     rater = mmjudge.load("harmonic_eval", **metric_kwargs(args))
     metric = rater.pairwise(args.pairwise_prompts)
-    if args.model == TINY_RANDOM:
-        say(
-            f"NOTE: '{TINY_RANDOM}' has RANDOM weights: it proves the pipeline, its preferences mean nothing.",
-            file=sys.stderr,
-        )
-    from mmjudge.pairwise.summary import PairSummary, output_rows
+    if args.model == TINY_RANDOM and notes:
+        print(f"NOTE: '{TINY_RANDOM}' has RANDOM weights: its preferences mean nothing.", file=sys.stderr)
+    from mmjudge.pairwise.summary import PairSummary
 
     summary = PairSummary(metric.criteria)
-    printer = PairPrinter(args.format, metric.criteria, quiet=args.quiet or not distributed.is_main())
-    explain = {"explain": True} if args.explain else {}
-    strict = args.strict or items is not None
-    keep = ("text_a", "text_b")
     note_stream = sys.stderr if args.format != "table" else sys.stdout
-    failed = unrated = 0
-    first: str | None = None
-    counts: dict = {}
     if args.output:
-        from mmjudge.stream import score_file
-
-        source = pair_source(args.a, args.b, **options) if items is None else items
-        run_summary = score_file(
-            metric,
-            source,
-            args.output,
-            task=args.task,
-            strict=strict,
-            overwrite=args.overwrite,
-            progress=not args.quiet,
-            chunk_size=args.chunk_size,
-            keep=keep,
-            on_row=printer.row if args.format != "table" or items is not None else None,
-            **explain,
-        )
-        if run_summary.complete:
-            say(
-                f"{args.output} is complete already; nothing to do (pass --overwrite to compare again).",
-                file=note_stream,
-            )
-        else:
-            resumed = f" ({run_summary.resumed} were there from an earlier run)" if run_summary.resumed else ""
-            say(f"wrote {run_summary.written + run_summary.resumed} rows to {args.output}{resumed}", file=note_stream)
-        if distributed.is_main():
-            for row in output_rows(args.output):
-                summary.add(row)
-                if row.get("error"):
-                    failed, first = failed + 1, first or row["error"]
-                elif add_failures(counts, {k: v for k, v in row.items() if v not in ("", None)}):
-                    unrated += 1
+        _compare_into_file(args, metric, items, options, summary, note_stream if notes else None)
     else:
-        from mmjudge.stream import stream_rows
-
-        source = open_pairs(args.a, args.b, **options) if items is None else items
-        for _, row in stream_rows(metric, source, args.task, strict, keep, args.chunk_size, not args.quiet, **explain):
-            summary.add(row)
-            if row.get("error") is not None:
-                failed, first = failed + 1, first or row["error"]
-            elif add_failures(counts, row):
-                unrated += 1
-            printer.row(row)
+        _compare_to_stdout(args, metric, items, options, summary)
     if notes:
         with contextlib.redirect_stdout(note_stream):
             if summary.pairs > 1 or args.format == "table":
                 print("\n" + summary.table())
             print(f"signature: {metric.signature}")
-            if failed:
-                print(
-                    f"{failed} of {summary.pairs} pairs could not be compared (the reason is in `error`); "
-                    f"first: {first}"
-                )
-            if unrated:
-                print(
-                    failure_line(counts, unrated, summary.pairs).replace(
-                        "items got no rating", "pairs got no preference"
-                    )
-                )
+            for line in summary.failure_lines():
+                print(line)
             print_usage(metric)
-    return 3 if args.strict and unrated else 0
+    return 3 if args.strict and summary.unanswered else 0
+
+
+def _compare_into_file(
+    args: argparse.Namespace, metric: Any, items: list | None, options: dict, summary: Any, notes: Any
+) -> None:
+    """``--output``: through :func:`mmjudge.stream.score_file` (part files, resume, shards); the summary is
+    read back from the finished output, so rows of an earlier, resumed run count too."""
+    from mmjudge.pairwise.sources import pair_source
+    from mmjudge.pairwise.summary import output_rows
+    from mmjudge.stream import score_file
+
+    printer = PairPrinter(args.format, metric.criteria, quiet=args.quiet or not distributed.is_main())
+    source = pair_source(args.a, args.b, **options) if items is None else items
+    run_summary = score_file(
+        metric,
+        source,
+        args.output,
+        task=args.task,
+        strict=args.strict or items is not None,
+        overwrite=args.overwrite,
+        progress=not args.quiet,
+        chunk_size=args.chunk_size,
+        keep=("text_a", "text_b"),
+        on_row=printer.row if args.format != "table" or items is not None else None,
+        **({"explain": True} if args.explain else {}),
+    )
+    if notes is not None:
+        if run_summary.complete:
+            print(f"{args.output} is complete already; nothing to do (pass --overwrite to compare again).", file=notes)
+        else:
+            resumed = f" ({run_summary.resumed} were there from an earlier run)" if run_summary.resumed else ""
+            print(f"wrote {run_summary.written + run_summary.resumed} rows to {args.output}{resumed}", file=notes)
+    if distributed.is_main():
+        for row in output_rows(args.output):
+            summary.add(row)
+
+
+def _compare_to_stdout(args: argparse.Namespace, metric: Any, items: list | None, options: dict, summary: Any) -> None:
+    """No ``--output``: rows printed as they finish."""
+    from mmjudge.pairwise.sources import open_pairs
+    from mmjudge.stream import stream_rows
+
+    printer = PairPrinter(args.format, metric.criteria, quiet=args.quiet or not distributed.is_main())
+    source = open_pairs(args.a, args.b, **options) if items is None else items
+    strict = args.strict or items is not None
+    explain = {"explain": True} if args.explain else {}
+    for _, row in stream_rows(
+        metric, source, args.task, strict, ("text_a", "text_b"), args.chunk_size, not args.quiet, **explain
+    ):
+        summary.add(row)
+        printer.row(row)
 
 
 def single_pair(args: argparse.Namespace) -> dict[str, Any]:

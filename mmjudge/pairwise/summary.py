@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge.inputs import is_number
+from mmjudge.metrics.statuses import add_failures, failure_line
 
 
 def _number(value: Any) -> float:
@@ -43,6 +44,9 @@ class PairSummary:
         self.criteria = list(criteria)
         self.pairs = 0
         self.not_compared = 0  # rows with an `error` (bad input)
+        self.first_error: str | None = None
+        self.unanswered = 0  # rows where the judge gave no answer on some criterion
+        self.failures: dict[str, dict[str, int]] = {}  # criterion -> status -> rows (as ratings count them)
         self._stats = {
             name: dict.fromkeys(("n", "a", "b", "tie", "sum", "bias", "follow", "failed"), 0.0)
             for name in ["overall", *self.criteria]
@@ -53,7 +57,10 @@ class PairSummary:
         self.pairs += 1
         if row.get("error"):
             self.not_compared += 1
+            self.first_error = self.first_error or str(row["error"])
             return
+        if add_failures(self.failures, {k: v for k, v in row.items() if v not in ("", None)}):
+            self.unanswered += 1
         for name, stats in self._stats.items():
             value = _number(row.get(name))
             if not math.isfinite(value):
@@ -107,6 +114,19 @@ class PairSummary:
             "whose verdict followed the slot in both orders"
         )
         return "\n".join(lines)
+
+    def failure_lines(self) -> list[str]:
+        """The lines a run ends with: pairs that could not be compared, pairs the judge gave no answer for."""
+        lines = []
+        if self.not_compared:
+            lines.append(
+                f"{self.not_compared} of {self.pairs} pairs could not be compared (the reason is in `error`); "
+                f"first: {self.first_error}"
+            )
+        if self.unanswered:
+            line = failure_line(self.failures, self.unanswered, self.pairs)
+            lines.append(line.replace("items got no rating", "pairs got no preference"))
+        return lines
 
 
 def _mean(total: float, n: float) -> float:
