@@ -219,3 +219,46 @@ def test_cli_counts_pairs_without_answer_and_strict_exits_3(capsys):
     out = capsys.readouterr().out
     assert "1 of 1 pairs got no preference: fluency 1 (no_rating)" in out
     assert "fluency" in out and "no_rating" in out
+
+
+# ------------------------------------------------------------------------------------------ API judge
+def test_an_api_judge_compares_through_the_cache_with_exact_letter_probabilities(tmp_path, monkeypatch):
+    """The ``openai`` judge against a toy vLLM server (tests/toy_api_servers.py) whose vocabulary is given the
+    answer letters: it continues the forced ``Verdict: `` prefix and returns each letter's exact probability;
+    the preference equals the one combined by hand from the server's own distributions, and the swapped
+    comparison is answered by the cache."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import toy_api_servers as toy
+
+    from mmjudge.judges.openai import OpenAIJudge
+
+    vocab = [*toy.VOCAB, "A", "B", "C", " A", " B", " C"]
+    monkeypatch.setattr(toy, "VOCAB", vocab)
+    monkeypatch.setattr(toy, "IDS", {t: i for i, t in enumerate(vocab)})
+    server = toy.ToyServer("vllm")
+    try:
+        judge = OpenAIJudge(base_url=server.url, retry_sleep_scale=0.001, max_concurrency=1)
+        he = HarmonicEval(judge=judge, criteria=["fluency"], cache=str(tmp_path / "c.sqlite"), min_mass=0)
+        out = he.compare([GOOD], [BAD], progress=False)
+        answers = [(b, d) for b, d in server.answers if "Text A:" in str(b["messages"])]
+        assert (
+            len(answers) == 2 and "config=pairwise" in str(out["signature"]) and "mass=exact" in str(out["signature"])
+        )
+        by_first = {}
+        for body, dists in answers:
+            first = SLOTS.search(body["messages"][0]["content"] + "\n").group(1)
+            raw = np.array(toy.expected_raw(dists, 0, ("A", "B", "C")))
+            by_first[first] = raw / raw.sum()
+        ab, ba = by_first[GOOD], by_first[BAD]
+        win_a, win_b = (ab[0] + ba[1]) / 2, (ab[1] + ba[0]) / 2
+        assert out["fluency"][0] == pytest.approx(0.5 + (win_a - win_b) / 2, abs=1e-12)
+        assert out["fluency_position_bias"][0] == pytest.approx(((ab[0] + ba[0]) - (ab[1] + ba[1])) / 4, abs=1e-12)
+        asked = len(server.answers)
+        back = he.compare([BAD], [GOOD], progress=False)
+        assert len(server.answers) == asked  # both orders were in the cache
+        assert back["fluency"][0] + out["fluency"][0] == 1.0
+    finally:
+        server.close()
