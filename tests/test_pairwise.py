@@ -262,3 +262,22 @@ def test_an_api_judge_compares_through_the_cache_with_exact_letter_probabilities
         assert back["fluency"][0] + out["fluency"][0] == 1.0
     finally:
         server.close()
+
+
+def test_pair_sources_shard_and_skip_in_step(tmp_path):
+    """Each process reads its share of A and the same positions of B; a resumed run skips the same rows of both."""
+    from mmjudge.pairwise.sources import open_pairs
+
+    for name in ("a", "b"):
+        with open(tmp_path / f"{name}.jsonl", "w") as f:
+            for k in range(7):
+                f.write(json.dumps({"id": f"x{k}", "text": f"{name} text {k}"}) + "\n")
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    whole = [(p["id"], p["text_a"], p["text_b"], p["_i"]) for p in open_pairs(a, b)]
+    assert whole[3] == ("x3", "a text 3", "b text 3", 3)
+    shares = [list(open_pairs(a, b, shard=(rank, 3))) for rank in range(3)]
+    assert [(p["id"], p["text_a"], p["text_b"], p["_i"]) for share in shares for p in share] == whole
+    assert all(p["text_b"] == f"b text {p['_i']}" for share in shares for p in share)
+    second = open_pairs(a, b, shard=(1, 3))
+    resumed = [(p["text_a"], p["text_b"]) for p in second.items(skip=1)]
+    assert resumed == [(t_a, t_b) for _, t_a, t_b, _ in whole[second.first + 1 : second.first + second.total]]
