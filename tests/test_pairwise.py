@@ -281,3 +281,46 @@ def test_pair_sources_shard_and_skip_in_step(tmp_path):
     second = open_pairs(a, b, shard=(1, 3))
     resumed = [(p["text_a"], p["text_b"]) for p in second.items(skip=1)]
     assert resumed == [(t_a, t_b) for _, t_a, t_b, _ in whole[second.first + 1 : second.first + second.total]]
+
+
+@pytest.mark.slow
+def test_cli_compare_under_torchrun_writes_once_and_equals_one_process(files, tmp_path):
+    """Two processes (torchrun, gloo on the CPU) each compare their share of the pairs; the merged output equals
+    one process's, and only the main process speaks."""
+    import os
+    import subprocess
+    import sys
+
+    outputs = {}
+    for processes in (1, 2):
+        out = tmp_path / f"pairs{processes}.jsonl"
+        args = ["compare", "--a", str(files / "a.jsonl"), "--b", str(files / "b.jsonl"), "--judge", "dummy"]
+        args += ["--output", str(out), "--cache", str(tmp_path / f"cache{processes}.sqlite")]
+        launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
+        cmd = [sys.executable, *(launcher if processes > 1 else []), "-m", "mmjudge.cli", *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.stdout.count("wrote 3 rows") == 1
+        outputs[processes] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert outputs[2] == outputs[1] and len(outputs[1]) == 3
+
+
+def test_custom_criteria_need_their_own_pairwise_prompts(tmp_path):
+    """A rating prompt set with a criterion the pairwise set lacks: one line saying what to add; a pairwise file
+    that has it compares (its id in the signature)."""
+    rating = tmp_path / "mine.toml"
+    rating.write_text(
+        'name = "mine"\nversion = "3"\n[tasks.ic]\ninput = "Caption: {text}"\n'
+        '[criteria.humour]\nsees_image = false\ntemplate = "How funny is this, 1 to 5?"\n'
+    )
+    he = HarmonicEval(judge="dummy", cache=False, prompts=str(rating))
+    with pytest.raises(ValueError, match=r"has no comparison for criterion 'humour'.*\[comparisons.humour\]"):
+        he.compare(["A dog."], ["A cat."], progress=False)
+    pairs = tmp_path / "mine_pairs.toml"
+    pairs.write_text(
+        'name = "mine_pairs"\nversion = "2"\nchoices = ["A", "B", "C"]\n'
+        '[inputs]\nic = "A: {text_a}\\nB: {text_b}"\ntext_only = "A: {text_a}\\nB: {text_b}"\n'
+        '[comparisons.humour]\ntemplate = "Which caption is funnier? A, B or C (equal)."\n'
+    )
+    out = he.pairwise(str(pairs)).compute(["A dog."], ["A cat."], progress=False)
+    assert "prompts=mine@3+mine_pairs@2" in out["signature"] and 0 <= out["humour"][0] <= 1

@@ -59,14 +59,19 @@ class PairPrompts:
         return list(self.comparisons)
 
     def check_criteria(self, criteria: Sequence[str], where: str) -> None:
-        """Every criterion of ``criteria`` has a comparison template, or one line naming the first without."""
+        """Every criterion of ``criteria`` has a comparison template that fills with every task's words, or
+        one line naming the first that does not."""
         missing = [c for c in criteria if c not in self.comparisons]
         if missing:
             raise ValueError(
                 f"The pairwise prompt set {self.id} has no comparison for criterion {missing[0]!r} ({where}); "
                 f"it compares {', '.join(self.comparisons)}. Add a [comparisons.{missing[0]}] table to a copy of "
-                f"{self.name}.toml and pass it as pairwise_prompts=."
+                f"{self.name}.toml and pass it to HarmonicEval.pairwise() (CLI: --pairwise-prompts)."
             )
+        for criterion in criteria:  # fail here, not in the middle of a run
+            for task in self.tasks:
+                for sees in (True, False):
+                    self.render(criterion, task, "x", "y", "q", sees_image=sees)
 
     def render(
         self, criterion: str, task: str, text_a: str, text_b: str, question: str | None = None, sees_image: bool = True
@@ -84,7 +89,8 @@ class PairPrompts:
 
 def load_pair_prompts(name_or_path: str | Path, rating: PromptSet) -> PairPrompts:
     """The pairwise prompt set ``name_or_path`` (a bundled name or a ``.toml`` path) with the task words of
-    the rating prompt set ``rating``; every template is filled once here, so a broken file fails at load."""
+    the rating prompt set ``rating`` (:meth:`PairPrompts.check_criteria` fills the templates in use once, so a
+    broken one fails before any judge call)."""
     path = Path(name_or_path)
     if path.suffix != ".toml":
         path = HERE / f"{name_or_path}.toml"
@@ -113,8 +119,7 @@ def load_pair_prompts(name_or_path: str | Path, rating: PromptSet) -> PairPrompt
     for block in (*rating.tasks, TEXT_ONLY):
         if block not in prompts.inputs:
             raise ValueError(f"{path}: [inputs] has no block {block!r} (one per task, and {TEXT_ONLY!r}).")
-    for criterion in prompts.comparisons:
-        for task in rating.tasks:
-            for sees in (True, False):
-                prompts.render(criterion, task, "x", "y", "q", sees_image=sees)
+    for criterion, spec in prompts.comparisons.items():
+        if "template" not in spec:
+            raise ValueError(f"{path}: comparisons.{criterion} has no template.")
     return prompts
