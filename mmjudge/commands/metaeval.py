@@ -112,10 +112,10 @@ def run(args: argparse.Namespace) -> int:
         judgments = load_judgments(args)
         scores = collect_scores(args, judgments)
         measures = [m.strip() for m in args.measures.split(",")] if args.measures else list(MEASURES)
-        results = (
-            [pairwise_result(args, judgments, scores)]
-            if args.pairwise
-            else [
+        if args.pairwise:  # one accuracy table: the pairwise judge beside the metrics turned into pairs
+            results = [pairwise_result(args, judgments, scores)]
+        else:
+            results = [
                 meta_evaluate(
                     judgments,
                     scores,
@@ -129,7 +129,6 @@ def run(args: argparse.Namespace) -> int:
                     progress=True,
                 )
             ]
-        )
     if not distributed.is_main():  # under a launcher, one process writes (the others computed the same)
         return 0
     if args.out:
