@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         if not (args.dataset or args.judgments):
             raise ValueError("give --dataset NAME (or --judgments FILE.json), or --combine results.json ….")
         if not (args.scores or args.metric or args.pairwise):
-            raise ValueError("give at least one --scores FILE, --metric NAME or --pairwise.")
+            raise ValueError("give at least one --scores FILE or --metric NAME (or --pairwise).")
         for path in args.scores or []:  # cheap checks before the benchmark is read
             if not Path(path).is_file():
                 raise FileNotFoundError(f"--scores {path}: score file does not exist.")

@@ -105,9 +105,12 @@ class AdaptiveSchedule:
             raise ValueError(f"Ranking needs at least two systems, but got {n_systems}.")
         if n_items < 1:
             raise ValueError("Ranking needs at least one item that every system has.")
-        for name, value in (("items_per_pair", items_per_pair), ("max_rounds", max_rounds)):
+        for name, value in (("items_per_pair", items_per_pair), ("max_rounds", max_rounds), ("bootstrap", bootstrap)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Expected `{name}` to be a positive whole number, but got {value!r}.")
+                raise ValueError(
+                    f"Expected `{name}` to be a positive whole number, but got {value!r}"
+                    + (" (the schedule decides on bootstrap intervals)." if name == "bootstrap" else ".")
+                )
         self.n_systems, self.n_items = n_systems, n_items
         self.anchors = tuple(anchors) if anchors else spread_anchors(n_systems)
         if any(not 0 <= a < n_systems for a in self.anchors):
