@@ -71,7 +71,9 @@ class HumanJudgments:
             per instance; how they are combined into pairs is the meta-evaluation's option, not the loader's.
         pairs: ready-made preference pairs: ``task``, ``better`` and ``worse`` (item ids), ``kind``
             (``"pascal50s"``, ``"foil"``, …), optional ``category`` (e.g. Pascal-50S HC/HI/HM/MM),
-            ``criterion`` (the human preference on one criterion; default ``"overall"``) and ``weight``.
+            ``criterion`` (the human preference on one criterion; default ``"overall"``), ``group`` (pairs
+            resampled together) and ``weight``. In the file a pair may instead hold the two texts and the
+            human choice (the pair layout, :func:`expand_pair_layout`).
         correlation: the τ variant papers report for this benchmark (``"tau_c"`` or ``"tau_b"``), or
             ``"accuracy"`` for a benchmark of pairs only.
         criteria: criteria with human scores (MMHE: the five HarmonicEval criteria).
@@ -132,6 +134,7 @@ class HumanJudgments:
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: expected a JSON object with 'name' and 'items', but got {type(data).__name__}.")
         _check_header(data, where)
+        data = expand_pair_layout(data, where)
         items = _records(data, "items", where)
         ids: set[str] = set()
         for n, item in enumerate(items):
@@ -208,6 +211,66 @@ class HumanJudgments:
             if isinstance(image, str) and image and not os.path.isabs(image):
                 item["image"] = str(path.parent / image)
         return hj
+
+
+CHOICES = ("a", "b", "tie")
+PAIR_ITEM_FIELDS = ("task", "image", "image_path", "question", "box", "references")
+
+
+def expand_pair_layout(data: Mapping[str, Any], where: str = "judgments") -> Mapping[str, Any]:
+    """``data`` with every pair written in the **pair layout** turned into two items and their preference
+    pairs (the form the meta-evaluation reads); pairs in the id layout (``better``/``worse``) are kept.
+
+    The pair layout holds the two texts and the human choice in one record: ``text_a``, ``text_b``,
+    ``choice`` (``"a"``, ``"b"`` or ``"tie"``), optional ``criteria`` (criterion → choice), ``id`` (default
+    ``pair<n>``), and the pair's ``task``, ``image``, ``question``, ``box``, ``references``, ``kind``,
+    ``category``. It becomes the items ``<id>-a`` and ``<id>-b`` and one pair per choice that is not a tie
+    (overall, then one per criterion); a tie is no preference and yields no pair.
+
+    >>> data = {"name": "mine", "pairs": [{"id": "p1", "text_a": "A dog.", "text_b": "A cat.", "choice": "b",
+    ...                                   "criteria": {"fluency": "tie", "correctness": "a"}, "image": "1.jpg"}]}
+    >>> out = expand_pair_layout(data)
+    >>> [item["id"] for item in out["items"]], [(p["better"], p.get("criterion")) for p in out["pairs"]]
+    (['p1-a', 'p1-b'], [('p1-b', None), ('p1-a', 'correctness')])
+    """
+    pairs = data.get("pairs")
+    if not isinstance(pairs, list) or not any(isinstance(p, dict) and "text_a" in p for p in pairs):
+        return data
+    items = list(data.get("items") or [])
+    out_pairs: list[dict[str, Any]] = []
+    for n, pair in enumerate(pairs):
+        if not isinstance(pair, dict) or "text_a" not in pair:
+            out_pairs.append(pair)
+            continue
+        at = f"{where}: pairs[{n}]"
+        for key in ("text_a", "text_b"):
+            if not isinstance(pair.get(key), str) or not pair[key].strip():
+                raise ValueError(f"{at}: expected {key!r} to be a non-empty text, but got {pair.get(key)!r}.")
+        choices = {None: pair.get("choice"), **_criterion_choices(pair.get("criteria"), at)}
+        for criterion, choice in choices.items():
+            if choice not in CHOICES:
+                what = "'choice'" if criterion is None else f"criteria[{criterion!r}]"
+                raise ValueError(f"{at}: expected {what} to be one of {list(CHOICES)}, but got {choice!r}.")
+        pair_id = str(pair.get("id") or f"pair{n}")
+        shared = {k: pair[k] for k in PAIR_ITEM_FIELDS if pair.get(k) is not None}
+        ids = {side: f"{pair_id}-{side}" for side in ("a", "b")}
+        items += [{**shared, "id": ids[side], "text": pair[f"text_{side}"]} for side in ("a", "b")]
+        extra = {k: pair[k] for k in ("task", "kind", "category", "weight") if pair.get(k) is not None}
+        for criterion, choice in choices.items():
+            if choice == "tie":
+                continue
+            better, worse = (ids["a"], ids["b"]) if choice == "a" else (ids["b"], ids["a"])
+            record = {**extra, "better": better, "worse": worse, "group": pair_id}
+            out_pairs.append(record if criterion is None else {**record, "criterion": criterion})
+    return {**data, "items": items, "pairs": out_pairs}
+
+
+def _criterion_choices(criteria: Any, at: str) -> dict[str, Any]:
+    if criteria is None:
+        return {}
+    if not isinstance(criteria, dict) or not all(isinstance(c, str) for c in criteria):
+        raise ValueError(f"{at}: expected 'criteria' to map criterion names to choices, but got {criteria!r}.")
+    return dict(criteria)
 
 
 def _image_field(image: Any) -> str | None:

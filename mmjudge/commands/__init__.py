@@ -6,6 +6,7 @@ from mmjudge.registry import Registry
 COMMANDS = Registry(
     "command",
     {
+        "compare": "mmjudge.commands.compare:add_parser",
         "convert_longclip": "mmjudge.commands.convert_longclip:add_parser",
         "dataset": "mmjudge.commands.dataset:add_parser",
         "leaderboard": "mmjudge.commands.leaderboard:add_parser",

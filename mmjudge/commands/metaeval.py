@@ -32,6 +32,7 @@ examples:
   mmjudge metaeval --dataset mmhe --metric harmonic_eval --model Qwen/Qwen2.5-VL-7B-Instruct
   mmjudge metaeval --dataset flickr8k_expert --data-dir ~/data/flickr8k --scores cider.csv --out out/f8k
   mmjudge metaeval --combine out/f8k/results.json out/pascal/results.json --out out/table8
+  mmjudge metaeval --dataset pascal50s --data-dir ~/data/pascal --pairwise --scores fleur.jsonl --model …
 """
 
 
@@ -103,28 +104,31 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not (args.dataset or args.judgments):
             raise ValueError("give --dataset NAME (or --judgments FILE.json), or --combine results.json ….")
-        if not (args.scores or args.metric):
-            raise ValueError("give at least one --scores FILE or --metric NAME.")
+        if not (args.scores or args.metric or args.pairwise):
+            raise ValueError("give at least one --scores FILE or --metric NAME (or --pairwise).")
         for path in args.scores or []:  # cheap checks before the benchmark is read
             if not Path(path).is_file():
                 raise FileNotFoundError(f"--scores {path}: score file does not exist.")
         judgments = load_judgments(args)
         scores = collect_scores(args, judgments)
         measures = [m.strip() for m in args.measures.split(",")] if args.measures else list(MEASURES)
-        results = [
-            meta_evaluate(
-                judgments,
-                scores,
-                measures=measures,
-                protocol=args.protocol,
-                best_of=args.best_of,
-                ties=args.ties,
-                bootstrap=args.bootstrap,
-                seed=args.seed,
-                confidence=args.confidence,
-                progress=True,
-            )
-        ]
+        if args.pairwise:  # one accuracy table: the pairwise judge beside the metrics turned into pairs
+            results = [pairwise_result(args, judgments, scores)]
+        else:
+            results = [
+                meta_evaluate(
+                    judgments,
+                    scores,
+                    measures=measures,
+                    protocol=args.protocol,
+                    best_of=args.best_of,
+                    ties=args.ties,
+                    bootstrap=args.bootstrap,
+                    seed=args.seed,
+                    confidence=args.confidence,
+                    progress=True,
+                )
+            ]
     if not distributed.is_main():  # under a launcher, one process writes (the others computed the same)
         return 0
     if args.out:
@@ -141,6 +145,20 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         print(f"wrote {len(written)} files to {args.out}")
     return 0
+
+
+def pairwise_result(args: argparse.Namespace, judgments, scores: dict[str, dict]):
+    """``--pairwise``: HarmonicEval's head-to-head judge on every human pair, in one accuracy table with the
+    metrics' scores turned into pairs (:mod:`mmjudge.metaeval.pairwise_judges`)."""
+    import mmjudge
+    from mmjudge.metaeval.pairwise_judges import compare_judgments, pairwise_meta_evaluate
+
+    judge = mmjudge.load("harmonic_eval", **judge_options(args)).pairwise()
+    preferences = compare_judgments(judge, judgments, args.best_of, progress=distributed.is_main())
+    options = dict(best_of=args.best_of, ties=args.ties, bootstrap=args.bootstrap, seed=args.seed)
+    return pairwise_meta_evaluate(
+        judgments, {"harmonic_eval:pairwise": preferences}, scores, confidence=args.confidence, **options
+    )
 
 
 def check_out_folder(path: str | None) -> None:
@@ -208,6 +226,12 @@ def add_parser(sub) -> None:
     )
     met.add_argument(
         "--metric", action="append", metavar="NAME", help="mmjudge metric to run on the items (repeatable)"
+    )
+    met.add_argument(
+        "--pairwise",
+        action="store_true",
+        help="judge every human pair head to head with HarmonicEval (both orders) and report pairwise accuracy "
+        "beside the --scores/--metric metrics turned into pairs",
     )
     met.add_argument("--names", nargs="+", help="display names, one per --scores then per --metric")
     met.add_argument("--config", help="metric configuration for --metric")

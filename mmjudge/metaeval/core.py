@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -124,7 +124,8 @@ def meta_evaluate(
         _correlations(judgments, ratings, scores, result, progress, used)
     pair_sets = _pair_sets(judgments, best_of)
     if pair_sets:
-        _accuracies(judgments.name, pair_sets, scores, result, used)
+        outcomes = score_outcomes(scores, ties, criterion_scores, used)
+        _accuracies(judgments.name, pair_sets, list(scores), outcomes, result)
     for name, table in scores.items():
         result.coverage[name] = _coverage(table, ids, used[name])
     return result
@@ -269,18 +270,40 @@ def _pair_sets(hj: HumanJudgments, best_of: str) -> dict[tuple[str, str, str], l
     return sets
 
 
-def _accuracies(dataset, pair_sets, scores, result, used):
-    """Every pairwise-accuracy figure (per kind, criterion and subset, and their average) into ``result``."""
+Outcomes = Callable[[str, list, str], tuple[np.ndarray, int, str]]
+"""``(metric, pairs, criterion) -> (outcomes, failed items, score key)``: per pair 1.0 (the human-preferred
+side won), 0.0, the tie value, or NaN (no figure: a failed item), for one metric on one pair set."""
+
+
+def score_outcomes(scores: Mapping[str, Scores], ties: str, criterion_scores: bool, used: dict[str, set]) -> Outcomes:
+    """The :data:`Outcomes` of pointwise metrics: the pair's two scores compared (:func:`pair_outcomes`)."""
+
+    def outcomes(name: str, pairs: list, criterion: str) -> tuple[np.ndarray, int, str]:
+        table = scores[name]
+        key = score_key(table, name, criterion if criterion_scores and criterion != OVERALL else None)
+        used[name].add(key)
+        flat = {i: v[key] for i, v in table.items()}
+        outcome = pair_outcomes([(p["better"], p["worse"]) for p in pairs], flat, ties)
+        failed = len({i for p in pairs for i in (p["better"], p["worse"]) if is_failed(flat[i])})
+        return outcome, failed, key
+
+    return outcomes
+
+
+def _accuracies(dataset, pair_sets, names, outcomes: Outcomes, result):
+    """Every pairwise-accuracy figure (per kind, criterion and subset, and their average) of each metric in
+    ``names`` (read through ``outcomes``) into ``result``; each figure's resamples are shared by all metrics
+    (a paired bootstrap)."""
     options = result.options
-    ties, bootstrap, seed, confidence = options["ties"], options["bootstrap"], options["seed"], options["confidence"]
-    criterion_scores = options["criterion_scores"]
+    bootstrap, seed, confidence = options["bootstrap"], options["seed"], options["confidence"]
     for kind, criterion in dict.fromkeys((kind, criterion) for kind, criterion, _ in pair_sets):
         subsets = [s for k, c, s in pair_sets if (k, c) == (kind, criterion)]
         # The overall criterion keeps the resampling key it always had (same intervals as before criteria).
         rng_key = (kind,) if criterion == OVERALL else (kind, criterion)
-        boots: dict[str, list[np.ndarray]] = {name: [] for name in scores}
-        values: dict[str, list[float]] = {name: [] for name in scores}
-        totals: dict[str, list[int]] = {name: [0, 0, 0] for name in scores}  # pairs, units, failed items
+        boots: dict[str, list[np.ndarray]] = {name: [] for name in names}
+        values: dict[str, list[float]] = {name: [] for name in names}
+        totals: dict[str, list[int]] = {name: [0, 0, 0] for name in names}  # pairs, units, failed items
+        keys: dict[str, str] = {}
         for subset in subsets:
             pairs = pair_sets[(kind, criterion, subset)]
             groups = list(dict.fromkeys(str(p["group"]) for p in pairs))
@@ -290,14 +313,10 @@ def _accuracies(dataset, pair_sets, scores, result, used):
             if bootstrap:
                 rng = rng_for(seed, dataset, "acc", *rng_key, subset)
                 counts_b = resample_counts(len(groups), bootstrap, rng).astype(np.float64)
-            for name, table in scores.items():
-                key = score_key(table, name, criterion if criterion_scores and criterion != OVERALL else None)
-                used[name].add(key)
-                flat = {i: v[key] for i, v in table.items()}
-                outcome = pair_outcomes([(p["better"], p["worse"]) for p in pairs], flat, ties)
+            for name in names:
+                outcome, failed, keys[name] = outcomes(name, pairs, criterion)
                 # A pair with a failed side (NaN outcome) leaves the figure.
                 keep = ~np.isnan(outcome)
-                failed = len({i for p in pairs for i in (p["better"], p["worse"]) if is_failed(flat[i])})
                 value = float(outcome[keep].mean()) if keep.any() else math.nan
                 boot = None
                 if counts_b is not None:
@@ -311,14 +330,15 @@ def _accuracies(dataset, pair_sets, scores, result, used):
                 for t, n in enumerate((int(keep.sum()), n_units, failed)):
                     totals[name][t] += n
                 figure = dict(
-                    dataset=dataset, metric=name, kind=kind, criterion=criterion, subset=subset, score_key=key
+                    dataset=dataset, metric=name, kind=kind, criterion=criterion, subset=subset, score_key=keys[name]
                 )
                 _add_accuracy(result, figure, value, boot, confidence, (int(keep.sum()), n_units, failed))
         if len(subsets) > 1:  # the mean over tasks / categories ("Avg." of Table 2)
-            for name in scores:
+            for name in names:
                 boot = np.mean(boots[name], axis=0) if boots[name] else None
-                key = score_key(scores[name], name, criterion if criterion_scores and criterion != OVERALL else None)
-                figure = dict(dataset=dataset, metric=name, kind=kind, criterion=criterion, subset=AVG, score_key=key)
+                figure = dict(
+                    dataset=dataset, metric=name, kind=kind, criterion=criterion, subset=AVG, score_key=keys[name]
+                )
                 _add_accuracy(result, figure, float(np.mean(values[name])), boot, confidence, totals[name])
 
 

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mmjudge.space.compare_tab import add_compare_tab
 from mmjudge.space.handlers import DEMO_WARNING, PRIMARY, Scorer, criterion_label, score_page, spec_criteria
 from mmjudge.space.inputs import BOX_TASKS, QUESTION_TASKS, TASKS, TEXT_NAMES
 from mmjudge.space.settings import Settings
@@ -251,6 +252,7 @@ def build_demo(settings: Settings | None = None, scorer: Scorer | None = None):
             preprocess=False,
             api_name="score",
         )
+        add_compare_tab(scorer, settings)
     demo.queue(default_concurrency_limit=settings.concurrency, max_size=settings.max_queue)
     return demo
 

@@ -95,7 +95,9 @@ def score_file(
     **options: Any,
 ) -> RunSummary:
     """Score ``source`` (a path, Hub id or ``datasets.Dataset``; see :func:`~mmjudge.stream.sources.open_source`,
-    whose options ``source_options`` holds) with ``metric`` into ``output`` (JSON Lines, CSV or Parquet).
+    whose options ``source_options`` holds; or a function of ``(rank, world)`` returning that process's
+    :class:`~mmjudge.stream.sources.ItemSource`, e.g. :func:`mmjudge.pairwise.sources.pair_source`) with
+    ``metric`` into ``output`` (JSON Lines, CSV or Parquet).
 
     Args:
         task: the task of items without their own.
@@ -119,7 +121,11 @@ def score_file(
     if Path(output).exists() and not existing_parts(output):
         summary.complete = True  # the output is only ever written whole: this run has nothing left to do
         return summary
-    items = open_source(source, shard=(rank, world), **(source_options or {}))
+    items = (
+        source((rank, world))
+        if callable(source)
+        else open_source(source, shard=(rank, world), **(source_options or {}))
+    )
     part = PartFile(output, rank, world, signature)
     if on_start is not None:
         on_start(part.path)

@@ -289,6 +289,41 @@ class HarmonicEval(Metric):
         )
 
     # ---------------------------------------------------------------------------------------- scoring
+    def compare(
+        self,
+        a: Sequence[str],
+        b: Sequence[str],
+        images: Sequence[Any] | None = None,
+        questions: Sequence[str] | None = None,
+        boxes: Sequence[Sequence[float]] | None = None,
+        task: str | None = None,
+        explain: bool | None = None,
+        progress: bool = True,
+    ) -> dict[str, Any]:
+        """Head to head: is ``a[i]`` better than ``b[i]`` (two systems' texts about the same image, question,
+        box), per criterion? Each pair is judged in both orders (2 × criteria requests per pair) and the
+        answer probabilities combined so that ``compare(a, b)`` is exactly ``1 − compare(b, a)``
+        (:mod:`mmjudge.pairwise`).
+
+        Returns:
+            ``overall`` and, per criterion ``c``: ``c`` = P(A is better), ``c_tie``, ``c_position_bias``,
+            ``c_slot_following``, ``c_weight``, ``c_mass``, ``c_verdict``, ``c_status``, ``c_note``
+            (``c_explanation`` if asked); ``verdict``; means; ``scored``, ``failures``, ``signature``.
+        """
+        return self.pairwise().compute(
+            a, b, images=images, questions=questions, boxes=boxes, task=task, explain=explain, progress=progress
+        )
+
+    def pairwise(self, prompts: str = "harmonic_eval_pairwise") -> Any:
+        """The head-to-head metric on this instance's judge, criteria and options
+        (:class:`mmjudge.pairwise.PairwiseHarmonicEval`; ``prompts``: the pairwise prompt set), built once."""
+        from mmjudge.pairwise.metric import PairwiseHarmonicEval
+
+        built = self.__dict__.setdefault("_pairwise", {})
+        if prompts not in built:
+            built[prompts] = PairwiseHarmonicEval(self, prompts)
+        return built[prompts]
+
     def _prepare_item(self, item: Item) -> Item:
         """REG: the target box drawn in red on (a copy of) the image, as MMHE shows it to annotators."""
         if item.task in self.prompt_set.tasks_needing("box"):
