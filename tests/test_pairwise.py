@@ -16,7 +16,7 @@ from PIL import Image
 
 from mmjudge import HarmonicEval
 from mmjudge.cli import main
-from mmjudge.judges.base import RatingResult
+from mmjudge.judges.base import RatingResult, innermost
 from mmjudge.pairwise import combine_orders
 from mmjudge.testing import ScriptedJudge
 
@@ -127,7 +127,7 @@ def test_two_judge_calls_per_criterion_and_the_cache_answers_the_swapped_compare
     images = [Image.new("RGB", (32, 32), c) for c in ("red", "blue", "green")]
     a, b = ["A red square.", "A blue sky.", "Green."], ["Red.", "A blue square on white.", "A green field."]
     out = he.compare(a, b, images=images, progress=False)
-    dummy = he.judge.unwrapped()
+    dummy = innermost(he.judge)
     assert dummy.calls == 2 * len(he.criteria) * len(a)
     back = he.compare(b, a, images=images, progress=False)
     assert dummy.calls == 2 * len(he.criteria) * len(a)  # the same requests: every answer from the cache
