@@ -4,7 +4,7 @@
 #   bash benchmarks/gpu_session.sh OUT_DIR [PHASE ...]     # on the GPU machine
 #   TINY=1 bash benchmarks/gpu_session.sh /tmp/gpu judges  # CPU rehearsal with tiny shapes (no timing meaning)
 #
-# Phases (default: judges vela new compile): judges (Qwen2-VL-7B with a profile, packed vision attention
+# Phases (default: judges vela new; compile on request): judges (Qwen2-VL-7B with a profile, packed vision attention
 # against the per-image path and a steady-state rerun over 8x the samples; Qwen2.5-VL-7B with the same A/B;
 # LLaVA-1.5-7B with a profile), steady (Qwen2-VL-7B over 256 then 2,048 more samples), compile (Qwen2-VL-7B with regional torch.compile), vela
 # (batch 64/96, CLIP stream checked against the sequential path, profile), new (the newer metrics beside
@@ -40,12 +40,12 @@ run() { # name limit_s args...
   "${PYTHON:-python3}" -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
 } | tee -a "$log"
 
-for phase in ${@:-judges vela new compile}; do
+for phase in ${@:-judges vela new}; do
   case $phase in
     judges)
-      run qwen2_vl 240 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --profile 32 --ab-packed --ab-pipeline --steady $((n * 8)) --json "$out/qwen2_vl.json"
-      run qwen2_5_vl 120 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_5_vl_7b --n $n --ab-packed --json "$out/qwen2_5_vl.json"
-      run llava 100 benchmarks/judge_throughput.py "${tiny[@]}" --shape llava_15_7b --n $n --profile 16 --ab-pipeline --json "$out/llava.json"
+      run qwen2_vl 200 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --profile 32 --ab-packed --ab-pipeline --steady $((n * 8)) --json "$out/qwen2_vl.json"
+      run qwen2_5_vl 90 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_5_vl_7b --n $n --ab-packed --json "$out/qwen2_5_vl.json"
+      run llava 90 benchmarks/judge_throughput.py "${tiny[@]}" --shape llava_15_7b --n $n --profile 16 --ab-pipeline --json "$out/llava.json"
       ;;
     steady)
       run steady 200 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --steady $((n * 8)) --json "$out/steady.json"
@@ -54,14 +54,10 @@ for phase in ${@:-judges vela new compile}; do
       run compile 110 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --compile --json "$out/compile.json"
       ;;
     vela)
-      run vela 100 benchmarks/vela_throughput.py "${tiny[@]}" --skip-judges --batch-sizes 64,96 --n $((n * 4)) --check-overlap --profile
+      run vela 90 benchmarks/vela_throughput.py "${tiny[@]}" --skip-judges --batch-sizes 64,96 --n $((n * 4)) --check-overlap --profile
       ;;
     new)
-      if [ -f benchmarks/caption_metrics_throughput.py ]; then
-        run new 90 benchmarks/caption_metrics_throughput.py ${TINY:+} $([ "${TINY:-0}" = 1 ] || echo --device cuda --full-size)
-      else
-        echo "no benchmarks/caption_metrics_throughput.py in this tree" | tee -a "$log"
-      fi
+      run new 100 benchmarks/caption_metrics_throughput.py $([ "${TINY:-0}" = 1 ] && echo --n 16 || echo --device cuda --full-size)
       ;;
     *) echo "unknown phase $phase" | tee -a "$log" ;;
   esac
