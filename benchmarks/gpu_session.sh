@@ -25,14 +25,7 @@ run() { # name limit_s args...
   shift 2
   echo "=== $name (limit ${limit}s, $(date +%T))" | tee -a "$log"
   timeout "$limit" "${PYTHON:-python3}" "$@" >>"$log" 2>&1
-  local rc=$?
-  echo "=== $name rc=$rc ($(date +%T))" | tee -a "$log"
-  if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ -z "${MMJUDGE_NO_GPU_STAGING:-}" ]; then
-    # A failure that is not the time limit: once more without the side-stream copies, to keep the figures.
-    echo "=== $name again with MMJUDGE_NO_GPU_STAGING=1" | tee -a "$log"
-    MMJUDGE_NO_GPU_STAGING=1 timeout "$limit" "${PYTHON:-python3}" "$@" >>"$log" 2>&1
-    echo "=== $name rc=$? ($(date +%T))" | tee -a "$log"
-  fi
+  echo "=== $name rc=$? ($(date +%T))" | tee -a "$log"
 }
 
 {
@@ -43,9 +36,9 @@ run() { # name limit_s args...
 for phase in ${@:-judges vela new}; do
   case $phase in
     judges)
-      run qwen2_vl 200 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --profile 32 --ab-packed --ab-pipeline --steady $((n * 8)) --json "$out/qwen2_vl.json"
+      run qwen2_vl 200 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --profile 32 --ab-packed --steady $((n * 8)) --json "$out/qwen2_vl.json"
       run qwen2_5_vl 90 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_5_vl_7b --n $n --ab-packed --json "$out/qwen2_5_vl.json"
-      run llava 90 benchmarks/judge_throughput.py "${tiny[@]}" --shape llava_15_7b --n $n --profile 16 --ab-pipeline --json "$out/llava.json"
+      run llava 90 benchmarks/judge_throughput.py "${tiny[@]}" --shape llava_15_7b --n $n --profile 16 --json "$out/llava.json"
       ;;
     steady)
       run steady 200 benchmarks/judge_throughput.py "${tiny[@]}" --shape qwen2_vl_7b --n $n --steady $((n * 8)) --json "$out/steady.json"

@@ -59,10 +59,6 @@ class BatchedJudge(Judge):
 
     batch_size: int = 8
     prefetch: bool = False
-    # A backend that sets this splits answering a batch in two: `_launch_rating` queues its work on the
-    # device, `_collect_rating` reads the answers; batch k+1 is launched before batch k is read, so the
-    # device never waits for the reading of one batch and the launching of the next.
-    pipelined: bool = False
 
     def plan(self, requests: Sequence[RatingRequest]) -> list[list[int]]:
         """Batches of request indices (a backend may group differently, e.g. to share image prefixes)."""
@@ -71,9 +67,6 @@ class BatchedJudge(Judge):
     def rate(
         self, requests: Sequence[RatingRequest], progress: bool = True, on_batch: BatchCallback | None = None
     ) -> list[RatingResult]:
-        if self.pipelined:
-            answer = (self._launch_rating, self._collect_rating)
-            return self._run(requests, self._prepare_rating, answer, progress, on_batch, "rating")
         return self._run(requests, self._prepare_rating, self._rate_batch, progress, on_batch, "rating")
 
     def generate(
@@ -100,14 +93,6 @@ class BatchedJudge(Judge):
     @abstractmethod
     def _rate_batch(self, batch: Any) -> list[RatingResult]:
         """Rate one prepared batch (by default the list of its requests), answers in its order."""
-
-    def _launch_rating(self, batch: Any) -> Any:
-        """(``pipelined`` backends) queue the work of a prepared batch; returns what :meth:`_collect_rating` reads."""
-        return batch
-
-    def _collect_rating(self, launched: Any) -> list[RatingResult]:
-        """(``pipelined`` backends) the answers of a launched batch."""
-        return self._rate_batch(launched)
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         raise JudgeCapabilityError(f"The {self.backend!r} judge cannot generate text.")
@@ -151,35 +136,13 @@ def _bar(enabled: bool, total: int, desc: str):
 
 
 def _answered(
-    batches: list[list[int]], requests: Sequence, prepare: Callable, answer: Any, prefetch: bool
+    batches: list[list[int]], requests: Sequence, prepare: Callable, answer: Callable, prefetch: bool
 ) -> Iterator[tuple[list[int], list]]:
     """Yield ``(batch, answers)``; with ``prefetch``, batch k+1 is prepared in a background thread while
-    batch k is answered. ``answer`` is one callable, or a ``(launch, collect)`` pair: then batch k+1 is
-    launched before batch k is collected."""
-    launch, collect = answer if isinstance(answer, tuple) else (answer, None)
-    prepared = _prepared(batches, requests, prepare, prefetch)
-    if collect is None:
-        for batch, work in prepared:
-            yield batch, launch(work)
-        return
-    in_flight = None
-    for batch, work in prepared:
-        launched = (batch, launch(work))
-        if in_flight is not None:
-            yield in_flight[0], collect(in_flight[1])
-        in_flight = launched
-    if in_flight is not None:
-        yield in_flight[0], collect(in_flight[1])
-
-
-def _prepared(
-    batches: list[list[int]], requests: Sequence, prepare: Callable, prefetch: bool
-) -> Iterator[tuple[list[int], Any]]:
-    """``(batch, prepared)`` in order; with ``prefetch`` the next batch is prepared in a background thread
-    while the caller works on this one."""
+    batch k is answered."""
     if not prefetch:
         for batch in batches:
-            yield batch, prepare([requests[i] for i in batch])
+            yield batch, answer(prepare([requests[i] for i in batch]))
         return
     from concurrent.futures import ThreadPoolExecutor
 
@@ -188,7 +151,7 @@ def _prepared(
         for batch in batches:
             future = pool.submit(prepare, [requests[i] for i in batch])
             if pending is not None:
-                yield pending[0], pending[1].result()
+                yield pending[0], answer(pending[1].result())
             pending = (batch, future)
         if pending is not None:
-            yield pending[0], pending[1].result()
+            yield pending[0], answer(pending[1].result())

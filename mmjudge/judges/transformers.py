@@ -34,7 +34,6 @@ signatures. This module orchestrates; prompting, rating tokens, prefix sharing a
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
@@ -56,8 +55,7 @@ from mmjudge.judges.local import prefix_sharing, sizing
 from mmjudge.judges.local.attention import attention_layout
 from mmjudge.judges.local.placeholders import vision_token_ids
 from mmjudge.judges.local.prompting import PromptRenderer, load_processor, split_processor, to_device
-from mmjudge.judges.local.ratings import PendingRatings, launch_reduction, rating_token_ids, read_ratings
-from mmjudge.judges.local.staging import Staged, stage
+from mmjudge.judges.local.ratings import rating_token_ids, read_ratings, reduce_on_device
 from mmjudge.judges.local.vision_attention import use_packed_vision_attention
 from mmjudge.models import ModelSource, compile_repeated_blocks, load_pretrained
 
@@ -109,41 +107,6 @@ class _PreparedBatch:
     inputs: dict | None = None
     shared: prefix_sharing.SharedPrefixBatch | None = None
     plain_rows: list = field(default_factory=list)
-    plain_tokens: int = 0  # real (unpadded) tokens of the plain rows, counted on the CPU
-    staged: Staged | None = None  # the tensors on their way to the GPU (CUDA only)
-
-
-@dataclass
-class _BatchInFlight:
-    """A batch whose forward passes are queued on the device and whose ratings are on their way back."""
-
-    batch: _PreparedBatch
-    pending: PendingRatings | None = None
-    results: list | None = None  # answered already (a batch split in halves after running out of memory)
-
-
-def _shared_tensors(shared: prefix_sharing.SharedPrefixBatch | None) -> dict | None:
-    """The tensors of a shared-prefix batch that go to the device."""
-    if shared is None:
-        return None
-    return {
-        "prefix": shared.prefix,
-        "mrope": shared.mrope,
-        "row_of": shared.row_of,
-        "shift": shared.shift,
-        "suffix_ids": shared.suffix_ids,
-        "suffix_mask": shared.suffix_mask,
-        "suffix_inputs": shared.suffix_inputs,
-    }
-
-
-def _use_staged(batch: _PreparedBatch, tensors: dict) -> None:
-    """Point the batch at its tensors on the device (copied while the previous batch ran)."""
-    if tensors.get("shared") is not None:
-        for name, value in tensors["shared"].items():
-            setattr(batch.shared, name, value)
-    if tensors.get("plain") is not None:
-        batch.inputs = tensors["plain"]
 
 
 def _in_request_order(parts: list, count: int) -> Any:
@@ -184,7 +147,6 @@ class TransformersJudge(BatchedJudge):
     """
 
     backend = "transformers"
-    pipelined = True
     capabilities = Capabilities(
         teacher_forcing=True, full_distribution=True, reads_prefix_steps=True, can_generate=True, scores_generation=True
     )
@@ -266,9 +228,6 @@ class TransformersJudge(BatchedJudge):
         self._auto_sized = False
         self.stats = ThroughputStats()
         self.packed_vision = packed_vision and use_packed_vision_attention(self.model)
-        # Copy each prepared batch to the GPU from the preparing thread (judges/local/staging.py); the
-        # variable is a switch for measuring it, and for a driver where a second stream misbehaves.
-        self.stage_inputs = not os.environ.get("MMJUDGE_NO_GPU_STAGING")
         if compile:
             # Regional: the decoder layers and vision blocks, each compiled once for all of its copies, with
             # dynamic shapes (batches differ in length; without it every new shape would recompile).
@@ -372,20 +331,11 @@ class TransformersJudge(BatchedJudge):
             return super().rate(requests, progress=progress, on_batch=on_batch)
 
     def _prepare_rating(self, requests: Sequence[RatingRequest]) -> _PreparedBatch:
-        """CPU-side work of one batch: render, tokenise, preprocess each distinct image once, find the
-        shared prefixes, and (CUDA) start copying the tensors to the GPU. Runs in a background thread while
-        the previous batch is on the model."""
+        """CPU-side work of one batch: render, tokenise, preprocess each distinct image once, and find the
+        shared prefixes. Runs in a background thread while the previous batch is on the model."""
         started = time.perf_counter()
         with self._tokenizer_lock:
             batch = self._prepare_inputs(requests)
-        if batch.shared is not None:
-            batch.shared.shifted = bool(batch.shared.shift.any())
-        if batch.inputs is not None and "attention_mask" in batch.inputs:
-            batch.plain_tokens = int(batch.inputs["attention_mask"].sum())
-        elif batch.inputs is not None:
-            batch.plain_tokens = batch.inputs["input_ids"].numel()
-        if self.stage_inputs and str(self.model.device).startswith("cuda"):
-            batch.staged = stage({"shared": _shared_tensors(batch.shared), "plain": batch.inputs}, self.device)
         self.stats.prepare_seconds += time.perf_counter() - started
         return batch
 
@@ -420,18 +370,10 @@ class TransformersJudge(BatchedJudge):
         return batch
 
     def _rate_batch(self, batch: _PreparedBatch) -> list[RatingResult]:
-        return self._collect_rating(self._launch_rating(batch))
-
-    def _launch_rating(self, batch: _PreparedBatch) -> _BatchInFlight:
-        """Queue the batch's forward passes and the reduction of its ratings; on a GPU nothing here waits
-        for the device, so the next batch can be launched before this one is read."""
         import torch
         from torch.profiler import record_function  # labels for benchmarks' --profile; near-free otherwise
 
         started = time.perf_counter()
-        if batch.staged is not None:
-            _use_staged(batch, batch.staged.wait())
-            batch.staged = None
         try:
             parts, counts = [], []  # (rows of the batch, their logits); what each part ran, for the stats
             if batch.shared is not None:
@@ -442,10 +384,11 @@ class TransformersJudge(BatchedJudge):
                 counts.append((len(shared.rows), shared.tokens, shared.unshared_tokens, padded))
             if batch.plain_rows:
                 inputs = to_device(batch.inputs, self.model.device)
-                real = batch.plain_tokens
+                ids = inputs["input_ids"]
+                real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else ids.numel()
                 with record_function("mmjudge.judge.forward"):
                     parts.append((batch.plain_rows, self._last_logits(inputs, batch.keep)))
-                counts.append((len(batch.plain_rows), real, real, inputs["input_ids"].numel()))
+                counts.append((len(batch.plain_rows), real, real, ids.numel()))
             logits = parts[0][1] if len(parts) == 1 else _in_request_order(parts, len(batch.requests))
             # Counted after the forward passes: a batch that runs out of memory is counted once, by the halves
             # that succeed.
@@ -461,25 +404,14 @@ class TransformersJudge(BatchedJudge):
             logger.warning(
                 "Out of GPU memory with %d requests per batch; continuing with %d.", len(batch.requests), half
             )
-            results = [
+            return [
                 r
                 for part in (batch.requests[:half], batch.requests[half:])
                 for r in self._rate_batch(self._prepare_rating(part))
             ]
-            return _BatchInFlight(batch, results=results)
         with record_function("mmjudge.judge.read"):
-            pending = launch_reduction(batch.requests, torch.softmax(logits, dim=-1), self.choice_token_ids)
+            ratings, greedy = reduce_on_device(batch.requests, torch.softmax(logits, dim=-1), self.choice_token_ids)
         self.stats.model_seconds += time.perf_counter() - started
-        return _BatchInFlight(batch, pending)
-
-    def _collect_rating(self, flight: _BatchInFlight) -> list[RatingResult]:
-        """The results of a launched batch (waits for the device where it has not finished)."""
-        if flight.results is not None:
-            return flight.results
-        started = time.perf_counter()
-        ratings, greedy = flight.pending.wait()
-        self.stats.model_seconds += time.perf_counter() - started
-        batch = flight.batch
         return read_ratings(batch.requests, ratings, greedy, batch.offsets, self.tokenizer.decode)
 
     def _last_logits(self, inputs: dict, keep: int = 1):

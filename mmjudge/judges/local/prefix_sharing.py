@@ -75,7 +75,6 @@ class SharedPrefixBatch:
     shift: Any
     tokens: int
     unshared_tokens: int
-    shifted: bool | None = None  # whether any request runs prefix tokens again (known on the CPU: no sync)
 
 
 def build(
@@ -303,9 +302,7 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
         out = model(**prefix, use_cache=True, logits_to_keep=1)
     cache = out.past_key_values
     deltas = precomputed[1] if precomputed is not None else getattr(core, "rope_deltas", None)
-    prefix_mask = branch_cache(
-        cache, prefix["attention_mask"], row_of, shift, layout.cross_attention_layers, shifted=shared.shifted
-    )
+    prefix_mask = branch_cache(cache, prefix["attention_mask"], row_of, shift, layout.cross_attention_layers)
     mask = torch.cat([prefix_mask, suffix_mask], dim=1)
     # Positions continue from each prefix's real (unpadded, unshifted) length, as in the unshared prompt.
     positions = prefix_mask.sum(dim=1)[:, None] + suffix_mask.long().cumsum(dim=1) - 1
@@ -329,22 +326,15 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
 
 
 def branch_cache(
-    cache: Any,
-    prefix_mask: Any,
-    row_of: Any,
-    shift: Any,
-    cross_attention_layers: frozenset = frozenset(),
-    shifted: bool | None = None,
+    cache: Any, prefix_mask: Any, row_of: Any, shift: Any, cross_attention_layers: frozenset = frozenset()
 ) -> Any:
     """Make row ``i`` of ``cache`` the prefix of request ``i`` (row ``row_of[i]``), its last ``shift[i]``
     positions moved to the front and masked (the request runs those tokens again); returns the requests'
-    prefix attention mask. Cross-attention layers (image keys, not prompt positions) are only selected.
-    ``shifted`` (whether any shift is non-zero), when the caller knows it, saves reading ``shift`` back from
-    the GPU (a synchronisation between the prefix and the suffix passes)."""
+    prefix attention mask. Cross-attention layers (image keys, not prompt positions) are only selected."""
     import torch
 
     mask = prefix_mask[row_of]
-    if not (bool(shift.any()) if shifted is None else shifted):
+    if not bool(shift.any()):
         cache.batch_select_indices(row_of)
         return mask
     length = prefix_mask.shape[1]

@@ -55,51 +55,15 @@ def rating_token_ids(tokenizer: Any, choices: Sequence[str]) -> list[list[int]]:
     return [sorted(ids) for ids in found]
 
 
-class PendingRatings:
-    """Per-request rating sums and greedy ids reduced on the model's device and on their way to the CPU
-    (a copy into page-locked memory that does not block); :meth:`wait` returns them once they arrived. The
-    launching thread can start the next batch before reading this one."""
-
-    def __init__(self, groups: list, greedy: Any, count: int):
-        import torch
-
-        self._count = count
-        on_cuda = greedy.device.type == "cuda"
-
-        def to_host(t: Any) -> Any:
-            if not on_cuda:
-                return t.cpu()
-            out = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
-            return out.copy_(t, non_blocking=True)
-
-        self._groups = [(rows, to_host(sums)) for rows, sums in groups]
-        self._greedy = to_host(greedy)
-        self._done = None
-        if on_cuda:
-            self._done = torch.cuda.Event()
-            self._done.record()
-
-    def wait(self) -> tuple[list, Any]:
-        """``(ratings, greedy)``: per request its ``(keep, choices)`` sums, and the greedy ids ``(batch, keep)``."""
-        if self._done is not None:
-            self._done.synchronize()
-            self._done = None
-        ratings: list = [None] * self._count
-        for rows, sums in self._groups:
-            for k, row in zip(rows, sums):
-                ratings[k] = row
-        return ratings, self._greedy
-
-
-def launch_reduction(
+def reduce_on_device(
     requests: Sequence[RatingRequest], probs: Any, choice_ids: Callable[[tuple], list[list[int]]]
-) -> PendingRatings:
-    """Queue, on ``probs``' device (batch, keep, vocab), each request's rating probabilities summed over their
-    token variants and the greedy token ids, and their copy to the CPU; nothing here waits for the GPU.
-    ``choice_ids(choices)`` gives a scale's token ids (one lookup per scale)."""
+) -> tuple[list, Any]:
+    """``(ratings, greedy)`` on the CPU from ``probs`` (batch, keep, vocab) on the model's device: per
+    request, each rating's probability summed over its token variants ``(keep, choices)``, and the greedy
+    token id ``(keep,)``. ``choice_ids(choices)`` gives a scale's token ids (one lookup per scale)."""
     import torch
 
-    groups = []
+    ratings: list = [None] * len(requests)
     for choices in dict.fromkeys(tuple(r.choices) for r in requests):
         rows = [k for k, r in enumerate(requests) if tuple(r.choices) == choices]
         id_lists = choice_ids(choices)
@@ -108,17 +72,10 @@ def launch_reduction(
         picked = probs if len(rows) == len(requests) else probs[torch.tensor(rows).to(probs.device, non_blocking=True)]
         picked = picked.index_select(-1, flat)
         sums = torch.zeros(*picked.shape[:-1], len(id_lists), dtype=picked.dtype, device=picked.device)
-        groups.append((rows, sums.index_add_(-1, owner, picked)))
-    return PendingRatings(groups, probs.argmax(dim=-1), len(requests))
-
-
-def reduce_on_device(
-    requests: Sequence[RatingRequest], probs: Any, choice_ids: Callable[[tuple], list[list[int]]]
-) -> tuple[list, Any]:
-    """``(ratings, greedy)`` on the CPU from ``probs`` (batch, keep, vocab) on the model's device: per
-    request, each rating's probability summed over its token variants ``(keep, choices)``, and the greedy
-    token id ``(keep,)``. ``choice_ids(choices)`` gives a scale's token ids (one lookup per scale)."""
-    return launch_reduction(requests, probs, choice_ids).wait()
+        sums = sums.index_add_(-1, owner, picked).cpu()
+        for k, row in zip(rows, sums):
+            ratings[k] = row
+    return ratings, probs.argmax(dim=-1).cpu()
 
 
 def read_ratings(
