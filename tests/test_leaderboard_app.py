@@ -2,7 +2,6 @@
 
 import json
 import re
-import time
 
 import pytest
 
@@ -13,6 +12,9 @@ from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores  # noqa: E4
 from mmjudge.leaderboard.settings import DEFAULTS  # noqa: E402
 from mmjudge.leaderboard.store import Store  # noqa: E402
 from mmjudge.leaderboard.worker import Worker  # noqa: E402
+
+
+TOKEN = "t0ken-t0ken-t0ken-t0ken"  # admin tokens under 16 characters leave admin actions disabled
 
 
 def write(path, rows):
@@ -96,12 +98,12 @@ def test_submit_score_and_read_back(board, tmp_path, monkeypatch):
     assert metrics[0]["name"] == "my-metric" and 0 < metrics[0]["headline"] <= 1
 
     assert client.predict("", sid, "hide", api_name="/admin").startswith("❌ admin actions are disabled")
-    monkeypatch.setenv("MMJUDGE_LEADERBOARD_ADMIN_TOKEN", "t0ken")
+    monkeypatch.setenv("MMJUDGE_LEADERBOARD_ADMIN_TOKEN", TOKEN)
     assert client.predict("guess", sid, "hide", api_name="/admin") == "❌ wrong admin token."
-    time.sleep(settings["admin_delay_s"])  # the throttle's wait after one wrong token
-    assert client.predict("t0ken", sid, "re-run", api_name="/admin") == f"✅ re-run {sid}"
-    assert Store(data_dir).get(sid)["status"] == "PENDING"
-    assert client.predict("t0ken", sid, "hide", api_name="/admin") == f"✅ hide {sid}"
+    # Within the wait after that wrong token: the right one is let in all the same (issue 29.5).
+    assert client.predict(TOKEN, sid, "re-run", api_name="/admin") == f"✅ re-run {sid}"
+    assert Store(data_dir).get(sid).status == "PENDING"
+    assert client.predict(TOKEN, sid, "hide", api_name="/admin") == f"✅ hide {sid}"
     assert client.predict("", "overall", api_name="/models_table") == []
 
 
@@ -125,7 +127,7 @@ def test_metrics_signature_groups_follow_the_selected_benchmark(tmp_path, monkey
         and [o._id for o in f.outputs] == [ids["metrics-group"]]
     ]
     assert len(on_bench) == 1  # picking a benchmark refreshes its signature groups
-    assert on_bench[0].fn("demo-judgments").choices == [(f"1: {store.done('metrics')[0]['signature']}", 0)]
+    assert on_bench[0].fn("demo-judgments").choices == [(f"1: {store.done('metrics')[0].signature}", 0)]
     assert on_bench[0].fn("other-judgments").choices == []
 
 
@@ -167,8 +169,8 @@ def test_rate_limit_keys_on_the_address_not_the_typed_name(tmp_path):
         "the limit is 3 per 60 minutes (refused uploads count). Try again later."
     )
     store = Store(tmp_path / "board")
-    assert [s["submitter"] for s in store.submissions()] == ["ana", "bo", "anonymous"]  # an empty name is allowed
-    assert {s["client"] for s in store.submissions()} | {r["client"] for r in store.rejections()} == {"ip:127.0.0.1"}
+    assert [s.submitter for s in store.submissions()] == ["ana", "bo", "anonymous"]  # an empty name is allowed
+    assert {s.client for s in store.submissions()} | {r.client for r in store.rejections()} == {"ip:127.0.0.1"}
 
 
 PAYLOADS = ["[Session expired: click here](https://evil.example/)", "<img src=x onerror=alert(1)>"]
@@ -223,48 +225,61 @@ def test_messages_repeating_user_input_are_escaped(tmp_path):
         demo.close()
 
 
-def test_admin_guesses_are_throttled_per_client(tmp_path, monkeypatch):
-    monkeypatch.setenv("MMJUDGE_LEADERBOARD_ADMIN_TOKEN", "the-right-token")
-    demo, client = launched(tmp_path / "board", admin_delay_s=1.5)
+def test_admin_guesses_are_throttled_but_the_right_token_always_gets_through(tmp_path, monkeypatch):
+    """Issue 29.5 as found, through the HTTP API: wrong tokens from an address made the right one wait
+    too, so anyone sharing the address could keep the admin out. Wrong tokens still wait; the right one
+    never does."""
+    monkeypatch.setenv("MMJUDGE_LEADERBOARD_ADMIN_TOKEN", TOKEN)
+    demo, client = launched(tmp_path / "board", admin_delay_s=60.0)
     try:
-        started = time.monotonic()
         replies = [client.predict(f"guess-{k}", "x", "hide", api_name="/admin") for k in range(6)]
         assert replies[0] == "❌ wrong admin token."
         assert all(
             r.startswith("❌ too many wrong admin tokens from your address (127.0.0.1): wait ") for r in replies[1:]
         ), replies
-        # Even the right token is not looked at while the client must wait.
-        assert client.predict("the-right-token", "x", "hide", api_name="/admin").startswith(
-            "❌ too many wrong admin tokens"
-        )
-        assert time.monotonic() - started < 1.5, "the guesses took too long for this check"
-        time.sleep(max(0.0, 1.5 - (time.monotonic() - started)) + 0.05)
-        assert (
-            client.predict("guess-again", "x", "hide", api_name="/admin") == "❌ wrong admin token."
-        )  # second in a row
-        assert client.predict("the-right-token", "x", "hide", api_name="/admin").startswith("❌ too many")  # now 3 s
-        time.sleep(3.05)
-        assert client.predict("the-right-token", "x", "hide", api_name="/admin") == "❌ no submission 'x'"  # let in
-        assert (
-            client.predict("guess", "x", "hide", api_name="/admin") == "❌ wrong admin token."
-        )  # the record was cleared
+        # The admin, from the same address, inside the 60 s wait: let in (the action runs).
+        assert client.predict(TOKEN, "x", "hide", api_name="/admin") == "❌ no submission 'x'"
+        assert client.predict("guess", "x", "hide", api_name="/admin") == "❌ wrong admin token."  # record cleared
     finally:
         demo.close()
 
 
 def test_oversized_and_missing_uploads_say_what_to_do(tmp_path):
+    """One limit, in one wording, everywhere (issue 29.9: the page said 4.0 MB, the browser 32.0 Mb, the
+    CLI "33554432 bytes set in component"): the web server's cap is the board's own limit, and
+    ``mmjudge leaderboard submit`` refuses a larger file before sending it, in the board's words."""
+    from mmjudge.leaderboard.client import BoardClient
+    from mmjudge.leaderboard.intake import submit_path
+
     demo, client = launched(tmp_path / "board")
     big = tmp_path / "big.jsonl"
     line = json.dumps({"id": "demo-ic-1", "text": "x" * 1000}) + "\n"
     big.write_text(line * (20 * 2**20 // len(line) + 1))
+    said = (
+        "the file is 20.0 MB; this board accepts at most 4.0 MB (4,194,304 bytes). "
+        'Keep only the fields the track needs in each line: "id" and "text" (Models) or "id" and the scores (Metrics).'
+    )
     try:
-        reply = client.predict(
-            "models", "demo-inputs", "big", "ana", "", "", gradio_client.handle_file(str(big)), api_name="/submit"
+        assert client.config["max_file_size"] == 4 * 2**20  # what the browser's pop-up and gradio_client check
+        with pytest.raises(ValueError) as err:
+            BoardClient(client.src).submit("demo-inputs", big, "big")
+        assert str(err.value) == f"--file {big}: {said}"
+        with pytest.raises(ValueError, match="exceeds the maximum file size of 4194304 bytes"):
+            client.predict(
+                "models", "demo-inputs", "big", "", "", "", gradio_client.handle_file(str(big)), api_name="/submit"
+            )
+        # Behind the web server, intake says it the same way to any other path that reaches it.
+        refused = submit_path(
+            demo.lb_store,
+            str(big),
+            4 * 2**20,
+            track="models",
+            benchmark="demo-inputs",
+            name="big",
+            submitter="a",
+            client="ip:9",
         )
-        assert reply == (
-            "❌ Not accepted — invalid file: the file is 20.0 MB; this board accepts at most 4.0 MB (4,194,304 bytes). "
-            'Keep only the fields the track needs in each line: "id" and "text" (Models) or "id" and the scores (Metrics).'
-        )
+        assert refused.message == f"invalid file: {said}"
         reply = client.predict("models", "demo-inputs", "none", "ana", "", "", None, api_name="/submit")
         assert reply.startswith("❌ Not accepted — no file arrived. Choose a .jsonl file of at most 4.0 MB")
         scores = write(tmp_path / "scores.jsonl", demo_scores(0.1))

@@ -163,7 +163,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
                     continue
                 os.kill(victim.pid, signal.SIGKILL)
                 victim.wait(timeout=10)
-                if store.get(held["id"])["worker"] == f"victim-{kills}":
+                if store.get(held["id"]).worker == f"victim-{kills}":
                     orphaned += 1  # killed with the job in hand: only the lease can bring it back
                 kills += 1
                 victim = start_worker(data_dir, f"victim-{kills}", log)
@@ -222,7 +222,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
     assert lost == 0 and duplicates == 0 and counts["FAILED"] == 0
     assert sorted(result_ids) == sorted(valid_ids) and counts["DONE"] == 70
     assert figures["integrity"] == "ok"
-    rows = [len(store.result(sid)["rows"]) for sid in valid_ids if store.get(sid)["track"] == "models"]
+    rows = [len(store.result(sid).rows) for sid in valid_ids if store.get(sid).track == "models"]
     assert rows == [8] * 56
 
 
