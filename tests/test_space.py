@@ -359,9 +359,9 @@ def test_an_oversized_image_is_refused_in_the_users_terms(tmp_path):
 
 def test_a_score_the_engine_cannot_compute_is_shown_as_not_computed(picture, monkeypatch):
     """The engine's contract for a corpus-dependent score on one item: NaN, with a reason."""
-    import mmjudge.space.handlers as handlers
+    from mmjudge.report import Report  # what the Space's scorer builds its rows with
 
-    real = handlers.Report.from_items.__func__
+    real = Report.from_items.__func__
 
     def corpus_less(cls, metric, items, **kw):
         out = real(cls, metric, items, **kw)
@@ -370,7 +370,7 @@ def test_a_score_the_engine_cannot_compute_is_shown_as_not_computed(picture, mon
                 row["cider"], row["cider_reason"] = float("nan"), "CIDEr-D needs a corpus: not computed for one item"
         return out
 
-    monkeypatch.setattr(handlers.Report, "from_items", classmethod(corpus_less))
+    monkeypatch.setattr(Report, "from_items", classmethod(corpus_less))
     page = score_page(
         scripted_scorer(),
         "ic",
