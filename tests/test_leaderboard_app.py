@@ -1,5 +1,6 @@
 """The leaderboard app through its HTTP API (gradio_client on 127.0.0.1); scoring by the dummy judge."""
 
+import contextlib
 import json
 import re
 
@@ -12,7 +13,6 @@ from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores  # noqa: E4
 from mmjudge.leaderboard.settings import DEFAULTS  # noqa: E402
 from mmjudge.leaderboard.store import Store  # noqa: E402
 from mmjudge.leaderboard.worker import Worker  # noqa: E402
-
 
 TOKEN = "t0ken-t0ken-t0ken-t0ken"  # admin tokens under 16 characters leave admin actions disabled
 
@@ -196,9 +196,9 @@ def test_messages_repeating_user_input_are_escaped(tmp_path):
                 write(tmp_path / f"{k}.jsonl", rows),
                 api_name="/submit",
             )
-            assert (
-                reply
-                == f"❌ Not accepted — the link must start with http:// or https:// and hold no spaces or quotes, not {payload!r}."
+            assert reply == (
+                "❌ Not accepted — the link must start with http:// or https:// and hold no spaces or quotes, "
+                f"not {payload!r}."
             )
             shown = form(
                 "models", "demo-inputs", payload, payload, payload, payload, str(tmp_path / f"{k}.jsonl"), None
@@ -425,3 +425,104 @@ def get_benchmark_ids(name):
     from mmjudge.leaderboard.benchmarks import get_benchmark
 
     return get_benchmark(name).ids
+
+
+class LostReplyProxy:
+    """A loopback TCP proxy in front of the board that cuts the connection carrying the first reply to an
+    upload (the bytes holding "received: submission"), after the board stored it: a lost reply."""
+
+    def __init__(self, upstream_port: int, marker: bytes = b"received: submission"):
+        import socket
+        import threading
+
+        self.upstream_port, self.marker, self.dropped = upstream_port, marker, 0
+        self.lock = threading.Lock()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                downstream, _ = self.sock.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            threading.Thread(target=self._pump, args=(downstream, upstream, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, downstream, True), daemon=True).start()
+
+    def _pump(self, source, target, replies: bool) -> None:
+        import socket
+
+        try:
+            while data := source.recv(65536):
+                if replies and self.marker in data:
+                    with self.lock:
+                        cut, self.dropped = self.dropped == 0, self.dropped + (self.dropped == 0)
+                    if cut:
+                        break
+                target.sendall(data)
+        except OSError:
+            pass
+        for s in (source, target):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:gradio.queueing")
+def test_submit_retries_a_lost_reply_and_gets_the_original_receipt(tmp_path, capsys):
+    """Issue 29.8 as found: the upload was stored, the server's reply never arrived; the retry was refused
+    as a duplicate and `mmjudge leaderboard submit` (which did not retry) exited 2 for an accepted file.
+    Now the CLI retries the dropped connection and the board answers the repeat with the original receipt."""
+    from mmjudge.cli import main
+
+    demo, client = launched(tmp_path / "board", rate_limit=2)
+    port = int(client.src.rstrip("/").rsplit(":", 1)[1])
+    proxy = LostReplyProxy(port)
+    (tmp_path / "out.jsonl").write_text("".join(json.dumps(r) + "\n" for r in demo_outputs(1)))
+    try:
+        code = main(
+            [
+                "leaderboard",
+                "submit",
+                "--url",
+                f"http://127.0.0.1:{proxy.port}",
+                "--benchmark",
+                "demo-inputs",
+                "--file",
+                str(tmp_path / "out.jsonl"),
+                "--name",
+                "lost-reply",
+                "--no-wait",
+            ]
+        )
+        out, err = capsys.readouterr()
+        store = Store(tmp_path / "board")
+        [stored] = store.submissions()
+        assert code == 0 and proxy.dropped == 1
+        assert out.splitlines() == [f"accepted: submission {stored.id}"]
+        assert "dropped during /submit" in err and "trying again in 1 s (1 of 5)" in err
+        assert store.rejections() == [] and store.count_recent(stored.client, 0) == 1  # the retry did not count
+        # The same through the raw API: the repeat is the receipt, with the full id, not a refusal.
+        again = client.predict(
+            "models",
+            "demo-inputs",
+            "lost-reply",
+            "",
+            "",
+            "",
+            gradio_client.handle_file(str(tmp_path / "out.jsonl")),
+            api_name="/submit",
+        )
+        assert again.startswith(f"✅ received: submission {stored.id} is PENDING; position 1 in the queue.")
+        assert len(store.submissions()) == 1
+    finally:
+        proxy.close()
+        demo.close()

@@ -49,8 +49,10 @@ def launch(demo: Any, host: str = "127.0.0.1", port: int | None = None, **kwargs
     """Launch with the board's CSS (Gradio 6 takes it at launch), the web server's upload cap (the
     board's own limit: :func:`~mmjudge.leaderboard.intake.upload_cap`) and the exports folder (the
     downloads) as the one folder outside the temp dir it may serve files from."""
+    from mmjudge.gradio_compat import launch_options
     from mmjudge.leaderboard.layout import CSS
 
+    kwargs = {**launch_options(), **kwargs}
     cap = upload_cap(demo.lb_max_bytes) if hasattr(demo, "lb_max_bytes") else None
     allowed = list(kwargs.pop("allowed_paths", None) or [])
     if hasattr(demo, "lb_exports"):

@@ -108,7 +108,8 @@ class Board:
         )
         stem = "-".join([track, benchmark or "board", *(str(v) for v in filters.values() if v)])
         plot = (gr.LinePlot(value=view.plot, color_map=spec.plot.colour_map(view.plot)),) if spec.plot else ()
-        return (view.table, view.caption, *plot, *self._downloads(records, re.sub(r"[^\w.-]+", "_", stem)))
+        table = gr.Dataframe(value=view.table, column_widths=spec.column_widths(list(view.table.columns)))
+        return (table, view.caption, *plot, *self._downloads(records, re.sub(r"[^\w.-]+", "_", stem)))
 
     def refresh(self, seen: Any, *state: Any) -> tuple:
         """What the page's timer runs: when the store changed since ``seen`` (a job finished, was hidden,

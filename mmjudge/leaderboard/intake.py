@@ -125,7 +125,10 @@ def submit(
             raise RefusedError(problem)
         if upload.track not in TRACKS:
             raise RefusedError(f"track must be one of {', '.join(TRACKS.names())}, not {upload.track!r}.")
-        bench = get_benchmark(upload.benchmark)
+        try:
+            bench = get_benchmark(upload.benchmark)
+        except ValueError as err:  # not a problem of the file: say it as it is
+            raise RefusedError(f"{str(err)[:1].lower()}{str(err)[1:]}") from None
         if bench.track != upload.track:
             raise RefusedError(
                 f"benchmark {upload.benchmark!r} belongs to the {bench.track} track, not {upload.track}."

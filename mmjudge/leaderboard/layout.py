@@ -34,7 +34,10 @@ DEMO_NOTE = (
 )
 # Tables wrap their cells and share the width, so identifying columns (note, submitter, id) are seen
 # without scrolling sideways.
-CSS = ".lb-note {font-size: 0.9em; opacity: 0.85} .lb-table td, .lb-table th {font-size: 0.85em}"
+CSS = (
+    ".lb-note {font-size: 0.9em; opacity: 0.85} "
+    ".lb-table td, .lb-table th {font-size: 0.85em; overflow-wrap: anywhere; word-break: break-word}"
+)
 REFRESH_S = 5.0  # how often an open page asks whether the tables changed (one cheap query)
 FOLLOW_S = 2.0  # how often the Submit tab's reply re-reads the submission it follows
 

@@ -341,5 +341,7 @@ def build_demo(settings: Settings | None = None, scorer: Scorer | None = None):
 
 def launch(settings: Settings | None = None, host: str = "127.0.0.1", port: int | None = None, **kwargs: Any):
     """Build and serve the page (blocks until stopped unless ``prevent_thread_lock=True``)."""
+    from mmjudge.gradio_compat import launch_options
+
     demo = build_demo(settings)
-    return demo.launch(server_name=host, server_port=port, **kwargs)
+    return demo.launch(server_name=host, server_port=port, **{**launch_options(), **kwargs})

@@ -35,6 +35,7 @@ TRACKS = Registry(
     },
 )
 _ORDER = ("models", "metrics")
+DEFAULT_WEIGHT = 1.0
 _INSTANCES: dict[str, Track] = {}
 
 
@@ -143,6 +144,9 @@ class Track:
     filters: ClassVar[tuple[Filter, ...]] = ()
     plot: ClassVar[Plot | None] = None
     pinned_columns: ClassVar[int] = 2
+    # Relative widths of the table's columns (others: DEFAULT_WEIGHT), so that every column, the
+    # identifying ones (note, submitter, id) included, fits the page without scrolling sideways.
+    column_weights: ClassVar[dict[str, float]] = {}
     # The legacy ``/<name>_table`` API endpoint: its parameters, in order (keys of filters or "benchmark").
     table_api: ClassVar[tuple[str, ...]] = ("benchmark",)
 
@@ -160,6 +164,18 @@ class Track:
         raise NotImplementedError
 
     # ---------------------------------------------------------------------------------- the board
+    def column_widths(self, columns: Sequence[str]) -> list[str]:
+        """Each column's share of the table's width, in percent.
+
+        >>> class T(Track):
+        ...     column_weights = {"id": 2.0}
+        >>> T().column_widths(["name", "id", "x"])
+        ['25.0%', '50.0%', '25.0%']
+        """
+        weights = [float(self.column_weights.get(c, DEFAULT_WEIGHT)) for c in columns]
+        total = sum(weights) or 1.0
+        return [f"{100 * w / total:.1f}%" for w in weights]
+
     def defaults(self) -> dict[str, str]:
         """Every filter at its default value."""
         return {f.key: f.value for f in self.filters}

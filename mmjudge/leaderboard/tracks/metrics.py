@@ -36,6 +36,7 @@ class MetricsTrack(Track):
     )
     pinned_columns = 3
     table_api = ("benchmark", "task")
+    column_weights = {"rank": 0.7, "name": 1.6, "interval": 1.35, "vs above": 1.1, "submitter": 1.1, "id": 1.7}
 
     # -------------------------------------------------------------------------- intake and worker
     def read_file(self, data: bytes, bench: Benchmark, max_bytes: int | None) -> dict:

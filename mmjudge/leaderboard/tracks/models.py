@@ -55,6 +55,15 @@ class ModelsTrack(Track):
     )
     pinned_columns = 2
     table_api = ("task", "rank_by")
+    column_weights = {
+        "rank": 0.7,
+        "name": 1.6,
+        "interval": 1.35,
+        "vs above": 1.1,
+        "note": 1.5,
+        "submitter": 1.1,
+        "id": 1.7,
+    }
 
     # -------------------------------------------------------------------------- intake and worker
     def read_file(self, data: bytes, bench: Benchmark, max_bytes: int | None) -> list[dict]:
