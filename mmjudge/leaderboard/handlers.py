@@ -111,11 +111,15 @@ class Board:
         table = gr.Dataframe(value=view.table, column_widths=spec.column_widths(list(view.table.columns)))
         return (table, view.caption, *plot, *self._downloads(records, re.sub(r"[^\w.-]+", "_", stem)))
 
+    def version(self) -> list:
+        """The store's version (what :meth:`refresh` compares with)."""
+        return list(self.store.version())
+
     def refresh(self, seen: Any, *state: Any) -> tuple:
         """What the page's timer runs: when the store changed since ``seen`` (a job finished, was hidden,
         the queue moved), every track's group selector and table and the queue, rebuilt; else nothing
         (``gr.skip()``). ``state`` holds each track's (benchmark, group, *filters) in page order."""
-        version = list(self.store.version())
+        version = self.version()
         outputs: list[Any] = []
         changed = version != seen
         for track in track_names():

@@ -259,6 +259,7 @@ def wire(board: Board, page: Page, demo: Any) -> None:
     state = [c for tab in page.tracks for c in tab.inputs]
     changing = [c for tab in page.tracks for c in (tab.group, *tab.outputs)] + [page.queue["table"]]
     gr.Timer(REFRESH_S).tick(board.refresh, [seen, *state], [seen, *changing], api_name=False, show_progress="hidden")
+    demo.load(board.version, None, seen, api_name=False)  # the loads below build the tables of this version
     for tab in page.tracks:
         demo.load(partial(board.groups, tab.track.name), tab.bench, tab.group, api_name=False)
         demo.load(partial(board.table, tab.track.name), tab.inputs, tab.outputs, api_name=False)
