@@ -247,7 +247,8 @@ def guide(bench: Benchmark, url: str | None = None, settings: dict | None = None
         "",
         *get_track(bench.track).guide_steps(bench, s, words),
         "",
-        f"**Limits**: {rate_limit_text(s)}; files at most {size_limit_text(s)}; the same file twice is refused "
-        "as a duplicate (unless you send it again under the same name: then you get its receipt back).",
+        f"**Limits**: {rate_limit_text(s)}; files at most {size_limit_text(s)}. The same file twice is refused "
+        "as a duplicate; sending your own upload again (same file, name and fields, e.g. after a lost reply) "
+        "returns its receipt.",
     ]
     return "\n".join(lines) + "\n"

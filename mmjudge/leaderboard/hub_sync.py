@@ -77,6 +77,7 @@ class HubSync:
 
     def request_document(self, row: Submission) -> dict:
         doc = {k: getattr(row, k) for k in _PUBLIC}
+        doc["hidden"] = int(row.hidden)  # as the database stores it (0 / 1)
         doc["status"] = row.status.hub  # the template's spelling (FINISHED for DONE)
         return doc
 
