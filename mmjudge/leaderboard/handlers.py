@@ -107,7 +107,7 @@ class Board:
             self.store, track, benchmark, group=group or 0, settings=self.settings, filters=filters
         )
         stem = "-".join([track, benchmark or "board", *(str(v) for v in filters.values() if v)])
-        plot = (gr.LinePlot(value=view.plot, color_map=spec.plot.colour_map(view.plot)),) if spec.plot else ()
+        plot = (gr.LinePlot(value=view.plot, colors_in_legend=spec.plot.legend(view.plot)),) if spec.plot else ()
         table = gr.Dataframe(value=view.table, column_widths=spec.column_widths(list(view.table.columns)))
         return (table, view.caption, *plot, *self._downloads(records, re.sub(r"[^\w.-]+", "_", stem)))
 

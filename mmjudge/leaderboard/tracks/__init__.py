@@ -82,17 +82,19 @@ class Plot:
     tooltip: tuple[str, ...]
     colours: tuple[tuple[str, str], ...] = ()
 
-    def colour_map(self, data: Any = None) -> dict[str, str]:
-        """Colours of the values ``data`` holds (every value without data): the legend lists only lines
-        that are drawn.
+    def colour_map(self) -> dict[str, str]:
+        return dict(self.colours)
 
-        >>> Plot("x", "y", "c", "t", (0, 1), (), (), (("a", "#111"), ("b", "#222"))).colour_map({"c": ["b"]})
-        {'b': '#222'}
+    def legend(self, data: Any) -> list[str]:
+        """The colour values that have a line in ``data`` (a value whose every ``y`` is missing has none):
+        what the legend lists.
+
+        >>> Plot("x", "y", "c", "t", (0, 1), (), (), (("a", "#111"), ("b", "#222"))).legend(
+        ...     {"c": ["a", "b"], "y": [None, 2.0]})
+        ['b']
         """
-        if data is None:
-            return dict(self.colours)
-        present = set(data[self.color]) if len(data[self.color]) else set()
-        return {value: colour for value, colour in self.colours if value in present}
+        drawn = {c for c, y in zip(data[self.color], data[self.y]) if y is not None and y == y}
+        return [value for value, _ in self.colours if value in drawn]
 
 
 @dataclass

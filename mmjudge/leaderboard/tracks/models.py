@@ -192,6 +192,12 @@ class ModelsTrack(Track):
             for c in CRITERIA
             if r.get(c) is not None
         ]
+        # Every place is in the data (an empty one with no score, so no line): the colour domain never
+        # changes, and a row ranked later gets its line from a plain data update. The legend lists only
+        # the places with a row (Plot.legend).
+        points += [
+            {"place": p, "name": "", "criterion": CRITERIA[0], "score": None} for p in PLACES[len(rows[:TOP_PLOTTED]) :]
+        ]
         return pd.DataFrame(points, columns=PLOT_COLUMNS)
 
     def breakdown(self, summary: dict) -> tuple[list[str], list[dict], list[str]]:
