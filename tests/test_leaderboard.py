@@ -6,6 +6,7 @@ import json
 import math
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,7 @@ from mmjudge.leaderboard.hub_sync import HubSync
 from mmjudge.leaderboard.intake import submit
 from mmjudge.leaderboard.protection import AdminGuard, RateLimit, check_admin, safe_link
 from mmjudge.leaderboard.ranking import competition_ranks, group_by_signature, rank_metrics, rank_models
+from mmjudge.leaderboard.records import ScoredSubmission
 from mmjudge.leaderboard.store import Store
 from mmjudge.leaderboard.validation import SubmissionError, validate_outputs, validate_scores
 from mmjudge.leaderboard.worker import Worker
@@ -123,13 +125,16 @@ def test_score_rejections():
 
 # ---------------------------------------------------------------------------------------- ranking
 def entry(sid, name, overall, sig, created, criteria=None, tasks=None):
-    return {
-        "id": sid,
-        "name": name,
-        "signature": str(sig),
-        "created_at": created,
-        "summary": {"overall": overall, "criteria": criteria or {}, "tasks": tasks or {}},
-    }
+    return ScoredSubmission(
+        id=sid,
+        track="models",
+        benchmark="b",
+        name=name,
+        submitter="s",
+        signature=str(sig),
+        created_at=created,
+        summary={"overall": overall, "criteria": criteria or {}, "tasks": tasks or {}},
+    )
 
 
 def test_models_ranked_in_exact_order_within_signature_groups():
@@ -165,8 +170,8 @@ def test_submission_is_durable_before_receipt(tmp_path):
     sid = add(store, b"payload")
     other = Store(tmp_path)  # a fresh connection (another process) sees the committed row and the file
     row = other.get(sid)
-    assert row["status"] == "PENDING" and row["file_name"] == f"{sid}.jsonl"
-    assert (tmp_path / "uploads" / row["file_name"]).read_bytes() == b"payload"
+    assert row.status == "PENDING" and row.file_name == f"{sid}.jsonl"
+    assert (tmp_path / "uploads" / row.file_name).read_bytes() == b"payload"
     assert other.connect().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -181,7 +186,7 @@ def test_concurrent_claims_take_each_job_once(tmp_path):
             if job is None:
                 return
             with lock:
-                claimed.append(job["id"])
+                claimed.append(job.id)
 
     threads = [threading.Thread(target=claimer, args=(n,)) for n in range(4)]
     for t in threads:
@@ -196,15 +201,15 @@ def test_expired_lease_requeues_and_stale_worker_cannot_commit(tmp_path):
     store = Store(tmp_path)
     sid = add(store)
     t0 = time.time()
-    assert store.claim("dead", lease_s=10, now=t0)["worker"] == "dead"
+    assert store.claim("dead", lease_s=10, now=t0).worker == "dead"
     assert store.claim("alive", lease_s=10, now=t0 + 5) is None  # lease still valid: nothing to take
     job = store.claim("alive", lease_s=10, now=t0 + 11)  # the dead worker's lease ran out
-    assert job["id"] == sid and job["attempts"] == 2
+    assert job.id == sid and job.attempts == 2
     assert store.complete(sid, "dead", signature="s", summary={}, rows=[]) is False
     assert store.heartbeat(sid, "dead") is False
     assert store.complete(sid, "alive", signature="s", summary={"x": 1}, rows=[]) is True
     assert store.complete(sid, "alive", signature="s", summary={"x": 2}, rows=[]) is False  # DONE once
-    assert store.counts()["results"] == 1 and store.result(sid)["summary"] == {"x": 1}
+    assert store.counts()["results"] == 1 and store.result(sid).summary == {"x": 1}
 
 
 def test_requeue_deletes_old_results(tmp_path):
@@ -212,8 +217,8 @@ def test_requeue_deletes_old_results(tmp_path):
     sid = add(store)
     store.claim("w")
     store.complete(sid, "w", signature="s", summary={}, rows=[])
-    assert store.requeue(sid) and store.get(sid)["status"] == "PENDING" and store.result(sid) is None
-    assert [q["position"] for q in store.queue()] == [1]
+    assert store.requeue(sid) and store.get(sid).status == "PENDING" and store.result(sid) is None
+    assert [q.position for q in store.queue()] == [1]
 
 
 # ------------------------------------------------------------------------------------- protection
@@ -228,18 +233,27 @@ def test_escaping_and_links():
     assert safe_link("data:text/html,<b>") == ""
 
 
+TOKEN = "s3cret-s3cret-s3cret"  # at least MIN_TOKEN_CHARS
+
+
 def test_admin_token(monkeypatch):
     with pytest.raises(PermissionError, match="admin actions are disabled"):
         check_admin("anything", env={})
     with pytest.raises(PermissionError, match="wrong admin token"):
-        check_admin("guess", env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
-    check_admin("s3cret", env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
+        check_admin("guess", env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": TOKEN})
+    check_admin(TOKEN, env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": TOKEN})
+    # A short token could be guessed (the right one is never throttled): admin actions stay off, saying why.
+    with pytest.raises(PermissionError) as err:
+        check_admin("s3cret", env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"})
+    assert str(err.value).startswith(
+        "admin actions are disabled: MMJUDGE_LEADERBOARD_ADMIN_TOKEN holds 6 characters; set one of at least 16"
+    )
 
 
 def test_admin_guard_delay_grows_per_client_and_is_capped():
     clock = [100.0]
     guard = AdminGuard(
-        base_delay_s=1.0, max_delay_s=5.0, clock=lambda: clock[0], env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": "s3cret"}
+        base_delay_s=1.0, max_delay_s=5.0, clock=lambda: clock[0], env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": TOKEN}
     )
 
     def attempt(token, client="ip:1"):
@@ -252,14 +266,29 @@ def test_admin_guard_delay_grows_per_client_and_is_capped():
     waits = []
     for _ in range(5):  # each wrong token is tried as soon as the previous wait is over
         assert attempt("guess") == "wrong admin token."
-        refused = attempt("s3cret")
+        refused = attempt("another guess")
         waits.append(int(refused.split("wait ")[1].split(" s")[0]))
         clock[0] += waits[-1]
     assert waits == [1, 2, 4, 5, 5]  # doubling, capped at max_delay_s
     assert attempt("guess", "ip:2") == "wrong admin token."  # another client has its own record
-    assert attempt("s3cret") == "ok" and attempt("guess") == "wrong admin token."  # the right token clears it
+    assert attempt(TOKEN) == "ok" and attempt("guess") == "wrong admin token."  # the right token clears it
     with pytest.raises(PermissionError, match="disabled"):
         AdminGuard(env={}).check("anything", "ip:1")
+
+
+def test_the_right_admin_token_gets_through_while_wrong_ones_wait():
+    """Issue 29.5 as found: after wrong tokens from an address, the right token was refused too while the
+    delay ran, so anyone sharing the address could keep the admin out. Now only failures wait."""
+    clock = [0.0]
+    guard = AdminGuard(base_delay_s=60.0, clock=lambda: clock[0], env={"MMJUDGE_LEADERBOARD_ADMIN_TOKEN": TOKEN})
+    for guess in ("a", "b", "c"):  # someone behind the same address keeps guessing
+        with pytest.raises(PermissionError):
+            guard.check(guess, "ip:10.0.0.1")
+    with pytest.raises(PermissionError, match=r"wait 60 s before trying again"):
+        guard.check("d", "ip:10.0.0.1")  # still inside the first wait: failures are throttled
+    guard.check(TOKEN, "ip:10.0.0.1")  # the admin, same address, same instant: let in
+    with pytest.raises(PermissionError, match=r"^wrong admin token\.$"):
+        guard.check("e", "ip:10.0.0.1")  # and the record was cleared
 
 
 def test_intake_refusals_are_logged_with_reason(tmp_path):
@@ -268,7 +297,7 @@ def test_intake_refusals_are_logged_with_reason(tmp_path):
     limit = RateLimit(max_submissions=3, window_s=3600)
     kw = dict(track="models", benchmark="demo-inputs", submitter="eve", rate_limit=limit, client="ip:10.0.0.9")
     first = submit(store, name="<b>bold</b>", data=good, **kw)
-    assert first.accepted and store.get(first.id)["name"] == "<b>bold</b>"  # stored as data
+    assert first.accepted and store.get(first.id).name == "<b>bold</b>"  # stored as data
     dup = submit(store, name="again", data=good, **kw)
     assert not dup.accepted and dup.message.startswith(
         "duplicate: the same file was already submitted as '<b>bold</b>'"
@@ -282,7 +311,7 @@ def test_intake_refusals_are_logged_with_reason(tmp_path):
     assert limited.message.startswith("rate limit: your address (10.0.0.9) sent 3 submissions in the last 60 minutes")
     wrong_track = submit(store, track="metrics", benchmark="demo-inputs", name="x", submitter="z", data=good)
     assert wrong_track.message == "benchmark 'demo-inputs' belongs to the models track, not metrics."
-    reasons = [r["reason"].split(":")[0] for r in store.rejections()]
+    reasons = [r.reason.split(":")[0] for r in store.rejections()]
     assert reasons == [
         "duplicate",
         "invalid file",
@@ -302,7 +331,7 @@ def test_rate_limit_counts_the_client_not_the_typed_name(tmp_path):
     assert submit(
         store, name="c", submitter="cy", data=jsonl(demo_outputs(2)), **{**kw, "client": "ip:10.0.0.8"}
     ).accepted
-    assert [r["submitter"] for r in store.submissions()] == ["ana", "bo", "cy"]  # the name stays display data
+    assert [r.submitter for r in store.submissions()] == ["ana", "bo", "cy"]  # the name stays display data
 
 
 def test_rate_limit_is_decided_inside_the_inserting_transaction(tmp_path):
@@ -317,7 +346,7 @@ def test_rate_limit_is_decided_inside_the_inserting_transaction(tmp_path):
             track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"2", client="c", rate=(1, 60)
         )
     assert err.value.used == 1 and len(store.submissions()) == 1
-    assert sorted(p.name for p in store.uploads.iterdir()) == [store.submissions()[0]["file_name"]]
+    assert sorted(p.name for p in store.uploads.iterdir()) == [store.submissions()[0].file_name]
 
 
 def test_store_made_before_the_client_column_is_migrated(tmp_path):
@@ -337,7 +366,7 @@ def test_store_made_before_the_client_column_is_migrated(tmp_path):
     sid = store.add_submission(
         track="models", benchmark="demo-inputs", name="m", submitter="s", data=b"x", client="ip:1"
     )
-    assert store.get(sid)["client"] == "ip:1" and store.count_recent("ip:1", 0) == 1
+    assert store.get(sid).client == "ip:1" and store.count_recent("ip:1", 0) == 1
 
 
 def test_queue_position_of_one_submission(tmp_path):
@@ -351,7 +380,7 @@ def test_queue_position_of_one_submission(tmp_path):
     store.claim("w")
     store.set_hidden(sids[2], True)
     assert [store.position(s) for s in sids] == [0, 1, None, 2]
-    assert [q["position"] for q in store.queue()] == [0, 1, 2]  # the full listing agrees
+    assert [q.position for q in store.queue()] == [0, 1, 2]  # the full listing agrees
     assert store.position("nope") is None
 
 
@@ -430,9 +459,9 @@ def test_worker_scores_both_tracks_and_ranks_metrics(tmp_path):
     assert store.counts()["DONE"] == 4 and store.counts()["results"] == 4
     # Models: the stored overall equals the mean of the stored per-item rows.
     done = store.done("models")
-    rows = store.result(done[0]["id"])["rows"]
-    assert len(rows) == 8 and math.isclose(done[0]["summary"]["overall"], sum(r["overall"] for r in rows) / 8)
-    assert done[0]["summary"]["examples"][0]["explanation"]
+    rows = store.result(done[0].id).rows
+    assert len(rows) == 8 and math.isclose(done[0].summary["overall"], sum(r["overall"] for r in rows) / 8)
+    assert done[0].summary["examples"][0]["explanation"]
     # Metrics: the headline equals an independent meta-evaluation of the same scores, and ranks follow it.
     hj = get_benchmark("demo-judgments").judgments()
     tables = rank_metrics(store.done("metrics"))
@@ -453,8 +482,7 @@ def test_worker_fails_a_job_with_its_reason(tmp_path):
     Worker(store, {"judge": "dummy"}, progress=False).run_once()
     row = store.get(sid)
     assert (
-        row["status"] == "FAILED"
-        and row["reason"] == "scoring failed: line 1: not valid JSON (Expecting value at column 1)."
+        row.status == "FAILED" and row.reason == "scoring failed: line 1: not valid JSON (Expecting value at column 1)."
     )
 
 
@@ -469,7 +497,7 @@ def test_worker_scores_an_upload_the_board_accepted_above_the_default_limit(tmp_
     )
     assert receipt.accepted
     Worker(store, {"judge": "dummy", "max_upload_bytes": limit, "explain_examples": 0}, progress=False).run_once()
-    assert store.get(receipt.id)["status"] == "DONE", store.get(receipt.id)["reason"]
+    assert store.get(receipt.id).status == "DONE", store.get(receipt.id).reason
 
 
 def test_worker_holds_its_lease_during_a_slow_hub_sync(tmp_path):
@@ -487,7 +515,7 @@ def test_worker_holds_its_lease_during_a_slow_hub_sync(tmp_path):
             return 0
 
     Worker(store, {"judge": "dummy", "explain_examples": 0}, lease_s=0.3, progress=False, hub=SlowHub()).run_once()
-    assert requeued == [0] and store.get(sid)["status"] == "DONE"
+    assert requeued == [0] and store.get(sid).status == "DONE"
 
 
 def test_worker_loads_the_judge_once_for_scores_and_explanations(tmp_path, monkeypatch):
@@ -501,7 +529,7 @@ def test_worker_loads_the_judge_once_for_scores_and_explanations(tmp_path, monke
         store, track="models", benchmark="demo-inputs", name="m", submitter="s", data=jsonl(demo_outputs(0))
     ).id
     Worker(store, {"judge": "dummy", "explain_examples": 2}, progress=False).run_once()
-    assert store.get(sid)["status"] == "DONE" and len(store.result(sid)["summary"]["examples"]) > 0
+    assert store.get(sid).status == "DONE" and len(store.result(sid).summary["examples"]) > 0
     assert len(loads) == 1
 
 
@@ -515,7 +543,7 @@ def test_worker_stores_metaeval_records_as_strict_json(tmp_path):
     Worker(store, {"judge": "dummy", "bootstrap": 0}, progress=False).run_once()
     scores = {r["id"]: {"score": r["score"]} for r in demo_scores(0.5)}
     expected = meta_evaluate(get_benchmark("demo-judgments").judgments(), {"submission": scores}, bootstrap=0)
-    assert store.result(sid)["rows"] == json.loads(json.dumps(expected.to_dict()["records"], allow_nan=False))
+    assert store.result(sid).rows == json.loads(json.dumps(expected.to_dict()["records"], allow_nan=False))
 
 
 def test_worker_cli_error_is_one_line(capsys, tmp_path):
@@ -546,14 +574,16 @@ def items_entry(sid, name, values, created, failed_status=None, criteria=("fluen
         if v is None:
             row.update({f"{c}_status": failed_status or "no_rating" for c in criteria})
         rows.append(row)
-    return {
-        "id": sid,
-        "name": name,
-        "benchmark": "b",
-        "signature": "mmjudge=0.1.0|metric=he",
-        "created_at": created,
-        "summary": summarise_models(rows, list(criteria)),
-    }
+    return ScoredSubmission(
+        id=sid,
+        track="models",
+        benchmark="b",
+        name=name,
+        submitter="s",
+        signature="mmjudge=0.1.0|metric=he",
+        created_at=created,
+        summary=summarise_models(rows, list(criteria)),
+    )
 
 
 def test_intervals_and_paired_separability_of_neighbouring_rows():
@@ -590,8 +620,8 @@ def test_judge_failures_are_counted_and_too_many_unrank_a_row():
         items_entry("b", "five", five_percent, 2, "low_mass"),
         items_entry("c", "ten", ten_percent, 3, "error"),
     ]
-    assert entries[2]["summary"]["failures"] == {"fluency": 2} and entries[2]["summary"]["failed_items"] == 2
-    assert entries[2]["summary"]["overall"] == 4.5  # failed items are left out of the mean, never counted as a score
+    assert entries[2].summary["failures"] == {"fluency": 2} and entries[2].summary["failed_items"] == 2
+    assert entries[2].summary["overall"] == 4.5  # failed items are left out of the mean, never counted as a score
     rows = rank_models(entries, bootstrap=0)[0]["rows"]
     assert [(r["name"], r["rank"], r["failed"]) for r in rows] == [("five", 1, 1), ("ok", 2, 0), ("ten", None, 2)]
     assert (
@@ -605,10 +635,9 @@ def test_judge_failures_are_counted_and_too_many_unrank_a_row():
     )
     assert s["failed_items"] == 1 and s["failures"] == {"fluency": 1}
     # Rows scored before failures were recorded (no status, no counts) stay ranked, with no failure figure.
-    old = {
-        **entries[0],
-        "summary": {k: v for k, v in entries[0]["summary"].items() if k not in ("failures", "failed_items")},
-    }
+    old = replace(
+        entries[0], summary={k: v for k, v in entries[0].summary.items() if k not in ("failures", "failed_items")}
+    )
     assert rank_models([old], bootstrap=0)[0]["rows"][0]["failed"] is None
 
 
@@ -636,12 +665,12 @@ def test_worker_stores_judge_failures_as_null_and_the_board_says_why_a_row_is_un
     ).id
     Worker(store, {"judge": "dummy", "explain_examples": 0}, progress=False).run_once()
     result = store.result(sid)
-    assert store.get(sid)["status"] == "DONE"
-    failed_row = next(r for r in result["rows"] if r["id"] == "demo-vqa-2")
+    assert store.get(sid).status == "DONE"
+    failed_row = next(r for r in result.rows if r["id"] == "demo-vqa-2")
     assert (
         failed_row["fluency"] is None and failed_row["overall"] is None and failed_row["fluency_status"] == "no_rating"
     )
-    assert result["summary"]["failed_items"] == 1 and result["summary"]["failures"]["fluency"] == 1
+    assert result.summary["failed_items"] == 1 and result.summary["failures"]["fluency"] == 1
     frame, caption, _ = views.models_view(store)
     assert frame["judge failures"].tolist() == ["1 (12.5%)"] and frame["rank"].isna().all()
     assert frame["note"].tolist()[0].startswith("not ranked: the judge failed on 1 of 8 items (12.5%: fluency 1)")
@@ -665,4 +694,4 @@ def test_metric_rows_carry_the_headline_interval_and_paired_separability(tmp_pat
     assert [r["name"] for r in rows][-1] == "noisy"
     assert all(r["ci_low"] <= r["headline"] <= r["ci_high"] for r in rows)
     assert rows[0]["separable"] is None and rows[1]["separable"] is False and rows[2]["separable"] is True
-    assert len(store.done("metrics")[0]["summary"]["headline"]["resamples"]) == 300
+    assert len(store.done("metrics")[0].summary["headline"]["resamples"]) == 300

@@ -1,8 +1,9 @@
 """Soak test on loopback: 100 concurrent uploads (valid and invalid mixed) through the running app's
 HTTP API while a worker process scores them and is killed with SIGKILL mid-job and restarted three
-times; a second worker then joins to drain the queue. Afterwards every valid submission is DONE exactly once, every invalid one was refused
-with its reason, and the database passes ``PRAGMA integrity_check``. Bounded: it gives up after
-``DEADLINE_S`` and always stops its workers. The dummy judge scores (plumbing, not quality)."""
+times; a second worker then joins to drain the queue. Afterwards every valid submission is DONE exactly
+once, every invalid one was refused with its reason, and the database passes ``PRAGMA integrity_check``.
+Bounded: it gives up after ``DEADLINE_S`` and always stops its workers. The dummy judge scores (plumbing,
+not quality)."""
 
 import json
 import os
@@ -27,7 +28,7 @@ from mmjudge.leaderboard.store import Store  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 N_SUBMISSIONS = 100
 KILLS = 3
-DEADLINE_S = 90.0
+DEADLINE_S = 300.0  # a bound against hanging (shared CI machines start a board in 30 s+), not a speed claim
 LEASE_S = 2.0
 
 
@@ -125,7 +126,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
     _, url, _ = launch(demo, host="127.0.0.1", prevent_thread_lock=True, quiet=True)
     store = Store(data_dir)
     started = time.monotonic()
-    log = open(tmp_path / "workers.log", "w")
+    log = open(tmp_path / "workers.log", "w")  # noqa: SIM115 - the workers write to it until the finally below
     steady = None  # joins after the kills, so the victim always finds queued jobs to be killed over
     victim = start_worker(data_dir, "victim-0", log)
     kills = orphaned = 0
@@ -163,7 +164,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
                     continue
                 os.kill(victim.pid, signal.SIGKILL)
                 victim.wait(timeout=10)
-                if store.get(held["id"])["worker"] == f"victim-{kills}":
+                if store.get(held["id"]).worker == f"victim-{kills}":
                     orphaned += 1  # killed with the job in hand: only the lease can bring it back
                 kills += 1
                 victim = start_worker(data_dir, f"victim-{kills}", log)
@@ -222,7 +223,7 @@ def test_soak_concurrent_submissions_with_killed_worker(tmp_path):
     assert lost == 0 and duplicates == 0 and counts["FAILED"] == 0
     assert sorted(result_ids) == sorted(valid_ids) and counts["DONE"] == 70
     assert figures["integrity"] == "ok"
-    rows = [len(store.result(sid)["rows"]) for sid in valid_ids if store.get(sid)["track"] == "models"]
+    rows = [len(store.result(sid).rows) for sid in valid_ids if store.get(sid).track == "models"]
     assert rows == [8] * 56
 
 
@@ -244,7 +245,7 @@ def start_server(data_dir: Path, port: int, log) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))
 
 
-def wait_until_serving(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+def wait_until_serving(url: str, proc: subprocess.Popen, timeout: float = 180.0) -> None:
     import urllib.request
 
     end = time.monotonic() + timeout
@@ -265,8 +266,9 @@ def test_soak_server_and_worker_killed_while_200_uploads_arrive(tmp_path):
     """200 concurrent uploads (140 valid, 60 invalid) to a board running as its own process, which is
     SIGKILLed twice mid-stream and restarted, while a worker is SIGKILLed once. Clients retry an upload
     whose reply never came (the server died), as any uploader would. Afterwards: every valid file is in
-    the board exactly once (a retry of a file whose first attempt had committed is refused as a
-    duplicate naming it), every one is DONE once, nothing refused was stored, integrity_check is ok."""
+    the board exactly once (a retry of a file whose first attempt had committed gets that attempt's
+    receipt back: the same 32-character id), every one is DONE once, nothing refused was stored,
+    integrity_check is ok."""
     import socket
 
     from mmjudge.leaderboard.store import content_hash
@@ -288,7 +290,7 @@ def test_soak_server_and_worker_killed_while_200_uploads_arrive(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    log = open(tmp_path / "processes.log", "w")
+    log = open(tmp_path / "processes.log", "w")  # noqa: SIM115 - the processes write to it until the finally below
     files = uploads(random.Random(1)) + uploads(random.Random(2))
     for k, f in enumerate(files):  # every valid body unique across the two batches (a text field: not a score)
         if f["valid"]:
@@ -354,17 +356,18 @@ def test_soak_server_and_worker_killed_while_200_uploads_arrive(tmp_path):
     rows = [dict(r) for r in db.execute("SELECT id, content_hash, status, track FROM submissions")]
     result_ids = [r[0] for r in db.execute("SELECT submission_id FROM results")]
     stored_hashes = [r["content_hash"] for r in rows]
+    id_of = {r["content_hash"]: r["id"] for r in rows}
     received, recovered, refused, unanswered = 0, 0, 0, 0
     for f, (reply, attempts) in zip(files, results):
         retries += attempts - 1
         if not reply:
             unanswered += 1
         elif f["valid"]:
-            if "received: submission" in reply:
-                received += 1
-            else:  # its first attempt committed, the reply was lost with the server: the retry names it
-                assert reply.startswith("❌ Not accepted — duplicate: the same file was already submitted as"), reply
-                recovered += 1
+            # Every valid upload's reply names its stored submission by the full id, whether its first
+            # attempt's reply arrived or a retry got that attempt's receipt back.
+            assert reply.startswith("✅ received: submission ") and id_of[content_hash(f["body"].encode())] in reply
+            received += "had arrived before" not in reply
+            recovered += "had arrived before" in reply
         else:
             assert reply.startswith("❌ Not accepted — invalid file: ") and f["reason"] in reply, reply
             refused += 1

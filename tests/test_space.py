@@ -363,9 +363,9 @@ def test_an_oversized_image_is_refused_in_the_users_terms(tmp_path):
 
 def test_a_score_the_engine_cannot_compute_is_shown_as_not_computed(picture, monkeypatch):
     """The engine's contract for a corpus-dependent score on one item: NaN, with a reason."""
-    import mmjudge.space.handlers as handlers
+    from mmjudge.report import Report  # what the Space's scorer builds its rows with
 
-    real = handlers.Report.from_items.__func__
+    real = Report.from_items.__func__
 
     def corpus_less(cls, metric, items, **kw):
         out = real(cls, metric, items, **kw)
@@ -374,7 +374,7 @@ def test_a_score_the_engine_cannot_compute_is_shown_as_not_computed(picture, mon
                 row["cider"], row["cider_reason"] = float("nan"), "CIDEr-D needs a corpus: not computed for one item"
         return out
 
-    monkeypatch.setattr(handlers.Report, "from_items", classmethod(corpus_less))
+    monkeypatch.setattr(Report, "from_items", classmethod(corpus_less))
     page = score_page(
         scripted_scorer(),
         "ic",
@@ -495,11 +495,14 @@ def browser(chromium, tmp_path_factory):  # one browser for this file's page tes
 def served_demo():
     """``mmjudge space --demo --judge dummy`` as a page: the hash-based judge, labelled meaningless."""
     pytest.importorskip("gradio")
+    from mmjudge.gradio_compat import launch_options
     from mmjudge.space.app import build_demo
 
     settings = Settings(judge="dummy", cache=False).as_demo()
     demo = build_demo(settings)
-    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=_free_port(), quiet=True)
+    _, url, _ = demo.launch(
+        prevent_thread_lock=True, server_name="127.0.0.1", server_port=_free_port(), quiet=True, **launch_options()
+    )
     yield url
     demo.close()
 
@@ -655,3 +658,73 @@ def test_browser_shows_payloads_as_text_and_the_size_limit(browser, served_demo,
     assert status.startswith(
         "Error: Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up to 40"
     ), status
+
+
+@pytest.mark.slow
+def test_browser_offers_the_metrics_and_examples_of_the_task(browser, served_demo, tmp_path):
+    """Issue 29.9 in a real Chromium: the Space offered BLEU/ROUGE/CIDEr for referring expressions and
+    then answered "not run"; the Examples header said "(the caption)" for every task; the live region
+    read "common.complete" after an event."""
+    from selenium.webdriver.common.by import By
+
+    def offered() -> list[str]:  # read in one go: the group re-renders when the task changes
+        return browser.execute_script(
+            "return [...document.querySelectorAll('#metrics label')].map(l => l.innerText.trim());"
+        )
+
+    _open(browser, served_demo)
+    assert {"HarmonicEval", "BLEU", "ROUGE-L", "CIDEr-D"} <= set(offered())  # captioning: all of them
+    headers = {
+        key: " ".join(browser.find_element(By.ID, f"examples-{key}").text.split())
+        for key in ("ic", "vqa", "vdu", "reg")
+    }
+    assert "Text to score (the caption)" in headers["ic"]
+    assert "Text to score (the answer)" in headers["vqa"] and "Question" in headers["vqa"]
+    assert "Text to score (the answer)" in headers["vdu"]
+    assert "Text to score (the referring expression)" in headers["reg"] and "Box x, y, w, h" in headers["reg"]
+    assert sum("(the caption)" in h for h in headers.values()) == 1
+    [label for label in browser.find_elements(By.CSS_SELECTOR, "#task label") if "Referring expression" in label.text][
+        0
+    ].click()
+    _wait(browser, lambda d: "BLEU" not in offered())
+    assert "HarmonicEval" in offered() and not {"BLEU", "ROUGE-L", "CIDEr-D"} & set(offered()), offered()
+    assert "referring expression" in browser.find_element(By.CSS_SELECTOR, "#text label, #text").text
+    picture = tmp_path / "ok.png"
+    Image.new("RGB", (40, 30), "white").save(picture)
+    _upload(browser, str(picture))
+    _set_text(browser, "#text textarea", "the white square")
+    _set_text(browser, "#box textarea, #box input", "5, 5, 20, 10")
+    status = _score_and_wait(browser)
+    assert status == "Scored with HarmonicEval.", status  # nothing "not run": only what applies was offered
+    _wait(
+        browser,
+        lambda d: d.execute_script(
+            "return [...document.querySelectorAll('[aria-live]')].map(e => e.textContent).join(' ')"
+        ).strip(),
+    )
+    announced = browser.execute_script(
+        "return [...document.querySelectorAll('[aria-live]')].map(e => e.textContent).join(' ')"
+    )
+    assert "common.complete" not in announced
+    browser.save_screenshot(str(tmp_path / "reg_metrics.png"))
+
+
+def test_a_metric_label_with_invisible_characters_is_one_line(picture):
+    """Issue 29.4 in the Space: a label an API client sends is shown back on the page (Other metrics), so
+    one holding U+202E (which reverses how the rest reads) is refused instead of shown."""
+    page = score_page(scripted_scorer(), "ic", picture, "a dog", metrics=["HarmonicEval", "\u202eUELB"])
+    assert not page.ok and page.status == (
+        "**Error:** Metrics: the label '\\\\u202eUELB' holds invisible characters that change how it is shown "
+        "(U+202E); tick the metrics the page offers."
+    )
+
+
+def test_the_task_decides_which_metrics_are_offered_and_who_explains():
+    from mmjudge.space.handlers import offered_for
+
+    choices = {c.label: c for c in metric_choices(Settings())}
+    assert offered_for(choices, "reg", ["HarmonicEval", "BLEU", "CIDEr-D"]) == (["HarmonicEval"], ["HarmonicEval"])
+    assert offered_for(choices, "vqa", ["BLEU"])[1] == []
+    assert "CIDEr-D" in offered_for(choices, "ic")[0]
+    # Explanations are asked of the metrics whose declaration has the option, not of one metric by name.
+    assert [label for label, c in choices.items() if c.explains] == ["HarmonicEval", "FLEUR", "RefFLEUR"]

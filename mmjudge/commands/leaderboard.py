@@ -12,6 +12,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 from pathlib import Path
 
@@ -19,18 +20,26 @@ DEFAULT_DATA_DIR = "leaderboard-data"
 DEMO_DATA_DIR = Path("~/.cache/mmjudge/leaderboard-demo")
 
 
-def run(args: argparse.Namespace) -> int:
-    from mmjudge.leaderboard.app import build_app, launch
-    from mmjudge.leaderboard.demo import DEMO_SETTINGS, seed_demo
-    from mmjudge.leaderboard.settings import load_settings, save_settings
-    from mmjudge.leaderboard.store import Store
-    from mmjudge.leaderboard.worker import Worker
+def board_settings(args: argparse.Namespace) -> tuple[Path, dict]:
+    """The data dir and settings of the board to serve: ``settings.json`` there; with ``--demo`` the demo's
+    defaults under it and what makes the demo over it (a ``rate_limit`` the file sets is kept)."""
+    from mmjudge.leaderboard.demo import demo_settings
+    from mmjudge.leaderboard.settings import load_settings, read_settings_file, save_settings
 
     data_dir = Path(args.data_dir or (DEMO_DATA_DIR if args.demo else DEFAULT_DATA_DIR)).expanduser()
     data_dir.mkdir(parents=True, exist_ok=True)
-    if args.demo:
-        save_settings(data_dir, {**load_settings(data_dir), **DEMO_SETTINGS})
-    settings = load_settings(data_dir)
+    if args.demo:  # written, so that workers started on the same data dir read the same settings
+        save_settings(data_dir, demo_settings(read_settings_file(data_dir)))
+    return data_dir, load_settings(data_dir)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mmjudge.leaderboard.app import build_app, launch
+    from mmjudge.leaderboard.demo import seed_demo
+    from mmjudge.leaderboard.store import Store
+    from mmjudge.leaderboard.worker import Worker
+
+    data_dir, settings = board_settings(args)
     store = Store(data_dir)
     if args.demo:
         seeded = seed_demo(store)
@@ -62,8 +71,11 @@ def download(args: argparse.Namespace) -> int:
 
 def submit(args: argparse.Namespace) -> int:
     from mmjudge.leaderboard.client import BoardClient, describe
+    from mmjudge.leaderboard.records import Status
 
-    board = BoardClient(args.url)
+    if args.retries < 0:
+        raise ValueError("--retries must be 0 or more.")
+    board = BoardClient(args.url, retries=args.retries, on_retry=lambda line: print(line, file=sys.stderr, flush=True))
     sid = board.submit(
         args.benchmark, args.file, args.name, args.submitter or "", args.link or "", args.description or ""
     )
@@ -75,7 +87,7 @@ def submit(args: argparse.Namespace) -> int:
     final = board.wait(
         sid, timeout_s=args.timeout, poll_s=args.poll, on_change=lambda s: print(describe(s), flush=True)
     )
-    return 0 if final.get("status") == "DONE" else 1
+    return 0 if final.get("status") == str(Status.DONE) else 1
 
 
 def _add_client_parsers(p) -> None:
@@ -122,6 +134,13 @@ def _add_client_parsers(p) -> None:
     s.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the score (default %(default)g)")
     s.add_argument("--poll", type=float, default=5.0, help="seconds between status checks (default %(default)g)")
     s.add_argument("--no-wait", dest="no_wait", action="store_true", help="exit once the board accepted the file")
+    s.add_argument(
+        "--retries",
+        type=int,
+        default=5,
+        help="times a dropped connection is tried again, waiting 1, 2, 4 … s (default %(default)d); "
+        "repeating an upload is safe: the board answers with its original receipt",
+    )
     s.set_defaults(func=submit)
 
 

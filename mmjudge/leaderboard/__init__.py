@@ -6,8 +6,5 @@ the worker scores them with HarmonicEval and the board ranks them overall, per t
 and **metrics** (a metric author submits per-item scores ``{id, score, …}`` for a human-judgment
 benchmark; the worker runs the meta-evaluation and the board ranks metrics by agreement with humans).
 Rows are ranked together only when their signatures are comparable (:func:`mmjudge.signature.comparable`).
+Each track is one declaration in :mod:`mmjudge.leaderboard.tracks`.
 """
-
-from __future__ import annotations
-
-TRACKS = ("models", "metrics")

@@ -109,8 +109,10 @@ def register(name: str, track: str, factory: Callable[[], Benchmark], key: Any =
     """Add a benchmark of ``track`` (``factory`` builds it on first use, so listing the benchmarks of
     a track loads no data). Registering ``name`` again with the same non-None ``key`` keeps the built
     benchmark; anything else replaces it (and only its own built copy is dropped)."""
-    if track not in ("models", "metrics"):
-        raise ValueError(f"benchmark {name!r}: track must be 'models' or 'metrics', not {track!r}.")
+    from mmjudge.leaderboard.tracks import TRACKS
+
+    if track not in TRACKS:
+        raise ValueError(f"benchmark {name!r}: unknown track {track!r}; the board has {', '.join(TRACKS.names())}.")
     with _LOCK:
         previous = _REGISTRY.get(name)
         if previous is not None and key is not None and (previous.track, previous.key) == (track, key):
@@ -143,18 +145,18 @@ def configure(entries: list[dict]) -> None:
     ``benchmark`` when given (two splits of one loader: ``longcap-testA``, ``longcap-testB``), else
     ``<name>`` for the metrics track and ``<name>-inputs`` for the models track.
     Idempotent: configuring the same entries again (every app and worker start) keeps what was loaded."""
+    from mmjudge.leaderboard.tracks import get_track
+
     for entry in entries:
-        name, track = entry["name"], entry.get("track", "metrics")
+        name = entry["name"]
+        try:
+            track = get_track(entry.get("track", "metrics"))
+        except ValueError as err:
+            raise ValueError(f"benchmark {name!r}: {err}") from None
         options = {k: v for k, v in entry.items() if k not in ("name", "track", "benchmark")}
         key = json.dumps([name, options], sort_keys=True, default=str)
-        if track == "models":
-            board = entry.get("benchmark") or f"{name}-inputs"
-            register(board, "models", lambda n=name, b=board, o=options: _loader_inputs(n, o, b), key=key)
-        elif track == "metrics":
-            board = entry.get("benchmark") or name
-            register(board, "metrics", lambda n=name, b=board, o=options: _loader_judgments(n, o, b), key=key)
-        else:
-            raise ValueError(f"benchmark {name!r}: track must be 'models' or 'metrics', not {track!r}.")
+        board = entry.get("benchmark") or f"{name}{track.board_name_suffix}"
+        register(board, track.name, lambda t=track, n=name, b=board, o=options: t.load_benchmark(n, o, b), key=key)
 
 
 # ------------------------------------------------------------------------------ from the loaders

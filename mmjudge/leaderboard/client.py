@@ -1,9 +1,12 @@
 """Taking part from a terminal: the board's public HTTP API through ``gradio_client``.
 
 What ``mmjudge leaderboard download`` and ``mmjudge leaderboard submit`` call; nothing here needs the
-board's data dir — only its URL, as for any participant.
+board's data dir — only its URL, as for any participant. A dropped connection is retried on a fresh
+one; an upload whose reply was lost is safe to repeat (the board gives the original receipt back).
 
 >>> parse_receipt("✅ received: submission 0123456789abcdef0123456789abcdef is PENDING; position 2 in the queue.")
+'0123456789abcdef0123456789abcdef'
+>>> parse_receipt("✅ received: submission 0123456789abcdef0123456789abcdef is DONE. This exact upload had arrived …")
 '0123456789abcdef0123456789abcdef'
 >>> parse_receipt("❌ Not accepted — rate limit: your address (10.0.0.7) sent 5 submissions …")
 Traceback (most recent call last):
@@ -20,43 +23,100 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-FINAL = ("DONE", "FAILED")
-_RECEIPT = re.compile(r"received: submission ([0-9a-f]{32}) is PENDING")
+from mmjudge.leaderboard.records import Status
+from mmjudge.leaderboard.validation import size_reason
+
+_RECEIPT = re.compile(r"received: submission ([0-9a-f]{32}) is (?:PENDING|RUNNING|DONE|FAILED)")
+RETRIES = 5  # a dropped connection is tried again this many times (waits 1, 2, 4, 8, 16 s)
+CALL_TIMEOUT_S = 300.0  # a reply that never comes (the server died with it) counts as a dropped connection
 
 
 def parse_receipt(reply: str) -> str:
-    """The new submission's id from the board's reply to an upload; ``ValueError`` with the board's
-    reason when it was not accepted."""
+    """The submission's id from the board's reply to an upload (a new one, or the receipt of the same
+    upload sent before); ``ValueError`` with the board's reason when it was not accepted."""
     match = _RECEIPT.search(str(reply))
     if match is None:
         raise ValueError(str(reply).lstrip("❌ ").strip() or "the board gave no answer to the upload.")
     return match.group(1)
 
 
-class BoardClient:
-    """One board, reached at ``url`` (the page's address)."""
+def dropped_connection(err: BaseException) -> bool:
+    """The error (or one it was raised from) says the connection broke or no reply came: worth another
+    try. A reply the board did give (a refusal, an unknown endpoint) is not.
 
-    def __init__(self, url: str, client: Any = None):
-        if client is None:
-            try:
-                from gradio_client import Client
-            except ModuleNotFoundError:
-                raise ValueError("talking to a board needs gradio_client: pip install gradio_client") from None
-            try:
-                client = Client(url, verbose=False)
-            except Exception as err:
-                raise ValueError(f"cannot reach a board at {url} ({type(err).__name__}: {err}); check --url.") from None
-        self.url, self.client = url, client
+    >>> dropped_connection(ConnectionResetError(104, "Connection reset by peer")), dropped_connection(ValueError("no"))
+    (True, False)
+    """
+    import concurrent.futures
+
+    seen: BaseException | None = err
+    while seen is not None:
+        name = type(seen).__module__.split(".")[0]
+        if isinstance(seen, (ConnectionError, TimeoutError, concurrent.futures.TimeoutError)):
+            return True
+        if isinstance(seen, concurrent.futures.CancelledError):
+            return True  # gradio_client cancels a job whose event stream broke before its reply came
+        if name in ("httpx", "httpcore") and type(seen).__name__ not in ("HTTPStatusError", "InvalidURL"):
+            return True  # transport errors: connect, read, write, protocol, timeouts
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class BoardClient:
+    """One board, reached at ``url`` (the page's address). A call whose connection drops (or whose reply
+    never comes) is made again on a fresh connection, up to ``retries`` times; an upload may be repeated
+    safely: the board answers a repeated upload with its original receipt."""
+
+    def __init__(
+        self,
+        url: str,
+        client: Any = None,
+        retries: int = RETRIES,
+        backoff_s: float = 1.0,
+        timeout_s: float = CALL_TIMEOUT_S,
+        on_retry: Callable[[str], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.url, self.retries, self.backoff_s, self.timeout_s = url, int(retries), float(backoff_s), float(timeout_s)
+        self.on_retry, self.sleep = on_retry, sleep
+        self.client = client if client is not None else self._connect()
+
+    def _connect(self) -> Any:
+        try:
+            from gradio_client import Client
+        except ModuleNotFoundError:
+            raise ValueError("talking to a board needs gradio_client: pip install gradio_client") from None
+        try:
+            return Client(self.url, verbose=False)
+        except Exception as err:
+            raise ValueError(f"cannot reach a board at {self.url} ({type(err).__name__}: {err}); check --url.") from err
 
     def _call(self, *args: Any, api_name: str) -> Any:
-        try:
-            return self.client.predict(*args, api_name=api_name)
-        except Exception as err:
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            raise ValueError(f"the board at {self.url} answered {api_name} with an error: {first}") from None
+        for attempt in range(self.retries + 1):
+            try:
+                if self.client is None:
+                    self.client = self._connect()
+                job = self.client.submit(*args, api_name=api_name)
+                return job.result(timeout=self.timeout_s)
+            except Exception as err:
+                if attempt < self.retries and dropped_connection(err):
+                    wait = self.backoff_s * 2**attempt
+                    if self.on_retry is not None:
+                        self.on_retry(
+                            f"the connection to {self.url} dropped during {api_name} ({type(err).__name__}); "
+                            f"trying again in {wait:g} s ({attempt + 1} of {self.retries})"
+                        )
+                    self.sleep(wait)
+                    self.client = None  # a fresh connection (and session) for the next try
+                    continue
+                if isinstance(err, ValueError) and str(err).startswith("cannot reach a board"):
+                    raise
+                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                raise ValueError(f"the board at {self.url} answered {api_name} with an error: {first}") from None
+        raise AssertionError("unreachable")
 
     def benchmarks(self) -> list[dict]:
-        """Every benchmark with its track, items, tasks and line format."""
+        """Every benchmark with its track, items, tasks, line format and limits."""
         return list(self._call(api_name="/benchmarks"))
 
     def benchmark(self, name: str) -> dict:
@@ -81,14 +141,19 @@ class BoardClient:
         self, name: str, path: str | Path, label: str, submitter: str = "", link: str = "", description: str = ""
     ) -> str:
         """Upload ``path`` for benchmark ``name`` as ``label``; returns the submission id (``ValueError``
-        with the board's one-line reason when refused)."""
+        with the board's one-line reason when refused). A file over the board's limit is refused here,
+        in the board's words, before anything is sent."""
         from gradio_client import handle_file
 
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"--file {path}: no such file.")
-        track = self.benchmark(name)["track"]
-        reply = self._call(track, name, label, submitter, link, description, handle_file(str(path)), api_name="/submit")
+        spec = self.benchmark(name)
+        limit = (spec.get("limits") or {}).get("max_upload_bytes")
+        if limit is not None and path.stat().st_size > int(limit):
+            raise ValueError(f"--file {path}: {size_reason(path.stat().st_size, int(limit))}")
+        fields = (spec["track"], name, label, submitter, link, description)
+        reply = self._call(*fields, handle_file(str(path)), api_name="/submit")
         return parse_receipt(reply)
 
     def status(self, sid: str) -> dict:
@@ -109,7 +174,7 @@ class BoardClient:
             if seen != last and on_change is not None:
                 on_change(status)
             last = seen
-            if status.get("status") in FINAL or status.get("status") == "UNKNOWN":
+            if _status(status).final:
                 return status
             if time.monotonic() >= deadline:
                 raise ValueError(
@@ -117,6 +182,13 @@ class BoardClient:
                     f"see its page on the board, or wait longer with --timeout."
                 )
             time.sleep(poll_s)
+
+
+def _status(status: dict) -> Status:
+    try:
+        return Status(status.get("status"))
+    except ValueError:
+        return Status.UNKNOWN
 
 
 def describe(status: dict) -> str:
@@ -128,11 +200,11 @@ def describe(status: dict) -> str:
     ...           "separable": False, "failed": 0, "note": ""})
     'DONE: rank 2 of 5 by overall = 3.123 [3.000, 3.300]; not separable from the row above; judge failures 0'
     """
-    state = status.get("status")
-    if state in ("PENDING", "RUNNING"):
+    state = _status(status)
+    if state.queued:
         where = f"position {status['position']} in the queue" if status.get("position") else "being scored"
         return f"{state}: {where}"
-    if state != "DONE":
+    if state is not Status.DONE:
         return f"{state}: {status.get('reason') or 'no reason given'}"
     if status.get("rank") is None:
         return f"DONE, not ranked: {status.get('note') or 'no comparable row'}"

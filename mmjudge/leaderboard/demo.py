@@ -13,9 +13,26 @@ import json
 
 from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores
 from mmjudge.leaderboard.intake import submit
+from mmjudge.leaderboard.settings import DEFAULTS
 from mmjudge.leaderboard.store import Store
 
-DEMO_SETTINGS = {"demo": True, "judge": "dummy", "model": None, "bootstrap": 200, "rate_limit": 50}
+# What makes a board the demo (always applied), and the demo's defaults (a value in settings.json wins:
+# a documented rate_limit there is kept).
+DEMO_FORCED = {"demo": True, "judge": "dummy", "model": None}
+DEMO_DEFAULTS = {"bootstrap": 200, "rate_limit": 50}
+
+
+def demo_settings(from_file: dict) -> dict:
+    """The settings of ``mmjudge leaderboard --demo``: the board's defaults, the demo's defaults, what
+    ``settings.json`` sets, then what makes it the demo.
+
+    >>> demo_settings({"rate_limit": 5})["rate_limit"], demo_settings({})["rate_limit"]
+    (5, 50)
+    >>> demo_settings({"judge": "transformers"})["judge"]
+    'dummy'
+
+    """
+    return {**DEFAULTS, **DEMO_DEFAULTS, **from_file, **DEMO_FORCED}
 
 
 def _jsonl(rows: list[dict]) -> bytes:

@@ -33,17 +33,19 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from mmjudge.leaderboard.benchmarks import CRITERIA, PROMPTS, Benchmark
+from mmjudge.leaderboard.benchmarks import Benchmark
 from mmjudge.leaderboard.settings import DEFAULTS
-from mmjudge.leaderboard.validation import MAX_TEXT_CHARS, human_size
+from mmjudge.leaderboard.tracks import GuideWords, get_track
+from mmjudge.leaderboard.validation import human_size
 
 FORMATS = {"zip": "JSONL + images, zipped", "parquet": "Parquet with the image bytes (datasets layout)"}
 EXAMPLE = "example_submission.jsonl"
 
 
-def fingerprint(bench: Benchmark) -> str:
-    """Changes when the benchmark's items change (its ids and their order)."""
-    return hashlib.sha256(json.dumps([bench.name, bench.ids]).encode()).hexdigest()[:12]
+def fingerprint(bench: Benchmark, *extra: str) -> str:
+    """Changes when the benchmark's items change (its ids and their order), or any of ``extra`` (the
+    guide inside the zip, which states the board's limits)."""
+    return hashlib.sha256(json.dumps([bench.name, bench.ids, *extra]).encode()).hexdigest()[:12]
 
 
 def check_format(fmt: str) -> str:
@@ -52,14 +54,19 @@ def check_format(fmt: str) -> str:
     return fmt
 
 
-def inputs_file(bench: Benchmark, folder: str | os.PathLike, fmt: str = "zip") -> Path:
-    """The benchmark's inputs in ``fmt`` under ``folder`` (built on first use, written atomically)."""
+def inputs_file(bench: Benchmark, folder: str | os.PathLike, fmt: str = "zip", settings: dict | None = None) -> Path:
+    """The benchmark's inputs in ``fmt`` under ``folder`` (built on first use, written atomically). The
+    zip's README is the guide with the board's ``settings`` (its limits), so a change of limits is a new file."""
     check_format(fmt)
-    path = Path(folder) / f"{bench.name}-inputs-{fingerprint(bench)}.{fmt}"
+    readme = guide(bench, url=None, settings=settings, plain=True)
+    path = Path(folder) / f"{bench.name}-inputs-{fingerprint(bench, readme if fmt == 'zip' else '')}.{fmt}"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + f".{os.getpid()}.part")
-        (_write_zip if fmt == "zip" else _write_parquet)(bench, tmp)
+        if fmt == "zip":
+            _write_zip(bench, tmp, readme)
+        else:
+            _write_parquet(bench, tmp)
         os.replace(tmp, path)
     return path
 
@@ -77,13 +84,8 @@ def example_file(bench: Benchmark, folder: str | os.PathLike) -> Path:
 
 def example_submission(bench: Benchmark) -> list[dict]:
     """One line per item in the exact format the track wants; the values are placeholders to replace."""
-    if bench.track == "models":
-        names = {t: info.text_name for t, info in PROMPTS.task_info.items()}
-        return [
-            {"id": it["id"], "text": f"<your model's {names.get(it['task'], 'text')} for this image>"}
-            for it in bench.public_items()
-        ]
-    return [{"id": i, "score": 0.0} for i in bench.ids]
+    track = get_track(bench.track)
+    return [track.example_line(bench, it) for it in bench.public_items()]
 
 
 def image_bytes(image: Any) -> tuple[bytes, str] | None:
@@ -118,7 +120,16 @@ def _jsonl(rows: list[dict]) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
 
 
-def _write_zip(bench: Benchmark, path: Path) -> None:
+def _entry(name: str, stored: bool = False) -> zipfile.ZipInfo:
+    """A zip entry that unpacks as an ordinary file (mode 0644: ``ZipFile.writestr`` with a bare name
+    gives 0600, which other users on the machine, or a container's user, cannot read)."""
+    info = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
+    info.external_attr = (0o100644 & 0xFFFF) << 16  # a regular file, rw-r--r--
+    info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
+    return info
+
+
+def _write_zip(bench: Benchmark, path: Path, readme: str) -> None:
     root = bench.name
     rows = []
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -127,14 +138,14 @@ def _write_zip(bench: Benchmark, path: Path) -> None:
             encoded = image_bytes(item.get("image"))
             if encoded is not None:
                 name = f"images/{k:06d}.{encoded[1]}"
-                zf.writestr(f"{root}/{name}", encoded[0], compress_type=zipfile.ZIP_STORED)  # already compressed
+                zf.writestr(_entry(f"{root}/{name}", stored=True), encoded[0])  # images are already compressed
                 row["image"] = name
             elif "image" in row:
                 row["image"] = None
             rows.append(row)
-        zf.writestr(f"{root}/inputs.jsonl", _jsonl(rows))
-        zf.writestr(f"{root}/{EXAMPLE}", _jsonl(example_submission(bench)))
-        zf.writestr(f"{root}/README.md", guide(bench, url=None, plain=True))
+        zf.writestr(_entry(f"{root}/inputs.jsonl"), _jsonl(rows))
+        zf.writestr(_entry(f"{root}/{EXAMPLE}"), _jsonl(example_submission(bench)))
+        zf.writestr(_entry(f"{root}/README.md"), readme)
 
 
 def _write_parquet(bench: Benchmark, path: Path) -> None:
@@ -171,22 +182,11 @@ def _write_parquet(bench: Benchmark, path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------ guide
-def line_format(bench: Benchmark) -> dict[str, Any]:
-    """The submission format as data (the ``/benchmarks`` API): track, items, fields, an example line."""
+def line_format(bench: Benchmark, settings: dict | None = None) -> dict[str, Any]:
+    """The submission format as data (the ``/benchmarks`` API): track, items, fields, an example line,
+    and the board's limits (``max_upload_bytes``: what ``mmjudge leaderboard submit`` checks first)."""
+    s = {**DEFAULTS, **(settings or {})}
     example = example_submission(bench)[0] if bench.ids else {}
-    if bench.track == "models":
-        fields = {
-            "id": "an id of the inputs, each exactly once",
-            "text": f"your model's output (at most {MAX_TEXT_CHARS:,} characters)",
-        }
-    else:
-        fields = {
-            "id": "an item id, each exactly once",
-            "score": "your metric's score of the item (a finite number; higher = better)",
-        }
-        criteria = [c for c in bench.judgments().criteria if c != "overall"]
-        if criteria:
-            fields["<criterion>"] = f"optional: one score column per criterion among {', '.join(criteria)}"
     return {
         "name": bench.name,
         "track": bench.track,
@@ -194,111 +194,61 @@ def line_format(bench: Benchmark) -> dict[str, Any]:
         "description": bench.description,
         "items": len(bench.ids),
         "tasks": list(bench.tasks),
-        "fields": fields,
+        "fields": get_track(bench.track).line_fields(bench),
         "example": example,
         "formats": list(FORMATS),
+        "limits": {
+            "max_upload_bytes": int(s["max_upload_bytes"]),
+            "max_upload": human_size(int(s["max_upload_bytes"])),
+            "uploads": int(s["rate_limit"]),
+            "per_minutes": float(s["rate_window_s"]) / 60,
+        },
     }
 
 
+def size_limit_text(settings: dict) -> str:
+    """The upload limit in the words every page, guide and message uses: ``4.0 MB (4,194,304 bytes)``."""
+    limit = int(settings["max_upload_bytes"])
+    return f"{human_size(limit)} ({limit:,} bytes)" if limit >= 2**10 else human_size(limit)
+
+
+def rate_limit_text(settings: dict) -> str:
+    """The rate limit in the words every page and guide uses."""
+    window = float(settings["rate_window_s"]) / 60
+    return (
+        f"{int(settings['rate_limit'])} uploads per {window:g} minutes per address (or Hub user), refused ones included"
+    )
+
+
 def guide(bench: Benchmark, url: str | None = None, settings: dict | None = None, plain: bool = False) -> str:
-    """The "How to submit" text of one benchmark (Markdown). ``plain``: for the README in the download
-    (no page-specific wording). Names from the benchmark's data pass the page's escaping helper."""
+    """The "How to submit" text of one benchmark (Markdown), with the board's own limits. ``plain``: for the
+    README in the download (no page-specific wording). Names from the benchmark's data pass the page's
+    escaping helper."""
     from mmjudge.report import markdown_text
 
     s = {**DEFAULTS, **(settings or {})}
-    name = bench.name if plain else markdown_text(bench.name)
-    spec = line_format(bench)
     board = url or "URL-OF-THE-BOARD"
-    example = json.dumps(spec["example"], ensure_ascii=False)
-    per_task = (
-        {t: sum(1 for it in bench.public_items() if it.get("task") == t) for t in bench.tasks}
-        if bench.track == "models"
-        else {}
+
+    def command(kind: str, file: str) -> str:
+        if kind == "download":
+            return f"mmjudge leaderboard download --url {board} --benchmark {bench.name} --out {file}"
+        return f"mmjudge leaderboard submit --url {board} --benchmark {bench.name} --file {file}"
+
+    words = GuideWords(
+        example=json.dumps(line_format(bench)["example"], ensure_ascii=False),
+        size=size_limit_text(s),
+        name=bench.name if plain else markdown_text(bench.name),
+        command=command,
     )
     lines = [
         f"### How to take part in `{bench.name}` ({bench.track} track)",
         "",
-        markdown_text(bench.description) if not plain else bench.description,
+        bench.description if plain else markdown_text(bench.description),
         "",
-    ]
-    if bench.track == "models":
-        lines += [
-            "1. **Get the inputs**: *Inputs (zip)* — `inputs.jsonl` (one item per line: `id`, `task`, `image`, "
-            "`question`, `box`) and `images/` — or *Inputs (Parquet)*, the same with the image bytes inside "
-            '(`datasets.load_dataset("parquet", data_files=…)`).',
-            f"2. **Run your model on every item** ({len(bench.ids)} items). What each task asks:",
-        ]
-        for t in bench.tasks:
-            info = PROMPTS.task_info.get(t)
-            if info is None:
-                continue
-            what = {
-                "question": "to the item's `question`",
-                "box": "for the object in `box` (x, y, width, height in pixels)",
-            }
-            target = " and ".join(what[n] for n in info.needs) or "of the image"
-            lines.append(
-                f"   - `{t}` — {info.label} ({per_task.get(t, 0)} items): write the {info.text_name} {target}."
-            )
-        lines += [
-            "3. **Write one JSON object per line** (UTF-8), every id exactly once, nothing else needed:",
-            "",
-            "   ```json",
-            f"   {example}",
-            "   ```",
-            "",
-            f"   *Example submission* has a line for every id. Texts: at most {MAX_TEXT_CHARS:,} characters each.",
-            f"4. **Submit** the file (at most {human_size(int(s['max_upload_bytes']))}) on the *Submit* tab (track "
-            f"*models*, benchmark *{name}*), or from a terminal, which also waits for the score:",
-            "",
-            "   ```",
-            f"   mmjudge leaderboard download --url {board} --benchmark {bench.name} --out inputs.zip",
-            f"   mmjudge leaderboard submit --url {board} --benchmark {bench.name} --file outputs.jsonl --name my-vlm",
-            "   ```",
-            "",
-            f"**Scoring**: HarmonicEval rates every text 1–5 on {', '.join(CRITERIA)} with the board's judge; rows are "
-            "ranked overall, per task and per criterion, each with a 95% bootstrap interval over the items, and "
-            "marked when separable from the row above (paired bootstrap on the same items). Items the judge "
-            f"cannot rate are counted; above {100 * float(s['max_failed_share']):g}% of the items a submission is "
-            "shown but not ranked.",
-        ]
-    else:
-        criteria = [c for c in bench.judgments().criteria if c != "overall"]
-        lines += [
-            "1. **Get the items**: *Inputs (zip)* — `inputs.jsonl` (one item per line: `id`, `task`, `text` to "
-            "score, `references`, and the `image` file or its upstream `image_path` where the images may not be "
-            "redistributed) — or *Inputs (Parquet)*.",
-            f"2. **Score every item with your metric** ({len(bench.ids)} items).",
-            "3. **Write one JSON object per line** (UTF-8), every id exactly once:",
-            "",
-            "   ```json",
-            f"   {example}",
-            "   ```",
-            "",
-        ]
-        if criteria:
-            lines.append(
-                f"   Optionally add one score column per criterion ({', '.join(criteria)}); each is correlated with "
-                "that criterion's human ratings."
-            )
-        lines += [
-            f"4. **Submit** the file (at most {human_size(int(s['max_upload_bytes']))}) on the *Submit* tab (track "
-            f"*metrics*, benchmark *{name}*), or from a terminal:",
-            "",
-            "   ```",
-            f"   mmjudge leaderboard download --url {board} --benchmark {bench.name} --out items.zip",
-            f"   mmjudge leaderboard submit --url {board} --benchmark {bench.name} --file scores.jsonl --name my-metric",
-            "   ```",
-            "",
-            f"**Scoring**: the meta-evaluation compares your scores with the human judgments (protocol "
-            f"`{s['protocol']}`, {int(s['bootstrap'])} bootstrap resamples, seed {int(s['seed'])}); the headline is "
-            "the benchmark's usual figure, with its interval, and each row says whether it is separable from "
-            "the row above.",
-        ]
-    window = float(s["rate_window_s"]) / 60
-    lines += [
+        *get_track(bench.track).guide_steps(bench, s, words),
         "",
-        f"**Limits**: {int(s['rate_limit'])} uploads per {window:g} minutes per address (or Hub user), refused "
-        "ones included; the same file twice is refused as a duplicate.",
+        f"**Limits**: {rate_limit_text(s)}; files at most {size_limit_text(s)}. The same file twice is refused "
+        "as a duplicate; sending your own upload again (same file, name and fields, e.g. after a lost reply) "
+        "returns its receipt.",
     ]
     return "\n".join(lines) + "\n"

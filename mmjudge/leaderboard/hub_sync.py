@@ -34,8 +34,9 @@ import logging
 import time
 from typing import Any
 
+from mmjudge.leaderboard.records import Status, Submission
+
 logger = logging.getLogger(__name__)
-HUB_STATUS = {"PENDING": "PENDING", "RUNNING": "RUNNING", "DONE": "FINISHED", "FAILED": "FAILED"}
 _PUBLIC = (
     "id",
     "track",
@@ -74,9 +75,10 @@ class HubSync:
             api = HfApi()
         return cls(api, requests_repo, results_repo)
 
-    def request_document(self, row: dict) -> dict:
-        doc = {k: row.get(k) for k in _PUBLIC}
-        doc["status"] = HUB_STATUS[row["status"]]
+    def request_document(self, row: Submission) -> dict:
+        doc = {k: getattr(row, k) for k in _PUBLIC}
+        doc["hidden"] = int(row.hidden)  # as the database stores it (0 / 1)
+        doc["status"] = row.status.hub  # the template's spelling (FINISHED for DONE)
         return doc
 
     def _upload(self, repo: str, path: str, doc: dict, message: str) -> None:
@@ -89,33 +91,30 @@ class HubSync:
         """Upload every submission changed since its last sync; returns how many were pushed."""
         pushed = 0
         for row in store.submissions(include_hidden=True):
-            if row["synced_at"] is not None and row["synced_at"] >= row["updated_at"]:
+            if row.synced_at is not None and row.synced_at >= row.updated_at:
                 continue
             started = time.time()
             try:
-                path = f"requests/{row['benchmark']}/{row['id']}.json"
-                self._upload(self.requests_repo, path, self.request_document(row), f"{row['id']}: {row['status']}")
-                if row["status"] == "DONE":
-                    result = store.result(row["id"])
+                path = f"requests/{row.benchmark}/{row.id}.json"
+                self._upload(self.requests_repo, path, self.request_document(row), f"{row.id}: {row.status}")
+                if row.status is Status.DONE:
+                    result = store.result(row.id)
                     if result is not None:
                         doc = {
-                            "id": row["id"],
-                            "name": row["name"],
-                            "track": row["track"],
-                            "benchmark": row["benchmark"],
-                            "signature": result["signature"],
-                            "summary": result["summary"],
+                            "id": row.id,
+                            "name": row.name,
+                            "track": row.track,
+                            "benchmark": row.benchmark,
+                            "signature": result.signature,
+                            "summary": result.summary,
                         }
                         self._upload(
-                            self.results_repo,
-                            f"results/{row['benchmark']}/{row['id']}.json",
-                            doc,
-                            f"results of {row['id']}",
+                            self.results_repo, f"results/{row.benchmark}/{row.id}.json", doc, f"results of {row.id}"
                         )
             except Exception as err:  # the Hub being down must not stop the board; retried next time
-                logger.warning("hub sync of %s failed: %s", row["id"], err)
+                logger.warning("hub sync of %s failed: %s", row.id, err)
                 continue
-            store.mark_synced(row["id"], started)
+            store.mark_synced(row.id, started)
             pushed += 1
         return pushed
 

@@ -10,8 +10,8 @@ path can be traversed.
 
 Rate limits count per *client* (the signed-in Hub user, else the network address), never per a field
 the client writes. Admin actions (hide, delete, re-run / re-queue) need the token in
-``MMJUDGE_LEADERBOARD_ADMIN_TOKEN`` (without it they are disabled); wrong guesses are throttled per
-client with a growing delay (:class:`AdminGuard`).
+``MMJUDGE_LEADERBOARD_ADMIN_TOKEN`` (without it, or with one under 16 characters, they are disabled);
+wrong guesses are throttled per client with a growing delay, the right token never (:class:`AdminGuard`).
 
 >>> safe_link("javascript:alert(1)"), safe_link("https://huggingface.co/org/model")
 ('', '<a href="https://huggingface.co/org/model" target="_blank" rel="noopener noreferrer">https://huggingface.co/org/model</a>')
@@ -29,7 +29,13 @@ import threading
 import time
 from dataclasses import dataclass
 
+from mmjudge.leaderboard.records import Submission
+from mmjudge.report import invisible_characters
+
 ADMIN_TOKEN_ENV = "MMJUDGE_LEADERBOARD_ADMIN_TOKEN"
+# A right token is never refused (the throttle cannot hold the admin out), so guessing is stopped by the
+# token's length: 16 random URL-safe characters are 2^96 tries.
+MIN_TOKEN_CHARS = 16
 MAX_NAME_CHARS = 100
 MAX_LINK_CHARS = 300
 MAX_DESCRIPTION_CHARS = 2000
@@ -84,10 +90,23 @@ class RateLimit:
         )
 
 
+def trimmed(name: object, link: object, description: object, submitter: object) -> tuple[str, str, str, str]:
+    """The four displayed fields as the board stores them (text, surrounding spaces removed)."""
+    return tuple(str(v or "").strip() for v in (name, link, description, submitter))  # type: ignore[return-value]
+
+
 def check_fields(name: str, link: str, description: str, submitter: str) -> tuple[str, str, str, str]:
-    """Trimmed fields, or :class:`RefusedError` naming the field that is missing or too long. An empty
-    submitter is allowed (the app shows the Hub user, else "anonymous")."""
-    name, link, description, submitter = (str(v or "").strip() for v in (name, link, description, submitter))
+    """Trimmed fields, or :class:`RefusedError` naming the field that is missing, too long, or holds
+    characters that change how it is shown. An empty submitter is allowed (the app shows the Hub user,
+    else "anonymous").
+
+    >>> check_fields("\u202egnp.exe\u202c", "", "", "")
+    Traceback (most recent call last):
+    ...
+    mmjudge.leaderboard.protection.RefusedError: the name holds invisible characters that change how it is
+    shown (U+202E, U+202C: bidirectional controls or zero-width characters); remove them and submit again.
+    """
+    name, link, description, submitter = trimmed(name, link, description, submitter)
     if not name:
         raise RefusedError("give the model or metric a name.")
     for label, value, limit in (
@@ -98,6 +117,13 @@ def check_fields(name: str, link: str, description: str, submitter: str) -> tupl
     ):
         if len(value) > limit:
             raise RefusedError(f"the {label} has {len(value)} characters; the limit is {limit}.")
+        hidden = invisible_characters(value)
+        if hidden:  # U+202E shows "\u202egnp.exe" as "exe.png": a name others read must be what it says
+            raise RefusedError(
+                f"the {label} holds invisible characters that change how it is shown "
+                f"({', '.join(dict.fromkeys(hidden))}: bidirectional controls or zero-width characters); "
+                "remove them and submit again."
+            )
     if link and not _LINK.match(link):
         raise RefusedError(
             f"the link must start with http:// or https:// and hold no spaces or quotes, not {link[:60]!r}."
@@ -105,10 +131,12 @@ def check_fields(name: str, link: str, description: str, submitter: str) -> tupl
     return name, link, description, submitter
 
 
-def duplicate_reason(previous: dict) -> str:
+def duplicate_reason(previous: Submission) -> str:
+    """The refusal of a file already on the board, naming the stored submission by its full id (what
+    ``/status`` and the Submission tab take)."""
     return (
-        f"duplicate: the same file was already submitted as {previous['name']!r} "
-        f"(submission {previous['id'][:8]}, status {previous['status']})."
+        f"duplicate: the same file was already submitted as {previous.name!r} "
+        f"(submission {previous.id}, status {previous.status})."
     )
 
 
@@ -144,25 +172,33 @@ def _token_digest(token: object) -> bytes:
 
 def check_admin(token: str | None, env: dict | None = None) -> None:
     """Raise :class:`PermissionError` unless ``token`` equals the configured admin token (compared in
-    constant time, on SHA-256 digests so that not even the length leaks)."""
+    constant time, on SHA-256 digests so that not even the length leaks). A configured token shorter
+    than :data:`MIN_TOKEN_CHARS` disables admin actions: its length is what stops guessing (a right
+    token is never refused, so no throttle can)."""
     expected = (env if env is not None else os.environ).get(ADMIN_TOKEN_ENV, "")
     if not expected:
         raise PermissionError(f"admin actions are disabled: set {ADMIN_TOKEN_ENV} on the server.")
+    if len(expected) < MIN_TOKEN_CHARS:
+        raise PermissionError(
+            f"admin actions are disabled: {ADMIN_TOKEN_ENV} holds {len(expected)} characters; set one of at least "
+            f"{MIN_TOKEN_CHARS} (e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))')."
+        )
     if not hmac.compare_digest(_token_digest(token or ""), _token_digest(expected)) or not token:
         raise PermissionError("wrong admin token.")
 
 
 class AdminGuard:
-    """Admin-token checks throttled per client with a growing delay.
+    """Admin-token checks; wrong tokens throttled per client with a growing delay, the right one never.
 
-    After the k-th wrong token in a row, the client must wait ``base_delay_s · 2^(k−1)`` seconds (at
-    most ``max_delay_s``) before its next try is even looked at; a try during the wait is refused with
-    the time left, without comparing the token, so guessing cannot go faster than the delays allow
-    (1 + 2 + 4 + … seconds: ten guesses take 17 minutes with the defaults). The right token clears the
-    client's record. Kept in memory: one app process serves the board.
+    Every token is compared (in constant time). The right token always gets through and clears the
+    client's record, so no one sharing the admin's address (or key) can hold the admin out. After the
+    k-th wrong token in a row a client must wait ``base_delay_s · 2^(k−1)`` seconds (at most
+    ``max_delay_s``); a wrong token during the wait is answered with the time left. What keeps a token
+    from being guessed is its length (:data:`MIN_TOKEN_CHARS`, checked by :func:`check_admin`): the wait
+    slows a person's typos and a script's noise, not a search that the right answer ends.
 
     >>> t = [0.0]
-    >>> guard = AdminGuard(base_delay_s=1.0, clock=lambda: t[0], env={ADMIN_TOKEN_ENV: "s3cret"})
+    >>> guard = AdminGuard(base_delay_s=1.0, clock=lambda: t[0], env={ADMIN_TOKEN_ENV: "s3cret-s3cret-s3cret"})
     >>> for token in ("guess", "again"):
     ...     try:
     ...         guard.check(token, "ip:10.0.0.7")
@@ -170,7 +206,7 @@ class AdminGuard:
     ...         print(err)
     wrong admin token.
     too many wrong admin tokens from your address (10.0.0.7): wait 1 s before trying again.
-    >>> t[0] = 1.0; guard.check("s3cret", "ip:10.0.0.7")  # waited: the right token works (and clears the record)
+    >>> guard.check("s3cret-s3cret-s3cret", "ip:10.0.0.7")  # during the wait: the right token still gets through
     """
 
     def __init__(
@@ -189,20 +225,22 @@ class AdminGuard:
         self._lock = threading.Lock()
 
     def check(self, token: str | None, client: str) -> None:
-        """:func:`check_admin`, unless ``client`` must still wait; raises :class:`PermissionError`."""
+        """:func:`check_admin`; a wrong token during ``client``'s wait says how long is left. Raises
+        :class:`PermissionError`."""
         now = self.clock()
-        with self._lock:
-            failures, until = self._failures.get(client, (0, now))
-            if now < until:
-                wait = math.ceil(until - now)
-                raise PermissionError(
-                    f"too many wrong admin tokens from {client_label(client)}: wait {wait} s before trying again."
-                )
         try:
             check_admin(token, self.env)
         except PermissionError as err:
-            if "disabled" not in str(err):
-                self._record_failure(client, now)
+            if "disabled" in str(err):
+                raise
+            with self._lock:
+                until = self._failures.get(client, (0, now))[1]
+            if now < until:
+                raise PermissionError(
+                    f"too many wrong admin tokens from {client_label(client)}: "
+                    f"wait {math.ceil(until - now)} s before trying again."
+                ) from None
+            self._record_failure(client, now)
             raise
         with self._lock:
             self._failures.pop(client, None)

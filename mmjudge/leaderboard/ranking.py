@@ -13,11 +13,14 @@ and whether it is separable from the row above (paired bootstrap on the same ite
 :mod:`mmjudge.leaderboard.uncertainty`). A Models-track submission whose judge failed on more than
 ``max_failed_share`` of its items is listed without a rank, with the reason (:data:`MAX_FAILED_SHARE`).
 
->>> a = {"id": "1", "name": "A", "signature": "mmjudge=0.1.0|metric=he|gamma=0.75", "created_at": 1,
-...      "summary": {"overall": 3.0, "criteria": {"fluency": 4.0}, "tasks": {}}}
->>> b = dict(a, id="2", name="B", created_at=2, summary={"overall": 3.5, "criteria": {"fluency": 3.0}, "tasks": {}})
->>> c = dict(a, id="3", name="C", created_at=3, signature="mmjudge=0.2.0|metric=he|gamma=0.75")
->>> d = dict(a, id="4", name="D", created_at=4, signature="mmjudge=0.1.0|metric=he|gamma=0.5")
+>>> from dataclasses import replace
+>>> from mmjudge.leaderboard.records import ScoredSubmission
+>>> a = ScoredSubmission(id="1", track="models", benchmark="b", name="A", submitter="", created_at=1,
+...                      signature="mmjudge=0.1.0|metric=he|gamma=0.75",
+...                      summary={"overall": 3.0, "criteria": {"fluency": 4.0}, "tasks": {}})
+>>> b = replace(a, id="2", name="B", created_at=2, summary={"overall": 3.5, "criteria": {"fluency": 3.0}, "tasks": {}})
+>>> c = replace(a, id="3", name="C", created_at=3, signature="mmjudge=0.2.0|metric=he|gamma=0.75")
+>>> d = replace(a, id="4", name="D", created_at=4, signature="mmjudge=0.1.0|metric=he|gamma=0.5")
 >>> [[(r["rank"], r["name"]) for r in g["rows"]] for g in rank_models([a, b, c, d])]
 [[(1, 'B'), (2, 'A'), (2, 'C')], [(1, 'D')]]
 >>> [(r["rank"], r["name"]) for r in rank_models([a, b], criterion="fluency")[0]["rows"]]
@@ -30,6 +33,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from mmjudge.leaderboard.records import ScoredSubmission
 from mmjudge.leaderboard.uncertainty import mean_interval, paired, separable_resamples
 from mmjudge.signature import comparable
 
@@ -164,12 +168,12 @@ def _resamples_of(result: Any, metric: str, record: dict) -> list | None:
 
 
 # ------------------------------------------------------------------------------------- grouping
-def group_by_signature(entries: Sequence[dict]) -> list[list[dict]]:
+def group_by_signature(entries: Sequence[ScoredSubmission]) -> list[list[ScoredSubmission]]:
     """Entries split into groups of mutually comparable signatures (first come, first grouped)."""
-    groups: list[list[dict]] = []
+    groups: list[list[ScoredSubmission]] = []
     for entry in entries:
         for group in groups:
-            if comparable(group[0]["signature"], entry["signature"]):
+            if comparable(group[0].signature, entry.signature):
                 group.append(entry)
                 break
         else:
@@ -202,21 +206,21 @@ def _ranked(rows: list[dict], key: str) -> list[dict]:
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["_created"], r["id"]))
 
 
-def _base(entry: dict) -> dict:
+def _base(entry: ScoredSubmission) -> dict:
     return {
-        "id": entry["id"],
-        "name": entry["name"],
-        "link": entry.get("link", ""),
-        "submitter": entry.get("submitter", ""),
-        "_created": entry.get("created_at", 0),
+        "id": entry.id,
+        "name": entry.name,
+        "link": entry.link,
+        "submitter": entry.submitter,
+        "_created": entry.created_at,
     }
 
 
-def by_benchmark(entries: Sequence[dict]) -> dict[str, list[dict]]:
+def by_benchmark(entries: Sequence[ScoredSubmission]) -> dict[str, list[ScoredSubmission]]:
     """Entries per benchmark, in first-seen order: different benchmarks are never ranked together."""
-    out: dict[str, list[dict]] = {}
+    out: dict[str, list[ScoredSubmission]] = {}
     for e in entries:
-        out.setdefault(str(e.get("benchmark") or ""), []).append(e)
+        out.setdefault(e.benchmark, []).append(e)
     return out
 
 
@@ -255,7 +259,7 @@ def failure_note(summary: dict, max_failed_share: float = MAX_FAILED_SHARE) -> t
 
 
 def rank_models(
-    entries: Sequence[dict],
+    entries: Sequence[ScoredSubmission],
     task: str | None = None,
     criterion: str = "overall",
     max_failed_share: float = MAX_FAILED_SHARE,
@@ -271,20 +275,20 @@ def rank_models(
         for group in group_by_signature(entries_b):
             rows = []
             for e in group:
-                failed, note = failure_note(e["summary"], max_failed_share)
+                failed, note = failure_note(e.summary, max_failed_share)
                 rows.append(
                     {
                         **_base(e),
-                        **model_columns(e["summary"], task),
+                        **model_columns(e.summary, task),
                         "failed": failed,
                         "ranked": note is None,
                         "note": note or "",
-                        "_items": _item_values(e["summary"], task, criterion),
+                        "_items": _item_values(e.summary, task, criterion),
                     }
                 )
             rows = _ranked(rows, criterion)
             _add_uncertainty(rows, bootstrap, seed, (benchmark, task or ALL, criterion))
-            tables.append({"benchmark": benchmark, "signature": group[0]["signature"], "rows": rows, "by": criterion})
+            tables.append({"benchmark": benchmark, "signature": group[0].signature, "rows": rows, "by": criterion})
     return sorted(tables, key=lambda t: -len(t["rows"]))
 
 
@@ -326,7 +330,7 @@ def metric_columns(summary: dict, task: str | None = None, criterion: str | None
 
 
 def rank_metrics(
-    entries: Sequence[dict], task: str | None = None, criterion: str | None = None, by: str = "headline"
+    entries: Sequence[ScoredSubmission], task: str | None = None, criterion: str | None = None, by: str = "headline"
 ) -> list[dict]:
     """One table per (benchmark, signature group): rows ranked by ``by`` (default the headline), each
     with the headline's interval (``ci_low``/``ci_high``) and, ranked by the headline, ``separable``
@@ -336,11 +340,11 @@ def rank_metrics(
         for group in group_by_signature(entries_b):
             rows = []
             for e in group:
-                head = e["summary"].get("headline") or {}
+                head = e.summary.get("headline") or {}
                 rows.append(
                     {
                         **_base(e),
-                        **metric_columns(e["summary"], task, criterion),
+                        **metric_columns(e.summary, task, criterion),
                         "ci_low": head.get("ci_low"),
                         "ci_high": head.get("ci_high"),
                         "_resamples": head.get("resamples"),
@@ -353,9 +357,9 @@ def rank_metrics(
                 r["separable"] = separable_resamples(above, resamples) if by == "headline" and above else None
                 if r["rank"] is not None:
                     above = resamples
-            label = (group[0]["summary"].get("headline") or {}).get("label", "")
+            label = (group[0].summary.get("headline") or {}).get("label", "")
             tables.append(
-                {"benchmark": benchmark, "signature": group[0]["signature"], "headline": label, "rows": rows, "by": by}
+                {"benchmark": benchmark, "signature": group[0].signature, "headline": label, "rows": rows, "by": by}
             )
     return sorted(tables, key=lambda t: -len(t["rows"]))
 

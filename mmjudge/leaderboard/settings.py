@@ -51,16 +51,23 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def read_settings_file(data_dir: str | os.PathLike) -> dict[str, Any]:
+    """What ``<data_dir>/settings.json`` itself sets (empty when there is no file)."""
+    path = Path(data_dir) / SETTINGS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err}); fix or delete it.") from None
+    if not isinstance(values, dict):
+        raise ValueError(f"{path}: expected a JSON object of settings, but got {type(values).__name__}.")
+    return values
+
+
 def load_settings(data_dir: str | os.PathLike) -> dict[str, Any]:
     """Defaults overridden by ``<data_dir>/settings.json`` when it exists."""
-    path = Path(data_dir) / SETTINGS_FILE
-    out = dict(DEFAULTS)
-    if path.is_file():
-        try:
-            out.update(json.loads(path.read_text(encoding="utf-8")))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not valid JSON ({err}); fix or delete it.") from None
-    return out
+    return {**DEFAULTS, **read_settings_file(data_dir)}
 
 
 def save_settings(data_dir: str | os.PathLike, settings: dict[str, Any]) -> None:

@@ -11,14 +11,14 @@ still holds the lease, so a job is never lost and never counted twice.
 >>> import tempfile
 >>> store = Store(tempfile.mkdtemp())
 >>> sid = store.add_submission(track="models", benchmark="demo", name="m", submitter="me", data=b'{"id": "a"}\\n')
->>> store.get(sid)["status"]
-'PENDING'
+>>> store.get(sid).status
+<Status.PENDING: 'PENDING'>
 >>> job = store.claim("worker-1", lease_s=60)
->>> job["id"] == sid, job["status"]
+>>> job.id == sid, str(job.status)
 (True, 'RUNNING')
 >>> store.complete(sid, "worker-1", signature="s", summary={"overall": 3.0}, rows=[])
 True
->>> store.get(sid)["status"], store.result(sid)["summary"]
+>>> str(store.get(sid).status), store.result(sid).summary
 ('DONE', {'overall': 3.0})
 """
 
@@ -36,68 +36,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from mmjudge.leaderboard.records import STORED, QueueEntry, Rejection, Result, ScoredSubmission, Status, Submission
+from mmjudge.leaderboard.schema import create_or_migrate, open_connection
+
 DB_NAME = "leaderboard.sqlite"
 UPLOADS = "uploads"
-STATUSES = ("PENDING", "RUNNING", "DONE", "FAILED")
 DEFAULT_LEASE_S = 60.0
 MAX_ATTEMPTS = 10  # a job whose worker died this many times is failed rather than retried forever
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS submissions (
-    id TEXT PRIMARY KEY,
-    track TEXT NOT NULL,
-    benchmark TEXT NOT NULL,
-    name TEXT NOT NULL,
-    link TEXT NOT NULL DEFAULT '',
-    description TEXT NOT NULL DEFAULT '',
-    submitter TEXT NOT NULL,
-    client TEXT NOT NULL DEFAULT '',
-    content_hash TEXT NOT NULL,
-    file_name TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('PENDING', 'RUNNING', 'DONE', 'FAILED')),
-    reason TEXT NOT NULL DEFAULT '',
-    signature TEXT NOT NULL DEFAULT '',
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    started_at REAL,
-    finished_at REAL,
-    worker TEXT,
-    lease_until REAL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    hidden INTEGER NOT NULL DEFAULT 0,
-    synced_at REAL
-);
-CREATE INDEX IF NOT EXISTS submissions_queue ON submissions (status, created_at);
-CREATE INDEX IF NOT EXISTS submissions_hash ON submissions (content_hash);
-CREATE TABLE IF NOT EXISTS results (
-    submission_id TEXT PRIMARY KEY REFERENCES submissions (id) ON DELETE CASCADE,
-    signature TEXT NOT NULL,
-    summary TEXT NOT NULL,
-    rows TEXT NOT NULL,
-    worker TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS rejections (
-    n INTEGER PRIMARY KEY AUTOINCREMENT,
-    submitter TEXT NOT NULL,
-    client TEXT NOT NULL DEFAULT '',
-    track TEXT NOT NULL,
-    benchmark TEXT NOT NULL,
-    name TEXT NOT NULL,
-    content_hash TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-"""
-# Columns added after the first release: (table, column, declaration), added to older databases.
-_ADDED_COLUMNS = [
-    ("submissions", "client", "TEXT NOT NULL DEFAULT ''"),
-    ("rejections", "client", "TEXT NOT NULL DEFAULT ''"),
-]
-_INDEXES = """
-CREATE INDEX IF NOT EXISTS submissions_client ON submissions (client, created_at);
-CREATE INDEX IF NOT EXISTS rejections_client ON rejections (client, created_at);
-"""
 
 
 class RateLimitedError(ValueError):
@@ -111,8 +56,8 @@ class RateLimitedError(ValueError):
 class DuplicateError(ValueError):
     """The same file (content hash) was already submitted to this benchmark; ``previous`` is its row."""
 
-    def __init__(self, previous: dict):
-        super().__init__(f"duplicate of submission {previous['id']}")
+    def __init__(self, previous: Submission):
+        super().__init__(f"duplicate of submission {previous.id}")
         self.previous = previous
 
 
@@ -139,28 +84,13 @@ class Store:
         self.path = self.data_dir / DB_NAME
         self.timeout_s = timeout_s
         self._local = threading.local()
-        self.connect().executescript(_SCHEMA)  # IF NOT EXISTS: safe when several processes start at once
-        self._migrate()
-
-    def _migrate(self) -> None:
-        """Add the columns a database made by an older version lacks (then their indexes)."""
-        with self.transaction() as db:
-            for table, column, declaration in _ADDED_COLUMNS:
-                if column not in {r["name"] for r in db.execute(f"PRAGMA table_info({table})")}:
-                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-        self.connect().executescript(_INDEXES)
+        create_or_migrate(self.connect())
 
     # ------------------------------------------------------------------------------------- plumbing
     def connect(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None, check_same_thread=False)
-            db.row_factory = sqlite3.Row
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")  # a committed submission survives a power cut
-            db.execute("PRAGMA foreign_keys=ON")
-            db.execute(f"PRAGMA busy_timeout={int(self.timeout_s * 1000)}")
-            self._local.db = db
+            db = self._local.db = open_connection(self.path, self.timeout_s)
         return db
 
     @contextmanager
@@ -207,51 +137,35 @@ class Store:
         Raises:
             DuplicateError: ``unique`` and the same content was already submitted to this benchmark.
             RateLimitedError: ``rate`` and the client used it up.
-            Both are checked inside the inserting transaction, so simultaneous uploads cannot both pass.
+            Both are checked inside the inserting transaction, so simultaneous uploads cannot both pass;
+            the duplicate first, so that a client's repeated upload is recognised even at its limit.
         """
         sid = uuid.uuid4().hex
         file_name = f"{sid}.jsonl"  # never the uploader's name: no path traversal, no clashes
         path = self.uploads / file_name
-        tmp = path.with_suffix(".part")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(self.uploads)
+        _write_durably(path, data)
         now = time.time() if now is None else now
         digest = content_hash(data)
+        row = (sid, track, benchmark, name, link, description, submitter, client, digest, file_name)
         try:
             with self.transaction() as db:
+                if unique:
+                    previous = db.execute(
+                        "SELECT * FROM submissions WHERE content_hash=? AND track=? AND benchmark=?"
+                        " ORDER BY created_at LIMIT 1",
+                        (digest, track, benchmark),
+                    ).fetchone()
+                    if previous is not None:
+                        raise DuplicateError(Submission.from_row(previous))
                 if rate is not None:
                     used = _count_recent(db, client, now - rate[1])
                     if used >= rate[0]:
                         raise RateLimitedError(client, used)
-                if unique:
-                    previous = db.execute(
-                        "SELECT * FROM submissions WHERE content_hash=? AND track=? AND benchmark=? ORDER BY created_at LIMIT 1",
-                        (digest, track, benchmark),
-                    ).fetchone()
-                    if previous is not None:
-                        raise DuplicateError(dict(previous))
                 db.execute(
-                    "INSERT INTO submissions (id, track, benchmark, name, link, description, submitter, client, content_hash,"
-                    " file_name, status, signature, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,'PENDING',?,?,?)",
-                    (
-                        sid,
-                        track,
-                        benchmark,
-                        name,
-                        link,
-                        description,
-                        submitter,
-                        client,
-                        digest,
-                        file_name,
-                        signature,
-                        now,
-                        now,
-                    ),
+                    "INSERT INTO submissions (id, track, benchmark, name, link, description, submitter, client,"
+                    " content_hash, file_name, status, signature, created_at, updated_at)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (*row, Status.PENDING.value, signature, now, now),
                 )
         except (DuplicateError, RateLimitedError):
             path.unlink(missing_ok=True)
@@ -273,23 +187,33 @@ class Store:
         row = self.get(sid)
         if row is None:
             raise ValueError(f"No submission {sid!r}.")
-        return (self.uploads / row["file_name"]).read_bytes()
+        return (self.uploads / row.file_name).read_bytes()
 
-    def get(self, sid: str) -> dict | None:
+    def get(self, sid: str) -> Submission | None:
         row = self.connect().execute("SELECT * FROM submissions WHERE id = ?", (sid,)).fetchone()
-        return dict(row) if row else None
+        return Submission.from_row(row) if row else None
 
-    def submissions(self, status: str | None = None, include_hidden: bool = False) -> list[dict]:
+    def find_upload(self, *, client: str, track: str, benchmark: str, digest: str) -> list[Submission]:
+        """The submissions ``client`` made of this exact file (content hash) to this benchmark, oldest
+        first: how a repeated upload (a retry after a lost reply) is recognised."""
+        rows = self.connect().execute(
+            "SELECT * FROM submissions WHERE content_hash=? AND track=? AND benchmark=? AND client=?"
+            " ORDER BY created_at, id",
+            (digest, track, benchmark, client),
+        )
+        return [Submission.from_row(r) for r in rows]
+
+    def submissions(self, status: Status | None = None, include_hidden: bool = False) -> list[Submission]:
         sql, args = "SELECT * FROM submissions WHERE 1=1", []
         if status is not None:
             sql += " AND status = ?"
-            args.append(status)
+            args.append(Status(status).value)
         if not include_hidden:
             sql += " AND hidden = 0"
-        return [dict(r) for r in self.connect().execute(sql + " ORDER BY created_at, id", args)]
+        return [Submission.from_row(r) for r in self.connect().execute(sql + " ORDER BY created_at, id", args)]
 
-    def rejections(self) -> list[dict]:
-        return [dict(r) for r in self.connect().execute("SELECT * FROM rejections ORDER BY n")]
+    def rejections(self) -> list[Rejection]:
+        return [Rejection.from_row(r) for r in self.connect().execute("SELECT * FROM rejections ORDER BY n")]
 
     def count_recent(self, client: str, since: float) -> int:
         """Submissions (accepted or refused) from ``client`` since ``since`` — the rate limit's count."""
@@ -300,38 +224,44 @@ class Store:
         row = (
             self.connect()
             .execute(
-                "SELECT s.status, (SELECT COUNT(*) FROM submissions q WHERE q.status='PENDING' AND q.hidden=0"
+                "SELECT s.status, (SELECT COUNT(*) FROM submissions q WHERE q.status=? AND q.hidden=0"
                 " AND (q.created_at < s.created_at OR (q.created_at = s.created_at AND q.id <= s.id))) AS ahead"
-                " FROM submissions s WHERE s.id=? AND s.hidden=0 AND s.status IN ('PENDING', 'RUNNING')",
-                (sid,),
+                " FROM submissions s WHERE s.id=? AND s.hidden=0 AND s.status IN (?, ?)",
+                (Status.PENDING.value, sid, Status.PENDING.value, Status.RUNNING.value),
             )
             .fetchone()
         )
         if row is None:
             return None
-        return int(row["ahead"]) if row["status"] == "PENDING" else 0
+        return int(row["ahead"]) if row["status"] == Status.PENDING else 0
 
-    def queue(self, now: float | None = None) -> list[dict]:
+    def queue(self, now: float | None = None) -> list[QueueEntry]:
         """PENDING and RUNNING jobs, oldest first, with ``position`` (1 = next; 0 = running) and ``age_s``."""
         now = time.time() if now is None else now
-        rows = (
-            self.connect()
-            .execute(
-                "SELECT id, name, track, benchmark, status, created_at, worker, attempts, reason FROM submissions"
-                " WHERE status IN ('PENDING', 'RUNNING') AND hidden = 0 ORDER BY created_at, id"
-            )
-            .fetchall()
+        rows = self.connect().execute(
+            "SELECT id, name, track, benchmark, status, created_at, worker, attempts, reason FROM submissions"
+            " WHERE status IN (?, ?) AND hidden = 0 ORDER BY created_at, id",
+            (Status.PENDING.value, Status.RUNNING.value),
         )
         out, position = [], 0
         for r in rows:
-            d = dict(r)
-            if d["status"] == "PENDING":
-                position += 1
-                d["position"] = position
-            else:
-                d["position"] = 0
-            d["age_s"] = max(0.0, now - d["created_at"])
-            out.append(d)
+            status = Status(r["status"])
+            position += status is Status.PENDING
+            out.append(
+                QueueEntry(
+                    id=r["id"],
+                    name=r["name"],
+                    track=r["track"],
+                    benchmark=r["benchmark"],
+                    status=status,
+                    created_at=r["created_at"],
+                    worker=r["worker"],
+                    attempts=r["attempts"],
+                    reason=r["reason"],
+                    position=position if status is Status.PENDING else 0,
+                    age_s=max(0.0, now - r["created_at"]),
+                )
+            )
         return out
 
     # ---------------------------------------------------------------------------------------- queue
@@ -339,33 +269,42 @@ class Store:
         """RUNNING jobs whose lease ran out (the worker died) go back to PENDING — or to FAILED after
         :data:`MAX_ATTEMPTS` tries. Returns how many were re-queued or failed."""
         now = time.time() if now is None else now
+        running = Status.RUNNING.value
         with self.transaction() as db:
             failed = db.execute(
-                "UPDATE submissions SET status='FAILED', reason=?, worker=NULL, lease_until=NULL, finished_at=?, updated_at=?"
-                " WHERE status='RUNNING' AND lease_until < ? AND attempts >= ?",
-                (f"the worker stopped {MAX_ATTEMPTS} times while scoring this submission", now, now, now, MAX_ATTEMPTS),
+                "UPDATE submissions SET status=?, reason=?, worker=NULL, lease_until=NULL, finished_at=?, updated_at=?"
+                " WHERE status=? AND lease_until < ? AND attempts >= ?",
+                (
+                    Status.FAILED.value,
+                    f"the worker stopped {MAX_ATTEMPTS} times while scoring this submission",
+                    now,
+                    now,
+                    running,
+                    now,
+                    MAX_ATTEMPTS,
+                ),
             ).rowcount
             requeued = db.execute(
-                "UPDATE submissions SET status='PENDING', reason='re-queued: the worker stopped (lease expired)',"
-                " worker=NULL, lease_until=NULL, updated_at=? WHERE status='RUNNING' AND lease_until < ?",
-                (now, now),
+                "UPDATE submissions SET status=?, reason='re-queued: the worker stopped (lease expired)',"
+                " worker=NULL, lease_until=NULL, updated_at=? WHERE status=? AND lease_until < ?",
+                (Status.PENDING.value, now, running, now),
             ).rowcount
         return failed + requeued
 
-    def claim(self, worker: str, lease_s: float = DEFAULT_LEASE_S, now: float | None = None) -> dict | None:
+    def claim(self, worker: str, lease_s: float = DEFAULT_LEASE_S, now: float | None = None) -> Submission | None:
         """Atomically take the oldest PENDING job for ``worker`` (None when the queue is empty)."""
         self.recover_expired(now)
         now = time.time() if now is None else now
         with self.transaction() as db:
             row = db.execute(
-                "SELECT id FROM submissions WHERE status='PENDING' ORDER BY created_at, id LIMIT 1"
+                "SELECT id FROM submissions WHERE status=? ORDER BY created_at, id LIMIT 1", (Status.PENDING.value,)
             ).fetchone()
             if row is None:
                 return None
             claimed = db.execute(
-                "UPDATE submissions SET status='RUNNING', worker=?, lease_until=?, started_at=?, updated_at=?,"
-                " attempts=attempts+1, reason='' WHERE id=? AND status='PENDING'",
-                (worker, now + lease_s, now, now, row["id"]),
+                "UPDATE submissions SET status=?, worker=?, lease_until=?, started_at=?, updated_at=?,"
+                " attempts=attempts+1, reason='' WHERE id=? AND status=?",
+                (Status.RUNNING.value, worker, now + lease_s, now, now, row["id"], Status.PENDING.value),
             ).rowcount
         return self.get(row["id"]) if claimed == 1 else None
 
@@ -374,8 +313,8 @@ class Store:
         now = time.time()
         with self.transaction() as db:
             n = db.execute(
-                "UPDATE submissions SET lease_until=? WHERE id=? AND status='RUNNING' AND worker=?",
-                (now + lease_s, sid, worker),
+                "UPDATE submissions SET lease_until=? WHERE id=? AND status=? AND worker=?",
+                (now + lease_s, sid, Status.RUNNING.value, worker),
             ).rowcount
         return n == 1
 
@@ -384,18 +323,19 @@ class Store:
         now = time.time()
         with self.transaction() as db:
             owned = db.execute(
-                "SELECT 1 FROM submissions WHERE id=? AND status='RUNNING' AND worker=?", (sid, worker)
+                "SELECT 1 FROM submissions WHERE id=? AND status=? AND worker=?", (sid, Status.RUNNING.value, worker)
             ).fetchone()
             if owned is None:
                 return False
             db.execute(
-                "INSERT OR REPLACE INTO results (submission_id, signature, summary, rows, worker, created_at) VALUES (?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO results (submission_id, signature, summary, rows, worker, created_at)"
+                " VALUES (?,?,?,?,?,?)",
                 (sid, signature, json.dumps(summary, allow_nan=False), json.dumps(rows, allow_nan=False), worker, now),
             )
             db.execute(
-                "UPDATE submissions SET status='DONE', signature=?, reason='', worker=NULL, lease_until=NULL,"
+                "UPDATE submissions SET status=?, signature=?, reason='', worker=NULL, lease_until=NULL,"
                 " finished_at=?, updated_at=? WHERE id=?",
-                (signature, now, now, sid),
+                (Status.DONE.value, signature, now, now, sid),
             )
         return True
 
@@ -403,11 +343,14 @@ class Store:
         """FAILED with ``reason`` (shown to the submitter); with ``worker``, only if it holds the job."""
         now = time.time()
         with self.transaction() as db:
-            sql = "UPDATE submissions SET status='FAILED', reason=?, worker=NULL, lease_until=NULL, finished_at=?, updated_at=? WHERE id=?"
-            args: list = [reason, now, now, sid]
+            sql = (
+                "UPDATE submissions SET status=?, reason=?, worker=NULL, lease_until=NULL, finished_at=?,"
+                " updated_at=? WHERE id=?"
+            )
+            args: list = [Status.FAILED.value, reason, now, now, sid]
             if worker is not None:
-                sql += " AND status='RUNNING' AND worker=?"
-                args.append(worker)
+                sql += " AND status=? AND worker=?"
+                args += [Status.RUNNING.value, worker]
             n = db.execute(sql, args).rowcount
         return n == 1
 
@@ -418,9 +361,9 @@ class Store:
         with self.transaction() as db:
             db.execute("DELETE FROM results WHERE submission_id=?", (sid,))
             n = db.execute(
-                "UPDATE submissions SET status='PENDING', reason=?, worker=NULL, lease_until=NULL, attempts=0,"
+                "UPDATE submissions SET status=?, reason=?, worker=NULL, lease_until=NULL, attempts=0,"
                 " finished_at=NULL, updated_at=? WHERE id=?",
-                (reason, now, sid),
+                (Status.PENDING.value, reason, now, sid),
             ).rowcount
         return n == 1
 
@@ -438,38 +381,37 @@ class Store:
         with self.transaction() as db:
             db.execute("DELETE FROM results WHERE submission_id=?", (sid,))
             db.execute("DELETE FROM submissions WHERE id=?", (sid,))
-        (self.uploads / row["file_name"]).unlink(missing_ok=True)
+        (self.uploads / row.file_name).unlink(missing_ok=True)
         return True
 
     # -------------------------------------------------------------------------------------- results
-    def result(self, sid: str) -> dict | None:
+    def result(self, sid: str) -> Result | None:
         row = self.connect().execute("SELECT * FROM results WHERE submission_id=?", (sid,)).fetchone()
-        if row is None:
-            return None
-        out = dict(row)
-        out["summary"], out["rows"] = json.loads(out["summary"]), json.loads(out["rows"])
-        return out
+        return Result.from_row(row) if row else None
 
-    def done(self, track: str | None = None) -> list[dict]:
-        """Visible DONE submissions joined with their result summary (no per-item rows)."""
+    def done(self, track: str | None = None) -> list[ScoredSubmission]:
+        """Visible DONE submissions with their result summary (no per-item rows), oldest first."""
         sql = (
             "SELECT s.*, r.summary AS summary FROM submissions s JOIN results r ON r.submission_id = s.id"
-            " WHERE s.status='DONE' AND s.hidden=0"
+            " WHERE s.status=? AND s.hidden=0"
         )
-        args: list = []
+        args: list = [Status.DONE.value]
         if track is not None:
             sql += " AND s.track=?"
             args.append(track)
-        out = []
-        for r in self.connect().execute(sql + " ORDER BY s.created_at, s.id", args):
-            d = dict(r)
-            d["summary"] = json.loads(d["summary"])
-            out.append(d)
-        return out
+        return [
+            ScoredSubmission.from_row(r) for r in self.connect().execute(sql + " ORDER BY s.created_at, s.id", args)
+        ]
+
+    def version(self) -> tuple:
+        """Changes whenever a visible table could (a job finished, was hidden, deleted or re-queued; the
+        queue moved): what the page polls before it rebuilds its tables. One cheap query."""
+        row = self.connect().execute("SELECT COUNT(*), MAX(updated_at), SUM(hidden) FROM submissions").fetchone()
+        return tuple(row)
 
     def counts(self) -> dict[str, int]:
         db = self.connect()
-        out = dict.fromkeys(STATUSES, 0)
+        out = {str(s): 0 for s in STORED}
         for status, n in db.execute("SELECT status, COUNT(*) FROM submissions GROUP BY status"):
             out[status] = n
         out["results"] = db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
@@ -492,6 +434,17 @@ def _count_recent(db: sqlite3.Connection, client: str, since: float) -> int:
         "SELECT COUNT(*) FROM rejections WHERE client = ? AND created_at >= ?", (client, since)
     ).fetchone()[0]
     return int(accepted) + int(refused)
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` through a temporary file, fsync'ed, renamed, and the directory fsync'ed."""
+    tmp = path.with_suffix(".part")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -18,7 +18,8 @@ Items a judge failed on (``None``) are left out of a row's mean; a pair uses the
 True
 >>> paired(a, b, resamples=200, seed=0, key=("demo", "overall"))["separable"]
 True
->>> paired(a, [x + 0.01 for x in a[:3]] + [x - 0.01 for x in a[3:]], resamples=200, seed=0, key=("demo", "overall"))["separable"]
+>>> noise = [x + 0.01 for x in a[:3]] + [x - 0.01 for x in a[3:]]
+>>> paired(a, noise, resamples=200, seed=0, key=("demo", "overall"))["separable"]
 False
 """
 
@@ -100,8 +101,10 @@ def separable_resamples(
     from the same resamples, as the meta-evaluation draws them): the interval of their difference
     excludes 0. ``None`` when either row has none.
 
-    >>> separable_resamples([0.5, 0.6, 0.55, 0.58], [0.2, 0.3, 0.25, 0.22]), separable_resamples([0.5, 0.4], [0.45, 0.5])
-    (True, False)
+    >>> separable_resamples([0.5, 0.6, 0.55, 0.58], [0.2, 0.3, 0.25, 0.22])
+    True
+    >>> separable_resamples([0.5, 0.4], [0.45, 0.5])
+    False
     """
     if not upper or not lower or len(upper) != len(lower):
         return None

@@ -17,7 +17,9 @@ mmjudge.leaderboard.validation.SubmissionError: line 2 (id 'b'): 'score' is nan;
 >>> validate_outputs(b'{"id": "a", "score": 0.5}\\n', ["a"])
 Traceback (most recent call last):
 ...
-mmjudge.leaderboard.validation.SubmissionError: line 1 (id 'a'): no 'text'. This looks like a Metrics-track score file; the Models track wants one line per item like {"id": "a", "text": "<your model's output>"}. To submit scores, choose the Metrics track.
+mmjudge.leaderboard.validation.SubmissionError: line 1 (id 'a'): no 'text'. This looks like a Metrics-track score file;
+the Models track wants one line per item like {"id": "a", "text": "<your model's output>"}.
+To submit scores, choose the Metrics track.
 >>> human_size(20 * 2**20), human_size(4 * 2**20), human_size(900)
 ('20.0 MB', '4.0 MB', '900 bytes')
 """

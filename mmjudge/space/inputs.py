@@ -131,7 +131,8 @@ def check_pixels(value: Any, field: str, max_pixels: int) -> None:
     >>> check_pixels(Image.new("RGB", (7000, 6000)), "Image", 40_000_000)
     Traceback (most recent call last):
     ...
-    mmjudge.space.inputs.SpaceInputError: Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space accepts images up to 40 megapixels. Resize it, e.g. to 6,831 × 5,855, and upload it again.
+    mmjudge.space.inputs.SpaceInputError: Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space
+    accepts images up to 40 megapixels. Resize it, e.g. to 6,831 × 5,855, and upload it again.
     """
     size = image_size(value)
     if size is None or size[0] * size[1] <= max_pixels:
