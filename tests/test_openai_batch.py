@@ -19,6 +19,7 @@ import pytest
 from PIL import Image
 
 from mmjudge.judges import RatingRequest, Turn
+from mmjudge.judges.base import innermost
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.openai import OpenAIJudge
 from mmjudge.judges.openai_cost import Estimate, image_tokens, load_prices
@@ -250,7 +251,7 @@ def test_max_cost_below_the_estimate_sends_nothing_in_one_line(toy, tmp_path, ca
 def test_input_is_split_at_the_request_and_byte_limits(toy, tmp_path):
     server = toy()
     judge = CachedJudge(OpenAIJudge(base_url=server.url, mode="batch", poll_interval=0.01), tmp_path / "c.sqlite")
-    runner = judge._batches()
+    runner = innermost(judge)._batches()
     runner.max_requests = 4  # (50,000 at OpenAI)
     assert all(r.error is None for r in judge.rate(_requests(10), progress=False))
     sizes = [len(server.batch_api.files[server.batch_api.batches[b]["input_file_id"]][1].splitlines())
@@ -269,7 +270,7 @@ def test_a_run_killed_between_upload_and_record_adopts_the_batch_it_made(toy, tm
     the next run finds the batch made from that file among the account's batches instead of creating another."""
     server = toy()
     judge = CachedJudge(OpenAIJudge(base_url=server.url, mode="batch", poll_interval=0.01), tmp_path / "c.sqlite")
-    runner = judge._batches()
+    runner = innermost(judge)._batches()
     requests = _requests(3)
     entries = [runner.rating_entry(_key(judge, r), r) for r in requests]
     client = judge.servers[0].client

@@ -848,3 +848,20 @@ def test_serve_usage_counts_the_image_tokens_of_the_prompt(tiny_vlm_server):
     text_only = len(local.tokenizer(local.render(request), add_special_tokens=False)["input_ids"])
     assert usage["prompt_tokens"] == expected > text_only
     assert usage["total_tokens"] == expected + usage["completion_tokens"]
+
+
+def test_a_metric_result_reports_the_api_judges_usage(stub_factory):
+    """Every result of a metric on an API judge carries the judge's usage and cost (issue 31): requests,
+    tokens, and the model's list price applied (None for a model the price table does not know)."""
+    from mmjudge import HarmonicEval
+
+    stub = stub_factory()
+    he = HarmonicEval(judge=_judge(stub.url), cache=False, criteria=["fluency", "clarity"], min_mass=0)
+    out = he.compute(predictions=["a dog runs", "two cats"], progress=False)
+    usage = out["usage"]
+    assert usage["mode"] == "sync" and usage["requests"] == 4  # 2 texts x 2 criteria
+    assert usage["prompt_tokens"] > 0 and usage["cost_usd"] is None  # the stub's model has no list price
+    dummy = HarmonicEval(judge="dummy", cache=False, criteria=["fluency"]).compute(
+        predictions=["a dog"], progress=False
+    )
+    assert "usage" not in dummy  # a local judge costs nothing it could report

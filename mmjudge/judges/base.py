@@ -409,7 +409,7 @@ class JudgeWrapper(Judge):
     # serve`` read of a local model (traces, token ids, tokenizer), and what the API backend settled on.
     FORWARDED: ClassVar[frozenset[str]] = frozenset(
         {"calls", "stats", "usage", "generate_trace", "choice_token_ids", "tokenizer"}
-        | {"model_name", "endpoint", "servers", "prefill_mode", "mass_mode"}
+        | {"model_name", "endpoint", "servers", "prefill_mode", "mass_mode", "mode", "usage_report"}
     )
 
     def __init__(self, inner: Judge):

@@ -342,6 +342,10 @@ class Metric(ABC):
             failed = sum(1 for v in out[self.spec.primary] if not (is_number(v) and math.isfinite(v)))
             # stacklevel 3: the caller of compute (compute -> _compute_columns -> warn)
             warnings.warn(f"{self.spec.label}: {failure_line(out['failures'], failed, n)}.", stacklevel=3)
+        # A paid judge (the API backend) says what the judge's calls so far cost: requests, tokens, US$.
+        usage_report = getattr(getattr(self, "judge", None), "usage_report", None)
+        if callable(usage_report):
+            out["usage"] = usage_report()
         return out
 
     def _aggregate(self, results: list[ItemResult], aggregates: dict[str, Any]) -> dict[str, Any]:
