@@ -66,7 +66,8 @@ def main() -> None:
     requests = requests_like_harmonic_eval()
     print(f"{len(requests)} requests per run (8 with an image, 4 text-only); wall: median of {args.repeats} runs")
     print(
-        f"{'family':<16} {'tokens shared':>13} {'tokens plain':>12} {'ratio':>6} {'wall shared':>11} {'wall plain':>10} {'ratio':>6}"
+        f"{'family':<16} {'tokens shared':>13} {'tokens plain':>12} {'ratio':>6} "
+        f"{'wall shared':>11} {'wall plain':>10} {'ratio':>6}"
     )
     with tempfile.TemporaryDirectory() as folder:
         for family in args.families.split(","):

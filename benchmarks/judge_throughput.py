@@ -529,7 +529,8 @@ def bench_shape(family: str, args) -> dict:
     print(f"  ratio     : {result['ratio']:8.1f} x naive")
     print(
         f"  prefill   : {result['tokens_per_s']:8.0f} tokens/s run ({stats.tokens} tokens; "
-        f"{result['unshared_per_s']:.0f} tokens/s unshared-equivalent, {result['tokens_per_request']:.0f} tokens/request, "
+        f"{result['unshared_per_s']:.0f} tokens/s unshared-equivalent, "
+        f"{result['tokens_per_request']:.0f} tokens/request, "
         f"{stats.padded_tokens / max(1, stats.tokens) - 1:.0%} padding)"
     )
     print(f"  peak GPU  : {peak:8.2f} GiB (torch.cuda.max_memory_allocated)")

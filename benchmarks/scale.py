@@ -40,7 +40,8 @@ RANK_SCRIPT = textwrap.dedent(
     from mmjudge import distributed
     from mmjudge.stream import score_file
     started = time.perf_counter()
-    summary = score_file(mmjudge.load("harmonic_eval", judge="dummy", cache=False), sys.argv[1], sys.argv[2], overwrite=True)
+    metric = mmjudge.load("harmonic_eval", judge="dummy", cache=False)
+    summary = score_file(metric, sys.argv[1], sys.argv[2], overwrite=True)
     with open(f"{sys.argv[3]}.rank{distributed.rank()}", "w") as f:
         json.dump({"peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "read": summary.read_by_process,
                    "seconds": time.perf_counter() - started}, f)
@@ -206,7 +207,8 @@ def main() -> None:
         for n in (int(s) for s in args.rank_sizes.split(",")):
             ranks[n] = run_ranks(make_items(work / f"rank-items-{n}.jsonl", n, images), work / f"rank-out-{n}.jsonl", 2)
             print(
-                f"torchrun 2 processes, {n:,} items: peak MB per rank {[round(r['peak_kb'] / 1024) for r in ranks[n]]}, "
+                f"torchrun 2 processes, {n:,} items: "
+                f"peak MB per rank {[round(r['peak_kb'] / 1024) for r in ranks[n]]}, "
                 f"items read per rank {ranks[n][0]['read']}"
             )
         a, b = (int(s) for s in args.rank_sizes.split(","))

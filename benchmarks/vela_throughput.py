@@ -473,7 +473,8 @@ def main(argv=None) -> int:
     ids = vela.prompt_ids(references, candidates)
     clip_tokens = [len(x) for x in vela.clip.tokenizer(candidates)["input_ids"]]
     print(
-        f"VELA prompt tokens: mean {np.mean([len(i) for i in ids]):.0f}; CLIP candidate tokens: mean {np.mean(clip_tokens):.0f} "
+        f"VELA prompt tokens: mean {np.mean([len(i) for i in ids]):.0f}; "
+        f"CLIP candidate tokens: mean {np.mean(clip_tokens):.0f} "
         f"(≤248); words: candidate 100, reference 130"
     )
     metric = VELA(vela=vela, batch_size=batch_sizes[0], compile=args.compile)
@@ -491,7 +492,8 @@ def main(argv=None) -> int:
         results[bs] = seconds
         parts = ", ".join(f"{k} {1000 * v / n:.2f}" for k, v in timings.items())
         print(
-            f"VELA batch {bs:3d}: {n / seconds:8.1f} samples/s  {1000 * seconds / n:8.2f} ms/sample  (ms/sample: {parts})"
+            f"VELA batch {bs:3d}: {n / seconds:8.1f} samples/s  {1000 * seconds / n:8.2f} ms/sample  "
+            f"(ms/sample: {parts})"
         )
     best_bs = min(results, key=results.get)
     vela_ms = 1000 * results[best_bs] / n
@@ -515,7 +517,8 @@ def main(argv=None) -> int:
             f"VELA batch {best_bs}, {n} samples",
         )
     print(
-        f"VELA best: batch {best_bs}, {vela_ms:.2f} ms/sample = {260 / vela_ms:.1f}x faster than the published 260 ms (RTX 3090)"
+        f"VELA best: batch {best_bs}, {vela_ms:.2f} ms/sample = {260 / vela_ms:.1f}x faster than the published "
+        "260 ms (RTX 3090)"
     )
     del metric, vela
     gc.collect()
@@ -533,10 +536,11 @@ def main(argv=None) -> int:
     }
     for name, judge in judges.items():
         judge.compute(predictions=candidates[:2], images=images[:2], progress=False)  # warm-up
-        seconds = _timed(lambda: judge.compute(**sub, progress=False))
+        seconds = _timed(lambda judge=judge: judge.compute(**sub, progress=False))
         ms = 1000 * seconds / judge_n
         print(
-            f"{name:>26s}: {judge_n / seconds:8.1f} samples/s  {ms:8.2f} ms/sample  -> VELA is {ms / vela_ms:.1f}x faster"
+            f"{name:>26s}: {judge_n / seconds:8.1f} samples/s  {ms:8.2f} ms/sample  "
+            f"-> VELA is {ms / vela_ms:.1f}x faster"
         )
     return 0
 

@@ -197,14 +197,17 @@ def f8k_dir(tmp_path):
 
 def expert_json(root: Path) -> None:
     """The CLIPScore-style flickr8k.json written from the same judgments."""
-    entry = lambda img, refs, cap, ratings: {
-        "image_path": f"Flicker8k_Dataset/{img}",
-        "ground_truth": refs,
-        "human_judgement": [
-            {"image_id": img[:-4], "image_path": f"Flicker8k_Dataset/{img}", "caption": cap, "rating": r}
-            for r in ratings
-        ],
-    }
+
+    def entry(img, refs, cap, ratings):
+        return {
+            "image_path": f"Flicker8k_Dataset/{img}",
+            "ground_truth": refs,
+            "human_judgement": [
+                {"image_id": img[:-4], "image_path": f"Flicker8k_Dataset/{img}", "caption": cap, "rating": r}
+                for r in ratings
+            ],
+        }
+
     data = {
         "a": entry("a.jpg", ["A dog runs .", "A brown  dog ."], "A cat sits .", [1, 2, 1]),
         "b": entry("b.jpg", ["A cat sits .", "Two cats ."], "A brown dog .", [4, 3, 4]),
@@ -283,7 +286,7 @@ def test_thumb(tmp_path):
         for sys in ("up", "human")
         for s in (1, 2)
     ]
-    (root / "mscoco_THumB-1.0.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    (root / "mscoco_THumB-1.0.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     (root / "mscoco_references.jsonl").write_text(
         "".join(json.dumps({"seg_id": s, "refs": [f"ref {s}"]}) + "\n" for s in (1, 2))
     )
@@ -301,7 +304,7 @@ def test_thumb(tmp_path):
     with pytest.raises(DataError, match="rows of system 'up': expected 500, but read 2"):
         load("thumb", root, tmp_path)
     lines[0]["human_score"] = 4.0
-    (root / "mscoco_THumB-1.0.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+    (root / "mscoco_THumB-1.0.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     with pytest.raises(DataError, match=r"human_score 4.0 != \(P\+R\)/2"):
         load("thumb", root, tmp_path, expected_counts={}, download_mode="force_redownload")
 

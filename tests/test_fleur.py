@@ -181,7 +181,8 @@ def test_registry_and_evaluate_and_cli(models, tmp_path, offline_env):
         "import mmjudge, evaluate, sys\nfrom PIL import Image\n"
         "for name in ('fleur', 'metrics/fleur'):\n"
         "    m = evaluate.load(name, config_name='reffleur', model=sys.argv[1], cache=False, max_new_tokens=8)\n"
-        "    out = m.compute(predictions=['a dog'], images=[Image.new('RGB', (40, 30), 'red')], references=[['a puppy']])\n"
+        "    out = m.compute(predictions=['a dog'], images=[Image.new('RGB', (40, 30), 'red')],\n"
+        "                    references=[['a puppy']])\n"
         "    print(name, out['raw_score'][0], out['method'][0])\n"
     )
     result = subprocess.run(

@@ -380,10 +380,11 @@ def test_a_builders_path_without_friction(browser, tmp_path):
         except AssertionError:
             shoot(browser, tmp_path, "6-legend-not-updated")
             marks = browser.execute_script(
-                "return [...document.querySelectorAll('#models-plot [aria-label]')].map(e => e.getAttribute('aria-label'))"
+                "return [...document.querySelectorAll('#models-plot [aria-label]')]"
+                ".map(e => e.getAttribute('aria-label'))"
                 ".filter(l => l.includes('place: #4')).length;"
             )
-            raise AssertionError(f"legend: {_legend(browser)}; marks of #4: {marks}")
+            raise AssertionError(f"legend: {_legend(browser)}; marks of #4: {marks}") from None
         fit = _columns_fit(browser, "models-table")
         assert fit["scroll"] <= fit["client"] + 1 and fit["heads"]["id"] <= fit["right"] + 1, fit
         shoot(browser, tmp_path, "6-table-updated")

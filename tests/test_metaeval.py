@@ -27,10 +27,10 @@ from mmjudge.metaeval import (
     read_scores,
     write_outputs,
 )
-
-correlation_module = importlib.import_module("mmjudge.metaeval.correlation")
 from mmjudge.metaeval.bootstrap import resample_counts, rng_for
 from mmjudge.metaeval.correlation import correlation_batch
+
+correlation_module = importlib.import_module("mmjudge.metaeval.correlation")
 
 CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
 

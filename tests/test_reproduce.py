@@ -216,7 +216,7 @@ def test_cells_that_cannot_run_say_why(tmp_path, monkeypatch):
     why = {key.split("/", 1)[1]: r.reason for key, r in run.results.items()}
     assert all(r.status == "not_run" for r in run.results.values())
     assert why["spice/f_ex"].startswith("SPICE is not in mmjudge")
-    assert why["polos/f_ex"].startswith("needs --option polos:checkpoint=FILE") or "polos:checkpoint=FILE" in why["polos/f_ex"]
+    assert why["polos/f_ex"].endswith("pass --option polos:checkpoint=FILE (metrics/polos/README.md)")
     assert why["gpt_fleur/f_ex"].startswith("no images: ")  # the fixture has no image folder
     assert why["gpt_fleur/com"] == "no data: pass --data-dir composite=DIR"
     md = markdown(run)

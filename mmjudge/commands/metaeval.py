@@ -237,7 +237,11 @@ def add_parser(sub) -> None:
     met.add_argument("--config", help="metric configuration for --metric")
     add_judge_options(met)
     met.add_argument("--save-scores", action="store_true", help="also write the --metric scores as JSONL in --out")
-    opt = p.add_argument_group("meta-evaluation")
+    _add_meta_evaluation_options(p.add_argument_group("meta-evaluation"))
+    p.set_defaults(func=run)
+
+
+def _add_meta_evaluation_options(opt) -> None:
     opt.add_argument(
         "--out",
         help="output folder for tables, records.csv, results.json and heatmap.png (default: print the tables only)",
@@ -272,4 +276,3 @@ def add_parser(sub) -> None:
     opt.add_argument("--confidence", type=float, default=0.95, help="interval coverage (default %(default)g)")
     opt.add_argument("--seed", type=int, default=0, help="bootstrap seed (default %(default)s)")
     opt.add_argument("--no-ci", dest="no_ci", action="store_true", help="leave the intervals out of the Markdown")
-    p.set_defaults(func=run)

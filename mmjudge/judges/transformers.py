@@ -109,6 +109,13 @@ class _PreparedBatch:
     plain_rows: list = field(default_factory=list)
 
 
+def _check_batch_size(batch_size: Any) -> int:
+    """A fixed batch size, checked: a positive integer (``"auto"`` is handled by the caller)."""
+    if isinstance(batch_size, bool) or not str(batch_size).isdigit() or int(batch_size) < 1:
+        raise ValueError(f"Expected argument `batch_size` to be a positive integer or 'auto', but got {batch_size!r}.")
+    return int(batch_size)
+
+
 def _in_request_order(parts: list, count: int) -> Any:
     """One logits tensor (requests, keep, vocab) from ``(rows, logits)`` parts answering different rows."""
     import torch
@@ -170,13 +177,7 @@ class TransformersJudge(BatchedJudge):
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
         self.auto_batch = batch_size == "auto"
-        if not self.auto_batch and (
-            isinstance(batch_size, bool) or not str(batch_size).isdigit() or int(batch_size) < 1
-        ):
-            raise ValueError(
-                f"Expected argument `batch_size` to be a positive integer or 'auto', but got {batch_size!r}."
-            )
-        self.batch_size = sizing.CPU_AUTO_BATCH if self.auto_batch else int(batch_size)
+        self.batch_size = sizing.CPU_AUTO_BATCH if self.auto_batch else _check_batch_size(batch_size)
         # Strict: `--set prefetch=no` arrives as the string "no", which bool() would read as true.
         self.share_prefix = check_bool(share_prefix, "share_prefix")
         self.prefetch = check_bool(prefetch, "prefetch")
