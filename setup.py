@@ -83,6 +83,7 @@ EXTRAS = {
         "starlette>=0.27",
         "uvicorn>=0.23",
         "openai>=1.40",  # the official client, as a peer of `mmjudge serve`
+        "ruff==0.17.6",  # lint and format (pyproject.toml), checked by .ci/run; pinned so the rules do not move
     ],
 }
 
