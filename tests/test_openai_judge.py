@@ -815,7 +815,7 @@ def test_a_reply_cut_short_is_retried_then_reported(stub_factory):
     threading.Thread(target=serve, daemon=True).start()
     try:
         judge = _judge(f"http://127.0.0.1:{port}/v1", model="m", max_retries=2)
-        with pytest.raises(APIError, match="giving up after 3 attempts.*(RemoteProtocolError|incomplete|closed)"):
+        with pytest.raises(APIError, match="giving up after 3 attempts.*(RemoteProtocolError|incomplete|closed|reset)"):
             judge.chat([{"role": "user", "content": "hi"}])
         assert judge.usage.retries == 2
     finally:
