@@ -270,6 +270,18 @@ def mrope_positions(model: Any, inputs: dict) -> tuple | None:
     return positions, deltas
 
 
+def cache_keyword(model: Any) -> str:
+    """The forward keyword that takes a KV cache: ``cache`` in transformers >= 5.24 (``past_key_values`` is
+    deprecated there, with a warning on every call, and removed in 5.40), ``past_key_values`` before."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def returned_cache(out: Any) -> Any:
+    """The KV cache a forward pass returned, under either name (see :func:`cache_keyword`)."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
 def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: AttentionLayout) -> Any:
     """Run each distinct prefix once, copy its KV cache to the requests that continue it (shifted where
     they run some of its tokens again), then run the suffixes: (requests, keep, vocab) float32 logits for
@@ -297,10 +309,10 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
 
         # Every prefix position kept (a windowed cache keeps only the last `window`): the shifted copies
         # below need the positions the window reaches from the tokens run again.
-        prefix["past_key_values"] = DynamicCache()
+        prefix[cache_keyword(model)] = DynamicCache()
     with record_function("mmjudge.judge.prefix"):
         out = model(**prefix, use_cache=True, logits_to_keep=1)
-    cache = out.past_key_values
+    cache = returned_cache(out)
     deltas = precomputed[1] if precomputed is not None else getattr(core, "rope_deltas", None)
     prefix_mask = branch_cache(cache, prefix["attention_mask"], row_of, shift, layout.cross_attention_layers)
     mask = torch.cat([prefix_mask, suffix_mask], dim=1)
@@ -315,9 +327,9 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
             input_ids=suffix_ids,
             attention_mask=mask,
             position_ids=positions,
-            past_key_values=cache,
             use_cache=True,
             logits_to_keep=keep,
+            **{cache_keyword(model): cache},
             **extra,
         )
     if mrope:
