@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from mmjudge.inputs import check_text, check_text_length
-from mmjudge.judges import GenerationRequest, RatingRequest, Turn
+from mmjudge.judges import RatingRequest, Turn
 from mmjudge.metrics.base import EXPLAIN, PROGRESS, TASK, ChunkScores, InputSpec, Item, Metric, MetricSpec, OutputSpec
 from mmjudge.metrics.statuses import OK, rating_status
 from mmjudge.pairwise.combine import combine_orders, verdict
@@ -262,19 +262,7 @@ class PairwiseHarmonicEval(Metric):
                 request = requests[(j * n + i) * 2 + slot]
                 answer = self.prompts.choices[int(np.argmax(raw[j, i, slot]))]
                 asked.append((i, j))
-                follow_ups.append(
-                    GenerationRequest(
-                        turns=[
-                            *request.turns,
-                            Turn("assistant", request.answer_prefix + answer),
-                            Turn("user", self.prompts.explain_turn),
-                        ],
-                        image=request.image,
-                        group=request.group,
-                        max_new_tokens=self.max_explanation_tokens,
-                        image_digest=request.image_digest,
-                    )
-                )
+                follow_ups.append(request.follow_up(answer, self.prompts.explain_turn, self.max_explanation_tokens))
         texts = self.judge.generate(follow_ups, progress=progress) if follow_ups else []
         table: list[list[Any]] = [[None] * n for _ in self.criteria]
         for (i, j), text in zip(asked, texts):

@@ -27,7 +27,7 @@ import numpy as np
 from mmjudge.errors import check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
-from mmjudge.judges import GenerationRequest, Judge, RatingRequest, Turn
+from mmjudge.judges import Judge, RatingRequest, Turn
 from mmjudge.judges.base import JudgeCapabilityError
 from mmjudge.metrics.base import (
     EXPLAIN,
@@ -396,19 +396,7 @@ class HarmonicEval(Metric):
                 continue
             asked.append(idx)
             rating = self.prompt_set.scale[int(np.argmax(raw[i, j]))]
-            follow_ups.append(
-                GenerationRequest(
-                    turns=[
-                        *request.turns,
-                        Turn("assistant", request.answer_prefix + rating),
-                        Turn("user", self.prompt_set.explain_turn),
-                    ],
-                    image=request.image,
-                    group=request.group,
-                    max_new_tokens=self.max_explanation_tokens,
-                    image_digest=request.image_digest,
-                )
-            )
+            follow_ups.append(request.follow_up(rating, self.prompt_set.explain_turn, self.max_explanation_tokens))
         texts: list = [None] * len(requests)
         for idx, text in zip(asked, self.judge.generate(follow_ups, progress=progress) if follow_ups else []):
             texts[idx] = text
