@@ -20,6 +20,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from mmjudge.errors import check_positive_int
 from mmjudge.judges.base import (
     BatchCallback,
     GenerationRequest,
@@ -35,8 +36,7 @@ from mmjudge.judges.base import (
 def plan_batches(requests: Sequence[RatingRequest], batch_size: int) -> list[list[int]]:
     """Indices of ``requests`` in batches of at most ``batch_size``: grouped by (group, has image),
     then sorted by length so a batch pads little. Deterministic for the same input."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size}.")
+    check_positive_int(batch_size, "batch_size")
     order = sorted(range(len(requests)), key=lambda i: (*_batch_kind(requests[i]), requests[i].length(), i))
     batches: list[list[int]] = []
     for i in order:

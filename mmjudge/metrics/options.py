@@ -38,6 +38,20 @@ def check_metric_options(cls: Any, options: dict) -> None:
             raise unknown_option_error(key, getattr(cls, "name", cls.__name__), known)
 
 
+def given_once(value: Any, model: Any, name: str, what: str = "the checkpoint") -> Any:
+    """Option ``name`` or, under the CLI's name for it, ``model`` (``--model``): either one, or both alike.
+
+    >>> given_once(None, "pac.pth", "checkpoint")
+    'pac.pth'
+    >>> given_once("a.pth", "b.pth", "checkpoint")
+    Traceback (most recent call last):
+    ValueError: Give the checkpoint once: model='b.pth' and checkpoint='a.pth' differ.
+    """
+    if model is not None and value is not None and str(model) != str(value):
+        raise ValueError(f"Give {what} once: model={model!r} and {name}={value!r} differ.")
+    return value if value is not None else model
+
+
 def set_text_limits(metric: Any, max_pixels: int, max_text_chars: Any, long_texts: str) -> None:
     """The limits every judge-reading metric takes, checked (cheap, before any model loads) and set on
     ``metric``: the largest image in pixels, the longest text in characters, the ``long_texts`` policy.
@@ -67,4 +81,11 @@ def build_text_judge(
     return build_judge(model, judge, cache, **judge_kwargs)
 
 
-__all__ = ["CacheOption", "DEFAULT_MAX_TEXT_CHARS", "build_text_judge", "check_metric_options", "set_text_limits"]
+__all__ = [
+    "CacheOption",
+    "DEFAULT_MAX_TEXT_CHARS",
+    "build_text_judge",
+    "check_metric_options",
+    "given_once",
+    "set_text_limits",
+]
