@@ -289,14 +289,8 @@ class OpenAIJudge(CostMixin, BatchedJudge):
         """The rating distribution in one chat-completions answer (synchronous or from a batch)."""
         if not isinstance(answer, dict) or not answer.get("choices"):
             return self.failed(choices, f"{self.describe()}: an answer without choices: {str(answer)[:300]}")
-        content = answer_logprobs(answer)
+        content, problem = self._logprobs(answer)
         if content is None:
-            problem = (
-                f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
-                "in chat completions (llama.cpp: start it with --logits_all true)."
-            )
-            if not self._answered:
-                raise ValueError(problem)  # the first answer already lacks them: the server's setup, not an item
             return self.failed(choices, problem)
         first, exact = self.prefill_mode == "continue", self.mass_mode == "exact"
         try:
@@ -312,6 +306,20 @@ class OpenAIJudge(CostMixin, BatchedJudge):
                 )
         self._answered = True
         return result
+
+    def _logprobs(self, answer: dict) -> tuple[Any, str]:
+        """``(logprobs.content, "")`` of an answer, or ``(None, why)`` when it has none. When the very first answer
+        has none, that is the server's setup, not an item: a ``ValueError``."""
+        content = answer_logprobs(answer)
+        if content is not None:
+            return content, ""
+        problem = (
+            f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
+            "in chat completions (llama.cpp: start it with --logits_all true)."
+        )
+        if not self._answered:
+            raise ValueError(problem)
+        return None, problem
 
     def failed(self, choices: Sequence[str], why: str) -> RatingResult:
         """A rating that failed: no probabilities, the reason (never cached)."""
@@ -388,14 +396,8 @@ class OpenAIJudge(CostMixin, BatchedJudge):
                 raise  # no server ever answered: a wrong URL or a server not started, not a per-item failure
             self.usage.count_failure()
             return ScoredText("", [], error=str(err))
-        content = answer_logprobs(answer)
+        content, problem = self._logprobs(answer)
         if content is None:
-            problem = (
-                f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
-                "in chat completions (llama.cpp: start it with --logits_all true)."
-            )
-            if not self._answered:
-                raise ValueError(problem)
             return ScoredText("", [], error=problem)
         self._answered = True
         return scored_text(content)
