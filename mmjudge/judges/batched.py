@@ -114,14 +114,20 @@ class BatchedJudge(Judge):
                     raise RuntimeError(
                         f"{type(self).__name__} returned {len(answers)} answers for {len(batch)} requests."
                     )
-                for i, value in zip(batch, answers):
-                    out[i] = value
                 # Counted once answered: with prefetch the next batch is already being prepared.
-                if bar is not None:
-                    bar.update(len(batch))
-                if on_batch is not None:
-                    on_batch(batch, answers)
+                deliver_answers(out, batch, answers, bar, on_batch)
         return out
+
+
+def deliver_answers(out: list, batch: list[int], answers: list, bar: Any, on_batch: BatchCallback | None) -> None:
+    """One batch's answers put in their places in ``out``, counted on the progress ``bar`` and handed to
+    ``on_batch`` (the cache), as every batched backend does once a batch is answered."""
+    for i, value in zip(batch, answers):
+        out[i] = value
+    if bar is not None:
+        bar.update(len(batch))
+    if on_batch is not None:
+        on_batch(batch, answers)
 
 
 @contextlib.contextmanager

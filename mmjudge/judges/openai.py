@@ -43,7 +43,7 @@ from mmjudge.judges.base import (
     ScoredGenerationRequest,
     ScoredText,
 )
-from mmjudge.judges.batched import BatchedJudge, _bar
+from mmjudge.judges.batched import BatchedJudge, _bar, deliver_answers
 from mmjudge.judges.openai_cost import BudgetError, CostMixin, Usage, load_prices  # noqa: F401  (re-exported)
 from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
     ChatCall,
@@ -349,13 +349,7 @@ class OpenAIJudge(CostMixin, BatchedJudge):
         try:
             with _bar(progress and len(batches) > 1, len(requests), f"{self.backend} judge rating") as bar:
                 for batch in batches:
-                    answers = [futures[i].result() for i in batch]
-                    for i, answer in zip(batch, answers):
-                        out[i] = answer
-                    if bar is not None:
-                        bar.update(len(batch))
-                    if on_batch is not None:
-                        on_batch(batch, answers)
+                    deliver_answers(out, batch, [futures[i].result() for i in batch], bar, on_batch)
         finally:
             for future in futures.values():
                 future.cancel()  # a setup error stops the run: what has not started is not sent
