@@ -19,13 +19,12 @@ backbone was trained. PAC-S++ checkpoints hold LoRA factors (:mod:`mmjudge.metri
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from mmjudge.errors import check_positive_int
 from mmjudge.images import DEFAULT_MAX_PIXELS
 from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
-from mmjudge.metrics.clip_score.metric import PREFIX, similarity_chunk
+from mmjudge.metrics.clip_score.metric import PREFIX, check_w, similarity_chunk
 from mmjudge.metrics.clip_score.sentences import SPLIT_VERSION
 from mmjudge.metrics.options import given_once
 
@@ -117,8 +116,7 @@ class PACScore(Metric):
                 f"{label} needs `checkpoint=`, the authors' {example} "
                 "or ViT-L/14 file (download links: metrics/pac_s/README.md, or https://github.com/aimagelab/pacscore)."
             )
-        if not (isinstance(w, (int, float)) and math.isfinite(w) and w > 0):
-            raise ValueError(f"Expected argument `w` to be a positive number, but got {w!r}.")
+        w = check_w(w)
         check_positive_int(batch_size, "batch_size")
         self.w, self.prefix, self.max_pixels = float(w), str(prefix), int(max_pixels)
         from mmjudge.encoders.checkpoint_files import checkpoint_fingerprint
