@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from mmjudge.errors import check_positive_int
+
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int, longest_first: bool = False) -> list[list[int]]:
     """Indices ``0..n-1`` in batches of at most ``batch_size``, ordered by length (ties by index), so a
@@ -20,8 +22,7 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int, longest_first
     Raises:
         ValueError: ``batch_size`` below 1.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size!r}.")
+    check_positive_int(batch_size, "batch_size")
     sign = -1 if longest_first else 1
     order = sorted(range(len(lengths)), key=lambda i: (sign * lengths[i], i))
     return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]

@@ -4,7 +4,7 @@
 what to install; :class:`ServiceError` is a ``RuntimeError`` for a remote service that cannot be reached or
 refuses a request (network down, server not started, an HTTP error). The CLI prints both as
 ``mmjudge <cmd>: error: …`` like a ``ValueError``. :func:`shown_ids` writes the list of ids such a message
-names, and :func:`check_bool` reads a true/false option strictly.
+names, :func:`check_bool` reads a true/false option strictly and :func:`check_positive_int` a count.
 """
 
 from __future__ import annotations
@@ -70,3 +70,17 @@ def check_bool(value: Any, name: str) -> bool:
     raise ValueError(
         f"Expected argument `{name}` to be true or false, but got {value!r}; pass {name}=False (--set {name}=false)."
     )
+
+
+def check_positive_int(value: Any, name: str) -> int:
+    """A strict whole-number option of at least 1 (a batch size, a count): ``True`` and ``8.0`` are refused.
+
+    >>> check_positive_int(8, "batch_size")
+    8
+    >>> check_positive_int(0, "batch_size")
+    Traceback (most recent call last):
+    ValueError: Expected argument `batch_size` to be a positive integer, but got 0.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"Expected argument `{name}` to be a positive integer, but got {value!r}.")
+    return value

@@ -274,6 +274,14 @@ def _file_fingerprint(path: Path) -> str:
     return "local-" + h.hexdigest()[:16]
 
 
+def load_tokenizer(source: str, load_kwargs: dict) -> Any:
+    """The ``processor_loader`` of :func:`load_pretrained` for models whose processor is their tokenizer
+    (text LMs, CLIP, BART)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(source, **load_kwargs)
+
+
 def load_pretrained(
     model: ModelSource,
     model_classes: Sequence[Any] | Callable[[Any], Sequence[Any]],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import logging
 import math
 import os
@@ -175,13 +176,7 @@ def load_image(path: Path, check: bool = True) -> dict[str, Any]:
         raise DataError(f"Image file {str(path)!r} is missing: the image folder is incomplete.")
     data = path.read_bytes()
     if check:
-        from PIL import Image
-
-        try:
-            with Image.open(io.BytesIO(data)) as img:
-                img.verify()
-        except Exception as err:  # PIL raises many types for broken files
-            raise DataError(f"Image file {str(path)!r} cannot be decoded ({err}).") from None
+        check_decodes(data, f"Image file {str(path)!r}")
     return {"bytes": data, "path": path.name}
 
 
@@ -192,14 +187,33 @@ def embedded_image(cell: dict | None, where: str, check: bool = True) -> dict[st
         return None
     data = bytes(cell["bytes"])
     if check:
-        from PIL import Image
-
-        try:
-            with Image.open(io.BytesIO(data)) as img:
-                img.verify()
-        except Exception as err:  # PIL raises many types for broken files
-            raise DataError(f"The image of {where} cannot be decoded ({err}).") from None
+        check_decodes(data, f"The image of {where}")
     return {"bytes": data, "path": cell.get("path")}
+
+
+def check_decodes(data: bytes, what: str) -> None:
+    """A ``DataError`` saying ``what`` cannot be decoded unless PIL verifies ``data`` as an image.
+
+    >>> check_decodes(b"not an image", "The image of row 3")
+    Traceback (most recent call last):
+    mmjudge.datasets._errors.DataError: The image of row 3 cannot be decoded (cannot identify image file ...).
+    """
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.verify()
+    except Exception as err:  # PIL raises many types for broken files
+        raise DataError(f"{what} cannot be decoded ({err}).") from None
+
+
+def load_json(path: Path) -> Any:
+    """A JSON file's data; a file that is not JSON (most often a truncated download) is a ``DataError``
+    naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
 
 
 def image_folder(root: Path, name: str, needed: bool = False) -> Path | None:

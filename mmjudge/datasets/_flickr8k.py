@@ -8,7 +8,6 @@ copy a user has."""
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections import OrderedDict, defaultdict
@@ -26,6 +25,7 @@ from mmjudge.datasets._base import (
     check_range,
     default_configs,
     embedded_image,
+    load_json,
     squash,
     stable_id,
 )
@@ -148,10 +148,7 @@ def read_crowdflower_original(paths: dict[str, Path]) -> list[dict[str, Any]]:
 
 
 def read_json(path: Path, prefix: str, low: float, high: float, per_caption: int | None) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
+    data = load_json(path)
     rows, skipped = [], 0
     for key, entry in data.items():
         if not isinstance(entry, dict) or "human_judgement" not in entry or "ground_truth" not in entry:

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mmjudge.datasets._base import DataError, squash
+import datasets
+
+from mmjudge.datasets import _sources as src
+from mmjudge.datasets._base import BenchmarkBuilder, DataError, content_ids, embedded_image, squash
 
 # Our field -> the column names the Hub copies use, in the order CaptionEvalKit tries them.
 COLUMNS = {
@@ -131,3 +134,50 @@ def hub_snapshot(repo: str, patterns: Sequence[str]) -> Path:
     from huggingface_hub import snapshot_download
 
     return Path(snapshot_download(repo, repo_type="dataset", allow_patterns=list(patterns)))
+
+
+class HubCaptionBuilder(BenchmarkBuilder):
+    """A caption-judgment set published as Hub Parquet splits (Polaris, Nebula): one row per caption with a
+    human score (rows without one dropped), ids from (split prefix, image name, caption). A set that does more
+    (Nebula's score correction) overrides :meth:`split_rows`."""
+
+    SPLITS = tuple(src.HUB_SPLITS)
+    FEATURES = datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "image": datasets.Image(),
+            "image_path": datasets.Value("string"),
+            "text": datasets.Value("string"),
+            "references": datasets.Sequence(datasets.Value("string")),
+            "score": datasets.Value("float32"),
+        }
+    )
+    ID_PREFIX = ""  # ids are ``<ID_PREFIX>-<split>-<hash>``
+
+    def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
+        splits = {}
+        for split, names in src.HUB_SPLITS.items():
+            files = split_files(source, names)
+            if files:
+                splits[split] = self.split_rows(split, files, source)
+        if not splits:
+            raise DataError(f"No {self.PRETTY_NAME} Parquet files (test-*.parquet, …) under {str(source)!r}.")
+        return splits
+
+    def split_rows(self, split: str, files: list[Path], source: Path) -> list[dict[str, Any]]:
+        return [self.caption_row(row_id, row) for row_id, row in self.rated_rows(split, files)]
+
+    def rated_rows(self, split: str, files: list[Path]) -> list[tuple[str, HubRow]]:
+        """The split's rows that have a score, each with its id."""
+        hub = [row for row in read_hub_parquet(files) if not math.isnan(row.score)]
+        return list(zip(content_ids(f"{self.ID_PREFIX}-{split}", [(r.image_name, r.text) for r in hub]), hub))
+
+    def caption_row(self, row_id: str, row: HubRow) -> dict[str, Any]:
+        return {
+            "id": row_id,
+            "image": embedded_image(row.image, row.image_name, self.config.check_images),
+            "image_path": row.image_name,
+            "text": row.text,
+            "references": row.references,
+            "score": row.score,
+        }

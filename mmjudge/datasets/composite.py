@@ -11,7 +11,6 @@ the other captions judged for the same image.
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import math
 import re
@@ -30,6 +29,7 @@ from mmjudge.datasets._base import (
     content_ids,
     default_configs,
     embedded_image,
+    load_json,
     squash,
 )
 from mmjudge.datasets._judgments import caption_judgments
@@ -151,10 +151,7 @@ class Composite(BenchmarkBuilder):
         return judged
 
     def read_json(self, path: Path) -> list[tuple[str, str, str, float]]:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
+        data = load_json(path)
         if not isinstance(data, dict) or not data:
             raise DataError(
                 f"{path.name}: expected {{subset: [samples]}} with subsets {list(src.COMPOSITE_FILES)}, "

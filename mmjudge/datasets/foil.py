@@ -10,7 +10,6 @@ One row per (original, foil) pair; a metric should score the original higher. Re
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -19,7 +18,15 @@ from typing import Any
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, ImageLocator, content_ids, default_configs, squash
+from mmjudge.datasets._base import (
+    BenchmarkBuilder,
+    DataError,
+    ImageLocator,
+    content_ids,
+    default_configs,
+    load_json,
+    squash,
+)
 from mmjudge.datasets._judgments import caption_item, rows_of
 from mmjudge.human_judgments import HumanJudgments
 
@@ -77,7 +84,7 @@ class FOIL(BenchmarkBuilder):
             pairs = self.read_json(paths[JSON["file"]])
         coco_refs: dict[int, list[str]] = defaultdict(list)
         if src.FOIL_FILES["coco_captions"] in paths:
-            for ann in _load(paths[src.FOIL_FILES["coco_captions"]]).get("annotations", []):
+            for ann in load_json(paths[src.FOIL_FILES["coco_captions"]]).get("annotations", []):
                 coco_refs[int(ann["image_id"])].append(squash(ann["caption"]))
         locate = ImageLocator(source, (src.FOIL_FILES["images"],), "MSCOCO val2014 images")
         ids = content_ids("foil", [(p["image_id"], p["original"], p["foil"]) for p in pairs])
@@ -99,7 +106,7 @@ class FOIL(BenchmarkBuilder):
         return {"test": rows}
 
     def read_original(self, path: Path) -> list[dict[str, Any]]:
-        annotations = _load(path).get("annotations")
+        annotations = load_json(path).get("annotations")
         if not isinstance(annotations, list) or not annotations:
             raise DataError(f"{path.name}: no 'annotations' list.")
         originals: dict[int, dict] = {}
@@ -130,7 +137,7 @@ class FOIL(BenchmarkBuilder):
         return pairs
 
     def read_json(self, path: Path) -> list[dict[str, Any]]:
-        data = _load(path)
+        data = load_json(path)
         groups = list(data.values()) if isinstance(data, dict) else [data]
         if not data or not all(isinstance(g, list) for g in groups):
             raise DataError(
@@ -196,13 +203,6 @@ def swapped_words(original: str, foil: str) -> tuple[str, str]:
         return "", ""
     _, i1, i2, j1, j2 = changes[0]
     return " ".join(a[i1:i2]), " ".join(b[j1:j2])
-
-
-def _load(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import logging
-import math
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -19,8 +18,8 @@ from typing import Any
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, BenchmarkConfig, DataError, content_ids, embedded_image, squash
-from mmjudge.datasets._hub import hub_snapshot, read_hub_parquet, split_files
+from mmjudge.datasets._base import BenchmarkConfig, DataError, squash
+from mmjudge.datasets._hub import HubCaptionBuilder, hub_snapshot
 from mmjudge.datasets._judgments import caption_judgments
 from mmjudge.datasets._layouts import locate
 from mmjudge.human_judgments import HumanJudgments
@@ -36,11 +35,11 @@ class NebulaConfig(BenchmarkConfig):
     spica: bool | None = None
 
 
-class Nebula(BenchmarkBuilder):
+class Nebula(HubCaptionBuilder):
     BUILDER_CONFIG_CLASS = NebulaConfig
     BUILDER_CONFIGS = [NebulaConfig(name="default", version=datasets.Version("1.0.0"))]
     PRETTY_NAME = "Nebula"
-    SPLITS = tuple(src.HUB_SPLITS)
+    ID_PREFIX = "nebula"
     DESCRIPTION = (
         "Nebula, the human-judgment set DENEB (Matsuda et al.) was trained and evaluated on: image captions with "
         "reference captions and a human score per caption. The test split's scores carry the published correction "
@@ -69,12 +68,7 @@ class Nebula(BenchmarkBuilder):
     )
     FEATURES = datasets.Features(
         {
-            "id": datasets.Value("string"),
-            "image": datasets.Image(),
-            "image_path": datasets.Value("string"),
-            "text": datasets.Value("string"),
-            "references": datasets.Sequence(datasets.Value("string")),
-            "score": datasets.Value("float32"),
+            **HubCaptionBuilder.FEATURES,
             "nebula_score": datasets.Value("float32"),
             "corrected": datasets.Value("bool"),
         }
@@ -86,31 +80,15 @@ class Nebula(BenchmarkBuilder):
             self._spica_root = hub_snapshot(src.SPICA_REPO, list(src.SPICA_FILES))
         return root
 
-    def read(self, source: Path) -> dict[str, list[dict[str, Any]]]:
-        splits = {}
-        for split, names in src.HUB_SPLITS.items():
-            files = split_files(source, names)
-            if files:
-                splits[split] = self.split_rows(split, files, source)
-        if not splits:
-            raise DataError(f"No Nebula Parquet files (test-*.parquet, …) under {str(source)!r}.")
-        return splits
-
     def split_rows(self, split: str, files: list[Path], source: Path) -> list[dict[str, Any]]:
-        hub = [row for row in read_hub_parquet(files) if not math.isnan(row.score)]
         lookup = self.spica(getattr(self, "_spica_root", source)) if split == "test" else {}
-        ids = content_ids(f"nebula-{split}", [(r.image_name, r.text) for r in hub])
         rows, changed = [], 0
-        for row_id, row in zip(ids, hub):
+        for row_id, row in self.rated_rows(split, files):
             score = lookup.get((PurePosixPath(row.image_name).stem, row.text), row.score)
             changed += score != row.score
             rows.append(
                 {
-                    "id": row_id,
-                    "image": embedded_image(row.image, row.image_name, self.config.check_images),
-                    "image_path": row.image_name,
-                    "text": row.text,
-                    "references": row.references,
+                    **self.caption_row(row_id, row),
                     "score": score,
                     "nebula_score": row.score,
                     "corrected": score != row.score,

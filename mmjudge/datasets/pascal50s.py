@@ -12,7 +12,6 @@ references); both give the same ids, ``label`` and preference pair.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from mmjudge.datasets._base import (
     check_count,
     content_ids,
     default_configs,
+    load_json,
     squash,
 )
 from mmjudge.datasets._judgments import caption_item, rows_of
@@ -171,10 +171,7 @@ class Pascal50S(BenchmarkBuilder):
         return out
 
     def read_json(self, path: Path) -> list[dict[str, Any]]:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
+        data = load_json(path)
         names = list(CATEGORIES.values())
         if not isinstance(data, dict) or not data or any(k not in names for k in data):
             got = list(data) if isinstance(data, dict) else type(data).__name__

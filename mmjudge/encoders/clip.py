@@ -117,9 +117,9 @@ class ClipEncoder:
         normalize: bool = True,
         identity: dict[str, Any] | None = None,
     ):
-        from transformers import AutoTokenizer, CLIPModel
+        from transformers import CLIPModel
 
-        from mmjudge.models import load_pretrained, resolve_source
+        from mmjudge.models import load_pretrained, load_tokenizer, resolve_source
 
         if batch_size < 1:
             raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size}.")
@@ -128,7 +128,7 @@ class ClipEncoder:
         loaded = load_pretrained(
             source,
             [CLIPModel],
-            processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, **kw),
+            processor_loader=load_tokenizer,
             device=device,
             dtype=dtype,
             gpu_dtype="float16",

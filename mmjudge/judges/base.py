@@ -113,6 +113,13 @@ class RatingRequest(_Conversation):
             data["read_prefix"] = True
         return data
 
+    def follow_up(self, answer: str, question: str, max_new_tokens: int) -> GenerationRequest:
+        """This conversation continued, to be generated: the assistant answered ``answer`` after the prefix,
+        the user asks ``question`` (the "Why?" of an explanation); the same image, group and format."""
+        turns = [*self.turns, Turn("assistant", self.answer_prefix + answer), Turn("user", question)]
+        same = dict(image=self.image, group=self.group, conversation=self.conversation, image_digest=self.image_digest)
+        return GenerationRequest(turns, max_new_tokens=max_new_tokens, **same)
+
 
 @dataclass
 class GenerationRequest(_Conversation):

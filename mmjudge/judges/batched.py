@@ -20,6 +20,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from mmjudge.errors import check_positive_int
 from mmjudge.judges.base import (
     BatchCallback,
     GenerationRequest,
@@ -35,8 +36,7 @@ from mmjudge.judges.base import (
 def plan_batches(requests: Sequence[RatingRequest], batch_size: int) -> list[list[int]]:
     """Indices of ``requests`` in batches of at most ``batch_size``: grouped by (group, has image),
     then sorted by length so a batch pads little. Deterministic for the same input."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size}.")
+    check_positive_int(batch_size, "batch_size")
     order = sorted(range(len(requests)), key=lambda i: (*_batch_kind(requests[i]), requests[i].length(), i))
     batches: list[list[int]] = []
     for i in order:
@@ -114,14 +114,20 @@ class BatchedJudge(Judge):
                     raise RuntimeError(
                         f"{type(self).__name__} returned {len(answers)} answers for {len(batch)} requests."
                     )
-                for i, value in zip(batch, answers):
-                    out[i] = value
                 # Counted once answered: with prefetch the next batch is already being prepared.
-                if bar is not None:
-                    bar.update(len(batch))
-                if on_batch is not None:
-                    on_batch(batch, answers)
+                deliver_answers(out, batch, answers, bar, on_batch)
         return out
+
+
+def deliver_answers(out: list, batch: list[int], answers: list, bar: Any, on_batch: BatchCallback | None) -> None:
+    """One batch's answers put in their places in ``out``, counted on the progress ``bar`` and handed to
+    ``on_batch`` (the cache), as every batched backend does once a batch is answered."""
+    for i, value in zip(batch, answers):
+        out[i] = value
+    if bar is not None:
+        bar.update(len(batch))
+    if on_batch is not None:
+        on_batch(batch, answers)
 
 
 @contextlib.contextmanager

@@ -43,7 +43,7 @@ from mmjudge.judges.base import (
     ScoredGenerationRequest,
     ScoredText,
 )
-from mmjudge.judges.batched import BatchedJudge, _bar
+from mmjudge.judges.batched import BatchedJudge, _bar, deliver_answers
 from mmjudge.judges.openai_cost import BudgetError, CostMixin, Usage, load_prices  # noqa: F401  (re-exported)
 from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
     ChatCall,
@@ -289,14 +289,8 @@ class OpenAIJudge(CostMixin, BatchedJudge):
         """The rating distribution in one chat-completions answer (synchronous or from a batch)."""
         if not isinstance(answer, dict) or not answer.get("choices"):
             return self.failed(choices, f"{self.describe()}: an answer without choices: {str(answer)[:300]}")
-        content = answer_logprobs(answer)
+        content, problem = self._logprobs(answer)
         if content is None:
-            problem = (
-                f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
-                "in chat completions (llama.cpp: start it with --logits_all true)."
-            )
-            if not self._answered:
-                raise ValueError(problem)  # the first answer already lacks them: the server's setup, not an item
             return self.failed(choices, problem)
         first, exact = self.prefill_mode == "continue", self.mass_mode == "exact"
         try:
@@ -312,6 +306,20 @@ class OpenAIJudge(CostMixin, BatchedJudge):
                 )
         self._answered = True
         return result
+
+    def _logprobs(self, answer: dict) -> tuple[Any, str]:
+        """``(logprobs.content, "")`` of an answer, or ``(None, why)`` when it has none. When the very first answer
+        has none, that is the server's setup, not an item: a ``ValueError``."""
+        content = answer_logprobs(answer)
+        if content is not None:
+            return content, ""
+        problem = (
+            f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
+            "in chat completions (llama.cpp: start it with --logits_all true)."
+        )
+        if not self._answered:
+            raise ValueError(problem)
+        return None, problem
 
     def failed(self, choices: Sequence[str], why: str) -> RatingResult:
         """A rating that failed: no probabilities, the reason (never cached)."""
@@ -341,13 +349,7 @@ class OpenAIJudge(CostMixin, BatchedJudge):
         try:
             with _bar(progress and len(batches) > 1, len(requests), f"{self.backend} judge rating") as bar:
                 for batch in batches:
-                    answers = [futures[i].result() for i in batch]
-                    for i, answer in zip(batch, answers):
-                        out[i] = answer
-                    if bar is not None:
-                        bar.update(len(batch))
-                    if on_batch is not None:
-                        on_batch(batch, answers)
+                    deliver_answers(out, batch, [futures[i].result() for i in batch], bar, on_batch)
         finally:
             for future in futures.values():
                 future.cancel()  # a setup error stops the run: what has not started is not sent
@@ -388,14 +390,8 @@ class OpenAIJudge(CostMixin, BatchedJudge):
                 raise  # no server ever answered: a wrong URL or a server not started, not a per-item failure
             self.usage.count_failure()
             return ScoredText("", [], error=str(err))
-        content = answer_logprobs(answer)
+        content, problem = self._logprobs(answer)
         if content is None:
-            problem = (
-                f"{self.describe()} answered without `logprobs.content`; the server must return log-probabilities "
-                "in chat completions (llama.cpp: start it with --logits_all true)."
-            )
-            if not self._answered:
-                raise ValueError(problem)
             return ScoredText("", [], error=problem)
         self._answered = True
         return scored_text(content)

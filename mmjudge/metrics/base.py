@@ -280,15 +280,21 @@ class Metric(ABC):
         decode for nothing)."""
         return False
 
+    def _leading_input(self) -> str:
+        """The input that sets how many items a ``compute`` call has: the first declared text
+        (``predictions``; head to head, ``a``)."""
+        return next(i.name for i in self.spec.inputs if i.kind == "text")
+
     def _check_columns(self, columns: dict[str, Any], task: str) -> int:
-        """Column-level checks of a ``compute`` call: ``predictions`` a non-empty list, every other given
-        input one entry per prediction, every input the task needs present."""
-        predictions = columns.get("predictions")
-        if isinstance(predictions, str) or not isinstance(predictions, Sequence):
-            raise ValueError(f"Expected `predictions` to be a list of strings, but got {type(predictions).__name__}.")
-        if not predictions:
-            raise ValueError("`predictions` is empty: nothing to score.")
-        n = len(predictions)
+        """Column-level checks of a ``compute`` call: the leading texts (``predictions``) a non-empty list,
+        every other given input one entry per text, every input the task needs present."""
+        lead = self._leading_input()
+        texts = columns.get(lead)
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise ValueError(f"Expected `{lead}` to be a list of strings, but got {type(texts).__name__}.")
+        if not texts:
+            raise ValueError(f"`{lead}` is empty: nothing to score.")
+        n = len(texts)
         for spec in self.spec.inputs:
             values = columns.get(spec.name)
             if values is None:
@@ -312,8 +318,9 @@ class Metric(ABC):
                 error = unknown_option_error(key, self.spec.label, accepted)
                 raise ValueError(str(error).replace("unknown option", "unknown compute keyword", 1))
         inputs = {i.name for i in self.spec.inputs}
-        columns = {k: v for k, v in keywords.items() if k in inputs and (v is not None or k == "predictions")}
-        columns.setdefault("predictions", None)
+        lead = self._leading_input()
+        columns = {k: v for k, v in keywords.items() if k in inputs and (v is not None or k == lead)}
+        columns.setdefault(lead, None)
         options = {k: v for k, v in keywords.items() if k not in inputs and k not in ("task", "progress")}
         return columns, keywords.get("task"), keywords.get("progress", PROGRESS.default), options
 
@@ -341,12 +348,16 @@ class Metric(ABC):
         if out["failures"]:
             failed = sum(1 for v in out[self.spec.primary] if not (is_number(v) and math.isfinite(v)))
             # stacklevel 3: the caller of compute (compute -> _compute_columns -> warn)
-            warnings.warn(f"{self.spec.label}: {failure_line(out['failures'], failed, n)}.", stacklevel=3)
+            warnings.warn(f"{self.spec.label}: {self._failure_line(out['failures'], failed, n)}.", stacklevel=3)
         # A paid judge (the API backend) says what the judge's calls so far cost: requests, tokens, US$.
         usage_report = getattr(getattr(self, "judge", None), "usage_report", None)
         if callable(usage_report):
             out["usage"] = usage_report()
         return out
+
+    def _failure_line(self, counts: dict[str, dict[str, int]], failed: int, total: int) -> str:
+        """The warning after a ``compute`` call with failures (:func:`~mmjudge.metrics.statuses.failure_line`)."""
+        return failure_line(counts, failed, total)
 
     def _aggregate(self, results: list[ItemResult], aggregates: dict[str, Any]) -> dict[str, Any]:
         """Per-sample lists of every output present, the chunk aggregates, means, ``scored`` (how many items

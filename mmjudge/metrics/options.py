@@ -38,30 +38,54 @@ def check_metric_options(cls: Any, options: dict) -> None:
             raise unknown_option_error(key, getattr(cls, "name", cls.__name__), known)
 
 
-def build_text_judge(
-    model: str | None,
-    judge: Judge | str | None,
-    cache: CacheOption,
-    judge_kwargs: dict,
-    *,
-    default_model: str,
-    max_text_chars: Any,
-    long_texts: str,
-) -> tuple[Judge, int | None]:
-    """The set-up every judge-reading metric shares: check the ``long_texts`` policy and
-    ``max_text_chars`` (cheap, before any model loads), then build the judge (``default_model`` when the
-    backend is ``transformers``). Returns the judge and the text limit.
+def given_once(value: Any, model: Any, name: str, what: str = "the checkpoint") -> Any:
+    """Option ``name`` or, under the CLI's name for it, ``model`` (``--model``): either one, or both alike.
 
-    >>> judge, limit = build_text_judge(
-    ...     None, "dummy", False, {}, default_model="x", max_text_chars=500, long_texts="truncate"
-    ... )
-    >>> limit
-    500
+    >>> given_once(None, "pac.pth", "checkpoint")
+    'pac.pth'
+    >>> given_once("a.pth", "b.pth", "checkpoint")
+    Traceback (most recent call last):
+    ValueError: Give the checkpoint once: model='b.pth' and checkpoint='a.pth' differ.
     """
-    limit = check_long_text_options(max_text_chars, long_texts)
+    if model is not None and value is not None and str(model) != str(value):
+        raise ValueError(f"Give {what} once: model={model!r} and {name}={value!r} differ.")
+    return value if value is not None else model
+
+
+def set_text_limits(metric: Any, max_pixels: int, max_text_chars: Any, long_texts: str) -> None:
+    """The limits every judge-reading metric takes, checked (cheap, before any model loads) and set on
+    ``metric``: the largest image in pixels, the longest text in characters, the ``long_texts`` policy.
+
+    >>> class Metric: ...
+    >>> metric = Metric()
+    >>> set_text_limits(metric, 1_000_000, 500, "truncate")
+    >>> metric.max_pixels, metric.max_text_chars, metric.long_texts
+    (1000000, 500, 'truncate')
+    """
+    metric.max_text_chars = check_long_text_options(max_text_chars, long_texts)
+    metric.long_texts = long_texts
+    metric.max_pixels = int(max_pixels)
+
+
+def build_text_judge(
+    model: str | None, judge: Judge | str | None, cache: CacheOption, judge_kwargs: dict, default_model: str
+) -> Judge:
+    """The judge of a judge-reading metric: ``default_model`` when the backend is ``transformers`` and no
+    model is named.
+
+    >>> build_text_judge(None, "dummy", False, {}, "x").describe()
+    'dummy:dummy'
+    """
     if judge is None or judge == "transformers":
         model = model or default_model
-    return build_judge(model, judge, cache, **judge_kwargs), limit
+    return build_judge(model, judge, cache, **judge_kwargs)
 
 
-__all__ = ["CacheOption", "DEFAULT_MAX_TEXT_CHARS", "build_text_judge", "check_metric_options"]
+__all__ = [
+    "CacheOption",
+    "DEFAULT_MAX_TEXT_CHARS",
+    "build_text_judge",
+    "check_metric_options",
+    "given_once",
+    "set_text_limits",
+]

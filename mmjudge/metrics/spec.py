@@ -246,7 +246,8 @@ class MetricSpec:
             clip_score: ...
         ...
         """
-        lines = [f"Score ``predictions`` with {self.label}: {self.description}.", "", "Args:"]
+        lead = next(i.name for i in self.inputs if i.kind == "text")
+        lines = [f"Score ``{lead}`` with {self.label}: {self.description}.", "", "Args:"]
         for i in self.inputs:
             need = "required" if i.required else "optional"
             if i.required_for:

@@ -21,20 +21,19 @@ unchanged (:func:`mmjudge.stream.score_file`).
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from mmjudge.inputs import check_column, check_text, check_text_length, finite_mean, is_number
-from mmjudge.judges import GenerationRequest, RatingRequest, Turn
+from mmjudge.inputs import check_text, check_text_length
+from mmjudge.judges import RatingRequest, Turn
 from mmjudge.metrics.base import EXPLAIN, PROGRESS, TASK, ChunkScores, InputSpec, Item, Metric, MetricSpec, OutputSpec
-from mmjudge.metrics.statuses import OK, count_failures, failure_line, rating_status
+from mmjudge.metrics.statuses import OK, rating_status
 from mmjudge.pairwise.combine import combine_orders, verdict
 from mmjudge.pairwise.prompts import PairPrompts, load_pair_prompts
+from mmjudge.pairwise.summary import pair_failure_line
 
 DEFAULT_PAIR_PROMPTS = "harmonic_eval_pairwise"
 A_TEXTS = InputSpec("a", "text", True, "text_a", "the texts of system A (one per item)")
@@ -156,51 +155,16 @@ class PairwiseHarmonicEval(Metric):
     def _prepare_item(self, item: Item) -> Item:
         return self.rater._prepare_item(item)
 
+    def _failure_line(self, counts: dict[str, dict[str, int]], failed: int, total: int) -> str:
+        return pair_failure_line(counts, failed, total)
+
     # ------------------------------------------------------------------------------------- scoring
     def compute(
-        self,
-        a: Sequence[str],
-        b: Sequence[str],
-        images: Sequence[Any] | None = None,
-        questions: Sequence[str] | None = None,
-        boxes: Sequence[Sequence[float]] | None = None,
-        task: str | None = None,
-        explain: bool | None = None,
-        progress: bool = True,
+        self, a: Sequence[str] | None = None, b: Sequence[str] | None = None, **keywords: Any
     ) -> dict[str, Any]:
-        """Compare ``a[i]`` with ``b[i]`` for every ``i`` (see :meth:`HarmonicEval.compare`)."""
-        if isinstance(a, str) or not isinstance(a, Sequence) or not a:
-            raise ValueError(f"Expected `a` to be a non-empty list of strings, but got {type(a).__name__}.")
-        columns = {"text_a": a, "text_b": b, "image": images, "question": questions, "box": boxes}
-        names = {"text_b": "b", "image": "images", "question": "questions", "box": "boxes"}
-        for key, values in columns.items():
-            if values is not None and key != "text_a":
-                check_column(values, len(a), names[key])
-        given = {k: v for k, v in columns.items() if v is not None}
-        items = [{k: v[i] for k, v in given.items()} for i in range(len(a))]
-        for i, raw in enumerate(items):  # every item checked before any judge call
-            self.check_item(raw, i, task)
-        options = {} if explain is None else {"explain": explain}
-        results = list(self.stream(items, task=task, progress=progress, **options))
-        present = [o for o in self.spec.outputs if not o.optional or o.name in results[0].values]
-        out: dict[str, Any] = {o.name: [r.values[o.name] for r in results] for o in present}
-        for o in present:
-            if "mean" in o.aggregates and o.kind != "text":
-                out[f"mean_{o.name}"] = finite_mean(out[o.name])
-        out["scored"] = {
-            o.name: sum(1 for v in out[o.name] if is_number(v) and math.isfinite(v))
-            for o in present
-            if o.kind == "score"
-        }
-        out["failures"] = count_failures(r.values for r in results)
-        if out["failures"]:
-            failed = sum(1 for v in out["overall"] if not (is_number(v) and math.isfinite(v)))
-            line = failure_line(out["failures"], failed, len(results)).replace(
-                "items got no rating", "pairs got no preference"
-            )
-            warnings.warn(f"{self.spec.label}: {line}.", stacklevel=3)
-        out["signature"] = self.signature
-        return out
+        """The base's ``compute`` (inputs ``a``, ``b``, ``images``, ``questions``, ``boxes``; options ``task``,
+        ``explain``, ``progress``) with the two texts also positional, as :meth:`HarmonicEval.compare` takes them."""
+        return super().compute(a=a, b=b, **keywords)
 
     def _score_chunk(self, items: list[Item], explain: bool = False, progress: bool = False) -> ChunkScores:
         requests, swapped = self._requests(items)
@@ -298,19 +262,7 @@ class PairwiseHarmonicEval(Metric):
                 request = requests[(j * n + i) * 2 + slot]
                 answer = self.prompts.choices[int(np.argmax(raw[j, i, slot]))]
                 asked.append((i, j))
-                follow_ups.append(
-                    GenerationRequest(
-                        turns=[
-                            *request.turns,
-                            Turn("assistant", request.answer_prefix + answer),
-                            Turn("user", self.prompts.explain_turn),
-                        ],
-                        image=request.image,
-                        group=request.group,
-                        max_new_tokens=self.max_explanation_tokens,
-                        image_digest=request.image_digest,
-                    )
-                )
+                follow_ups.append(request.follow_up(answer, self.prompts.explain_turn, self.max_explanation_tokens))
         texts = self.judge.generate(follow_ups, progress=progress) if follow_ups else []
         table: list[list[Any]] = [[None] * n for _ in self.criteria]
         for (i, j), text in zip(asked, texts):

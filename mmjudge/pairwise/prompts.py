@@ -25,12 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmjudge.prompts import HERE, PromptSet, _fill
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from mmjudge.prompts import PromptSet, _fill, prompt_path, read_toml
 
 TEXT_ONLY = "text_only"
 
@@ -91,13 +86,10 @@ def load_pair_prompts(name_or_path: str | Path, rating: PromptSet) -> PairPrompt
     """The pairwise prompt set ``name_or_path`` (a bundled name or a ``.toml`` path) with the task words of
     the rating prompt set ``rating`` (:meth:`PairPrompts.check_criteria` fills the templates in use once, so a
     broken one fails before any judge call)."""
-    path = Path(name_or_path)
-    if path.suffix != ".toml":
-        path = HERE / f"{name_or_path}.toml"
+    path = prompt_path(name_or_path)
     if not path.is_file():
         raise ValueError(f"Unknown pairwise prompt set {str(name_or_path)!r}: no file {path}.")
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
+    data = read_toml(path)
     try:
         prompts = PairPrompts(
             name=str(data.get("name", path.stem)),

@@ -124,9 +124,17 @@ class PairSummary:
                 f"first: {self.first_error}"
             )
         if self.unanswered:
-            line = failure_line(self.failures, self.unanswered, self.pairs)
-            lines.append(line.replace("items got no rating", "pairs got no preference"))
+            lines.append(pair_failure_line(self.failures, self.unanswered, self.pairs))
         return lines
+
+
+def pair_failure_line(counts: dict[str, dict[str, int]], failed_pairs: int, total: int) -> str:
+    """:func:`~mmjudge.metrics.statuses.failure_line` in a head to head's words.
+
+    >>> pair_failure_line({"fluency": {"no_rating": 1}}, 1, 2)
+    '1 of 2 pairs got no preference: fluency 1 (no_rating) — see the `_status` columns'
+    """
+    return failure_line(counts, failed_pairs, total).replace("items got no rating", "pairs got no preference")
 
 
 def _mean(total: float, n: float) -> float:

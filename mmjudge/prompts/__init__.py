@@ -48,11 +48,26 @@ def load_prompt_file(name: str) -> dict[str, Any]:
     path = HERE / f"{name}.toml"
     if not path.is_file():
         raise ValueError(f"No bundled prompt file {name!r} in {HERE}.")
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
+    data = read_toml(path)
     if "version" not in data:
         raise ValueError(f"{path}: prompt files must carry a `version`.")
     return data
+
+
+def prompt_path(name_or_path: str | Path) -> Path:
+    """Where prompt set ``name_or_path`` lives: a ``.toml`` path as given, else the bundled file of that name
+    (either may not exist: the loader says so in its own words).
+
+    >>> prompt_path("harmonic_eval").name, str(prompt_path("my/prompts.toml"))
+    ('harmonic_eval.toml', 'my/prompts.toml')
+    """
+    path = Path(name_or_path)
+    return path if path.suffix == ".toml" else HERE / f"{name_or_path}.toml"
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    with open(path, "rb") as f:
+        return tomllib.load(f)
 
 
 # Keys of a [tasks.<task>] table that describe the task instead of filling prompt placeholders.
@@ -160,13 +175,11 @@ def _parsed(template: str) -> tuple[tuple[str, str | None], ...]:
 
 def load_prompt_set(name_or_path: str | Path = "harmonic_eval") -> PromptSet:
     """Load a bundled prompt set by name or any ``.toml`` prompt file by path."""
-    path = Path(name_or_path)
-    if path.suffix != ".toml":
-        path = HERE / f"{name_or_path}.toml"
-        if not path.is_file():
-            raise ValueError(f"Unknown prompt set {name_or_path!r}. Bundled: {', '.join(available_prompt_sets())}.")
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
+    path = prompt_path(name_or_path)
+    if not path.is_file():
+        bundled = ", ".join(available_prompt_sets())
+        raise ValueError(f"Unknown prompt set {str(name_or_path)!r}: no file {path}. Bundled: {bundled}.")
+    data = read_toml(path)
     try:
         criteria = data["criteria"]
         ps = PromptSet(

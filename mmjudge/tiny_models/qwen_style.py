@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mmjudge.tiny_models._tokenizers import _CHATML, family_template, seed_all, tokenizer
+from mmjudge.tiny_models._tokenizers import _CHATML, TINY_TOWER, family_template, seed_all, tokenizer
 
 _QWEN_SPECIAL = [
     "<|endoftext|>",
@@ -30,20 +30,25 @@ _VISION = dict(
     spatial_merge_size=2,
     temporal_patch_size=2,
 )
+# The language model of every M-RoPE family here: 16-dim heads (64 / 4), whose rotary dims split over
+# (text, height, width) positions.
+_MROPE_TEXT = dict(
+    TINY_TOWER, hidden_size=64, intermediate_size=128, num_key_value_heads=2, max_position_embeddings=4096
+)
 # Small images keep the tiny models fast: at most 16x16 patches.
 _PIXELS = dict(min_pixels=56 * 56, max_pixels=224 * 224)
+
+
+def _qwen_tokenizer() -> Any:
+    """The ChatML tokenizer of the Qwen family: ends turns with ``<|im_end|>``, pads with ``<|endoftext|>``."""
+    return tokenizer(_QWEN_SPECIAL, _QWEN_TEMPLATE, None, "<|im_end|>", "<|endoftext|>")
 
 
 def _qwen_text(tok, mrope_section, **extra) -> dict:
     ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
     return dict(
         vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
+        **_MROPE_TEXT,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope_section},
         bos_token_id=None,
         eos_token_id=ids["<|im_end|>"],
@@ -82,7 +87,7 @@ def tiny_qwen2_vl(out: Path, seed: int) -> None:
         Qwen2VLVideoProcessor,
     )
 
-    tok = tokenizer(_QWEN_SPECIAL, _QWEN_TEMPLATE, None, "<|im_end|>", "<|endoftext|>")
+    tok = _qwen_tokenizer()
     # mrope_section sums to head_dim / 2 (head_dim = 64 / 4 heads = 16)
     config = Qwen2VLConfig(
         text_config=_qwen_text(tok, [2, 3, 3], tie_word_embeddings=False),
@@ -114,7 +119,7 @@ def tiny_qwen2_5_vl(out: Path, seed: int) -> None:
         Qwen2VLVideoProcessor,
     )
 
-    tok = tokenizer(_QWEN_SPECIAL, _QWEN_TEMPLATE, None, "<|im_end|>", "<|endoftext|>")
+    tok = _qwen_tokenizer()
     config = Qwen2_5_VLConfig(
         text_config=_qwen_text(tok, [2, 3, 3]),
         vision_config=dict(_VISION, patch_size=14, window_size=56, fullatt_block_indexes=[1]),
@@ -135,7 +140,7 @@ def tiny_qwen3_vl(out: Path, seed: int) -> None:
         Qwen3VLVideoProcessor,
     )
 
-    tok = tokenizer(_QWEN_SPECIAL, _QWEN_TEMPLATE, None, "<|im_end|>", "<|endoftext|>")
+    tok = _qwen_tokenizer()
     text = _qwen_text(tok, [2, 3, 3], head_dim=16)
     text["rope_parameters"]["mrope_interleaved"] = True
     config = Qwen3VLConfig(
@@ -176,12 +181,7 @@ def tiny_glm4v(out: Path, seed: int) -> None:
     config = Glm4vConfig(
         text_config=dict(
             vocab_size=len(tok),
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=4096,
+            **_MROPE_TEXT,
             eos_token_id=ids["<|user|>"],
             pad_token_id=ids["<|endoftext|>"],
             # rotary on half of each 16-dim head: 8 dims, 4 frequencies split over (t, h, w)

@@ -33,17 +33,12 @@ class BARTScorer:
         revision: str | None = None,
         max_length: int = 1024,
     ):
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+        from transformers import AutoModelForSeq2SeqLM
 
-        from mmjudge.models import load_pretrained
+        from mmjudge.models import load_pretrained, load_tokenizer
 
         loaded = load_pretrained(
-            model,
-            [AutoModelForSeq2SeqLM],
-            lambda src, kw: AutoTokenizer.from_pretrained(src, **kw),
-            device=device,
-            dtype="float32",
-            revision=revision,
+            model, [AutoModelForSeq2SeqLM], load_tokenizer, device=device, dtype="float32", revision=revision
         )
         self.model, self.tokenizer, self.model_identity = loaded.model, loaded.processor, loaded.identity
         self.device = self.model.device

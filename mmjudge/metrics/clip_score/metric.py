@@ -40,6 +40,17 @@ def clip_s(cosines: Sequence[float], w: float = W) -> list[float]:
     return [float(w * max(c, 0.0)) for c in cosines]
 
 
+def check_w(w: Any) -> float:
+    """The weight ``w`` of CLIP-S (and PAC-S), a positive finite number.
+
+    >>> check_w(2.5), check_w(2)
+    (2.5, 2.0)
+    """
+    if not (isinstance(w, (int, float)) and math.isfinite(w) and w > 0):
+        raise ValueError(f"Expected argument `w` to be a positive number, but got {w!r}.")
+    return float(w)
+
+
 def ref_clip_s(clip_scores: Sequence[float], ref_cosines: Sequence[float]) -> list[float]:
     """RefCLIP-S: ``2ab / (a + b)`` with ``a`` = CLIP-S and ``b`` = the best reference cosine; 0 when ``a + b = 0``."""
     out = []
@@ -127,10 +138,8 @@ class CLIPScore(Metric):
         encoder: ClipEncoder | None = None,
     ):
         config_name = self.check_config(config_name)
-        if not (isinstance(w, (int, float)) and math.isfinite(w) and w > 0):
-            raise ValueError(f"Expected argument `w` to be a positive number, but got {w!r}.")
+        self.w = check_w(w)
         self.config_name = config_name
-        self.w = float(w)
         self.prefix = str(prefix)
         self.max_pixels = int(max_pixels)
         self.encoder = encoder or ClipEncoder(

@@ -54,7 +54,7 @@ from mmjudge.metrics.base import (
 )
 from mmjudge.metrics.fleur.smoothing import DIGITS, parse_score, smooth_decimals, smooth_one
 from mmjudge.metrics.fleur.walk import EXPECTED_NEXT, Walk
-from mmjudge.metrics.options import CacheOption, build_text_judge
+from mmjudge.metrics.options import CacheOption, build_text_judge, set_text_limits
 from mmjudge.metrics.statuses import NO_RATING, OK
 from mmjudge.prompts import load_prompt_file
 
@@ -128,7 +128,6 @@ class FLEUR(Metric):
         **judge_kwargs: Any,
     ):
         config_name = self.check_config(config_name)
-        self.long_texts = long_texts
         if method not in ("fast", "generate"):
             raise ValueError(f"Expected argument `method` to be 'fast' or 'generate', but got {method!r}.")
         self.config_name = config_name
@@ -136,16 +135,8 @@ class FLEUR(Metric):
         self.explain = check_bool(explain, "explain")
         self.max_new_tokens = int(max_new_tokens)
         self.max_explanation_tokens = int(max_explanation_tokens)
-        self.max_pixels = int(max_pixels)
-        self.judge, self.max_text_chars = build_text_judge(
-            model,
-            judge,
-            cache,
-            judge_kwargs,
-            default_model=DEFAULT_MODEL,
-            max_text_chars=max_text_chars,
-            long_texts=long_texts,
-        )
+        set_text_limits(self, max_pixels, max_text_chars, long_texts)
+        self.judge = build_text_judge(model, judge, cache, judge_kwargs, DEFAULT_MODEL)
         if not self.judge.capabilities.sees_images:
             raise JudgeCapabilityError(
                 f"FLEUR rates a caption against its image, and the judge {self.judge.describe()} cannot see images "

@@ -27,7 +27,7 @@ import numpy as np
 from mmjudge.errors import check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
-from mmjudge.judges import GenerationRequest, Judge, RatingRequest, Turn
+from mmjudge.judges import Judge, RatingRequest, Turn
 from mmjudge.judges.base import JudgeCapabilityError
 from mmjudge.metrics.base import (
     EXPLAIN,
@@ -42,7 +42,7 @@ from mmjudge.metrics.base import (
     OutputSpec,
 )
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA, aggregate, check_gamma
-from mmjudge.metrics.options import CacheOption, build_text_judge
+from mmjudge.metrics.options import CacheOption, build_text_judge, set_text_limits
 from mmjudge.metrics.statuses import (
     DEFAULT_MIN_MASS,
     NEEDS_IMAGE,
@@ -219,21 +219,12 @@ class HarmonicEval(Metric):
         else:
             self.image_criteria = set(self.prompt_set.check_criteria(list(image_criteria))) if image_criteria else set()
         self.explain = check_bool(explain, "explain")
-        self.long_texts = long_texts
         self.max_explanation_tokens = int(max_explanation_tokens)
         if box_format not in ("xywh", "xyxy"):
             raise ValueError(f"Expected argument `box_format` to be 'xywh' or 'xyxy', but got {box_format!r}.")
         self.box_format = box_format
-        self.max_pixels = int(max_pixels)
-        self.judge, self.max_text_chars = build_text_judge(
-            model,
-            judge,
-            cache,
-            judge_kwargs,
-            default_model=DEFAULT_MODEL,
-            max_text_chars=max_text_chars,
-            long_texts=long_texts,
-        )
+        set_text_limits(self, max_pixels, max_text_chars, long_texts)
+        self.judge = build_text_judge(model, judge, cache, judge_kwargs, DEFAULT_MODEL)
         self.unrated_criteria = unrated_criteria(self.criteria, self.image_criteria, self.judge)
         # explain=True needs a generating judge: checked per call, where the effective `explain` is known
 
@@ -396,19 +387,7 @@ class HarmonicEval(Metric):
                 continue
             asked.append(idx)
             rating = self.prompt_set.scale[int(np.argmax(raw[i, j]))]
-            follow_ups.append(
-                GenerationRequest(
-                    turns=[
-                        *request.turns,
-                        Turn("assistant", request.answer_prefix + rating),
-                        Turn("user", self.prompt_set.explain_turn),
-                    ],
-                    image=request.image,
-                    group=request.group,
-                    max_new_tokens=self.max_explanation_tokens,
-                    image_digest=request.image_digest,
-                )
-            )
+            follow_ups.append(request.follow_up(rating, self.prompt_set.explain_turn, self.max_explanation_tokens))
         texts: list = [None] * len(requests)
         for idx, text in zip(asked, self.judge.generate(follow_ups, progress=progress) if follow_ups else []):
             texts[idx] = text

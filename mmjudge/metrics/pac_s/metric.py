@@ -19,13 +19,14 @@ backbone was trained. PAC-S++ checkpoints hold LoRA factors (:mod:`mmjudge.metri
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from mmjudge.errors import check_positive_int
 from mmjudge.images import DEFAULT_MAX_PIXELS
 from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
-from mmjudge.metrics.clip_score.metric import PREFIX, similarity_chunk
+from mmjudge.metrics.clip_score.metric import PREFIX, check_w, similarity_chunk
 from mmjudge.metrics.clip_score.sentences import SPLIT_VERSION
+from mmjudge.metrics.options import given_once
 
 CONFIGS = ("pac_s", "ref_pac_s", "pac_s_plus", "ref_pac_s_plus", "pac_s_avg", "pac_s_plus_avg")
 W = 2.0
@@ -108,19 +109,15 @@ class PACScore(Metric):
     ):
         self.config_name = self.check_config(config_name)
         plus, self.with_references, self.sentence_average, label = _FLAVOURS[self.config_name]
-        if model is not None and checkpoint is not None and str(model) != str(checkpoint):
-            raise ValueError(f"Give the checkpoint once: model={model!r} and checkpoint={checkpoint!r} differ.")
-        checkpoint = checkpoint if checkpoint is not None else model
+        checkpoint = given_once(checkpoint, model, "checkpoint")
         if checkpoint is None:
             example = "PAC++_clip_ViT-B-32.pth" if plus else "clip_ViT-B-32.pth"
             raise ValueError(
                 f"{label} needs `checkpoint=`, the authors' {example} "
                 "or ViT-L/14 file (download links: metrics/pac_s/README.md, or https://github.com/aimagelab/pacscore)."
             )
-        if not (isinstance(w, (int, float)) and math.isfinite(w) and w > 0):
-            raise ValueError(f"Expected argument `w` to be a positive number, but got {w!r}.")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size!r}.")
+        w = check_w(w)
+        check_positive_int(batch_size, "batch_size")
         self.w, self.prefix, self.max_pixels = float(w), str(prefix), int(max_pixels)
         from mmjudge.encoders.checkpoint_files import checkpoint_fingerprint
         from mmjudge.encoders.openai_clip import encoder_from_state

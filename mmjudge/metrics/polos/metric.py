@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from mmjudge.errors import check_positive_int
 from mmjudge.images import DEFAULT_MAX_PIXELS
 from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
+from mmjudge.metrics.options import given_once
 from mmjudge.metrics.polos.model import PREFIX, PolosModel
 
 
@@ -65,19 +67,15 @@ class Polos(Metric):
         model: str | None = None,
     ):
         self.config_name = self.check_config(config_name)
-        if model is not None and checkpoint is not None and str(model) != str(checkpoint):
-            raise ValueError(f"Give the checkpoint once: model={model!r} and checkpoint={checkpoint!r} differ.")
-        checkpoint = checkpoint if checkpoint is not None else model
+        checkpoint = given_once(checkpoint, model, "checkpoint")
         if checkpoint is None:
             raise ValueError(
                 "Polos needs `checkpoint=`, the authors' reprod.ckpt (from "
                 "https://polos-polaris.s3.ap-northeast-1.amazonaws.com/reprod.zip; see metrics/polos/README.md)."
             )
-        for key, value in (("batch_size", batch_size), ("norm_batch_size", norm_batch_size)):
-            if value is None and key == "norm_batch_size":
-                continue
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Expected argument `{key}` to be a positive integer, but got {value!r}.")
+        check_positive_int(batch_size, "batch_size")
+        if norm_batch_size is not None:
+            check_positive_int(norm_batch_size, "norm_batch_size")
         self.norm_batch_size, self.max_pixels = norm_batch_size, int(max_pixels)
         self.model = PolosModel(
             checkpoint, text_tokenizer, clip_tokenizer, clip_model, device, dtype, batch_size, cache

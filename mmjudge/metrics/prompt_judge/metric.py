@@ -52,7 +52,7 @@ from mmjudge.metrics.base import (
     MetricSpec,
     OutputSpec,
 )
-from mmjudge.metrics.options import CacheOption, build_text_judge
+from mmjudge.metrics.options import CacheOption, build_text_judge, set_text_limits
 from mmjudge.metrics.prompt_judge.reading import READINGS, read
 from mmjudge.metrics.statuses import ERROR, NO_RATING, OK
 from mmjudge.prompts import load_prompt_file
@@ -165,19 +165,8 @@ class PromptJudge(Metric):
         self.top_logprobs = int(top_logprobs or data["top_logprobs"])
         if self.max_new_tokens < 1 or self.top_logprobs < 1:
             raise ValueError("Expected `max_new_tokens` and `top_logprobs` to be positive integers.")
-        self.max_pixels = int(max_pixels)
-        self.long_texts = long_texts
-        if judge is None and model is None:
-            model = data["default_model"]
-        self.judge, self.max_text_chars = build_text_judge(
-            model,
-            judge,
-            cache,
-            judge_kwargs,
-            default_model=data["default_model"],
-            max_text_chars=max_text_chars,
-            long_texts=long_texts,
-        )
+        set_text_limits(self, max_pixels, max_text_chars, long_texts)
+        self.judge = build_text_judge(model, judge, cache, judge_kwargs, data["default_model"])
         self.judge.require(
             "scores_generation",
             f"prompt_judge {self.config_name!r}",

@@ -29,18 +29,11 @@ logger = logging.getLogger(__name__)
 
 
 def _load_llm(llm: Any, device: str | None, dtype: Any):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
-    from mmjudge.models import load_pretrained
+    from mmjudge.models import load_pretrained, load_tokenizer
 
-    return load_pretrained(
-        llm,
-        [AutoModelForCausalLM],
-        processor_loader=lambda src, kw: AutoTokenizer.from_pretrained(src, **kw),
-        device=device,
-        dtype=dtype,
-        family="text_lm",
-    )
+    return load_pretrained(llm, [AutoModelForCausalLM], load_tokenizer, device=device, dtype=dtype, family="text_lm")
 
 
 def _load_clip(clip_model: Any, device: str | None, clip_dtype: Any, clip_encoder: Any = None):

@@ -17,9 +17,10 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from mmjudge.errors import check_bool
+from mmjudge.errors import check_bool, check_positive_int
 from mmjudge.images import DEFAULT_MAX_PIXELS
 from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
+from mmjudge.metrics.options import given_once
 from mmjudge.metrics.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM
 
 
@@ -63,14 +64,10 @@ class VELA(Metric):
     ):
         self.config_name = self.check_config(config_name)
         compile = check_bool(compile, "compile")  # before loading anything: `--set compile=no` is the string "no"
-        if model is not None:  # the CLI's --model (the judge model) is VELA's LLM
-            if llm is not None and llm != model:
-                raise ValueError(f"Give the LLM once: model={model!r} and llm={llm!r} differ.")
-            llm = model
+        llm = given_once(llm, model, "llm", "the LLM")  # the CLI's --model (the judge model) is VELA's LLM
         if cache not in (None, False):
             warnings.warn("VELA keeps no judge cache (one forward pass per caption); `cache` is ignored.", stacklevel=2)
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size!r}.")
+        check_positive_int(batch_size, "batch_size")
         self.batch_size, self.max_pixels = batch_size, int(max_pixels)
         from mmjudge.models import local_fingerprint
 
