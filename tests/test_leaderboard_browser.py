@@ -111,6 +111,13 @@ def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
         )
         assert "demo-vlm-plain" in table
         assert not browser.find_elements(By.CSS_SELECTOR, "#models-table b")  # the name is text, not markup
+        # The Arena tab comes from its track's declaration: the demo's arena entries ranked by strength.
+        tab(browser, "Arena")
+        arena = wait_for(lambda: "demo-vlm-wordy" in browser.find_element(By.ID, "arena-table").text)
+        arena = browser.find_element(By.ID, "arena-table").text
+        assert "strength" in arena and "win_rate" in arena and "interval" in arena, arena
+        assert "anchor-clear" in browser.find_element(By.ID, "arena-caption").text
+        tab(browser, "Models")
         time.sleep(4.0)  # let the plot draw
         shot = tmp_path / "leaderboard.png"
         browser.save_screenshot(str(shot))
@@ -380,10 +387,11 @@ def test_a_builders_path_without_friction(browser, tmp_path):
         except AssertionError:
             shoot(browser, tmp_path, "6-legend-not-updated")
             marks = browser.execute_script(
-                "return [...document.querySelectorAll('#models-plot [aria-label]')].map(e => e.getAttribute('aria-label'))"
+                "return [...document.querySelectorAll('#models-plot [aria-label]')]"
+                ".map(e => e.getAttribute('aria-label'))"
                 ".filter(l => l.includes('place: #4')).length;"
             )
-            raise AssertionError(f"legend: {_legend(browser)}; marks of #4: {marks}")
+            raise AssertionError(f"legend: {_legend(browser)}; marks of #4: {marks}") from None
         fit = _columns_fit(browser, "models-table")
         assert fit["scroll"] <= fit["client"] + 1 and fit["heads"]["id"] <= fit["right"] + 1, fit
         shoot(browser, tmp_path, "6-table-updated")
