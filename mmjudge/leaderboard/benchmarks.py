@@ -1,4 +1,4 @@
-"""The benchmarks a leaderboard accepts submissions for: data-driven, one registry for both tracks.
+"""The benchmarks a leaderboard accepts submissions for: data-driven, one registry for every track.
 
 A :class:`Benchmark` names its track, its item ids (what an upload must cover exactly) and, lazily,
 what the worker needs: the inputs a model answered (Models track: ``id``, ``task``, ``image``,

@@ -1,7 +1,7 @@
 """Checks on an uploaded file before it is accepted: one clear message naming the line or id.
 
-Both tracks upload JSONL (one JSON object per line, UTF-8). The Models track sends ``{"id", "text"}``
-for exactly the benchmark's ids; the Metrics track sends ``{"id", "score", …}`` (``score`` or
+Every track uploads JSONL (one JSON object per line, UTF-8). The Models and Arena tracks send
+``{"id", "text"}`` for exactly the benchmark's ids; the Metrics track sends ``{"id", "score", …}`` (``score`` or
 ``overall`` plus optional per-criterion columns such as ``correctness``), every value a finite number.
 
 >>> validate_outputs(b'{"id": "a", "text": "A dog."}\\n{"id": "b", "text": "A cat."}\\n', ["a", "b"])
