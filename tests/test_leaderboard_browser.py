@@ -69,12 +69,7 @@ def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
         browser.get(url)
         wait_for(lambda: "demo-vlm-terse" in browser.find_element(By.ID, "models-table").text)
 
-        tab = wait_for(
-            lambda: [
-                b for b in browser.find_elements(By.CSS_SELECTOR, "button[role=tab]") if b.text.strip() == "Submit"
-            ]
-        )
-        tab[0].click()
+        tab(browser, "Submit")
         name = "<b>browser-vlm</b>"
         wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#submit-name input, #submit-name textarea")).send_keys(
             name
