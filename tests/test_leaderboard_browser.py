@@ -69,12 +69,7 @@ def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
         browser.get(url)
         wait_for(lambda: "demo-vlm-terse" in browser.find_element(By.ID, "models-table").text)
 
-        tab = wait_for(
-            lambda: [
-                b for b in browser.find_elements(By.CSS_SELECTOR, "button[role=tab]") if b.text.strip() == "Submit"
-            ]
-        )
-        tab[0].click()
+        tab(browser, "Submit")
         name = "<b>browser-vlm</b>"
         wait_for(lambda: browser.find_element(By.CSS_SELECTOR, "#submit-name input, #submit-name textarea")).send_keys(
             name
@@ -111,6 +106,13 @@ def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
         )
         assert "demo-vlm-plain" in table
         assert not browser.find_elements(By.CSS_SELECTOR, "#models-table b")  # the name is text, not markup
+        # The Arena tab comes from its track's declaration: the demo's arena entries ranked by strength.
+        tab(browser, "Arena")
+        arena = wait_for(lambda: "demo-vlm-wordy" in browser.find_element(By.ID, "arena-table").text)
+        arena = browser.find_element(By.ID, "arena-table").text
+        assert "strength" in arena and "win_rate" in arena and "interval" in arena, arena
+        assert "anchor-clear" in browser.find_element(By.ID, "arena-caption").text
+        tab(browser, "Models")
         time.sleep(4.0)  # let the plot draw
         shot = tmp_path / "leaderboard.png"
         browser.save_screenshot(str(shot))

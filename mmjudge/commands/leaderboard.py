@@ -126,7 +126,11 @@ def _add_client_parsers(p) -> None:
     )
     s.add_argument("--url", required=True, help="the board's address (the page's URL)")
     s.add_argument("--benchmark", required=True, help="benchmark name (its track is looked up on the board)")
-    s.add_argument("--file", required=True, help='the JSONL file: {"id", "text"} (models) or {"id", "score"} (metrics)')
+    s.add_argument(
+        "--file",
+        required=True,
+        help='the JSONL file: {"id", "text"} (models, arena) or {"id", "score"} (metrics)',
+    )
     s.add_argument("--name", required=True, help="your model's or metric's name on the board")
     s.add_argument("--submitter", help="your name (default: your Hub user, else anonymous)")
     s.add_argument("--link", help="a link to the model or metric (https://…)")

@@ -13,7 +13,8 @@ HTTP API (``gradio_client``; what ``mmjudge leaderboard download`` / ``submit`` 
 ``/submit``                 (track, benchmark, name, submitter, link, description, file) → one line
 ``/status``                 (submission id) → status, queue position, and once DONE its ranked row (JSON)
 ``/results``                (track, benchmark, task, rank by) → the ranked rows with intervals (JSON)
-``/<track>_table``          ``/models_table`` (task, rank by), ``/metrics_table`` (benchmark, task)
+``/<track>_table``          ``/models_table`` (task, rank by), ``/metrics_table`` (benchmark, task),
+                            ``/arena_table`` (benchmark)
 ``/queue``, ``/submission``, ``/admin``
 ==========================  =======================================================================
 

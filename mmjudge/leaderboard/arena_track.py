@@ -12,7 +12,7 @@ The submission's figures are **relative to the anchors** (the same for every sub
 so they rank across jobs: ``strength`` = its Bradley–Terry θ minus the anchors' mean θ (log-odds: a
 strength of +1 beats an average anchor with probability σ(1) ≈ 0.73), with its bootstrap interval over items
 (the same difference per resample), ``win_rate`` (its mean preference over the anchors) overall and per
-criterion, ``battles`` and ``no_preference`` (battles the judge gave no answer for).
+criterion, ``battles`` (with a preference) and ``no_preference`` (its battles the judge gave no answer for).
 
 This module is self-contained (it imports nothing of the board), so the board's track declarations wire it
 in: the worker calls :func:`score_arena` with the benchmark's inputs, the validated outputs and the anchors'
@@ -126,13 +126,19 @@ def score_arena(
         chunk_size=chunk_size,
         on_round=round_started,
     )
-    summary = summarise_arena(ranking, names)
     rows = battle_rows(folder / "rounds", ranking.systems)
-    return ranking.signature, summary, rows
+    # The submission's own battles without a preference (the judge failed in either order): never a 0.5.
+    no_preference = sum(1 for r in rows if not _finite(r.get("overall")))
+    return ranking.signature, summarise_arena(ranking, names, no_preference), json_safe(rows)
 
 
-def summarise_arena(ranking: Any, anchors: Sequence[str]) -> dict[str, Any]:
-    """The submission's figures relative to the anchors (see the module), and each anchor's, for the page."""
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def summarise_arena(ranking: Any, anchors: Sequence[str], no_preference: int = 0) -> dict[str, Any]:
+    """The submission's figures relative to the anchors (see the module), and each anchor's, for the page;
+    ``no_preference``: the submission's battles the judge gave no preference for."""
     systems = list(ranking.systems)
     me, others = systems.index(SUBMISSION), [systems.index(a) for a in anchors]
     centre = float(np.mean(ranking.strength[others]))
@@ -149,7 +155,7 @@ def summarise_arena(ranking: Any, anchors: Sequence[str]) -> dict[str, Any]:
             "win_rate": rates.get("overall", math.nan),
             "win_rates": rates,
             "battles": int(ranking.battles[me]),
-            "no_preference": int(ranking.no_preference),
+            "no_preference": int(no_preference),
             "anchors": {systems[i]: float(ranking.strength[i]) - centre for i in others},
             "judged": int(ranking.judged),
         }

@@ -1,19 +1,32 @@
-"""The benchmarks a leaderboard accepts submissions for: data-driven, one registry for both tracks.
+"""The benchmarks a leaderboard accepts submissions for: data-driven, one registry for every track.
 
 A :class:`Benchmark` names its track, its item ids (what an upload must cover exactly) and, lazily,
 what the worker needs: the inputs a model answered (Models track: ``id``, ``task``, ``image``,
 ``question``, ``box``) or the human judgments (Metrics track, :class:`~mmjudge.human_judgments.HumanJudgments`).
 
+An Arena-track benchmark is a Models-track one plus its **anchor systems**: each anchor's ``{id, text}``
+outputs on the same inputs, which every submission meets head to head (:meth:`Benchmark.anchors`).
+
 Real benchmarks come from the engine's dataset loaders (``mmjudge.load_dataset``): configure them with
-:func:`configure` (name, track, ``data_dir``), e.g. MMHE's inputs for the Models track and MMHE,
-LongCap-Arena or the classic caption sets for the Metrics track. Without data files this machine has
-only the two **demo** benchmarks, made here: ``demo-inputs`` (8 drawn images over IC, VQA, VDU, REG)
-and ``demo-judgments`` (24 captions with synthetic ratings — made up to exercise the plumbing; they
-are not human judgments and the figures they give mean nothing).
+:func:`configure` (name, track, ``data_dir``; Arena: ``anchors``, name → outputs file), e.g. MMHE's
+inputs for the Models and Arena tracks and MMHE, LongCap-Arena or the classic caption sets for the
+Metrics track. Without data files this machine has only the three **demo** benchmarks, made here:
+``demo-inputs`` (8 drawn images over IC, VQA, VDU, REG), ``demo-arena`` (the same inputs with three
+anchor systems whose texts are written here, :data:`DEMO_ANCHORS`) and ``demo-judgments`` (24 captions
+with synthetic ratings — made up to exercise the plumbing; they are not human judgments and the figures
+they give mean nothing).
 
 >>> demo = get_benchmark("demo-inputs")
 >>> demo.track, demo.tasks, demo.ids[:3]
 ('models', ['ic', 'vqa', 'vdu', 'reg'], ['demo-ic-1', 'demo-ic-2', 'demo-vqa-1'])
+>>> arena = get_benchmark("demo-arena")
+>>> arena.track, arena.ids == demo.ids
+('arena', True)
+>>> for name, texts in arena.anchors().items():
+...     print(name, "|", texts[0]["text"])
+anchor-plain | A red circle.
+anchor-clear | A red circle clearly.
+anchor-background | A red circle on a plain white background.
 >>> hj = get_benchmark("demo-judgments").judgments()
 >>> len(hj.items), len(hj.ratings), hj.criteria[:2]
 (24, 360, ['correctness', 'completeness'])
@@ -25,7 +38,7 @@ import json
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mmjudge.human_judgments import HumanJudgments
@@ -48,7 +61,7 @@ class Benchmark:
 
     Attributes:
         name: registry name (shown on the board).
-        track: ``"models"`` or ``"metrics"``.
+        track: the track it belongs to (``"models"``, ``"metrics"``, ``"arena"``).
         title / description: for the board.
         ids: the item ids an upload must cover exactly.
         tasks: the tasks of the items, in order.
@@ -67,12 +80,19 @@ class Benchmark:
     _extra: Callable[[], dict[str, dict]] | None = field(
         default=None, repr=False
     )  # id -> public columns the judgments lack
+    _anchors: Callable[[], dict[str, list[dict]]] | None = field(default=None, repr=False)
 
     def inputs(self) -> list[dict]:
-        """Models track: one dict per item (``id``, ``task``, ``image``, ``question``, ``box``)."""
+        """Models and Arena tracks: one dict per item (``id``, ``task``, ``image``, ``question``, ``box``)."""
         if self._inputs is None:
             raise ValueError(f"Benchmark {self.name!r} is a {self.track}-track benchmark; it has no model inputs.")
         return self._inputs()
+
+    def anchors(self) -> dict[str, list[dict]]:
+        """Arena track: each anchor system's outputs, ``name → [{id, text}]`` in the benchmark's order."""
+        if self._anchors is None:
+            raise ValueError(f"Benchmark {self.name!r} is a {self.track}-track benchmark; it has no anchor systems.")
+        return self._anchors()
 
     def judgments(self) -> HumanJudgments:
         """Metrics track: the human judgments the submitted scores are compared with."""
@@ -81,10 +101,11 @@ class Benchmark:
         return self._judgments()
 
     def public_items(self) -> list[dict]:
-        """What a participant gets for each item, in the benchmark's order (the inputs download):
-        Models track :data:`MODEL_FIELDS`, Metrics track :data:`METRIC_FIELDS` (the items' texts and
-        what a metric may use, plus ``image_path`` where the images are not shipped) — never a rating."""
-        if self.track == "models":
+        """What a participant gets for each item, in the benchmark's order (the inputs download): for model
+        inputs (Models, Arena) :data:`MODEL_FIELDS`; for human judgments (Metrics) :data:`METRIC_FIELDS` (the
+        items' texts and what a metric may use, plus ``image_path`` where the images are not shipped) — never
+        a rating, never an anchor's text."""
+        if self._inputs is not None:
             return [{k: it.get(k) for k in MODEL_FIELDS} for it in self.inputs()]
         extra = self._extra() if self._extra is not None else {}
         return [
@@ -265,14 +286,20 @@ def _demo_inputs() -> list[dict]:
     return items
 
 
+_DEMO_WORDINGS = ["", " clearly", " on a plain white background", " in the centre of the picture"]
+# The demo Arena's anchor systems: name -> the wording of demo_outputs its texts use (texts written here).
+DEMO_ANCHORS = {"anchor-plain": 0, "anchor-clear": 1, "anchor-background": 2}
+
+
 def demo_outputs(quality: int = 0) -> list[dict]:
-    """A valid Models-track upload for ``demo-inputs`` (``quality`` varies the wording), as ``{id, text}``."""
-    words = ["", " clearly", " on a plain white background", " in the centre of the picture"]
+    """A valid Models- or Arena-track upload for ``demo-inputs`` / ``demo-arena`` (``quality`` varies the
+    wording), as ``{id, text}``."""
     out = []
     for t, task in enumerate(MODEL_TASKS):
         for k in (1, 2):
             color, shape = _SHAPES[(2 * t + k - 1) % len(_SHAPES)]
-            out.append({"id": f"demo-{task}-{k}", "text": f"A {color} {shape}{words[quality % len(words)]}."})
+            wording = _DEMO_WORDINGS[quality % len(_DEMO_WORDINGS)]
+            out.append({"id": f"demo-{task}-{k}", "text": f"A {color} {shape}{wording}."})
     return out
 
 
@@ -287,6 +314,20 @@ def _demo_inputs_benchmark() -> Benchmark:
         list(MODEL_TASKS),
         demo=True,
         _inputs=lambda: items,
+    )
+
+
+def _demo_arena_benchmark() -> Benchmark:
+    inputs = get_benchmark("demo-inputs")
+    anchors = {name: demo_outputs(wording) for name, wording in DEMO_ANCHORS.items()}
+    return replace(
+        inputs,
+        name="demo-arena",
+        track="arena",
+        title="Demo arena (IC, VQA, VDU, REG; three anchor systems)",
+        description=f"the 8 demo inputs; every submission meets the anchor systems {', '.join(DEMO_ANCHORS)} "
+        "head to head (their texts were written for the demo)",
+        _anchors=lambda: anchors,
     )
 
 
@@ -364,3 +405,4 @@ def _demo_judgments_benchmark() -> Benchmark:
 
 register("demo-inputs", "models", _demo_inputs_benchmark)
 register("demo-judgments", "metrics", _demo_judgments_benchmark)
+register("demo-arena", "arena", _demo_arena_benchmark)

@@ -4,7 +4,7 @@
 >>> from mmjudge.leaderboard.store import Store
 >>> store = Store(tempfile.mkdtemp())
 >>> seed_demo(store), seed_demo(store)  # only into an empty board
-(5, 0)
+(7, 0)
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def _jsonl(rows: list[dict]) -> bytes:
 
 
 def seed_demo(store: Store) -> int:
-    """Queue three demo model outputs and two demo metric score files into an empty board."""
+    """Queue three demo model outputs, two demo metric score files and two demo arena entries (the wordiest
+    outputs, and outputs identical to the anchor ``anchor-clear``) into an empty board."""
     if store.submissions(include_hidden=True):
         return 0
     queued = 0
@@ -63,5 +64,15 @@ def seed_demo(store: Store) -> int:
             submitter="demo",
             description=f"synthetic quality plus Gaussian noise σ={noise}",
             data=_jsonl(demo_scores(noise)),
+        ).accepted
+    for quality, name in ((3, "demo-vlm-wordy"), (1, "demo-vlm-like-anchor-clear")):
+        queued += submit(
+            store,
+            track="arena",
+            benchmark="demo-arena",
+            name=name,
+            submitter="demo",
+            description="example outputs made for the demo, judged against the demo anchors",
+            data=_jsonl(demo_outputs(quality)),
         ).accepted
     return queued

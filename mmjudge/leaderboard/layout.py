@@ -21,13 +21,10 @@ from mmjudge.leaderboard.handlers import Board
 from mmjudge.leaderboard.tracks import Track, all_tracks
 from mmjudge.leaderboard.validation import MAX_TEXT_CHARS
 
-ABOUT = """Two tracks. **Models**: run your model on a benchmark's inputs (download them under *How to take
-part*) and upload its outputs as JSONL lines `{"id": …, "text": …}`; they are scored with HarmonicEval and
-ranked overall, per task and per criterion. **Metrics**: upload your metric's per-item scores as
-`{"id": …, "score": …}` (optionally one column per criterion) for a human-judgment benchmark; the
-meta-evaluation ranks metrics by agreement with humans (Kendall τ, best-of-N accuracy). Every row shows
-its 95% bootstrap interval and whether it is separable from the row above; rows are ranked together only
-under comparable signatures (same judge, prompts, γ / same protocol)."""
+SIGNATURES_NOTE = (
+    "Every row shows its 95% bootstrap interval; rows are ranked together only under comparable signatures "
+    "(same judge, prompts, γ / same protocol)."
+)
 DEMO_NOTE = (
     "**Demo mode**: the judge is the hash-based `dummy` stand-in and the demo judgments are synthetic — "
     "the plumbing is real, the numbers mean nothing."
@@ -76,6 +73,13 @@ class Page:
     queue: dict = field(default_factory=dict)
     submission: dict = field(default_factory=dict)
     admin: dict = field(default_factory=dict)
+
+
+def about() -> str:
+    """The page's introduction: one paragraph per track, from its declaration (``Track.about``)."""
+    tracks = all_tracks()
+    parts = [f"**{t.label}**: {t.about}" for t in tracks if t.about]
+    return f"{len(tracks)} tracks. " + " ".join(parts) + " " + SIGNATURES_NOTE
 
 
 def _control(f) -> Any:
@@ -294,7 +298,7 @@ def build_page(board: Board) -> Any:
     """The Blocks of one board (queued: at most 4 events at once by default, 512 waiting)."""
     page = Page()
     with gr.Blocks(title="mmjudge leaderboard") as demo:
-        gr.Markdown("# mmjudge leaderboard\n" + ABOUT)
+        gr.Markdown("# mmjudge leaderboard\n" + about())
         if board.settings.get("demo"):
             gr.Markdown(DEMO_NOTE, elem_classes=["lb-note"])
         with gr.Tabs() as page.tabs:

@@ -35,6 +35,9 @@ DEFAULTS: dict[str, Any] = {
     "protocol": "per_judgment",
     "best_of": "majority",
     "ties": "wrong",
+    # Arena track: the items each pair of systems meets on per round (the adaptive schedule of
+    # mmjudge.pairwise; round 0 pits the submission against every anchor). Part of its rows' signature.
+    "arena_items_per_pair": 64,
     # Benchmarks read by the dataset loaders (see mmjudge.leaderboard.benchmarks.configure).
     "benchmarks": [],
     # Protection: submissions per client (Hub user, else address) per window; the upload size limit;

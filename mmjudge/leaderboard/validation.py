@@ -1,7 +1,7 @@
 """Checks on an uploaded file before it is accepted: one clear message naming the line or id.
 
-Both tracks upload JSONL (one JSON object per line, UTF-8). The Models track sends ``{"id", "text"}``
-for exactly the benchmark's ids; the Metrics track sends ``{"id", "score", …}`` (``score`` or
+Every track uploads JSONL (one JSON object per line, UTF-8). The Models and Arena tracks send
+``{"id", "text"}`` for exactly the benchmark's ids; the Metrics track sends ``{"id", "score", …}`` (``score`` or
 ``overall`` plus optional per-criterion columns such as ``correctness``), every value a finite number.
 
 >>> validate_outputs(b'{"id": "a", "text": "A dog."}\\n{"id": "b", "text": "A cat."}\\n', ["a", "b"])
@@ -110,9 +110,14 @@ def check_ids(rows: list[tuple[int, dict]], ids: Sequence[str]) -> None:
 
 
 def validate_outputs(
-    data: bytes, ids: Sequence[str], max_bytes: int | None = MAX_BYTES, max_chars: int = MAX_TEXT_CHARS
+    data: bytes,
+    ids: Sequence[str],
+    max_bytes: int | None = MAX_BYTES,
+    max_chars: int = MAX_TEXT_CHARS,
+    track: str = "Models",
 ) -> list[dict]:
-    """A Models-track upload as ``[{"id", "text"}]`` in the benchmark's order.
+    """A Models- or Arena-track upload (``track``: its label in messages) as ``[{"id", "text"}]`` in the
+    benchmark's order.
 
     Raises:
         SubmissionError: any :func:`parse_jsonl` / :func:`check_ids` problem, a ``text`` that is missing,
@@ -126,7 +131,7 @@ def validate_outputs(
             if any(_is_number(v) for k, v in obj.items() if k != "id"):
                 raise SubmissionError(
                     f"line {n} (id {obj['id']!r}): no 'text'. This looks like a Metrics-track score file; "
-                    f"the Models track wants one line per item like {example}. To submit scores, choose "
+                    f"the {track} track wants one line per item like {example}. To submit scores, choose "
                     "the Metrics track."
                 )
             raise SubmissionError(f"line {n} (id {obj['id']!r}): no 'text'; each line needs {example}.")

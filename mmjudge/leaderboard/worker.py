@@ -5,8 +5,11 @@ the job runs. The job's track scores it (:meth:`mmjudge.leaderboard.tracks.Track
 outputs by HarmonicEval through the engine's judge and cache (``<data dir>/judge_cache.sqlite``) as a
 stream of rows, Metrics-track scores through :func:`mmjudge.metaeval.meta_evaluate`.
 Results are committed together with DONE, only while the lease is still this worker's. A killed
-worker's job is re-queued when its lease expires and scored again from the start; the judge cache
-makes the repeated work cheap. Several workers may run at once on the same data dir.
+worker's job is re-queued when its lease expires and scored again by the next worker: from the start
+(the judge cache makes the repeated work cheap), or, for a track that keeps its progress in the job's
+folder (:mod:`mmjudge.leaderboard.job_folder`; the Arena track's rounds of battles), from where it
+stopped. The folder is locked by the worker scoring the job and removed once the job is DONE or FAILED.
+Several workers may run at once on the same data dir.
 
 >>> import json, tempfile
 >>> from mmjudge.leaderboard.store import Store
@@ -32,10 +35,12 @@ import socket
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from mmjudge.leaderboard.benchmarks import configure, get_benchmark
 from mmjudge.leaderboard.hub_sync import HubSync
+from mmjudge.leaderboard.job_folder import job_dir, locked, sweep
 from mmjudge.leaderboard.records import Submission
 from mmjudge.leaderboard.settings import DEFAULTS
 from mmjudge.leaderboard.store import DEFAULT_LEASE_S, Store
@@ -109,13 +114,14 @@ class Worker:
         beat.start()
         try:
             self._sync()
-            scored = self.score(job, beat)
-            if not self.store.complete(
-                job.id, self.worker_id, signature=scored.signature, summary=scored.summary, rows=scored.rows
-            ):
-                logger.warning(
-                    "job %s was re-queued while %s scored it; its results were not kept", job.id, self.worker_id
-                )
+            with locked(job_dir(self.store.data_dir, job.id), beat.check) as folder:
+                scored = self.score(job, beat, folder)
+                if not self.store.complete(
+                    job.id, self.worker_id, signature=scored.signature, summary=scored.summary, rows=scored.rows
+                ):
+                    logger.warning(
+                        "job %s was re-queued while %s scored it; its results were not kept", job.id, self.worker_id
+                    )
         except LeaseLost:
             logger.warning("job %s: lease lost by %s", job.id, self.worker_id)
         except ValueError as err:  # the engine's one-line errors: what is wrong with this submission
@@ -125,22 +131,38 @@ class Worker:
             self.store.fail(job.id, self.worker_id, f"internal error ({type(err).__name__}): {err}")
         finally:
             beat.stop()
+        self._sweep()
         self._sync()
         return job.id
+
+    def _sweep(self) -> None:
+        """Remove the folders of jobs that ended (this one once committed or failed; others failed by the
+        store or deleted); a job still queued or running keeps its folder."""
+
+        def live(sid: str) -> bool:
+            row = self.store.get(sid)
+            return row is not None and row.status.queued
+
+        try:
+            sweep(self.store.data_dir, live)
+        except OSError:
+            logger.warning("removing finished job folders failed", exc_info=True)
 
     def _sync(self) -> None:
         if self.hub is not None:
             self.hub.sync(self.store)
 
     # ------------------------------------------------------------------------------------ scoring
-    def score(self, job: Submission, beat: _Heartbeat) -> Scored:
-        """The job's track reads the stored file and scores it. No size check on re-reading: intake
-        accepted the file under the board's own limit (settings["max_upload_bytes"]), which may exceed
-        validation's default."""
+    def score(self, job: Submission, beat: _Heartbeat, folder: Path | None = None) -> Scored:
+        """The job's track reads the stored file and scores it (``folder``: the job's locked folder). No
+        size check on re-reading: intake accepted the file under the board's own limit
+        (settings["max_upload_bytes"]), which may exceed validation's default."""
         bench = get_benchmark(job.benchmark)
         track = get_track(job.track)
         payload = track.read_file(self.store.read_file(job.id), bench, None)
-        scoring = ScoringJob(bench, payload, self.settings, self.store.data_dir, beat.check, self.resources)
+        scoring = ScoringJob(
+            bench, payload, self.settings, self.store.data_dir, beat.check, self.resources, work_dir=folder
+        )
         return track.score(scoring)
 
 

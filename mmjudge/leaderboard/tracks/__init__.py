@@ -8,13 +8,13 @@ A track says what an uploaded file must hold (:meth:`Track.read_file`), how the 
 :meth:`Track.line_fields`, :meth:`Track.guide_steps`). Nothing else in the board names a track.
 
 >>> track_names()
-['models', 'metrics']
+['models', 'metrics', 'arena']
 >>> get_track("models").label, [f.key for f in get_track("metrics").filters]
 ('Models', ['task', 'criterion'])
->>> get_track("arena")
+>>> get_track("chess")
 Traceback (most recent call last):
 ...
-ValueError: Unknown track 'arena'. Available: metrics, models.
+ValueError: Unknown track 'chess'. Available: arena, metrics, models.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ TRACKS = Registry(
     {
         "models": "mmjudge.leaderboard.tracks.models:ModelsTrack",
         "metrics": "mmjudge.leaderboard.tracks.metrics:MetricsTrack",
+        "arena": "mmjudge.leaderboard.tracks.arena:ArenaTrack",
     },
 )
-_ORDER = ("models", "metrics")
+_ORDER = ("models", "metrics", "arena")
 DEFAULT_WEIGHT = 1.0
 _INSTANCES: dict[str, Track] = {}
 
@@ -117,6 +118,9 @@ class ScoringJob:
         data_dir: the board's data dir (the judge cache lives there).
         check: raises when the job is no longer this worker's (call it between units of work).
         resources: kept by the worker across its jobs (a loaded metric, a judge).
+        work_dir: the job's own folder (:mod:`mmjudge.leaderboard.job_folder`), locked by this worker while
+            it scores: what a track writes there survives a killed worker (the next one resumes from it),
+            and it is removed once the job is DONE or FAILED. None outside a worker.
     """
 
     benchmark: Any
@@ -125,6 +129,7 @@ class ScoringJob:
     data_dir: Path
     check: Callable[[], None]
     resources: dict = field(default_factory=dict)
+    work_dir: Path | None = None
 
 
 @dataclass
@@ -141,6 +146,7 @@ class Track:
 
     name: ClassVar[str]
     label: ClassVar[str]  # the tab's title
+    about: ClassVar[str] = ""  # what the track asks for and ranks (Markdown, the page's introduction)
     headline: ClassVar[str]  # the key of a ranked row's figure (``/status`` reports it)
     board_name_suffix: ClassVar[str] = ""  # a benchmark's board name: the loader's name + this
     filters: ClassVar[tuple[Filter, ...]] = ()

@@ -29,6 +29,11 @@ SUBMISSION_METRIC = "submission"  # the metric's name inside the meta-evaluation
 class MetricsTrack(Track):
     name = "metrics"
     label = "Metrics"
+    about = (
+        'upload your metric\'s per-item scores as `{"id": …, "score": …}` (optionally one column per criterion) '
+        "for a human-judgment benchmark; the meta-evaluation ranks metrics by agreement with humans (Kendall τ, "
+        "best-of-N accuracy)."
+    )
     headline = "headline"
     filters = (
         Filter("task", "Task", (ALL, *MODEL_TASKS), ALL),

@@ -30,12 +30,85 @@ TOP_PLOTTED = 5
 PLACES = [f"#{k}" for k in range(1, TOP_PLOTTED + 1)]
 PLACE_COLOURS = dict(zip(PLACES, ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"]))
 PLOT_COLUMNS = ["place", "name", "criterion", "score"]
+HARMONIC_EVAL = "harmonic_eval"  # the worker's resource: the loaded metric (tests may put a scripted one there)
 _ASKS = {"question": "to the item's `question`", "box": "for the object in `box` (x, y, width, height in pixels)"}
+
+
+def harmonic_eval(job: ScoringJob) -> Any:
+    """HarmonicEval with the board's judge, through the shared judge cache, built once per worker (kept in
+    ``job.resources[HARMONIC_EVAL]``; explanations are asked per call, so the same instance and judge give
+    them; the Arena track uses its ``pairwise()``)."""
+    if HARMONIC_EVAL not in job.resources:
+        import mmjudge
+
+        s = job.settings
+        options = dict(s.get("judge_options") or {})
+        if s.get("model"):
+            options["model"] = s["model"]
+        cache = str(job.data_dir / "judge_cache.sqlite")
+        job.resources[HARMONIC_EVAL] = mmjudge.load(
+            "harmonic_eval", judge=s["judge"], gamma=s["gamma"], cache=cache, **options
+        )
+    return job.resources[HARMONIC_EVAL]
+
+
+def text_example_line(item: dict) -> dict:
+    """One line of an outputs file (Models, Arena): the item's id and a placeholder naming what to write."""
+    info = PROMPTS.task_info.get(item.get("task"))
+    return {"id": item["id"], "text": f"<your model's {info.text_name if info else 'text'} for this image>"}
+
+
+def text_line_fields() -> dict[str, str]:
+    return {
+        "id": "an id of the inputs, each exactly once",
+        "text": f"your model's output (at most {MAX_TEXT_CHARS:,} characters)",
+    }
+
+
+def output_steps(bench: Benchmark, words: GuideWords, track: str) -> list[str]:
+    """The guide's steps for an outputs file (Models, Arena): get the inputs, run the model on every item
+    (what each task asks), write the lines, submit on ``track``."""
+    per_task = {t: sum(1 for it in bench.public_items() if it.get("task") == t) for t in bench.tasks}
+    lines = [
+        "1. **Get the inputs**: *Inputs (zip)* — `inputs.jsonl` (one item per line: `id`, `task`, `image`, "
+        "`question`, `box`) and `images/` — or *Inputs (Parquet)*, the same with the image bytes inside "
+        '(`datasets.load_dataset("parquet", data_files=…)`).',
+        f"2. **Run your model on every item** ({len(bench.ids)} items). What each task asks:",
+    ]
+    for t in bench.tasks:
+        info = PROMPTS.task_info.get(t)
+        if info is not None:
+            target = " and ".join(_ASKS[n] for n in info.needs) or "of the image"
+            lines.append(
+                f"   - `{t}` — {info.label} ({per_task.get(t, 0)} items): write the {info.text_name} {target}."
+            )
+    return lines + [
+        "3. **Write one JSON object per line** (UTF-8), every id exactly once, nothing else needed:",
+        "",
+        "   ```json",
+        f"   {words.example}",
+        "   ```",
+        "",
+        f"   *Example submission* has a line for every id. Texts: at most {MAX_TEXT_CHARS:,} characters each.",
+        f"4. **Submit** the file (at most {words.size}) on the *Submit* tab (track *{track}*, benchmark "
+        f"*{words.name}*), or from a terminal, which also waits for the score:",
+        "",
+        "   ```",
+        f"   {words.command('download', 'inputs.zip')}",
+        f"   {words.command('submit', 'outputs.jsonl')} --name my-vlm",
+        "   ```",
+        "",
+    ]
 
 
 class ModelsTrack(Track):
     name = "models"
     label = "Models"
+    about = (
+        "run your model on a benchmark's inputs (download them under *How to take part*) and upload its "
+        'outputs as JSONL lines `{"id": …, "text": …}`; they are scored with HarmonicEval and ranked overall, '
+        "per task and per criterion."
+    )
     headline = "overall"
     board_name_suffix = "-inputs"
     filters = (
@@ -81,7 +154,7 @@ class ModelsTrack(Track):
 
         inputs = {it["id"]: it for it in job.benchmark.inputs()}
         items = [{**inputs[o["id"]], "text": o["text"]} for o in job.payload]
-        metric = self._metric(job)
+        metric = harmonic_eval(job)
         rows: list[dict] = []
         for _, row in stream_rows(metric, items, chunk_size=max(1, int(job.settings["batch_size"]))):
             job.check()
@@ -94,22 +167,6 @@ class ModelsTrack(Track):
         # The criteria the judge rates: a text-only judge is not asked those that see the image (needs_image),
         # which are then neither means nor failures.
         return Scored(signatures[0], summarise_models(rows, metric.rated_criteria), rows)
-
-    def _metric(self, job: ScoringJob) -> Any:
-        """HarmonicEval with the configured judge, through the shared judge cache, built once per worker
-        (explanations are asked per call, so the same instance and judge give them)."""
-        if "harmonic_eval" not in job.resources:
-            import mmjudge
-
-            s = job.settings
-            options = dict(s.get("judge_options") or {})
-            if s.get("model"):
-                options["model"] = s["model"]
-            cache = str(job.data_dir / "judge_cache.sqlite")
-            job.resources["harmonic_eval"] = mmjudge.load(
-                "harmonic_eval", judge=s["judge"], gamma=s["gamma"], cache=cache, **options
-            )
-        return job.resources["harmonic_eval"]
 
     def _add_explanations(self, metric: Any, items: list[dict], rows: list[dict], job: ScoringJob) -> None:
         """The judge's explanations for the first few items (shown on the submission page)."""
@@ -232,50 +289,16 @@ class ModelsTrack(Track):
 
     # -------------------------------------------------------------------------------- downloads
     def example_line(self, bench: Benchmark, item: dict) -> dict:
-        info = PROMPTS.task_info.get(item.get("task"))
-        return {"id": item["id"], "text": f"<your model's {info.text_name if info else 'text'} for this image>"}
+        return text_example_line(item)
 
     def line_fields(self, bench: Benchmark) -> dict[str, str]:
-        return {
-            "id": "an id of the inputs, each exactly once",
-            "text": f"your model's output (at most {MAX_TEXT_CHARS:,} characters)",
-        }
+        return text_line_fields()
 
     def guide_steps(self, bench: Benchmark, settings: Mapping[str, Any], words: GuideWords) -> list[str]:
-        per_task = {t: sum(1 for it in bench.public_items() if it.get("task") == t) for t in bench.tasks}
-        lines = [
-            "1. **Get the inputs**: *Inputs (zip)* — `inputs.jsonl` (one item per line: `id`, `task`, `image`, "
-            "`question`, `box`) and `images/` — or *Inputs (Parquet)*, the same with the image bytes inside "
-            '(`datasets.load_dataset("parquet", data_files=…)`).',
-            f"2. **Run your model on every item** ({len(bench.ids)} items). What each task asks:",
-        ]
-        for t in bench.tasks:
-            info = PROMPTS.task_info.get(t)
-            if info is not None:
-                target = " and ".join(_ASKS[n] for n in info.needs) or "of the image"
-                lines.append(
-                    f"   - `{t}` — {info.label} ({per_task.get(t, 0)} items): write the {info.text_name} {target}."
-                )
-        lines += [
-            "3. **Write one JSON object per line** (UTF-8), every id exactly once, nothing else needed:",
-            "",
-            "   ```json",
-            f"   {words.example}",
-            "   ```",
-            "",
-            f"   *Example submission* has a line for every id. Texts: at most {MAX_TEXT_CHARS:,} characters each.",
-            f"4. **Submit** the file (at most {words.size}) on the *Submit* tab (track *models*, benchmark "
-            f"*{words.name}*), or from a terminal, which also waits for the score:",
-            "",
-            "   ```",
-            f"   {words.command('download', 'inputs.zip')}",
-            f"   {words.command('submit', 'outputs.jsonl')} --name my-vlm",
-            "   ```",
-            "",
+        return output_steps(bench, words, self.name) + [
             f"**Scoring**: HarmonicEval rates every text 1–5 on {', '.join(CRITERIA)} with the board's judge; rows are "
             "ranked overall, per task and per criterion, each with a 95% bootstrap interval over the items, and "
             "marked when separable from the row above (paired bootstrap on the same items). Items the judge "
             f"cannot rate are counted; above {100 * float(settings['max_failed_share']):g}% of the items a submission "
             "is shown but not ranked.",
         ]
-        return lines
