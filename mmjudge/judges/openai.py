@@ -35,14 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mmjudge.judges import openai_setup as fleet
-from mmjudge.judges.base import (
-    Capabilities,
-    GenerationRequest,
-    RatingRequest,
-    RatingResult,
-    ScoredGenerationRequest,
-    ScoredText,
-)
+from mmjudge.judges.base import Capabilities, RatingRequest, RatingResult
 from mmjudge.judges.batched import BatchedJudge, _bar, deliver_answers
 from mmjudge.judges.openai_cost import BudgetError, CostMixin, Usage, load_prices  # noqa: F401  (re-exported)
 from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
@@ -55,19 +48,14 @@ from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
     rating_call,
     split_fields,
 )
-from mmjudge.judges.openai_reading import (
-    listed_choice_tokens,
-    rating_position,
-    rating_result,
-    read_rating,
-    scored_text,
-)
+from mmjudge.judges.openai_generation import GenerationMixin
+from mmjudge.judges.openai_reading import listed_choice_tokens, rating_position, rating_result, read_rating
 from mmjudge.judges.openai_transport import DOWN_AFTER, APIError, Server, Transport, build_transport  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
 
-class OpenAIJudge(CostMixin, BatchedJudge):
+class OpenAIJudge(GenerationMixin, CostMixin, BatchedJudge):
     """A judge served over OpenAI-compatible chat completions.
 
     Args:
@@ -357,47 +345,6 @@ class OpenAIJudge(CostMixin, BatchedJudge):
 
     def _rate_batch(self, requests: Sequence[RatingRequest]) -> list[RatingResult]:
         return self._map(self._rate_one, requests)
-
-    def generate(self, requests: Sequence[GenerationRequest], progress: bool = True, on_batch=None) -> list[str]:
-        if not requests:
-            return []
-        if self.max_cost is not None:
-            self.check_budget(self.estimate(requests))
-        if self.mode == "batch":
-            return self._batches().generate(requests, progress=progress, on_batch=on_batch)
-        return super().generate(requests, progress=progress, on_batch=on_batch)
-
-    def _generate_one(self, request: GenerationRequest) -> str:
-        # A failed generation raises (APIError): a string has no `error` to carry, and an empty explanation
-        # must not be cached as if the model had written it.
-        call = generation_call(request, self.model_name, self.prefill_mode)
-        answer = self.transport.chat(call.fields, call.extra_body)
-        self.usage.add(answer.get("usage") if isinstance(answer, dict) else None)
-        return answer_text(answer)
-
-    def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
-        return self._map(self._generate_one, requests)
-
-    def _generate_scored_one(self, request: ScoredGenerationRequest) -> ScoredText:
-        # A failed request is an answer with `error` (never cached, asked again next run), as for ratings.
-        top = min(int(request.top_logprobs), self.top_logprobs)
-        try:
-            answer = self.chat(
-                chat_messages(request, prefix=False), max_tokens=request.max_new_tokens, logprobs=True, top_logprobs=top
-            )
-        except APIError as err:
-            if not self.transport.reached:
-                raise  # no server ever answered: a wrong URL or a server not started, not a per-item failure
-            self.usage.count_failure()
-            return ScoredText("", [], error=str(err))
-        content, problem = self._logprobs(answer)
-        if content is None:
-            return ScoredText("", [], error=problem)
-        self._answered = True
-        return scored_text(content)
-
-    def _generate_scored_batch(self, requests: Sequence[ScoredGenerationRequest]) -> list[ScoredText]:
-        return self._map(self._generate_scored_one, requests)
 
     def attach_store(self, store: Any) -> None:
         """The cache's store (:class:`~mmjudge.judges.cached.CachedJudge` gives it): batch mode keeps its batch
