@@ -22,7 +22,7 @@ import scipy.stats
 import mmjudge.reproduce.run as run_module
 from mmjudge.cli import main
 from mmjudge.reproduce import FIELDS, Settings, load_tables, plan, reproduce
-from mmjudge.reproduce.output import csv_text, markdown
+from mmjudge.reproduce.output import cell_text, csv_text, markdown
 
 FIXTURE = Path(__file__).parent / "fixtures" / "flickr8k_expert"
 FAST = dict(bootstrap=200, progress=False)
@@ -397,3 +397,19 @@ def test_a_prompt_set_row_runs_end_to_end_against_the_toy_server(tmp_path):
     assert result.status in ("match", "outside") and result.ours == pytest.approx(
         scipy_tau(scores, fixture_judgments(tmp_path)), abs=1e-3
     )
+
+
+def test_an_outside_cell_says_what_is_known_about_its_published_number():
+    """Pascal-50S's n-gram figures in HarmonicEval's Table 8 come from another protocol than FLEUR's file can
+    rebuild: the table file says so per cell, and an outside cell carries that as its reason (a match does not)."""
+    from mmjudge.reproduce.run import _compare
+    from mmjudge.reproduce.tables import load_tables
+
+    cells = {(c.row.key, c.column.key): c for c in load_tables()["harmonic_eval_8"].cells()}
+    pascal_bleu, flickr_bleu = cells[("bleu", "pas")], cells[("bleu", "f_ex")]
+    assert "TIGEr" in pascal_bleu.note and flickr_bleu.note == ""
+    outside = _compare(pascal_bleu, {"value": 0.7455, "ci_low": 0.7332, "ci_high": 0.7580})
+    assert outside.status == "outside" and outside.reason == pascal_bleu.note
+    inside = _compare(pascal_bleu, {"value": 0.7290, "ci_low": 0.7150, "ci_high": 0.7420})
+    assert inside.status == "match" and inside.reason == ""
+    assert cell_text(outside).endswith(f"✗ ({pascal_bleu.note})")

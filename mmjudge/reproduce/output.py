@@ -37,7 +37,8 @@ def cell_text(result: CellResult) -> str:
     if result.status == "not_run":
         return f"{published} | — not run: {result.reason}"
     interval = f" [{_number(result.low, 2)}, {_number(result.high, 2)}]" if result.low is not None else ""
-    return f"{published} | {_number(result.ours, 2)}{interval} {MARKS[result.status]}"
+    known = f" ({result.reason})" if result.reason else ""
+    return f"{published} | {_number(result.ours, 2)}{interval} {MARKS[result.status]}{known}"
 
 
 def markdown(run: Reproduction) -> str:
@@ -92,7 +93,8 @@ def _cell_columns(result: CellResult | None, reasons: dict[str, int]) -> list[st
         number = reasons.setdefault(result.reason, len(reasons) + 1)
         return [published, f"— ({number})"]
     interval = f" [{_number(result.low)}, {_number(result.high)}]" if result.low is not None else ""
-    return [published, f"{_number(result.ours)}{interval} {MARKS[result.status]}"]
+    known = f" ({reasons.setdefault(result.reason, len(reasons) + 1)})" if result.reason else ""
+    return [published, f"{_number(result.ours)}{interval} {MARKS[result.status]}{known}"]
 
 
 def dry_run_text(run: Reproduction) -> str:

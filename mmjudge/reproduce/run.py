@@ -348,9 +348,12 @@ def _compare(cell: Cell, record: Mapping[str, Any]) -> CellResult:
     low, high = 100 * record["ci_low"], 100 * record["ci_high"]
     if math.isfinite(low) and math.isfinite(high):
         inside = low - HALF_DIGIT <= cell.published <= high + HALF_DIGIT
-        return CellResult(cell, round(ours, 4), round(low, 4), round(high, 4), "match" if inside else "outside")
-    inside = round(ours, 1) == round(cell.published, 1)
-    return CellResult(cell, round(ours, 4), None, None, "match" if inside else "outside")
+        low, high = round(low, 4), round(high, 4)
+    else:
+        inside, low, high = round(ours, 1) == round(cell.published, 1), None, None
+    # An outside cell says what is known about its published number (the table file's cell note), if anything.
+    status = "match" if inside else "outside"
+    return CellResult(cell, round(ours, 4), low, high, status, "" if inside else cell.note)
 
 
 def _finish(run: Reproduction, progress: _Progress, settings: Settings, result: CellResult) -> None:

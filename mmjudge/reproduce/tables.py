@@ -52,6 +52,7 @@ class Row:
     what: str = ""
     note: str = ""
     time_ms: float | None = None
+    cell_notes: dict = field(default_factory=dict)  # column key -> what is known about that cell's number
 
     @property
     def name(self) -> str:
@@ -92,6 +93,11 @@ class Cell:
     @property
     def benchmark(self) -> str:
         return self.column.benchmark
+
+    @property
+    def note(self) -> str:
+        """What is known about this published number (where it came from, why it may not reproduce), or ``""``."""
+        return self.row.cell_notes.get(self.column.key, "")
 
     @property
     def measure(self) -> str:
@@ -170,6 +176,7 @@ def load_table(path: str | Path, catalogue: dict[str, dict[str, Any]] | None = N
                 group=entry.get("group", ""),
                 note=entry.get("note", ""),
                 time_ms=entry.get("time_ms"),
+                cell_notes=dict(entry.get("cell_notes", {})),
                 **how,
             )
         )
