@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +16,6 @@ import pytest
 from mmjudge.judges import RatingRequest, Turn
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.openai import DOWN_AFTER, APIError, OpenAIJudge
-
-sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
 from toy_api_servers import IDS, VOCAB, ToyServer, close_all, expected_raw
 
 pytestmark = pytest.mark.filterwarnings("ignore:HarmonicEval. the judge put under")

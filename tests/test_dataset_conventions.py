@@ -4,18 +4,14 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import datasets
 import pytest
 import yaml
 
 import mmjudge.datasets as md
+from benchmark_releases import SMALL_MMHE
 from mmjudge.datasets._base import DataError
-
-sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
-from test_datasets import SMALL_MMHE, mmhe_dir  # noqa: F401  (fixture)
 
 
 def _export(data_dir, tmp_path):
@@ -23,7 +19,7 @@ def _export(data_dir, tmp_path):
     return ds, md.export_to_parquet("mmhe", tmp_path / "out", dataset=ds)
 
 
-def test_export_round_trip_keeps_features_and_info(mmhe_dir, tmp_path):  # noqa: F811
+def test_export_round_trip_keeps_features_and_info(mmhe_dir, tmp_path):
     original, out = _export(mmhe_dir, tmp_path)
     files = sorted(str(p) for p in (out / "data").glob("*.parquet"))
     back = datasets.load_dataset("parquet", data_files=files, split="train", cache_dir=str(tmp_path / "c2"))
@@ -40,7 +36,7 @@ def test_export_round_trip_keeps_features_and_info(mmhe_dir, tmp_path):  # noqa:
     assert info.features == back.features
 
 
-def test_export_card_has_hub_yaml(mmhe_dir, tmp_path):  # noqa: F811
+def test_export_card_has_hub_yaml(mmhe_dir, tmp_path):
     _, out = _export(mmhe_dir, tmp_path)
     text = (out / "README.md").read_text()
     front = yaml.safe_load(text.split("---\n")[1])
@@ -55,7 +51,7 @@ def test_export_card_has_hub_yaml(mmhe_dir, tmp_path):  # noqa: F811
     assert isinstance(again.features["task"], datasets.ClassLabel) and again.num_rows == 24
 
 
-def test_verification_mode_no_checks_skips_count_checks(mmhe_dir, tmp_path):  # noqa: F811
+def test_verification_mode_no_checks_skips_count_checks(mmhe_dir, tmp_path):
     wrong = dict(SMALL_MMHE, test=99)
     with pytest.raises(DataError):
         md.load_dataset("mmhe", data_dir=str(mmhe_dir), cache_dir=str(tmp_path / "a"), expected_counts=wrong)
@@ -70,7 +66,7 @@ def test_verification_mode_no_checks_skips_count_checks(mmhe_dir, tmp_path):  # 
     assert json.dumps(SMALL_MMHE)  # the fixture's counts stay the source of truth for the checked path
 
 
-def test_export_keeps_the_row_groups_datasets_writes(mmhe_dir, tmp_path, monkeypatch):  # noqa: F811
+def test_export_keeps_the_row_groups_datasets_writes(mmhe_dir, tmp_path, monkeypatch):
     # adding the info metadata used to rewrite each file with pq.write_table: one row group of everything
     import pyarrow.parquet as pq
 

@@ -10,52 +10,24 @@ is assumed to share pascal_50s.json's shape), PAC-S's data/dataset.py and CLIPSc
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import mmjudge.datasets as md
+from benchmark_releases import (
+    SMALL_PASCAL,
+    flickr8k_json,
+    load,
+    png,
+    same_rows,
+    write_pascal_layout,
+)
 from mmjudge.datasets._base import DataError
 
-sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
-from test_datasets import f8k_dir, load, png  # noqa: F401  (fixture)
 
-
-def same_rows(original, from_json, ignore=("image",)):
-    """Both splits hold the same rows in the same order, every column but ``ignore`` compared."""
-    assert original.num_rows == from_json.num_rows > 0
-    cols = [c for c in original.column_names if c not in ignore]
-    assert original.select_columns(cols).to_list() == from_json.select_columns(cols).to_list()
-
-
-# --- Flickr8k-Expert / CF ----------------------------------------------------------------------------
-def flickr8k_json(
-    root: Path, judged: list[tuple[str, str, list[float]]], refs: dict[str, list[str]], name: str
-) -> None:
-    """flickr8k.json / crowdflower_flickr8k.json as CLIPScore's preprocessing writes them (one entry per image,
-    one human_judgement per rating), with FLEUR's folder name Flickr8k_Dataset/ (not the release's Flicker8k_)."""
-    data: dict = {}
-    for image, caption, ratings in judged:
-        entry = data.setdefault(
-            image[:-4],
-            {
-                "image_id": image[:-4],
-                "image_path": f"Flickr8k_Dataset/{image}",
-                "ground_truth": refs[image],
-                "human_judgement": [],
-            },
-        )
-        entry["human_judgement"] += [
-            {"image_id": image[:-4], "image_path": f"Flickr8k_Dataset/{image}", "caption": caption, "rating": r}
-            for r in ratings
-        ]
-    root.mkdir(parents=True, exist_ok=True)
-    (root / name).write_text(json.dumps(data))
-
-
-def test_flickr8k_expert_layouts_give_the_same_rows(f8k_dir, tmp_path):  # noqa: F811
+# --- Flickr8k-Expert / CF --------------------------------------------------------------------------------
+def test_flickr8k_expert_layouts_give_the_same_rows(f8k_dir, tmp_path):
     counts = {"test": 2, "judgments": 6}
     original = load("flickr8k_expert", f8k_dir, tmp_path, expected_counts=counts)["test"]
     refs = {"a.jpg": ["A dog runs .", "A brown  dog ."], "b.jpg": ["A cat sits .", "Two cats ."]}
@@ -73,7 +45,7 @@ def test_flickr8k_expert_layouts_give_the_same_rows(f8k_dir, tmp_path):  # noqa:
     assert from_json[0]["image"].size == original[0]["image"].size == (8, 6)
 
 
-def test_flickr8k_cf_layouts_give_the_same_rows(f8k_dir, tmp_path):  # noqa: F811
+def test_flickr8k_cf_layouts_give_the_same_rows(f8k_dir, tmp_path):
     original = load("flickr8k_cf", f8k_dir, tmp_path)["test"]
     # CrowdFlowerAnnotations.txt of the fixture: (a.jpg, b.jpg#0, 0.0), (a.jpg, a.jpg#0, 1.0), (b.jpg, a.jpg#1, 0.25);
     # the JSON drops every judged caption of an image from that image's references.
@@ -158,62 +130,7 @@ def test_composite_json_drops_unrated_captions(tmp_path):
         load("composite", tmp_path / "json", tmp_path, download_mode="force_redownload")
 
 
-# --- Pascal-50S --------------------------------------------------------------------------------------------
-# (category code, image, caption A, caption B, votes for A out of 4); two identical MM pairs, as
-# pascal_50s.json has, and a 2-2 tie.
-PASCAL = [
-    (3, "p0.jpg", "a man rides", "a dog sits", 3),
-    (1, "p1.jpg", "two birds", "a red car", 1),
-    (4, "p2.jpg", "a room", "a room with a desk", 2),
-    (4, "p2.jpg", "a room", "a room with a desk", 0),
-    (1, "p3.jpg", "a boat", "a ship", 4),
-]
-VOTES = 4
-
-
-def pascal_refs(i: int) -> list[str]:
-    return [f"reference {i}.{j}" for j in range(VOTES)]
-
-
-def write_pascal_layout(root: Path, layout: str) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    if layout == "original":
-        from scipy.io import savemat
-
-        new_input = np.empty((1, len(PASCAL)), dtype=object)
-        triplets = np.empty((1, len(PASCAL) * VOTES), dtype=object)
-        for i, (_cat, img, a, b, votes_a) in enumerate(PASCAL):
-            cell = np.empty((1, 3), dtype=object)
-            cell[0, :] = [np.array([s]) for s in (img, a, b)]
-            new_input[0, i] = cell
-            for j in range(VOTES):  # (reference, caption B, caption C, winner 1|2), in either caption order
-                first, second = (a, b) if j % 2 else (b, a)
-                wins_a = j < votes_a
-                winner = 1 if (first == a) == wins_a else 2
-                vote = np.empty((1, 4), dtype=object)
-                vote[0, :] = [
-                    np.array([pascal_refs(i)[j]]),
-                    np.array([first]),
-                    np.array([second]),
-                    np.array([[winner]]),
-                ]
-                triplets[0, i * VOTES + j] = vote
-        savemat(root / "pair_pascal.mat", {"new_input": new_input, "category": np.array([[c for c, *_ in PASCAL]])})
-        savemat(root / "consensus_pascal.mat", {"triplets": triplets})
-        return
-    names = {1: "HC", 2: "HI", 3: "HM", 4: "MM"}
-    data: dict = {"MM": [], "HM": [], "HC": []}  # FLEUR's file has its own key order
-    for i, (cat, img, a, b, votes_a) in enumerate(PASCAL):
-        label = 1 if VOTES - votes_a > votes_a else 0
-        data[names[cat]].append(
-            {"image": f"VOC2012/JPEGImages/{img}", "captions": [a, b], "label": label, "references": pascal_refs(i)}
-        )
-    (root / "pascal_50s.json").write_text(json.dumps(data))
-
-
-SMALL_PASCAL = {"test": 5, "votes_per_pair": VOTES, "per_category": None}
-
-
+# --- Pascal-50S (PASCAL and write_pascal_layout: benchmark_releases.py) ------------------------------------
 def test_pascal50s_layouts_give_the_same_rows_and_pairs(tmp_path):
     write_pascal_layout(tmp_path / "mat", "original")
     write_pascal_layout(tmp_path / "json", "json")

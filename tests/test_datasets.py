@@ -12,51 +12,14 @@ import pytest
 from PIL import Image
 
 import mmjudge.datasets as md
+from benchmark_releases import CRITERIA, SMALL_MMHE, load, mmhe_instance
 from mmjudge.datasets._base import DataError
+from repo_paths import ROOT
 
-CRITERIA = ["correctness", "completeness", "clarity", "fluency", "conciseness"]
 CRITERIA_IN_THE_PAPER = CRITERIA  # HarmonicEval, in its order
 
 
-def png(path: Path, color=(200, 30, 30)) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.new("RGB", (8, 6), color).save(path)
-    return path
-
-
-def load(name, root, tmp_path, **kw):
-    return md.load_dataset(name, data_dir=str(root), cache_dir=str(tmp_path / "cache"), **kw)
-
-
 # --- MMHE ------------------------------------------------------------------------------------------
-def mmhe_instance(task, n, image="images/a.png"):
-    return {
-        "task": task,
-        "instance_id": str(n),
-        "image": image,
-        "question": "What is shown?" if task in ("VQA", "VDU") else None,
-        "bbox": [1, 2, 3, 4] if task == "REG" else None,
-        "candidates": [
-            {"model": f"m{k}", "text": f"text {task} {n} {k}", "ratings": {c: [1 + k, 2, 5 - k] for c in CRITERIA}}
-            for k in range(3)
-        ],
-        "annotators": ["A1", "A2", "A3"],
-        "best": [2, 2, 0],
-    }
-
-
-@pytest.fixture
-def mmhe_dir(tmp_path):
-    root = tmp_path / "mmhe"
-    png(root / "images" / "a.png")
-    data = [mmhe_instance(t, n) for t in ("REG", "VQA", "VDU", "IC") for n in range(2)]
-    (root / "mmhe.json").write_text(json.dumps(data))
-    return root
-
-
-SMALL_MMHE = {"test": 24, "instances_per_task": 2, "ratings": 24 * 15}
-
-
 def test_mmhe_rows_and_judgments(mmhe_dir, tmp_path):
     ds = load("mmhe", mmhe_dir, tmp_path, expected_counts=SMALL_MMHE)["test"]
     assert ds.num_rows == 24 and len(set(ds["id"])) == 24
@@ -176,25 +139,6 @@ def test_longcap_row_count_checked_against_hub_metadata(tmp_path):
 
 
 # --- Flickr8k --------------------------------------------------------------------------------------
-@pytest.fixture
-def f8k_dir(tmp_path):
-    root = tmp_path / "f8k"
-    root.mkdir()
-    captions = {"a.jpg": ["A dog runs .", "A brown  dog ."], "b.jpg": ["A cat sits .", "Two cats ."]}
-    (root / "Flickr8k.token.txt").write_text(
-        "".join(f"{img}#{k}\t{c}\n" for img, cs in captions.items() for k, c in enumerate(cs))
-    )
-    (root / "ExpertAnnotations.txt").write_text(
-        "a.jpg\tb.jpg#0\t1\t2\t1\nb.jpg\ta.jpg#1\t4\t3\t4\nb.jpg\tb.jpg#1\t4\t4\t4\n"
-    )  # last: own caption, dropped
-    (root / "CrowdFlowerAnnotations.txt").write_text(
-        "a.jpg\tb.jpg#0\t0.0\t0\t3\na.jpg\ta.jpg#0\t1.0\t3\t0\nb.jpg\ta.jpg#1\t0.25\t1\t3\n"
-    )
-    for name in captions:
-        png(root / "Flicker8k_Dataset" / name)
-    return root
-
-
 def expert_json(root: Path) -> None:
     """The CLIPScore-style flickr8k.json written from the same judgments."""
 
@@ -470,6 +414,6 @@ def test_cli_export_and_committed_cards_are_current(mmhe_dir, tmp_path, capsys):
         == 0
     )
     assert "ratings: 360  choices: 24" in capsys.readouterr().out
-    repo = Path(__file__).resolve().parents[1]
+    repo = ROOT
     for name in md.available_datasets():
         assert (repo / "datasets_scripts" / name / "README.md").read_text() == md.card(name), name

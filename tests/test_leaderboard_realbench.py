@@ -26,9 +26,9 @@ gradio_client = pytest.importorskip("gradio_client")
 from mmjudge.leaderboard.settings import DEFAULTS  # noqa: E402
 from mmjudge.leaderboard.store import Store  # noqa: E402
 from mmjudge.leaderboard.worker import Worker  # noqa: E402
+from repo_paths import FIXTURES, ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = Path(__file__).parent / "fixtures" / "flickr8k_expert"
+FIXTURE = FIXTURES / "flickr8k_expert"
 
 
 def converter():

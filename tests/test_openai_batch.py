@@ -23,12 +23,10 @@ from mmjudge.judges.base import innermost
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.openai import OpenAIJudge
 from mmjudge.judges.openai_cost import Estimate, image_tokens, load_prices
-
-sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
+from repo_paths import ROOT
 from toy_api_servers import ToyServer, close_all
 from toy_batch_api import BatchAPI
 
-ROOT = Path(__file__).resolve().parents[1]
 PRICED = "gpt-4o-2024-08-06"
 
 

@@ -7,7 +7,6 @@ on 127.0.0.1 only and every wait is bounded.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -18,25 +17,22 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from llama_cpp_server import free_port, post_chat, reset_prefix, wait_for
 from mmjudge.judges import RatingRequest, Turn, load_judge
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.openai import APIError, OpenAIJudge, chat_messages, rating_position, read_rating
 from mmjudge.prompts import load_prompt_set
-
-sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
+from repo_paths import ROOT
 from toy_api_servers import ThreadedServer
 
 pytestmark = pytest.mark.filterwarnings("ignore:HarmonicEval. the judge put under")
 
-ROOT = Path(__file__).resolve().parents[1]
 CHOICES = ["1", "2", "3", "4", "5"]
 SECRET = "sk-test-THIS-MUST-NOT-LEAK-0123456789"
 
@@ -534,31 +530,12 @@ def test_serve_honours_logprob_token_ids_as_vllm_does(tiny_text_server):
     assert tokens["token_strs"] == local.tokenizer.convert_ids_to_tokens(tokens["tokens"])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for(url: str, proc: subprocess.Popen, seconds: float) -> None:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"the server exited: {proc.stderr.read().decode()[-3000:] if proc.stderr else ''}")
-        try:
-            with urllib.request.urlopen(url + "/models", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"no answer from {url} within {seconds} s")
-
-
 @pytest.mark.slow
 def test_mmjudge_serve_command(tmp_path, tiny_text_server):
     from mmjudge.testing import tiny_text_lm
 
     folder = tiny_text_lm(tmp_path / "lm")  # same seed as the module's server: same weights, same name
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     cmd = [
         sys.executable,
@@ -577,7 +554,7 @@ def test_mmjudge_serve_command(tmp_path, tiny_text_server):
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         url = f"http://127.0.0.1:{port}/v1"
-        _wait_for(url, proc, 120)
+        wait_for(url, proc, 120)
         local, _ = tiny_text_server
         api = OpenAIJudge(base_url=url, prefill="continue", top_logprobs=1000)  # capabilities are settled when built
         assert api.model_name == local.model_identity.label()
@@ -593,92 +570,7 @@ def test_mmjudge_serve_command(tmp_path, tiny_text_server):
 
 
 # ------------------------------------------------------------------------- llama.cpp's server as peer
-# `python -m llama_cpp.server` with llama.cpp's "extra buffer types" (weight repacking) off: on these
-# VMs the CPU reports AMX, and the AMX matmul (ggml_backend_amx_mul_mat) segfaults in the first decode
-# (seen with llama-cpp-python 0.3.36). The server has no flag for it, so the model defaults are patched.
-# Both sides of the comparison read the same server, so this changes nothing the test asserts.
-_LLAMA_SERVER = """
-import runpy, sys
-import llama_cpp
-import llama_cpp.llama
-defaults = llama_cpp.llama_model_default_params
-def no_extra_bufts():
-    params = defaults()
-    params.use_extra_bufts = False
-    return params
-llama_cpp.llama.llama_cpp.llama_model_default_params = no_extra_bufts
-sys.argv = ["llama_cpp.server", *sys.argv[1:]]
-runpy.run_module("llama_cpp.server", run_name="__main__")
-"""
-
-
-@pytest.fixture(scope="module")
-def llama_server(smollm2_gguf, tmp_path_factory):
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed (CI installs it: pip install 'llama-cpp-python[server]')")
-    folder, gguf = smollm2_gguf
-    port = _free_port()
-    args = [
-        "--model",
-        str(Path(folder) / gguf),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "2048",
-        "--logits_all",
-        "true",
-        "--model_alias",
-        "smollm2-135m-instruct-q4_1",
-    ]
-    cmd = [sys.executable, "-c", _LLAMA_SERVER, *args]
-    log = (
-        tmp_path_factory.mktemp("llama") / "server.log"
-    )  # a file, not a pipe: its verbose log would fill a pipe and block it
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        _wait_for(url, proc, 180)
-        body = {"model": "smollm2-135m-instruct-q4_1", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
-        try:
-            req = urllib.request.Request(
-                url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-            )
-            urllib.request.urlopen(req, timeout=120).read()
-        except OSError:
-            proc.wait(timeout=10)
-            pytest.fail(
-                f"llama.cpp's server died on its first chat request (exit code {proc.returncode}; -11 is a "
-                "segfault inside llama_decode: a broken llama-cpp-python build). Log tail: "
-                + log.read_text(errors="replace")[-1500:]
-            )
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def _post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(
-        url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=120) as reply:
-        return json.loads(reply.read())
-
-
-def _reset_prefix(url: str, model: str) -> None:
-    """llama-cpp-python keeps the previous request's tokens and evaluates only what differs; the logits
-    of a suffix evaluated on top of a kept prefix differ from a fresh evaluation at the 1e-2 level (Q4
-    kernels depend on the batch shape). A short unrelated request before each compared request makes
-    both evaluate the same suffix on the same kept prefix (the shared system prompt)."""
-    _post(url, {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 1, "temperature": 0})
-
-
+# (started by the llama_server fixture, tests/conftest.py)
 def _raw_distribution(url: str, model: str, prompt: str) -> list[float]:
     """Read straight from the server's JSON, independently of the backend: the first generated token
     that is a digit 1-5, its top 20 entries, renormalised over the five ratings."""
@@ -690,7 +582,7 @@ def _raw_distribution(url: str, model: str, prompt: str) -> list[float]:
         "logprobs": True,
         "top_logprobs": 20,
     }
-    content = _post(url, body)["choices"][0]["logprobs"]["content"]
+    content = post_chat(url, body)["choices"][0]["logprobs"]["content"]
     position = next(i for i, e in enumerate(content) if e["token"].strip() in CHOICES)
     mass = dict.fromkeys(CHOICES, 0.0)
     for top in content[position]["top_logprobs"]:
@@ -717,9 +609,9 @@ def test_llama_cpp_server_distributions_equal_the_raw_responses(llama_server):
     assert judge.mass_mode == "top-k"
     for caption in captions:
         prompt = prompts.render("fluency", "ic", text=caption, question=None)
-        _reset_prefix(llama_server, judge.model_name)
+        reset_prefix(llama_server, judge.model_name)
         expected = _raw_distribution(llama_server, judge.model_name, prompt)
-        _reset_prefix(llama_server, judge.model_name)
+        reset_prefix(llama_server, judge.model_name)
         [got] = judge.rate([RatingRequest([Turn("user", prompt)], answer_prefix=prompts.answer_prefix)], progress=False)
         assert got.mass > 0 and not got.exact_mass
         np.testing.assert_allclose(got.probs, expected, atol=1e-6)

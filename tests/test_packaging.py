@@ -4,15 +4,14 @@ import json
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from mmjudge.adapters import evaluate_registry
 from mmjudge.cli import main
+from repo_paths import ROOT
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore:HarmonicEval. the judge put under")
 
 
@@ -79,7 +78,7 @@ def test_evaluate_load_by_bare_name_offline_for_all_tasks(tmp_path, tiny_qwen_di
 def test_evaluate_load_from_the_checkout(tmp_path):
     import evaluate
 
-    he = evaluate.load(str(REPO / "metrics" / "harmonic_eval"), judge="dummy", cache=False, criteria=["clarity"])
+    he = evaluate.load(str(ROOT / "metrics" / "harmonic_eval"), judge="dummy", cache=False, criteria=["clarity"])
     out = he.compute(predictions=["Clear text.", "Also clear."])
     assert len(out["clarity"]) == 2 and out["signature"].startswith("mmjudge=")
 
@@ -90,7 +89,7 @@ def test_registration_is_idempotent_and_picks_the_current_shell(tmp_path, monkey
     assert [p.name for p in first] and all(p.is_file() for p in first)
     assert evaluate_registry.register() == first
     target = next(p for p in first if p.name == "harmonic_eval.py")
-    assert target.read_bytes() == (REPO / "metrics" / "harmonic_eval" / "harmonic_eval.py").read_bytes()
+    assert target.read_bytes() == (ROOT / "metrics" / "harmonic_eval" / "harmonic_eval.py").read_bytes()
     assert target.parent.parent.name == "evaluate-metric--harmonic_eval" and len(target.parent.name) == 64
 
 

@@ -223,16 +223,12 @@ def test_cli_counts_pairs_without_answer_and_strict_exits_3(capsys):
 
 # ------------------------------------------------------------------------------------------ API judge
 def test_an_api_judge_compares_through_the_cache_with_exact_letter_probabilities(tmp_path, monkeypatch):
-    """The ``openai`` judge against a toy vLLM server (tests/toy_api_servers.py) whose vocabulary is given the
+    """The ``openai`` judge against a toy vLLM server (tests/helpers/toy_api_servers.py) whose vocabulary is given the
     answer letters: it continues the forced ``Verdict: `` prefix and returns each letter's exact probability;
     the preference equals the one combined by hand from the server's own distributions, and the swapped
     comparison is answered by the cache."""
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parent))
     import toy_api_servers as toy
-
     from mmjudge.judges.openai import OpenAIJudge
 
     vocab = [*toy.VOCAB, "A", "B", "C", " A", " B", " C"]

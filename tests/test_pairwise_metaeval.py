@@ -22,8 +22,9 @@ from mmjudge.metaeval.pairwise_judges import (
     pointwise_preferences,
 )
 from mmjudge.testing import ScriptedJudge
+from repo_paths import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "pascal50s"
+FIXTURE = FIXTURES / "pascal50s"
 CATEGORIES = ("HC", "HI", "HM", "MM")
 BLOCK = re.compile(
     r"image file : (.*)\nlabel : (\d)\n\ncaption : (.*)\nmodel score : .*\nour score : (\S+)\n\n"

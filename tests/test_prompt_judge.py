@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from llama_cpp_server import reset_prefix
 from mmjudge.judges import ScoredGenerationRequest, ScoredText, ScoredToken, Turn
 from mmjudge.metrics.fleur.smoothing import smooth_decimals, smooth_one
 from mmjudge.metrics.prompt_judge import PROMPT_CONFIGS, PromptJudge, read_after_marker, read_fleur_decimal
-
-sys.path.insert(0, str(Path(__file__).parent))  # pytest runs with --import-mode=importlib
 from toy_api_servers import VOCAB, ToyServer, close_all
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -193,20 +190,17 @@ def test_a_local_model_lists_its_generated_tokens_and_their_probabilities(tiny_l
 
 
 # --- llama.cpp's real server (slow) ----------------------------------------------------------------------
-from test_openai_judge import _reset_prefix, llama_server  # noqa: E402, F401  (fixture)
-
-
 @pytest.mark.slow
-def test_g_veval_on_llama_cpps_server_reads_what_the_server_returned(llama_server):  # noqa: F811
+def test_g_veval_on_llama_cpps_server_reads_what_the_server_returned(llama_server):
     """SmolLM2-135M through llama-cpp-python: the metric's score equals G-VEval's reading of the server's own
     JSON answer to the same request (its answer may hold no score at all: then no_rating, with the text)."""
     metric = PromptJudge(
         "g_veval_ref_only", judge="openai", base_url=llama_server, cache=False, max_new_tokens=96, max_concurrency=1
     )
     caption, refs = "A brown dog runs on the beach.", ["A dog running on sand.", "A dog at the sea."]
-    _reset_prefix(llama_server, metric.judge.model_name)  # both requests evaluated on the same kept prefix
+    reset_prefix(llama_server, metric.judge.model_name)  # both requests evaluated on the same kept prefix
     out = metric.compute(predictions=[caption], references=[refs], progress=False)
-    _reset_prefix(llama_server, metric.judge.model_name)
+    reset_prefix(llama_server, metric.judge.model_name)
     body = {
         "model": metric.judge.model_name,
         "messages": [{"role": "user", "content": metric.prompt(caption, refs)}],

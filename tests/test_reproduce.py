@@ -23,8 +23,9 @@ import mmjudge.reproduce.run as run_module
 from mmjudge.cli import main
 from mmjudge.reproduce import FIELDS, Settings, load_tables, plan, reproduce
 from mmjudge.reproduce.output import csv_text, markdown
+from repo_paths import FIXTURES
 
-FIXTURE = Path(__file__).parent / "fixtures" / "flickr8k_expert"
+FIXTURE = FIXTURES / "flickr8k_expert"
 FAST = dict(bootstrap=200, progress=False)
 
 
@@ -366,11 +367,9 @@ def test_a_prompt_set_row_runs_end_to_end_against_the_toy_server(tmp_path):
     """GPT-FLEUR's cell of Table 8 through the whole command, its judge the toy OpenAI-like server (numbers
     meaningless, plumbing real): every caption asked once with its image, the figure scipy's τ-c of the scores."""
     import shutil
-    import sys
 
     from PIL import Image
 
-    sys.path.insert(0, str(Path(__file__).parent))
     from toy_api_servers import ToyServer
 
     data = tmp_path / "f8k"

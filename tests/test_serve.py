@@ -20,7 +20,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -30,8 +29,8 @@ from mmjudge.judges import GenerationRequest, Turn, load_judge  # noqa: E402
 from mmjudge.serve import ChatEngine, ServeSettings, serve_in_thread  # noqa: E402
 from mmjudge.serve_batching import Failure, Job  # noqa: E402
 from mmjudge.serve_protocol import Finished, Piece, read_chat_body  # noqa: E402
+from repo_paths import ROOT  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 KEY = "test-key-0123"
 ASK = [{"role": "user", "content": "Why?"}]  # the tiny model's answer to it runs on without an end-of-turn
 

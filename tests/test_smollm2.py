@@ -10,6 +10,7 @@ import random
 import pytest
 
 from mmjudge import HarmonicEval
+from repo_paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:HarmonicEval. the judge put under")]
 
@@ -53,7 +54,7 @@ def test_readme_first_run_rates_the_text_criteria_of_every_bundled_example(smoll
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     env = dict(offline_env, HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "home" / ".cache"))
     env["PYTHONPATH"] = str(root) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("MMJUDGE_CACHE")  # the default cache under the fresh HOME, as a new user gets it

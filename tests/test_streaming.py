@@ -22,8 +22,8 @@ import mmjudge
 from mmjudge.cli import main
 from mmjudge.stream import score_file
 from mmjudge.stream.sources import open_source
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 D = ["--judge", "dummy", "--no-cache"]
 
 

@@ -6,7 +6,6 @@ import io
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from mmjudge.metrics.vela import VELA, load_vela, new_vela
 from mmjudge.metrics.vela.model import render_prompt
 from mmjudge.metrics.vela.training import TrainConfig, train_vela
 from mmjudge.testing import tiny_clip
+from repo_paths import ROOT
 
 COLORS = ("red", "blue", "green", "yellow", "white", "black")
 TEXTS = [
@@ -312,7 +312,7 @@ def test_evaluate_shell_and_cli(checkpoint, tiny_lm_dir, long_clip_dir, tmp_path
         capture_output=True,
         text=True,
         env=offline_env,
-        cwd=str(Path(__file__).parents[1]),
+        cwd=str(ROOT),
     )
     assert run.returncode == 0, run.stderr[-2000:]
     values, signature = run.stdout.strip().splitlines()[-2:]
@@ -420,9 +420,8 @@ def test_benchmark_smoke_runs_with_only_the_gpu_machines_packages(offline_env):
     check += "print(sorted({m.split('.')[0] for m in sys.modules} & {'evaluate', 'datasets', 'scipy', 'pandas'}))"
     engine = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=offline_env)
     assert engine.stdout.strip() == "[]", engine.stdout + engine.stderr[-2000:]
-    from pathlib import Path
 
-    script = Path(__file__).parents[1] / "benchmarks" / "vela_throughput.py"
+    script = ROOT / "benchmarks" / "vela_throughput.py"
     code = CHECK_IMPORTS.replace("SCRIPT", repr(str(script)))
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=offline_env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -529,11 +528,10 @@ def test_tokenizers_load_with_every_loader_keyword(tiny_lm_dir, long_clip_dir, m
 
 def test_benchmark_uses_the_engines_device_check_and_tokenizer():
     import runpy
-    from pathlib import Path
 
     from mmjudge.tiny_models._tokenizers import _CORPUS, tokenizer
 
-    bench = runpy.run_path(str(Path(__file__).parents[1] / "benchmarks" / "vela_throughput.py"), run_name="bench")
+    bench = runpy.run_path(str(ROOT / "benchmarks" / "vela_throughput.py"), run_name="bench")
     if not torch.cuda.is_available():  # used to start building models on a device that is not there
         with pytest.raises(ValueError, match="no CUDA GPU"):
             bench["main"](["--tiny", "--device", "cuda"])
