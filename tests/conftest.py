@@ -1,14 +1,25 @@
 """Shared fixtures: tiny random-weight models (plumbing and speed only, never quality), the offline
-environment (this process and subprocesses), a real Chromium."""
+environment (this process and subprocesses), a real Chromium, small benchmark releases, llama.cpp's server.
+
+The tests live in one folder per area of the package (tests/judges/, tests/metrics/ …); helpers several of
+them import are plain modules in tests/helpers/, put on sys.path here once (pytest runs with
+--import-mode=importlib, so no folder needs an ``__init__.py``, and none has one: a tests/datasets package
+would shadow Hugging Face ``datasets``)."""
 
 import contextlib
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+
+from benchmark_releases import write_flickr8k, write_mmhe
+from llama_cpp_server import llama_cpp_server
 from mmjudge.testing import tiny_clip, tiny_text_lm, tiny_vlm
+from repo_paths import ROOT
 
 
 def _has_torchvision() -> bool:
@@ -69,7 +80,6 @@ def smollm2_gguf() -> tuple[str, str]:
 
 
 OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -95,6 +105,28 @@ def offline_env(tmp_path) -> dict:
         PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
     )
     return env
+
+
+@pytest.fixture(scope="module")
+def llama_server(smollm2_gguf, tmp_path_factory):
+    """The ``/v1`` URL of llama-cpp-python's server over the real SmolLM2-135M GGUF, one per test module."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed (CI installs it: pip install 'llama-cpp-python[server]')")
+    folder, gguf = smollm2_gguf
+    with llama_cpp_server(Path(folder) / gguf, tmp_path_factory.mktemp("llama") / "server.log") as url:
+        yield url
+
+
+@pytest.fixture
+def mmhe_dir(tmp_path) -> Path:
+    """A small MMHE release in its upstream layout (tests/helpers/benchmark_releases.py)."""
+    return write_mmhe(tmp_path / "mmhe")
+
+
+@pytest.fixture
+def f8k_dir(tmp_path) -> Path:
+    """A small Flickr8k release (Expert and CrowdFlower judgments) in its upstream layout."""
+    return write_flickr8k(tmp_path / "f8k")
 
 
 @pytest.fixture(scope="session")

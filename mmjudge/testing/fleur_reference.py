@@ -2,7 +2,7 @@
 
 Greedy ``generate`` keeping every step's distribution (:meth:`TransformersJudge.generate_trace`), the
 first ``0.xy`` / ``1.0`` in the decoded text, and the digit probabilities at the generated digit
-tokens. The metric's teacher-forced fast path must agree with it (``tests/test_fleur.py``).
+tokens. The metric's teacher-forced fast path must agree with it (``tests/metrics/test_fleur.py``).
 """
 
 from __future__ import annotations

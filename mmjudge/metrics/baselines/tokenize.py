@@ -12,7 +12,7 @@ brackets become ``-lrb-``/``-rrb-``/``-lsb-``/… and stay (the removal list is 
 lower-cased), and runs such as ``!!`` or ``?!`` stay as tokens.
 
 Parity with the Java tokenizer is tested on a generated corpus of captions with realistic punctuation,
-casing and contractions (``tests/test_baselines_parity.py``). Text far from captions (URLs, e-mail
+casing and contractions (``tests/metrics/test_baselines_parity.py``). Text far from captions (URLs, e-mail
 addresses, emoticons, SGML) may tokenise differently.
 
 >>> ptb_tokenize(["A man's dog isn't running (fast)!", "Mr. Smith's café, U.S.A. -- 3:30 p.m."])
