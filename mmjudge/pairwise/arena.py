@@ -65,7 +65,7 @@ def read_systems(systems: Mapping[str, Any], **source_options: Any) -> SystemOut
     shared: list[dict[str, Any]] = []
     for name in names:
         by_id: dict[str, str] = {}
-        for item in open_source(systems[name], **source_options):
+        for item in open_source(systems[name], option=f"--system {name}", **source_options):
             where = f"--system {name}: {item.get('_source')}"
             if item.get("_error"):
                 raise ValueError(f"{where}: {item['_error']}")

@@ -75,8 +75,8 @@ def _differ(key: str, mine: Any, theirs: Any) -> bool:
 def open_pairs(a: Any, b: Any, *, shard: tuple[int, int] = (0, 1), **options: Any) -> ItemSource:
     """This process's share of the pairs of inputs ``a`` and ``b`` (``options``: :func:`open_source`'s
     ``kind``, ``split``, ``columns``, applied to both)."""
-    mine = open_source(a, shard=shard, **options)
-    theirs = open_source(b, **options)
+    mine = open_source(a, shard=shard, option="--a", **options)
+    theirs = open_source(b, option="--b", **options)
 
     def rows(skip: int) -> Iterator[dict]:
         others = theirs.items(skip=mine.first + skip)
@@ -97,7 +97,7 @@ def check_same_length(a: Any, b: Any, **options: Any) -> int:
     Raises:
         ValueError: the two inputs hold different numbers of items, or none.
     """
-    count_a, count_b = open_source(a, **options).total, open_source(b, **options).total
+    count_a, count_b = open_source(a, option="--a", **options).total, open_source(b, option="--b", **options).total
     if count_a is not None and count_b is not None and count_a != count_b:
         raise ValueError(
             f"--a holds {count_a:,} items and --b {count_b:,}: the two must hold the same items in the same order."

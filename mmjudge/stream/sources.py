@@ -102,6 +102,7 @@ def open_source(
     columns: Mapping[str, str] | None = None,
     shard: tuple[int, int] = (0, 1),
     base_dir: str | None = None,
+    option: str = "--input",
 ) -> ItemSource:
     """The items of ``spec``: a path (``.jsonl``, ``.csv``, ``.parquet``, a folder of data files or one
     written by ``save_to_disk``), a Hub dataset id, or a ``datasets.Dataset``.
@@ -112,6 +113,7 @@ def open_source(
         columns: item key → the input's column, for other schemas (``{"text": "caption"}``).
         shard: ``(rank, world)``: this process's share.
         base_dir: where relative image paths are resolved (default: the input file's folder).
+        option: how messages name the input (the command's flag: ``--input``, ``--a`` …).
     """
     rank, world = shard
     if not (0 <= rank < world):
@@ -123,7 +125,7 @@ def open_source(
     special = special_file_kind(path)
     if special is not None:  # checked before anything opens it: opening a FIFO waits for a writer
         raise ValueError(
-            f"--input {spec}: is {special}, not a regular file; an input is read more than once (counted, split "
+            f"{option} {spec}: is {special}, not a regular file; an input is read more than once (counted, split "
             "between processes, skipped on resume), so save it to a file first (e.g. cat PIPE > items.jsonl)."
         )
     kind = kind or _kind_of(path)
@@ -132,11 +134,11 @@ def open_source(
     if kind != "datasets":
         if path.is_dir():
             raise ValueError(
-                f"--input {spec}: is a folder; give a .jsonl, .csv or .parquet file, or a dataset folder with "
+                f"{option} {spec}: is a folder; give a .jsonl, .csv or .parquet file, or a dataset folder with "
                 "--input-format datasets."
             )
         if not path.is_file():
-            raise FileNotFoundError(f"--input {spec}: no such file.")
+            raise FileNotFoundError(f"{option} {spec}: no such file.")
     folder = Path(base_dir) if base_dir else path.parent
     if kind == "jsonl":
         return _jsonl_source(path, mapping, rank, world, folder)
@@ -144,7 +146,7 @@ def open_source(
         return _csv_source(path, mapping, rank, world, folder)
     if kind == "parquet":
         return _parquet_source(path, mapping, rank, world, folder)
-    return _dataset_source(_load_dataset(str(spec), split), str(spec), mapping, rank, world)
+    return _dataset_source(_load_dataset(str(spec), split, option), str(spec), mapping, rank, world)
 
 
 def _kind_of(path: Path) -> str:
@@ -369,7 +371,7 @@ def _parquet_source(path: Path, mapping: Mapping[str, str], rank: int, world: in
     return ItemSource(str(path), "parquet", total, first, rows)
 
 
-def _load_dataset(spec: str, split: str | None) -> Any:
+def _load_dataset(spec: str, split: str | None, option: str = "--input") -> Any:
     import datasets
 
     folder = Path(spec).expanduser()
@@ -382,17 +384,17 @@ def _load_dataset(spec: str, split: str | None) -> Any:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         if folder.is_dir():
             raise ValueError(
-                f"--input {spec}: is a folder, but not a data set datasets can open ({reason}); give a .jsonl, "
+                f"{option} {spec}: is a folder, but not a data set datasets can open ({reason}); give a .jsonl, "
                 ".csv or .parquet file, or a folder of such files."
             ) from None
-        raise ValueError(f"--input {spec}: no such file, and no data set of that name ({reason}).") from None
+        raise ValueError(f"{option} {spec}: no such file, and no data set of that name ({reason}).") from None
     if isinstance(data, datasets.DatasetDict):
         if split is None:
             if len(data) != 1:
-                raise ValueError(f"--input {spec} has the splits {', '.join(data)}: pass --split.")
+                raise ValueError(f"{option} {spec} has the splits {', '.join(data)}: pass --split.")
             split = next(iter(data))
         if split not in data:
-            raise ValueError(f"--input {spec} has no split {split!r}; it has {', '.join(data)}.")
+            raise ValueError(f"{option} {spec} has no split {split!r}; it has {', '.join(data)}.")
         data = data[split]
     return data
 

@@ -97,7 +97,8 @@ def test_a_pair_without_answer_mass_is_a_failure_not_a_half():
     assert out["failures"] == {"fluency": {"no_rating": 1}} and out["scored"]["fluency"] == 0
     assert out["clarity_status"] == ["ok"] and out["clarity"][0] == 0.5  # 0.6/0.3 from both slots cancel
     partial = HarmonicEval(judge=no_mass_judge(), criteria=["fluency", "clarity"], cache=False, partial_overall=True)
-    assert partial.compare([GOOD], [BAD], progress=False)["overall"] == [0.5]
+    with pytest.warns(UserWarning, match=r"every pair got an overall preference, but not every criterion: fluency 1"):
+        assert partial.compare([GOOD], [BAD], progress=False)["overall"] == [0.5]
 
 
 def test_one_silent_order_fails_the_pair_and_names_the_order():
@@ -211,6 +212,14 @@ def test_cli_refuses_files_of_different_lengths_and_names_mismatched_items(files
     assert main([*args, "--b", str(files / "other.jsonl"), "--format", "jsonl"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert "--a has id 'x1' here but --b has id 'x9'" in rows[1]["error"] and rows[0].get("error") is None
+
+
+def test_cli_input_errors_name_the_flag_that_gave_the_file(files, capsys):
+    a, b = str(files / "a.jsonl"), str(files / "b.jsonl")
+    for flags, named in ((["--a", "nope.jsonl", "--b", b], "--a nope.jsonl"), (["--a", a, "--b", "x/"], "--b x/")):
+        assert main(["compare", *flags, "--judge", "dummy", "--no-cache"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and named in err[0] and "--input" not in err[0], err
 
 
 def test_cli_counts_pairs_without_answer_and_strict_exits_3(capsys):
