@@ -108,8 +108,12 @@ def failure_line(counts: Mapping[str, Mapping[str, int]], failed_items: int, tot
     '12 of 10,000 items got no rating: fluency 9 (no_rating), clarity 3 (low_mass) — see the `_status` columns'
     >>> failure_line({"cider": {"needs_corpus": 1}}, 1, 1)
     '1 of 1 items got no score: cider 1 (needs_corpus) — see the `_status` columns'
+    >>> failure_line({"fluency": {"no_rating": 1}}, 0, 4)  # the overall score stood on the other criteria
+    'every item got an overall rating, but not every criterion: fluency 1 (no_rating) — see the `_status` columns'
     """
     parts = ", ".join(f"{name} {sum(per.values())} ({', '.join(sorted(per))})" for name, per in counts.items())
     # A judge's failures are missing ratings; a metric's own (CIDEr-D on one item, an empty text) are scores.
     what = "rating" if all(status in STATUSES for per in counts.values() for status in per) else "score"
+    if failed_items == 0:
+        return f"every item got an overall {what}, but not every criterion: {parts} — see the `_status` columns"
     return f"{failed_items:,} of {total:,} items got no {what}: {parts} — see the `_status` columns"

@@ -133,8 +133,13 @@ def pair_failure_line(counts: dict[str, dict[str, int]], failed_pairs: int, tota
 
     >>> pair_failure_line({"fluency": {"no_rating": 1}}, 1, 2)
     '1 of 2 pairs got no preference: fluency 1 (no_rating) — see the `_status` columns'
+    >>> pair_failure_line({"fluency": {"no_rating": 1}}, 0, 2)
+    'every pair got an overall preference, but not every criterion: fluency 1 (no_rating) — see the `_status` columns'
     """
-    return failure_line(counts, failed_pairs, total).replace("items got no rating", "pairs got no preference")
+    line = failure_line(counts, failed_pairs, total)
+    return line.replace("items got no rating", "pairs got no preference").replace(
+        "every item got an overall rating", "every pair got an overall preference"
+    )
 
 
 def _mean(total: float, n: float) -> float:
