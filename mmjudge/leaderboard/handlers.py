@@ -78,7 +78,9 @@ class Board:
         self.max_bytes = int(self.settings["max_upload_bytes"])
         self.guard = AdminGuard(float(self.settings["admin_delay_s"]), float(self.settings["admin_max_delay_s"]))
         self.exports = self.store.data_dir / EXPORTS
-        self.results_dir = tempfile.mkdtemp(prefix="mmjudge-board-results-")  # CSV / JSON of the tables shown
+        # CSV / JSON of the tables shown; removed with the board (or at exit), so tests and restarts leave nothing
+        self._results = tempfile.TemporaryDirectory(prefix="mmjudge-board-results-")
+        self.results_dir = self._results.name
 
     # ------------------------------------------------------------------------------- the tables
     def first_benchmark(self, track: str) -> str | None:

@@ -6,6 +6,7 @@ The judge is scripted ("the longer text is better": known preferences, so the fi
 hash-based ``dummy`` (plumbing, never quality)."""
 
 import csv
+import gc
 import json
 import os
 import re
@@ -162,6 +163,10 @@ def test_the_arena_tables_csv_is_spreadsheet_safe_and_reads_back_with_csv(tmp_pa
             assert float(row[key]) == record[key]
         assert int(row["battles"]) == record["battles"] and int(row["rank"]) == record["rank"]
     assert FORMULA not in caption  # names never reach the caption
+    folder = board.results_dir
+    del board, csv_button, json_button
+    gc.collect()
+    assert not os.path.exists(folder)  # the download folder goes with its board: restarts and tests leave no litter
 
 
 def test_the_page_has_the_arena_tab_and_its_table_endpoint(tmp_path):
