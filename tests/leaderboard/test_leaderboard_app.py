@@ -451,7 +451,11 @@ class LostReplyProxy:
                 downstream, _ = self.sock.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:  # the board already stopped (the test is over): drop this client
+                downstream.close()
+                continue
             threading.Thread(target=self._pump, args=(downstream, upstream, False), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, downstream, True), daemon=True).start()
 
