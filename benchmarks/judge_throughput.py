@@ -153,20 +153,22 @@ LLAVA_15_7B = dict(
 
 def _tiny(family: str, vocab: int) -> dict:
     """The same architecture with tiny sizes (CPU smoke test)."""
+    # Qwen2-VL and Qwen2.5-VL share their language model; only the vision towers differ.
+    mrope_text = dict(
+        vocab_size=vocab,
+        bos_token_id=None,
+        eos_token_id=None,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3]},
+    )
     if family == "qwen2_5_vl":
         return dict(
-            text_config=dict(
-                vocab_size=vocab,
-                bos_token_id=None,
-                eos_token_id=None,
-                hidden_size=64,
-                intermediate_size=128,
-                num_hidden_layers=2,
-                num_attention_heads=4,
-                num_key_value_heads=2,
-                max_position_embeddings=4096,
-                rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3]},
-            ),
+            text_config=mrope_text,
             vision_config=dict(
                 depth=2,
                 hidden_size=32,
@@ -182,18 +184,7 @@ def _tiny(family: str, vocab: int) -> dict:
         )
     if family == "qwen2_vl":
         return dict(
-            text_config=dict(
-                vocab_size=vocab,
-                bos_token_id=None,
-                eos_token_id=None,
-                hidden_size=64,
-                intermediate_size=128,
-                num_hidden_layers=2,
-                num_attention_heads=4,
-                num_key_value_heads=2,
-                max_position_embeddings=4096,
-                rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3]},
-            ),
+            text_config=mrope_text,
             vision_config=dict(
                 depth=2,
                 embed_dim=32,
