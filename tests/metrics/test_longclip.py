@@ -15,55 +15,22 @@ from PIL import Image
 
 from mmjudge.encoders.longclip import convert_longclip, load_state_dict, to_clip_model
 from mmjudge.testing import tiny_clip
+from mmjudge.tiny_models.checkpoints import openai_clip_state
 
 open_clip = pytest.importorskip("open_clip")
 
 VOCAB, TEXT_W, VISION_W, EMBED, PATCH, GRID = 300, 128, 128, 32, 8, 4
 
 
-def _block(prefix: str, width: int, gen: torch.Generator) -> dict:
-    r = lambda *shape: torch.randn(*shape, generator=gen) * 0.05  # noqa: E731
-    return {
-        f"{prefix}attn.in_proj_weight": r(3 * width, width),
-        f"{prefix}attn.in_proj_bias": r(3 * width),
-        f"{prefix}attn.out_proj.weight": r(width, width),
-        f"{prefix}attn.out_proj.bias": r(width),
-        f"{prefix}ln_1.weight": 1 + r(width),
-        f"{prefix}ln_1.bias": r(width),
-        f"{prefix}ln_2.weight": 1 + r(width),
-        f"{prefix}ln_2.bias": r(width),
-        f"{prefix}mlp.c_fc.weight": r(4 * width, width),
-        f"{prefix}mlp.c_fc.bias": r(4 * width),
-        f"{prefix}mlp.c_proj.weight": r(width, 4 * width),
-        f"{prefix}mlp.c_proj.bias": r(width),
-    }
-
-
-def openai_state_dict(positions: int = 248, long_clip: bool = True, seed: int = 0) -> dict:
-    """A tiny random OpenAI-CLIP ViT state dict (widths 128 = 2 heads of 64, as open_clip infers)."""
-    gen = torch.Generator().manual_seed(seed)
-    r = lambda *shape: torch.randn(*shape, generator=gen) * 0.05  # noqa: E731
-    state = {
-        "token_embedding.weight": r(VOCAB, TEXT_W),
-        "positional_embedding": r(positions, TEXT_W),
-        "ln_final.weight": 1 + r(TEXT_W),
-        "ln_final.bias": r(TEXT_W),
-        "text_projection": r(TEXT_W, EMBED),
-        "logit_scale": torch.tensor(4.6052),
-        "visual.class_embedding": r(VISION_W),
-        "visual.positional_embedding": r(GRID * GRID + 1, VISION_W),
-        "visual.conv1.weight": r(VISION_W, 3, PATCH, PATCH),
-        "visual.ln_pre.weight": 1 + r(VISION_W),
-        "visual.ln_pre.bias": r(VISION_W),
-        "visual.ln_post.weight": 1 + r(VISION_W),
-        "visual.ln_post.bias": r(VISION_W),
-        "visual.proj": r(VISION_W, EMBED),
-    }
+def openai_state_dict(positions: int = 248, long_clip: bool = True, seed: int = 0, vocab: int = VOCAB) -> dict:
+    """A tiny random OpenAI-CLIP ViT state dict (widths 128 = 2 heads of 64, as open_clip infers), with
+    Long-CLIP's second position table when ``long_clip``."""
+    state = openai_clip_state(
+        vocab, positions, width=TEXT_W, vision_width=VISION_W, patch=PATCH, grid=GRID, embed_dim=EMBED, seed=seed
+    )
     if long_clip:
-        state["positional_embedding_res"] = r(positions, TEXT_W)
-    for i in range(2):
-        state.update(_block(f"transformer.resblocks.{i}.", TEXT_W, gen))
-        state.update(_block(f"visual.transformer.resblocks.{i}.", VISION_W, gen))
+        gen = torch.Generator().manual_seed(seed + 1)
+        state["positional_embedding_res"] = torch.randn(positions, TEXT_W, generator=gen) * 0.05
     return state
 
 
@@ -136,12 +103,7 @@ def test_convert_folder_loads_in_clip_encoder(tmp_path):
     from mmjudge.encoders.clip import ClipEncoder
 
     tok = AutoTokenizer.from_pretrained(tiny_clip(tmp_path / "tok"))  # a tiny CLIP BPE tokenizer (77)
-    global VOCAB
-    saved, VOCAB = VOCAB, len(tok)
-    try:
-        state = openai_state_dict()
-    finally:
-        VOCAB = saved
+    state = openai_state_dict(vocab=len(tok))
     torch.save(state, tmp_path / "longclip-tiny.pt")
     out = convert_longclip(tmp_path / "longclip-tiny.pt", tmp_path / "converted", tokenizer=tmp_path / "tok")
     encoder = ClipEncoder(out, device="cpu")
