@@ -89,21 +89,10 @@ def calls_part(args: argparse.Namespace) -> None:
 def synthetic_ranking(noise: float, seed: int, n_systems: int = 20, n_items: int = 500, spread: float = 3.0) -> dict:
     from scipy.stats import spearmanr
 
-    from mmjudge.pairwise.schedule import AdaptiveSchedule, History
+    from mmjudge.testing.ranking_simulation import simulate_ranking
 
-    rng = np.random.default_rng(seed)
-    theta = np.linspace(-spread, spread, n_systems)[rng.permutation(n_systems)]
-    quality = theta[:, None] + noise * rng.normal(size=(n_systems, n_items))
-    plan = AdaptiveSchedule(n_systems, n_items, seed=seed)
-    history = History.empty()
-    rounds = 0
-    for number in range(plan.max_rounds):
-        battles = plan.round(number, history)
-        if not battles:
-            break
-        a, b, item = (np.array(x) for x in zip(*battles))
-        history = history.extended(a, b, item, 1 / (1 + np.exp(-(quality[a, item] - quality[b, item]))))
-        rounds = number + 1
+    run = simulate_ranking(n_systems, n_items, spread, noise, seed)
+    plan, history, theta, rounds = run.plan, run.history, run.theta, run.rounds
     fit = plan.fit(history)
     order = np.argsort(fit.strength)
     separated = sum(fit.separable(int(x), int(y)) for x, y in zip(order[:-1], order[1:]))

@@ -5,6 +5,7 @@
 * :class:`ScriptedJudge`: a judge whose rating distributions are given, so a metric's exact output can
   be worked out by hand and asserted end to end;
 * :mod:`mmjudge.testing.fleur_reference`: FLEUR's published procedure taken literally.
+* :mod:`mmjudge.testing.ranking_simulation`: systems of known strength under the adaptive pairwise schedule.
 """
 
 from __future__ import annotations

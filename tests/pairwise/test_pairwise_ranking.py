@@ -15,8 +15,8 @@ from mmjudge import HarmonicEval
 from mmjudge.cli import main
 from mmjudge.pairwise.arena import rank_systems
 from mmjudge.pairwise.bradley_terry import fit_bradley_terry, strengths_from_wins, win_rates
-from mmjudge.pairwise.schedule import AdaptiveSchedule, History
 from mmjudge.testing import ScriptedJudge
+from mmjudge.testing.ranking_simulation import simulate_ranking
 
 
 def test_bradley_terry_recovers_known_strengths_of_20_systems_from_hard_battles():
@@ -44,25 +44,9 @@ def test_bradley_terry_closed_forms_and_win_rates():
     assert fit.battles.tolist() == [1, 1]
 
 
-def synthetic_run(n_systems=20, n_items=500, spread=3.0, noise=0.5, seed=0, **schedule):
-    """20 systems with θ evenly spread over [−spread, spread] (given in a shuffled order); each output's quality
-    is θ plus N(0, noise); the judge's preference is σ(quality_a − quality_b)."""
-    rng = np.random.default_rng(seed)
-    theta = np.linspace(-spread, spread, n_systems)[rng.permutation(n_systems)]
-    quality = theta[:, None] + noise * rng.normal(size=(n_systems, n_items))
-    plan = AdaptiveSchedule(n_systems, n_items, seed=seed, **schedule)
-    history = History.empty()
-    for number in range(plan.max_rounds):
-        battles = plan.round(number, history)
-        if not battles:
-            break
-        a, b, item = (np.array(x) for x in zip(*battles))
-        history = history.extended(a, b, item, 1 / (1 + np.exp(-(quality[a, item] - quality[b, item]))))
-    return theta, plan, history
-
-
 def test_the_adaptive_schedule_separates_20_systems_with_a_quarter_of_all_pairs():
-    theta, plan, history = synthetic_run()
+    run = simulate_ranking()
+    theta, plan, history = run.theta, run.plan, run.history
     fit = plan.fit(history)
     order = np.argsort(fit.strength)
     assert all(fit.separable(int(x), int(y)) for x, y in zip(order[:-1], order[1:]))
@@ -74,8 +58,8 @@ def test_the_adaptive_schedule_separates_20_systems_with_a_quarter_of_all_pairs(
 
 
 def test_the_schedule_is_a_function_of_its_settings_and_the_battles_before():
-    _, _, first = synthetic_run(n_systems=8, n_items=100, items_per_pair=8)
-    _, _, again = synthetic_run(n_systems=8, n_items=100, items_per_pair=8)
+    first = simulate_ranking(n_systems=8, n_items=100, items_per_pair=8).history
+    again = simulate_ranking(n_systems=8, n_items=100, items_per_pair=8).history
     assert np.array_equal(first.a, again.a) and np.array_equal(first.item, again.item)
     # A pair never meets on an item twice.
     keys = list(zip(first.a.tolist(), first.b.tolist(), first.item.tolist()))
