@@ -18,7 +18,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from mmjudge.report import spreadsheet_safe
+from mmjudge.report import CSV_LINE_END, csv_cell
 
 INTERVAL_NOTE = (
     "**interval**: 95% bootstrap over the benchmark's items; **vs above**: *yes* when a paired bootstrap "
@@ -79,24 +79,18 @@ def write_results(records: list[dict], folder: str, stem: str) -> tuple[str, str
     >>> csv_path, _ = write_results([{"name": "=1+1", "overall": -0.5}], tempfile.mkdtemp(), "t")
     >>> open(csv_path, encoding="utf-8").read().splitlines()
     ['name,overall', "'=1+1,-0.5"]
+    >>> csv_path, _ = write_results([{"name": "a\\rb", "overall": 1}], tempfile.mkdtemp(), "t")
+    >>> list(csv.reader(open(csv_path, encoding="utf-8", newline="")))  # a CR stays inside its cell
+    [['name', 'overall'], ['a\\rb', '1']]
     """
     os.makedirs(folder, exist_ok=True)
     csv_path, json_path = os.path.join(folder, f"{stem}.csv"), os.path.join(folder, f"{stem}.json")
     columns = list(dict.fromkeys(k for r in records for k in r))
     with open(csv_path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, lineterminator="\n")
-        writer.writerow([spreadsheet_safe(c) for c in columns])
+        writer = csv.writer(f, lineterminator=CSV_LINE_END)
+        writer.writerow([csv_cell(c) for c in columns])
         for r in records:
-            writer.writerow([spreadsheet_safe(_cell(r.get(c))) for c in columns])
+            writer.writerow([csv_cell(r.get(c)) for c in columns])
     with open(json_path, "w", encoding="utf-8") as f:
         json.dump(records, f, ensure_ascii=False, indent=1, allow_nan=False)
     return csv_path, json_path
-
-
-def _cell(value: Any) -> Any:
-    """A value as a CSV cell: None is an empty cell, a number stays a number, anything else its text."""
-    if value is None:
-        return ""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    return value

@@ -35,7 +35,7 @@ from mmjudge.pairwise.schedule import (
     spread_anchors,
 )
 from mmjudge.pairwise.summary import output_rows
-from mmjudge.report import json_safe, markdown_text, spreadsheet_safe
+from mmjudge.report import CSV_LINE_END, csv_cell, json_safe, markdown_text
 
 MANIFEST = "arena.json"
 SHARED_FIELDS = ("image", "question", "box", "task")
@@ -190,10 +190,10 @@ class Ranking:
         (folder / "ranking.json").write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
         (folder / "ranking.md").write_text(self.markdown() + "\n", encoding="utf-8")
         with open(folder / "win_rates.csv", "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(["system", *[spreadsheet_safe(s) for s in self.systems]])
+            writer = csv.writer(f, lineterminator=CSV_LINE_END)  # CRLF: a CR in a name stays in its cell
+            writer.writerow(["system", *[csv_cell(s) for s in self.systems]])
             for name, rates in zip(self.systems, self.win_rates):
-                writer.writerow([spreadsheet_safe(name), *["" if not math.isfinite(r) else f"{r:.4f}" for r in rates]])
+                writer.writerow([csv_cell(name), *["" if not math.isfinite(r) else f"{r:.4f}" for r in rates]])
 
 
 def _percent(value: float) -> str:

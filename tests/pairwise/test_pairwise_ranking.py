@@ -3,6 +3,7 @@ schedule, and the resumable arena run (scripted judges: exact, known preferences
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
@@ -113,7 +114,9 @@ def test_the_arena_ranks_by_strength_and_writes_its_files(systems, tmp_path):
     rates = ranking.win_rates
     finite = np.isfinite(rates)
     assert np.allclose(rates[finite] + rates.T[finite], 1.0)
-    assert (tmp_path / "run" / "win_rates.csv").read_text().startswith("system,sys0,sys1")
+    with open(tmp_path / "run" / "win_rates.csv", encoding="utf-8", newline="") as f:
+        table = list(csv.reader(f))
+    assert table[0][:3] == ["system", "sys0", "sys1"] and len(table) == 7 and {len(row) for row in table} == {7}
 
 
 def test_the_arena_survives_a_killed_worker_with_nothing_lost(systems, tmp_path):
