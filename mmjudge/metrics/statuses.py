@@ -101,8 +101,15 @@ def add_failures(counts: dict[str, dict[str, int]], row: Mapping[str, Any]) -> b
     return failed
 
 
-def failure_line(counts: Mapping[str, Mapping[str, int]], failed_items: int, total: int) -> str:
-    """The one line a front door prints after a run with failures.
+def failure_line(
+    counts: Mapping[str, Mapping[str, int]],
+    failed_items: int,
+    total: int,
+    unit: str = "item",
+    judged: str = "rating",
+) -> str:
+    """The one line a front door prints after a run with failures; ``unit`` is what was scored (a head to head
+    counts ``"pair"``s) and ``judged`` what a judge gives it (a ``"preference"``).
 
     >>> failure_line({"fluency": {"no_rating": 9}, "clarity": {"low_mass": 3}}, 12, 10_000)
     '12 of 10,000 items got no rating: fluency 9 (no_rating), clarity 3 (low_mass) — see the `_status` columns'
@@ -110,10 +117,12 @@ def failure_line(counts: Mapping[str, Mapping[str, int]], failed_items: int, tot
     '1 of 1 items got no score: cider 1 (needs_corpus) — see the `_status` columns'
     >>> failure_line({"fluency": {"no_rating": 1}}, 0, 4)  # the overall score stood on the other criteria
     'every item got an overall rating, but not every criterion: fluency 1 (no_rating) — see the `_status` columns'
+    >>> failure_line({"fluency": {"no_rating": 1}}, 1, 2, unit="pair", judged="preference")
+    '1 of 2 pairs got no preference: fluency 1 (no_rating) — see the `_status` columns'
     """
     parts = ", ".join(f"{name} {sum(per.values())} ({', '.join(sorted(per))})" for name, per in counts.items())
     # A judge's failures are missing ratings; a metric's own (CIDEr-D on one item, an empty text) are scores.
-    what = "rating" if all(status in STATUSES for per in counts.values() for status in per) else "score"
+    what = judged if all(status in STATUSES for per in counts.values() for status in per) else "score"
     if failed_items == 0:
-        return f"every item got an overall {what}, but not every criterion: {parts} — see the `_status` columns"
-    return f"{failed_items:,} of {total:,} items got no {what}: {parts} — see the `_status` columns"
+        return f"every {unit} got an overall {what}, but not every criterion: {parts} — see the `_status` columns"
+    return f"{failed_items:,} of {total:,} {unit}s got no {what}: {parts} — see the `_status` columns"

@@ -136,10 +136,7 @@ def pair_failure_line(counts: dict[str, dict[str, int]], failed_pairs: int, tota
     >>> pair_failure_line({"fluency": {"no_rating": 1}}, 0, 2)
     'every pair got an overall preference, but not every criterion: fluency 1 (no_rating) — see the `_status` columns'
     """
-    line = failure_line(counts, failed_pairs, total)
-    return line.replace("items got no rating", "pairs got no preference").replace(
-        "every item got an overall rating", "every pair got an overall preference"
-    )
+    return failure_line(counts, failed_pairs, total, unit="pair", judged="preference")
 
 
 def _mean(total: float, n: float) -> float:
