@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import sys
 from typing import Any
 
 from mmjudge import distributed
 from mmjudge.commands._options import add_judge_options
-from mmjudge.commands.score import check_output, metric_kwargs, parse_box, print_usage
+from mmjudge.commands.score import RowPrinter, check_output, metric_kwargs, parse_box, print_usage, written_line
 from mmjudge.models import TINY_RANDOM
-from mmjudge.report import json_safe
-from mmjudge.stream.outputs import csv_cell
 from mmjudge.stream.sources import FORMATS, parse_columns
 
 EXAMPLES = """\
@@ -108,11 +105,7 @@ def _compare_into_file(
         **({"explain": True} if args.explain else {}),
     )
     if notes is not None:
-        if run_summary.complete:
-            print(f"{args.output} is complete already; nothing to do (pass --overwrite to compare again).", file=notes)
-        else:
-            resumed = f" ({run_summary.resumed} were there from an earlier run)" if run_summary.resumed else ""
-            print(f"wrote {run_summary.written + run_summary.resumed} rows to {args.output}{resumed}", file=notes)
+        print(written_line(run_summary, args.output, "compare"), file=notes)
     if distributed.is_main():
         for row in output_rows(args.output):
             summary.add(row)
@@ -149,30 +142,12 @@ def single_pair(args: argparse.Namespace) -> dict[str, Any]:
     return item
 
 
-class PairPrinter:
-    """Rows on stdout as they finish: JSON Lines, CSV (a header first) or a short table per pair."""
+class PairPrinter(RowPrinter):
+    """Rows on stdout as they finish (:class:`~mmjudge.commands.score.RowPrinter`), the table a short one per pair."""
 
     def __init__(self, fmt: str, criteria: list[str], quiet: bool):
-        self.fmt, self.criteria, self.quiet = fmt, criteria, quiet
-        self.count = 0
-        self._csv: Any = None
-
-    def row(self, row: dict) -> None:
-        if self.quiet:
-            return
-        if self.fmt == "jsonl":
-            sys.stdout.write(json.dumps(json_safe(row), ensure_ascii=False) + "\n")
-        elif self.fmt == "csv":
-            import csv
-
-            if self._csv is None:
-                self._csv = csv.DictWriter(sys.stdout, fieldnames=list(row), lineterminator="\n", extrasaction="ignore")
-                self._csv.writeheader()
-            self._csv.writerow({k: csv_cell(v) for k, v in json_safe(row).items()})
-        else:
-            self._table(row)
-        self.count += 1
-        sys.stdout.flush()
+        super().__init__(fmt, quiet)
+        self.criteria = criteria
 
     def _table(self, row: dict) -> None:
         print(f"\n[{self.count}] id={row.get('id')}  task={row.get('task', '')}")

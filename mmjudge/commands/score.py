@@ -196,13 +196,7 @@ def _score(args: argparse.Namespace, metric: Any, source: Any, source_options: d
             ),
             **options,
         )
-        if summary.complete:
-            say(
-                f"{args.output} is complete already; nothing to do (pass --overwrite to score again).", file=note_stream
-            )
-        else:
-            resumed = f" ({summary.resumed} were there from an earlier run)" if summary.resumed else ""
-            say(f"wrote {summary.written + summary.resumed} rows to {args.output}{resumed}", file=note_stream)
+        say(written_line(summary, args.output, "score"), file=note_stream)
         tally = _Tally(
             summary.written + summary.resumed,
             summary.failed,
@@ -284,19 +278,26 @@ def _closing_lines(tally: _Tally, tiny_random: bool) -> None:
             )
 
 
-class _RowPrinter:
-    """Rows on stdout as they finish: JSON Lines, CSV (a header first) or the per-item table."""
+def written_line(summary: Any, output: str, verb: str) -> str:
+    """What a run with ``--output`` did to the file (``summary``: :func:`~mmjudge.stream.score_file`'s)."""
+    if summary.complete:
+        return f"{output} is complete already; nothing to do (pass --overwrite to {verb} again)."
+    resumed = f" ({summary.resumed} were there from an earlier run)" if summary.resumed else ""
+    return f"wrote {summary.written + summary.resumed} rows to {output}{resumed}"
 
-    def __init__(self, fmt: str, metric: Any, quiet: bool):
-        self.fmt, self.spec, self.quiet = fmt, metric.spec, quiet
-        self.signatures: dict[str, None] = {}
+
+class RowPrinter:
+    """Rows on stdout as they finish: JSON Lines, CSV (a header first; every cell through
+    :func:`~mmjudge.report.csv_cell`, CRLF line ends) or a per-row table that a subclass draws."""
+
+    def __init__(self, fmt: str, quiet: bool):
+        self.fmt, self.quiet = fmt, quiet
         self.count = 0
         self._csv: Any | None = None
 
     def row(self, row: dict) -> None:
         if self.quiet:
             return
-        self.signatures[row.get("signature", "")] = None
         if self.fmt == "jsonl":
             import json
 
@@ -311,9 +312,29 @@ class _RowPrinter:
                 self._csv.writeheader()
             self._csv.writerow({k: csv_cell(v) for k, v in json_safe(row).items()})
         else:
-            _print_table(self.count, row, self.spec)
+            self._table(row)
         self.count += 1
         sys.stdout.flush()
+
+    def _table(self, row: dict) -> None:
+        raise NotImplementedError
+
+
+class _RowPrinter(RowPrinter):
+    """A metric's rows; the table is the per-item one, and the run's signatures are printed at the end."""
+
+    def __init__(self, fmt: str, metric: Any, quiet: bool):
+        super().__init__(fmt, quiet)
+        self.spec = metric.spec
+        self.signatures: dict[str, None] = {}
+
+    def row(self, row: dict) -> None:
+        if not self.quiet:
+            self.signatures[row.get("signature", "")] = None
+        super().row(row)
+
+    def _table(self, row: dict) -> None:
+        _print_table(self.count, row, self.spec)
 
     def finish(self) -> None:
         if not self.quiet and self.fmt == "table":

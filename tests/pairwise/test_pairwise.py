@@ -6,6 +6,8 @@ exact antisymmetry on a real model path, never quality."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
@@ -198,6 +200,15 @@ def test_cli_json_rows_and_the_summary(files, capsys):
     rows = [json.loads(line) for line in captured.out.splitlines()]
     assert [r["id"] for r in rows] == ["x0", "x1", "x2"] and all(0 <= r["fluency"] <= 1 for r in rows)
     assert "slot" in captured.err and "signature: mmjudge=" in captured.err
+
+
+def test_cli_csv_on_stdout_is_written_as_score_writes_it(files, capsys):
+    args = ["compare", "--a", str(files / "a.jsonl"), "--b", str(files / "b.jsonl"), "--judge", "dummy", "--no-cache"]
+    assert main([*args, "--format", "csv", "--criteria", "fluency"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\r\n") == 4 and "\n" not in out.replace("\r\n", "")  # CRLF: a CR in a text stays in its cell
+    rows = list(csv.DictReader(io.StringIO(out, newline="")))
+    assert [r["id"] for r in rows] == ["x0", "x1", "x2"] and rows[1]["text_a"] == "'=HYPERLINK(evil)"
 
 
 def test_cli_refuses_files_of_different_lengths_and_names_mismatched_items(files, capsys):
