@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from mmjudge.inputs import is_number
+from mmjudge.metaeval.bootstrap import DEFAULT_CONFIDENCE, percentile_interval
 from mmjudge.report import json_safe
 
 SUBMISSION = "submission"
@@ -128,12 +130,8 @@ def score_arena(
     )
     rows = battle_rows(folder / "rounds", ranking.systems)
     # The submission's own battles without a preference (the judge failed in either order): never a 0.5.
-    no_preference = sum(1 for r in rows if not _finite(r.get("overall")))
+    no_preference = sum(1 for r in rows if not (is_number(r.get("overall")) and math.isfinite(r["overall"])))
     return ranking.signature, summarise_arena(ranking, names, no_preference), json_safe(rows)
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def summarise_arena(ranking: Any, anchors: Sequence[str], no_preference: int = 0) -> dict[str, Any]:
@@ -145,7 +143,7 @@ def summarise_arena(ranking: Any, anchors: Sequence[str], no_preference: int = 0
     low = high = math.nan
     if ranking.resamples is not None:
         shifted = ranking.resamples[:, me] - ranking.resamples[:, others].mean(axis=1)
-        low, high = (float(v) for v in np.quantile(shifted, [0.025, 0.975]))
+        low, high = percentile_interval(shifted, ranking.settings.get("confidence", DEFAULT_CONFIDENCE))
     rates = {c: float(v[me]) for c, v in ranking.criterion_win_rates.items()}
     return json_safe(
         {

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from mmjudge import distributed
+from mmjudge.inputs import is_number
 from mmjudge.pairwise.bradley_terry import fit_bradley_terry, win_rates
 from mmjudge.pairwise.schedule import (
     DEFAULT_ITEMS_PER_PAIR,
@@ -352,7 +353,7 @@ def _judge_round(
 
 
 def _preference(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    return float(value) if is_number(value) else math.nan
 
 
 def _ranking(
