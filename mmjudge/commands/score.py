@@ -26,7 +26,6 @@ import contextlib
 import math
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +33,10 @@ from mmjudge import distributed
 from mmjudge.commands._api_plan import add_plan_options, plan_before_run, wants_plan
 from mmjudge.commands._options import add_judge_options, judge_options
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA
-from mmjudge.metrics.statuses import NOT_ASKED, add_failures, failure_line
+from mmjudge.metrics.statuses import NOT_ASKED, failure_line
 from mmjudge.models import SMOLLM2, TINY_RANDOM
 from mmjudge.report import CSV_LINE_END, csv_cell, json_safe
-from mmjudge.stream import score_file, stream_rows
+from mmjudge.stream import RunSummary, score_file, stream_rows
 from mmjudge.stream.sources import FORMATS, open_source, parse_columns
 
 # Exit statuses (documented in the module, --help and docs/conventions.md).
@@ -197,13 +196,6 @@ def _score(args: argparse.Namespace, metric: Any, source: Any, source_options: d
             **options,
         )
         say(written_line(summary, args.output, "score"), file=note_stream)
-        tally = _Tally(
-            summary.written + summary.resumed,
-            summary.failed,
-            summary.first_failure,
-            summary.unrated,
-            summary.failures_by_output,
-        )
     else:
         rows = stream_rows(
             metric,
@@ -214,20 +206,20 @@ def _score(args: argparse.Namespace, metric: Any, source: Any, source_options: d
             progress=not args.quiet,
             **options,
         )
-        tally = _Tally()
+        summary = RunSummary()
         for _, row in rows:
-            tally.add(row)
+            summary.count(row)
             printer.row(row)
     printer.finish()
     if notes:
         with contextlib.redirect_stdout(note_stream):
-            _closing_lines(tally, args.model == TINY_RANDOM)
+            _closing_lines(summary, args.model == TINY_RANDOM)
             print_usage(metric)
             print_unrated(metric, args.model)
-    if tally.failed:  # rows are written; the status tells `&&` chains and CI that some items were not scored
+    if summary.failed:  # rows are written; the status tells `&&` chains and CI that some items were not scored
         return EXIT_BAD_ITEMS
     # --strict: a run in which the judge gave no rating for some item is a failed run.
-    return EXIT_UNRATED if args.strict and tally.unrated else 0
+    return EXIT_UNRATED if args.strict and summary.unrated else 0
 
 
 def _inputs(args: argparse.Namespace, source_options: dict) -> tuple[Any, list | None]:
@@ -244,33 +236,15 @@ def _inputs(args: argparse.Namespace, source_options: dict) -> tuple[Any, list |
     return source, None
 
 
-@dataclass
-class _Tally:
-    """What the closing lines count: rows, items that could not be scored (and the first reason), items a
-    score of which has no value (and why, per output)."""
-
-    total: int = 0
-    failed: int = 0
-    first: str | None = None
-    unrated: int = 0
-    counts: dict = field(default_factory=dict)
-
-    def add(self, row: dict) -> None:
-        self.total += 1
-        if row.get("error") is not None:
-            self.failed, self.first = self.failed + 1, self.first or row["error"]
-        elif add_failures(self.counts, row):
-            self.unrated += 1
-
-
-def _closing_lines(tally: _Tally, tiny_random: bool) -> None:
-    if tally.failed:
+def _closing_lines(summary: RunSummary, tiny_random: bool) -> None:
+    total = summary.written + summary.resumed
+    if summary.failed:
         print(
-            f"{tally.failed} of {tally.total} items could not be scored (their rows hold NaN and the reason in "
-            f"`error`); first: {tally.first}"
+            f"{summary.failed} of {total} items could not be scored (their rows hold NaN and the reason in "
+            f"`error`); first: {summary.first_failure}"
         )
-    if tally.unrated:
-        print(failure_line(tally.counts, tally.unrated, tally.total))
+    if summary.unrated:
+        print(failure_line(summary.failures_by_output, summary.unrated, total))
         if tiny_random:
             print(
                 f"('{TINY_RANDOM}' has random weights: it barely answers with a rating. --set min_mass=0 shows its "

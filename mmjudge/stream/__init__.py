@@ -63,6 +63,15 @@ class RunSummary:
     unrated: int = 0
     failures_by_output: dict[str, dict[str, int]] = field(default_factory=dict)
 
+    def count(self, row: dict) -> None:
+        """One more row written: counted as failed (its ``error``), unrated (a score without a value) or scored."""
+        self.written += 1
+        if row.get("error") is not None:
+            self.failed += 1
+            self.first_failure = self.first_failure or row["error"]
+        elif add_failures(self.failures_by_output, row):
+            self.unrated += 1
+
     def add(self, other: RunSummary) -> None:
         self.total += other.total
         self.written += other.written
@@ -224,12 +233,7 @@ def _score_share(
             metric, items.items(skip=part.done), task, strict, keep, chunk_size, seen=part.seen_ids, **options
         ):
             part.write(row, index)
-            summary.written += 1
-            if row.get("error") is not None:
-                summary.failed += 1
-                summary.first_failure = summary.first_failure or row["error"]
-            elif add_failures(summary.failures_by_output, row):
-                summary.unrated += 1
+            summary.count(row)
             if on_row is not None:
                 on_row(row)
             if bar is not None:
