@@ -13,7 +13,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from mmjudge.report import markdown_text, spreadsheet_safe
+from mmjudge.report import CSV_LINE_END, csv_cell, markdown_text
 from mmjudge.reproduce.needs import first_missing
 from mmjudge.reproduce.run import FIELDS, CellResult, Reproduction
 from mmjudge.reproduce.tables import MEASURE_LABELS, Table
@@ -132,11 +132,11 @@ def cell_kind(needs) -> str:
 
 def csv_text(run: Reproduction) -> str:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator=CSV_LINE_END)
     writer.writerow(FIELDS)
     for result in run.results.values():
         record = result.to_dict()
-        writer.writerow([spreadsheet_safe("" if record[k] is None else record[k]) for k in FIELDS])
+        writer.writerow([csv_cell(record[k]) for k in FIELDS])
     return buffer.getvalue()
 
 

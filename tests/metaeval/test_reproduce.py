@@ -9,6 +9,7 @@ when ``MMJUDGE_FLICKR8K_DIR`` / ``MMJUDGE_PASCAL50S_DIR`` name folders that hold
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
@@ -291,11 +292,15 @@ def _scores_of(path: Path) -> set:
 
 
 def test_csv_cells_are_spreadsheet_safe(tmp_path):
-    run = plan("fleur_1", ["fleur"], ["flickr8k_expert"])
+    run = plan("fleur_1", ["fleur", "ref_fleur"], ["flickr8k_expert"])
     cell = run.cells[0]
     run.results[cell.key] = run_module.CellResult(cell, reason='=HYPERLINK("http://x")')
+    other = run.cells[1]
+    run.results[other.key] = run_module.CellResult(other, reason="first line\rsecond line")
     text = csv_text(run)
     assert "'=HYPERLINK" in text and ",=HYPERLINK" not in text
+    rows = list(csv.reader(io.StringIO(text, newline="")))  # CRLF line ends: the CR stays inside its cell
+    assert {len(row) for row in rows} == {len(run_module.FIELDS)} and len(rows) == 1 + len(run.results)
 
 
 def test_cli_mistakes_are_one_line(capsys):
