@@ -162,6 +162,54 @@ def test_a_killed_run_resumes_at_the_first_unfinished_cell(tmp_path, monkeypatch
     assert calls == ["rouge_l"] and {r.status for r in resumed.results.values()} <= {"match", "outside"}
 
 
+def test_a_run_walks_each_data_folder_once(tmp_path, monkeypatch):
+    """Six cells on two data folders: each folder is walked once for the whole run (it was walked once per cell
+    to look its key up, again per row for its score file, again per finished cell), and once again by the next
+    run (the walk is remembered for one run only: a folder may change between two runs in one process)."""
+    empty = tmp_path / "pascal"  # a folder, but not Pascal-50S's: its cells do not load (and are not_run)
+    empty.mkdir()
+    from mmjudge.reproduce import scoring
+
+    walks = []  # each a folder_fingerprint's walk of its folder (the loader's own look for images is not counted)
+    real = scoring.folder_fingerprint
+    monkeypatch.setattr(scoring, "folder_fingerprint", lambda folder: walks.append(folder) or real(folder))
+    s = settings(tmp_path, data_dirs={"flickr8k_expert": str(FIXTURE), "pascal50s": str(empty)})
+    for _ in range(2):  # the second run finds the Flickr8k cells in the progress file
+        walks.clear()
+        run = reproduce("harmonic_eval_8", ["bleu", "rouge_l", "cider"], ["flickr8k_expert", "pascal50s"], s)
+        statuses = [r.status for r in run.results.values()]
+        assert len(statuses) == 6 and statuses.count("not_run") == 3
+        assert sorted(walks) == sorted([str(FIXTURE), str(empty)])
+
+
+def test_the_data_folder_fingerprint_is_what_it_was(tmp_path):
+    """The fingerprint keys cached results: the same folder gives the same value as before (files in the order
+    of their folders' paths as strings, image files left out), however the file system lists it."""
+    import hashlib
+
+    from mmjudge.reproduce.scoring import IMAGE_SUFFIXES, folder_fingerprint
+
+    for name in ("a/x/1.txt", "a.b/2.txt", "a/3.json", "a/4.JPG", "a-b/c/5.txt", "6.txt", "a/x/7.png"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+
+    def before(root: Path) -> str:  # the earlier code, verbatim but for the no-op sort of the walk's dirnames
+        digest = hashlib.sha256(str(root.resolve()).encode())
+        for dirpath, _, files in sorted(os.walk(root)):
+            for name in sorted(files):
+                if name.lower().endswith(IMAGE_SUFFIXES):
+                    continue
+                stat = (Path(dirpath) / name).stat()
+                digest.update(f"{Path(dirpath, name).relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+        return digest.hexdigest()[:16]
+
+    assert folder_fingerprint(str(tmp_path)) == before(tmp_path)
+    (tmp_path / "a" / "x" / "7.png").write_text("another image")  # images are the loader's to check
+    assert folder_fingerprint(str(tmp_path)) == before(tmp_path)
+    (tmp_path / "a.b" / "2.txt").write_text("changed")
+    assert folder_fingerprint(str(tmp_path)) == before(tmp_path) and folder_fingerprint(None) == "none"
+
+
 def test_scores_resume_after_the_rows_already_written(tmp_path):
     """A metric killed half-way through a benchmark: the next run scores only the rest, and the file equals
     an uninterrupted run's."""
