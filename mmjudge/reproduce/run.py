@@ -310,16 +310,18 @@ def _row_scores(row: Row, cell: Cell, judgments, settings: Settings, run: Reprod
     )
     if row.images and any(it.get("image") is None for it in judgments.items):
         raise ValueError(f"no images: {row.label} looks at the images, and the {cell.benchmark} data folder has none")
+    metric = None
     if settings.timing and row.key not in run.timings:
-        # Timed on a fresh instance without the judge cache: a cached answer would time the cache.
-        fresh = mmjudge.load(row.metric, row.config, **{**options, **({"cache": False} if "cache" in options else {})})
-        run.timings[row.key] = time_metric(fresh, judgments.items, settings.timing_samples)
-        del fresh
+        # Timed before it scores anything, its caches set aside (time_metric): a cached answer would time the
+        # cache. The same instance then scores: one model load.
+        metric = mmjudge.load(row.metric, row.config, **options)
+        run.timings[row.key] = time_metric(metric, judgments.items, settings.timing_samples)
     if path.exists():
         from mmjudge.metaeval.scores import read_scores
 
         return read_scores(path)
-    metric = mmjudge.load(row.metric, row.config, **options)
+    if metric is None:
+        metric = mmjudge.load(row.metric, row.config, **options)
     return compute_scores(metric, judgments, path, settings.progress)
 
 

@@ -446,6 +446,85 @@ def test_a_prompt_set_row_runs_end_to_end_against_the_toy_server(tmp_path):
     )
 
 
+def test_timing_loads_the_metric_once_and_times_it_without_its_judge_cache(tmp_path, monkeypatch):
+    """--timing on a judge row: one model load per run (it was two: a cache-less instance to time, another to
+    score), the timed items sent to the judge even when its cache holds them, the scores through the cache."""
+    import shutil
+
+    from PIL import Image
+
+    import mmjudge
+    from toy_api_servers import ToyServer
+
+    data = tmp_path / "f8k"
+    (data / "Flickr8k_Dataset").mkdir(parents=True)
+    shutil.copy(FIXTURE / "flickr8k.json", data / "flickr8k.json")
+    for k, image in enumerate(json.loads((FIXTURE / "flickr8k.json").read_text())):
+        Image.new("RGB", (8, 6), (30 * k, 40, 90)).save(data / "Flickr8k_Dataset" / f"{image}.jpg")
+    loads = []
+    real_load = mmjudge.load
+    monkeypatch.setattr(mmjudge, "load", lambda *a, **k: loads.append(a) or real_load(*a, **k))
+    server = ToyServer("openai", script=["0", ".", "85"])
+    try:
+        options = {"gpt_fleur": {"judge": "openai", "model": "toy-judge", "base_url": server.url}}
+        s = settings(tmp_path, data_dirs={"flickr8k_expert": str(data)}, options=options, timing=True, timing_samples=3)
+        first = reproduce("harmonic_eval_8", ["gpt_fleur"], ["flickr8k_expert"], s)
+        # 1 warm-up + 3 timed items without the cache, then all 49 scored through it.
+        assert len(loads) == 1 and len(server.answers) == 4 + 49
+        assert (
+            first.timings["gpt_fleur"].samples == 3 and first.results["harmonic_eval_8/gpt_fleur/f_ex"].ours is not None
+        )
+        again = reproduce("harmonic_eval_8", ["gpt_fleur"], ["flickr8k_expert"], s)  # scores read back, timed again
+        assert len(loads) == 2 and len(server.answers) == 4 + 49 + 4
+        assert (
+            again.results["harmonic_eval_8/gpt_fleur/f_ex"].ours == first.results["harmonic_eval_8/gpt_fleur/f_ex"].ours
+        )
+        # Without timing, the scores computed again come from the judge cache the first run filled.
+        next(tmp_path.rglob("gpt_fleur-flickr8k_expert-*.jsonl")).unlink()
+        (tmp_path / "out" / "cells.progress.jsonl").unlink()
+        reproduce(
+            "harmonic_eval_8",
+            ["gpt_fleur"],
+            ["flickr8k_expert"],
+            settings(tmp_path, data_dirs=s.data_dirs, options=options),
+        )
+        assert len(loads) == 3 and len(server.answers) == 4 + 49 + 4
+    finally:
+        server.close()
+
+
+@pytest.mark.filterwarnings("ignore:G-VEval")  # the dummy judge rates nothing: only its calls are counted
+def test_timing_sets_the_persistent_caches_aside_and_puts_them_back(tmp_path, clip_dir):
+    """An encoder's embedding store and a judge's answer cache, each full of the timed items' answers: the timed
+    run computes them all the same, and the metric has its caches again afterwards."""
+    from PIL import Image
+
+    from mmjudge.judges.base import find_layer
+    from mmjudge.judges.cached import CachedJudge
+    from mmjudge.metrics.clip_score import CLIPScore
+    from mmjudge.metrics.prompt_judge import PromptJudge
+    from mmjudge.reproduce.timing import time_metric
+
+    images = [Image.new("RGB", (8, 6), (40 * k, 90, 30)) for k in range(4)]
+    items = [{"id": str(k), "text": f"a dog number {k}", "image": images[k], "references": ["a dog"]} for k in range(4)]
+    store = tmp_path / "embeddings.sqlite"
+    CLIPScore(model=clip_dir, cache=store).compute(
+        predictions=[it["text"] for it in items], images=images, progress=False
+    )
+    clip = CLIPScore(model=clip_dir, cache=store)
+    assert time_metric(clip, items, samples=3).samples == 3
+    assert clip.encoder.computed == 8 and clip.encoder.store is not None  # 4 images + 4 texts, none from the file
+    cache = tmp_path / "judge.sqlite"
+    PromptJudge("g_veval", judge="dummy", cache=cache).compute(
+        predictions=[it["text"] for it in items], images=images, progress=False
+    )
+    judge = PromptJudge("g_veval", judge="dummy", cache=cache)
+    time_metric(judge, items, samples=3)
+    assert judge.judge.calls == 4 and find_layer(judge.judge, CachedJudge) is judge.judge
+    judge.compute(predictions=[it["text"] for it in items], images=images, progress=False)
+    assert judge.judge.calls == 4  # scoring reads the answers the first instance cached
+
+
 def test_an_outside_cell_says_what_is_known_about_its_published_number():
     """Pascal-50S's n-gram figures in HarmonicEval's Table 8 come from another protocol than FLEUR's file can
     rebuild: the table file says so per cell, and an outside cell carries that as its reason (a match does not)."""
