@@ -101,6 +101,19 @@ def test_dry_run_lists_every_cell_of_the_four_tables_with_what_it_needs(capsys, 
     assert "runnable here" in out and "not runnable: no implementation in this mmjudge" in out
 
 
+def test_the_dry_run_tells_an_unregistered_metric_from_one_without_implementation(monkeypatch):
+    import mmjudge.reproduce.needs as needs_module
+    from mmjudge.reproduce.output import cell_kind
+
+    monkeypatch.setattr(needs_module, "_registered", lambda metric: metric != "baselines")
+    run = plan("harmonic_eval_8", ["bleu", "spice"], ["flickr8k_expert"])
+    kinds = {c.row.key: cell_kind(run.needs[c.key]) for c in run.cells}
+    assert kinds == {
+        "bleu": "not runnable: metric or configuration not registered in this mmjudge",
+        "spice": "not runnable: no implementation in this mmjudge",
+    }
+
+
 # --- running cells ------------------------------------------------------------------------------------
 def test_ngram_cells_equal_scipy_on_their_scores_and_follow_the_match_rule(tmp_path):
     run = reproduce("harmonic_eval_8", ["bleu", "rouge_l", "cider"], ["flickr8k_expert"], settings(tmp_path))
