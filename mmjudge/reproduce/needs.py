@@ -39,13 +39,16 @@ IMAGE_FOLDERS = {
 @dataclass(frozen=True)
 class Need:
     """One thing a cell needs: ``what`` (``metric``, ``option``, ``data``, ``images``, ``weights``, ``judge``,
-    ``gpu``, ``tool``), ``detail`` (which one), ``present`` (``None``: cannot be told without loading it)
-    and ``missing`` (the sentence a cell that cannot run shows)."""
+    ``gpu``, ``tool``), ``detail`` (which one), ``present`` (``None``: cannot be told without loading it),
+    ``missing`` (the sentence a cell that cannot run shows) and, for a missing ``metric``, ``unregistered``: the
+    row names an mmjudge metric or configuration that this installation does not register (not one that has no
+    implementation)."""
 
     what: str
     detail: str
     present: bool | None
     missing: str = ""
+    unregistered: bool = False
 
     def mark(self) -> str:
         return {True: "✓", False: "✗", None: "?"}[self.present]
@@ -91,9 +94,8 @@ def _metric_needs(row: Row, options: Mapping[str, Any]) -> list[Need]:
     if row.unavailable:
         return [Need("metric", row.label, False, row.unavailable)]
     if not _registered(row.metric):
-        return [
-            Need("metric", row.name, False, f"metric not available: {row.metric!r} is not registered in this mmjudge")
-        ]
+        missing = f"metric not available: {row.metric!r} is not registered in this mmjudge"
+        return [Need("metric", row.name, False, missing, unregistered=True)]
     if row.config:
         from mmjudge.metrics import METRICS
 
@@ -106,6 +108,7 @@ def _metric_needs(row: Row, options: Mapping[str, Any]) -> list[Need]:
                     False,
                     f"metric not available: {row.metric!r} has no configuration {row.config!r} "
                     f"(it has {', '.join(configs)})",
+                    unregistered=True,
                 )
             ]
     needs = [Need("metric", row.name, True)]

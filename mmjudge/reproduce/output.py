@@ -118,13 +118,22 @@ def dry_run_text(run: Reproduction) -> str:
 
 def cell_kind(needs) -> str:
     """``runnable here``; ``not runnable`` (no implementation, or a metric this mmjudge does not register); or
-    ``runnable with`` what is missing (``data + images + weights``, …)."""
+    ``runnable with`` what is missing (``data + images + weights``, …).
+
+    >>> from mmjudge.reproduce.needs import Need
+    >>> cell_kind([Need("metric", "PAC-S", False, "pac_s is not registered", unregistered=True)])
+    'not runnable: metric or configuration not registered in this mmjudge'
+    >>> cell_kind([Need("metric", "SPICE", False, "SPICE is not in mmjudge"), Need("data", "x", False)])
+    'not runnable: no implementation in this mmjudge'
+    >>> cell_kind([Need("metric", "BLEU", True), Need("data", "x", False), Need("images", "y", False)])
+    'runnable with data + images'
+    """
     missing = list(dict.fromkeys(n.what for n in needs if n.present is False))
     if not missing:
         return "runnable here"
     metric = next((n for n in needs if n.what == "metric" and n.present is False), None)
     if metric is not None:
-        if metric.missing.startswith("metric not available"):
+        if metric.unregistered:
             return "not runnable: metric or configuration not registered in this mmjudge"
         return "not runnable: no implementation in this mmjudge"
     return "runnable with " + " + ".join(missing)

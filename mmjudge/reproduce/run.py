@@ -16,11 +16,12 @@ changed, and a killed run resumes at the first unfinished cell. A cell that cann
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,24 +146,31 @@ def reproduce(
     >>> [(res.status, res.reason[:24]) for res in r.results.values()][0]
     ('not_run', 'SPICE is not in mmjudge:')
     """
+    from mmjudge.reproduce import scoring
+
     settings = settings or Settings()
     run = plan(table, metrics, benchmarks, settings)
     progress = _Progress(_work_dir(settings) / "cells.progress.jsonl")
+    # Each data folder is walked once in this run (not once per cell): the cells' keys and the rows' score
+    # files all read its fingerprint from here. Only for this run: another run walks it again.
+    data = functools.cache(scoring.folder_fingerprint)
+    keys: dict[str, str] = {}
     groups: dict[tuple, list[Cell]] = {}
     for cell in run.cells:
         reason = first_missing(run.needs[cell.key])
         if reason:
             run.results[cell.key] = CellResult(cell, reason=reason)
             continue
+        keys[cell.key] = _fingerprint(cell, settings, data(settings.data_dirs.get(cell.benchmark)))
         # With --timing a row computed by its metric runs again (its cached scores read back) so it is timed.
         timed = settings.timing and settings.scored(cell) is None
-        known = None if timed else progress.get(_fingerprint(cell, settings), cell)
+        known = None if timed else progress.get(keys[cell.key], cell)
         if known is not None:
             run.results[cell.key] = known
             continue
         groups.setdefault(cell.column.context, []).append(cell)
     for context, cells in groups.items():
-        _run_context(context, cells, settings, run, progress)
+        _run_context(context, cells, settings, run, progress, data, keys)
     run.results = {c.key: run.results[c.key] for c in run.cells}  # the tables' order
     if settings.out:
         from mmjudge.reproduce.output import write
@@ -185,17 +193,18 @@ def _scores_dir() -> Path:
     return cache_dir() / "reproduce" / "scores"
 
 
-def _fingerprint(cell: Cell, settings: Settings) -> str:
-    """Everything a cell's figure depends on (its scores' source, the data, the protocol, the version)."""
+def _fingerprint(cell: Cell, settings: Settings, data: str) -> str:
+    """Everything a cell's figure depends on (its scores' source, the data, the protocol, the version);
+    ``data``: the fingerprint of the cell's data folder."""
     from mmjudge._version import __version__
-    from mmjudge.reproduce.scoring import files_fingerprint, folder_fingerprint
+    from mmjudge.reproduce.scoring import files_fingerprint
 
     files = settings.scored(cell)
     key = {
         "cell": cell.key,
         "column": [cell.column.benchmark, cell.column.split, cell.column.criterion, cell.column.subset],
         "references": cell.column.references,
-        "data": folder_fingerprint(settings.data_dirs.get(cell.benchmark)),
+        "data": data,
         "dataset_options": settings.dataset_options.get(cell.benchmark, {}),
         "scores": files_fingerprint(files)
         if files
@@ -233,8 +242,17 @@ class _Progress:
 
 
 # ------------------------------------------------------------------------------------------ running
-def _run_context(context: tuple, cells: list[Cell], settings: Settings, run: Reproduction, progress: _Progress) -> None:
-    """Every cell of one benchmark context: its items loaded once, then row by row."""
+def _run_context(
+    context: tuple,
+    cells: list[Cell],
+    settings: Settings,
+    run: Reproduction,
+    progress: _Progress,
+    data: Callable[[str | None], str],
+    keys: Mapping[str, str],
+) -> None:
+    """Every cell of one benchmark context: its items loaded once, then row by row. ``data``: a data folder's
+    fingerprint (computed once per run); ``keys``: each cell's progress key."""
     from mmjudge.reproduce.scoring import load_context
 
     benchmark, split, references = context
@@ -244,7 +262,8 @@ def _run_context(context: tuple, cells: list[Cell], settings: Settings, run: Rep
         )
     except CELL_ERRORS as err:
         for cell in cells:
-            _finish(run, progress, settings, CellResult(cell, reason=f"the benchmark did not load: {_line(err)}"))
+            result = CellResult(cell, reason=f"the benchmark did not load: {_line(err)}")
+            _finish(run, progress, settings, result, keys[cell.key])
         return
     rows: dict[str, list[Cell]] = {}
     for cell in cells:
@@ -252,23 +271,18 @@ def _run_context(context: tuple, cells: list[Cell], settings: Settings, run: Rep
     for row_cells in rows.values():
         row = row_cells[0].row
         try:
-            scores = _row_scores(row, row_cells[0], judgments, settings, run)
+            scores = _row_scores(row, row_cells[0], judgments, settings, run, data(settings.data_dirs.get(benchmark)))
             results = _figures(row, row_cells, judgments, scores, settings)
         except CELL_ERRORS as err:
             results = [CellResult(cell, reason=_line(err)) for cell in row_cells]
         for result in results:
-            _finish(run, progress, settings, result)
+            _finish(run, progress, settings, result, keys[result.cell.key])
 
 
-def _row_scores(row: Row, cell: Cell, judgments, settings: Settings, run: Reproduction):
-    """The row's per-item scores on this context: the user's ``--scores`` files, or computed (and cached)."""
-    from mmjudge.reproduce.scoring import (
-        compute_scores,
-        folder_fingerprint,
-        metric_options,
-        read_score_files,
-        scores_path,
-    )
+def _row_scores(row: Row, cell: Cell, judgments, settings: Settings, run: Reproduction, data: str):
+    """The row's per-item scores on this context: the user's ``--scores`` files, or computed (and cached);
+    ``data``: the fingerprint of the benchmark's data folder."""
+    from mmjudge.reproduce.scoring import compute_scores, metric_options, read_score_files, scores_path
 
     files = settings.scored(cell)
     if files:
@@ -289,23 +303,25 @@ def _row_scores(row: Row, cell: Cell, judgments, settings: Settings, run: Reprod
             "benchmark": cell.column.benchmark,
             "split": cell.column.split,
             "references": cell.column.references,
-            "data": folder_fingerprint(settings.data_dirs.get(cell.benchmark)),
+            "data": data,
             "dataset_options": settings.dataset_options.get(cell.benchmark, {}),
             "version": __version__,
         },
     )
     if row.images and any(it.get("image") is None for it in judgments.items):
         raise ValueError(f"no images: {row.label} looks at the images, and the {cell.benchmark} data folder has none")
+    metric = None
     if settings.timing and row.key not in run.timings:
-        # Timed on a fresh instance without the judge cache: a cached answer would time the cache.
-        fresh = mmjudge.load(row.metric, row.config, **{**options, **({"cache": False} if "cache" in options else {})})
-        run.timings[row.key] = time_metric(fresh, judgments.items, settings.timing_samples)
-        del fresh
+        # Timed before it scores anything, its caches set aside (time_metric): a cached answer would time the
+        # cache. The same instance then scores: one model load.
+        metric = mmjudge.load(row.metric, row.config, **options)
+        run.timings[row.key] = time_metric(metric, judgments.items, settings.timing_samples)
     if path.exists():
         from mmjudge.metaeval.scores import read_scores
 
         return read_scores(path)
-    metric = mmjudge.load(row.metric, row.config, **options)
+    if metric is None:
+        metric = mmjudge.load(row.metric, row.config, **options)
     return compute_scores(metric, judgments, path, settings.progress)
 
 
@@ -356,10 +372,11 @@ def _compare(cell: Cell, record: Mapping[str, Any]) -> CellResult:
     return CellResult(cell, round(ours, 4), low, high, status, "" if inside else cell.note)
 
 
-def _finish(run: Reproduction, progress: _Progress, settings: Settings, result: CellResult) -> None:
+def _finish(run: Reproduction, progress: _Progress, settings: Settings, result: CellResult, key: str) -> None:
+    """``result`` kept, and recorded in the progress file under ``key`` (the cell's :func:`_fingerprint`)."""
     run.results[result.cell.key] = result
     if result.status != "not_run":  # a cell that could not run is tried again next time
-        progress.record(_fingerprint(result.cell, settings), result)
+        progress.record(key, result)
     if settings.progress:
         from mmjudge.reproduce.output import cell_text
 

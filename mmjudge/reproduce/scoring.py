@@ -31,16 +31,21 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".ti
 
 def folder_fingerprint(folder: str | None) -> str:
     """What a data folder holds, cheaply: every non-image file's relative path, size and modification time
-    (images are many and are checked by the loader). ``"none"`` without a folder."""
+    (images are many and are checked by the loader). ``"none"`` without a folder.
+
+    One walk of the folder, whatever order the file system lists it in: the files go into the digest folder by
+    folder in the order of the folders' paths as strings (``a``, ``a.b``, ``a/x``: not the order of a walk, which
+    would visit ``a/x`` before ``a.b``), each folder's files by name. A run walks each folder once
+    (:func:`mmjudge.reproduce.run.reproduce`)."""
     if not folder:
         return "none"
     root = Path(folder).expanduser()
     digest = hashlib.sha256(str(root.resolve()).encode())
-    for dirpath, dirnames, files in sorted(os.walk(root)):
-        dirnames.sort()
-        for name in sorted(files):
-            if name.lower().endswith(IMAGE_SUFFIXES):
-                continue
+    listed = []  # (folder, its non-image file names): image names, the many, are not kept
+    for dirpath, _, files in os.walk(root):
+        listed.append((dirpath, sorted(name for name in files if not name.lower().endswith(IMAGE_SUFFIXES))))
+    for dirpath, names in sorted(listed):
+        for name in names:
             stat = (Path(dirpath) / name).stat()
             digest.update(f"{Path(dirpath, name).relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]

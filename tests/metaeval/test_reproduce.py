@@ -102,6 +102,19 @@ def test_dry_run_lists_every_cell_of_the_four_tables_with_what_it_needs(capsys, 
     assert "runnable here" in out and "not runnable: no implementation in this mmjudge" in out
 
 
+def test_the_dry_run_tells_an_unregistered_metric_from_one_without_implementation(monkeypatch):
+    import mmjudge.reproduce.needs as needs_module
+    from mmjudge.reproduce.output import cell_kind
+
+    monkeypatch.setattr(needs_module, "_registered", lambda metric: metric != "baselines")
+    run = plan("harmonic_eval_8", ["bleu", "spice"], ["flickr8k_expert"])
+    kinds = {c.row.key: cell_kind(run.needs[c.key]) for c in run.cells}
+    assert kinds == {
+        "bleu": "not runnable: metric or configuration not registered in this mmjudge",
+        "spice": "not runnable: no implementation in this mmjudge",
+    }
+
+
 # --- running cells ------------------------------------------------------------------------------------
 def test_ngram_cells_equal_scipy_on_their_scores_and_follow_the_match_rule(tmp_path):
     run = reproduce("harmonic_eval_8", ["bleu", "rouge_l", "cider"], ["flickr8k_expert"], settings(tmp_path))
@@ -161,6 +174,54 @@ def test_a_killed_run_resumes_at_the_first_unfinished_cell(tmp_path, monkeypatch
     monkeypatch.setattr(run_module, "_figures", lambda row, *a, **k: calls.append(row.key) or real(row, *a, **k))
     resumed = reproduce("harmonic_eval_8", ["bleu", "rouge_l"], ["flickr8k_expert"], settings(tmp_path))
     assert calls == ["rouge_l"] and {r.status for r in resumed.results.values()} <= {"match", "outside"}
+
+
+def test_a_run_walks_each_data_folder_once(tmp_path, monkeypatch):
+    """Six cells on two data folders: each folder is walked once for the whole run (it was walked once per cell
+    to look its key up, again per row for its score file, again per finished cell), and once again by the next
+    run (the walk is remembered for one run only: a folder may change between two runs in one process)."""
+    empty = tmp_path / "pascal"  # a folder, but not Pascal-50S's: its cells do not load (and are not_run)
+    empty.mkdir()
+    from mmjudge.reproduce import scoring
+
+    walks = []  # each a folder_fingerprint's walk of its folder (the loader's own look for images is not counted)
+    real = scoring.folder_fingerprint
+    monkeypatch.setattr(scoring, "folder_fingerprint", lambda folder: walks.append(folder) or real(folder))
+    s = settings(tmp_path, data_dirs={"flickr8k_expert": str(FIXTURE), "pascal50s": str(empty)})
+    for _ in range(2):  # the second run finds the Flickr8k cells in the progress file
+        walks.clear()
+        run = reproduce("harmonic_eval_8", ["bleu", "rouge_l", "cider"], ["flickr8k_expert", "pascal50s"], s)
+        statuses = [r.status for r in run.results.values()]
+        assert len(statuses) == 6 and statuses.count("not_run") == 3
+        assert sorted(walks) == sorted([str(FIXTURE), str(empty)])
+
+
+def test_the_data_folder_fingerprint_is_what_it_was(tmp_path):
+    """The fingerprint keys cached results: the same folder gives the same value as before (files in the order
+    of their folders' paths as strings, image files left out), however the file system lists it."""
+    import hashlib
+
+    from mmjudge.reproduce.scoring import IMAGE_SUFFIXES, folder_fingerprint
+
+    for name in ("a/x/1.txt", "a.b/2.txt", "a/3.json", "a/4.JPG", "a-b/c/5.txt", "6.txt", "a/x/7.png"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+
+    def before(root: Path) -> str:  # the earlier code, verbatim but for the no-op sort of the walk's dirnames
+        digest = hashlib.sha256(str(root.resolve()).encode())
+        for dirpath, _, files in sorted(os.walk(root)):
+            for name in sorted(files):
+                if name.lower().endswith(IMAGE_SUFFIXES):
+                    continue
+                stat = (Path(dirpath) / name).stat()
+                digest.update(f"{Path(dirpath, name).relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+        return digest.hexdigest()[:16]
+
+    assert folder_fingerprint(str(tmp_path)) == before(tmp_path)
+    (tmp_path / "a" / "x" / "7.png").write_text("another image")  # images are the loader's to check
+    assert folder_fingerprint(str(tmp_path)) == before(tmp_path)
+    (tmp_path / "a.b" / "2.txt").write_text("changed")
+    assert folder_fingerprint(str(tmp_path)) == before(tmp_path) and folder_fingerprint(None) == "none"
 
 
 def test_scores_resume_after_the_rows_already_written(tmp_path):
@@ -401,6 +462,85 @@ def test_a_prompt_set_row_runs_end_to_end_against_the_toy_server(tmp_path):
     assert result.status in ("match", "outside") and result.ours == pytest.approx(
         scipy_tau(scores, fixture_judgments(tmp_path)), abs=1e-3
     )
+
+
+def test_timing_loads_the_metric_once_and_times_it_without_its_judge_cache(tmp_path, monkeypatch):
+    """--timing on a judge row: one model load per run (it was two: a cache-less instance to time, another to
+    score), the timed items sent to the judge even when its cache holds them, the scores through the cache."""
+    import shutil
+
+    from PIL import Image
+
+    import mmjudge
+    from toy_api_servers import ToyServer
+
+    data = tmp_path / "f8k"
+    (data / "Flickr8k_Dataset").mkdir(parents=True)
+    shutil.copy(FIXTURE / "flickr8k.json", data / "flickr8k.json")
+    for k, image in enumerate(json.loads((FIXTURE / "flickr8k.json").read_text())):
+        Image.new("RGB", (8, 6), (30 * k, 40, 90)).save(data / "Flickr8k_Dataset" / f"{image}.jpg")
+    loads = []
+    real_load = mmjudge.load
+    monkeypatch.setattr(mmjudge, "load", lambda *a, **k: loads.append(a) or real_load(*a, **k))
+    server = ToyServer("openai", script=["0", ".", "85"])
+    try:
+        options = {"gpt_fleur": {"judge": "openai", "model": "toy-judge", "base_url": server.url}}
+        s = settings(tmp_path, data_dirs={"flickr8k_expert": str(data)}, options=options, timing=True, timing_samples=3)
+        first = reproduce("harmonic_eval_8", ["gpt_fleur"], ["flickr8k_expert"], s)
+        # 1 warm-up + 3 timed items without the cache, then all 49 scored through it.
+        assert len(loads) == 1 and len(server.answers) == 4 + 49
+        assert (
+            first.timings["gpt_fleur"].samples == 3 and first.results["harmonic_eval_8/gpt_fleur/f_ex"].ours is not None
+        )
+        again = reproduce("harmonic_eval_8", ["gpt_fleur"], ["flickr8k_expert"], s)  # scores read back, timed again
+        assert len(loads) == 2 and len(server.answers) == 4 + 49 + 4
+        assert (
+            again.results["harmonic_eval_8/gpt_fleur/f_ex"].ours == first.results["harmonic_eval_8/gpt_fleur/f_ex"].ours
+        )
+        # Without timing, the scores computed again come from the judge cache the first run filled.
+        next(tmp_path.rglob("gpt_fleur-flickr8k_expert-*.jsonl")).unlink()
+        (tmp_path / "out" / "cells.progress.jsonl").unlink()
+        reproduce(
+            "harmonic_eval_8",
+            ["gpt_fleur"],
+            ["flickr8k_expert"],
+            settings(tmp_path, data_dirs=s.data_dirs, options=options),
+        )
+        assert len(loads) == 3 and len(server.answers) == 4 + 49 + 4
+    finally:
+        server.close()
+
+
+@pytest.mark.filterwarnings("ignore:G-VEval")  # the dummy judge rates nothing: only its calls are counted
+def test_timing_sets_the_persistent_caches_aside_and_puts_them_back(tmp_path, clip_dir):
+    """An encoder's embedding store and a judge's answer cache, each full of the timed items' answers: the timed
+    run computes them all the same, and the metric has its caches again afterwards."""
+    from PIL import Image
+
+    from mmjudge.judges.base import find_layer
+    from mmjudge.judges.cached import CachedJudge
+    from mmjudge.metrics.clip_score import CLIPScore
+    from mmjudge.metrics.prompt_judge import PromptJudge
+    from mmjudge.reproduce.timing import time_metric
+
+    images = [Image.new("RGB", (8, 6), (40 * k, 90, 30)) for k in range(4)]
+    items = [{"id": str(k), "text": f"a dog number {k}", "image": images[k], "references": ["a dog"]} for k in range(4)]
+    store = tmp_path / "embeddings.sqlite"
+    CLIPScore(model=clip_dir, cache=store).compute(
+        predictions=[it["text"] for it in items], images=images, progress=False
+    )
+    clip = CLIPScore(model=clip_dir, cache=store)
+    assert time_metric(clip, items, samples=3).samples == 3
+    assert clip.encoder.computed == 8 and clip.encoder.store is not None  # 4 images + 4 texts, none from the file
+    cache = tmp_path / "judge.sqlite"
+    PromptJudge("g_veval", judge="dummy", cache=cache).compute(
+        predictions=[it["text"] for it in items], images=images, progress=False
+    )
+    judge = PromptJudge("g_veval", judge="dummy", cache=cache)
+    time_metric(judge, items, samples=3)
+    assert judge.judge.calls == 4 and find_layer(judge.judge, CachedJudge) is judge.judge
+    judge.compute(predictions=[it["text"] for it in items], images=images, progress=False)
+    assert judge.judge.calls == 4  # scoring reads the answers the first instance cached
 
 
 def test_an_outside_cell_says_what_is_known_about_its_published_number():
