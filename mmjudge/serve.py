@@ -21,7 +21,8 @@ Endpoints (every answer carries the header ``Server: mmjudge-serve/<version>``, 
   log-probabilities are the model's raw ones. ``n`` > 1, ``stop``, ``tools``, ``response_format`` and
   ``logit_bias`` are refused (400), never silently ignored.
 * ``POST /tokenize`` (also ``/v1/tokenize``) — vLLM's: ``prompt``, ``add_special_tokens`` (default true),
-  ``return_token_strs`` -> ``tokens``, ``count``, ``max_model_len`` and ``token_strs``.
+  ``return_token_strs`` -> ``tokens``, ``count``, ``max_model_len`` (the context this server enforces, -1
+  when the model states none) and ``token_strs``.
 
 Limits: a body above 64 MiB is refused with 413; a prompt that with its ``max_tokens`` exceeds the
 model's context with 400; an answer is cut (``finish_reason: "length"``) when its request has run
@@ -134,10 +135,11 @@ class ChatEngine:
         ids, strings = self.batcher.tokenize(
             body["prompt"], bool(body.get("add_special_tokens", True)), bool(body.get("return_token_strs"))
         )
-        tokenizer = self.judge.tokenizer
+        # The limit the model thread enforces (prompt + max_tokens), -1 when the model says none.
+        limit = self.batcher.max_model_len
         answer: dict[str, Any] = {
             "count": len(ids),
-            "max_model_len": int(getattr(tokenizer, "model_max_length", -1) or -1),
+            "max_model_len": -1 if limit is None else int(limit),
             "tokens": ids,
         }
         if strings is not None:
