@@ -36,17 +36,14 @@ from mmjudge.judges.base import (
     RatingResult,
     ScoredGenerationRequest,
     ScoredText,
+    find_layer,
+    innermost,
     request_key,
 )
+from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.openai_cost import Estimate
 
 PLACEHOLDER = "not sent: a planning pass (dry run, cost check or batch planning)"
-
-
-def _layers(judge: Any) -> Iterator[Any]:
-    while isinstance(judge, Judge):
-        yield judge
-        judge = judge.inner if isinstance(judge, JudgeWrapper) else None
 
 
 class PlanningJudge(JudgeWrapper):
@@ -55,9 +52,8 @@ class PlanningJudge(JudgeWrapper):
 
     def __init__(self, judge: Judge, spool: Any = None):
         super().__init__(judge)
-        layers = list(_layers(judge))
-        self.cache = next((j for j in layers if type(j).__name__ == "CachedJudge"), None)
-        self.backend_judge = layers[-1]
+        self.cache = find_layer(judge, CachedJudge)
+        self.backend_judge = innermost(judge)
         self.priced = getattr(self.backend_judge, "backend", "") == "openai"
         self.estimate = Estimate()
         self.spool = spool  # batch mode: where the Batch API lines go
