@@ -60,33 +60,28 @@ class PlanningJudge(JudgeWrapper):
         self._seen: set[bytes] = set()  # 16 bytes per distinct request
 
     def rate(self, requests: Sequence[RatingRequest], progress: bool = True, on_batch=None) -> list[RatingResult]:
-        stored = self._plan(requests, "rate")
+        keys, stored = self._plan(requests, "rate")
         return [
             RatingResult.from_json(stored[k])
             if k in stored
             else RatingResult([0.0] * len(r.choices), error=PLACEHOLDER)
-            for k, r in zip(self._keys(requests, "rate"), requests)
+            for k, r in zip(keys, requests)
         ]
 
     def generate(self, requests: Sequence[GenerationRequest], progress: bool = True, on_batch=None) -> list[str]:
-        stored = self._plan(requests, "generate")
-        return [str(stored.get(k, "")) for k in self._keys(requests, "generate")]
+        keys, stored = self._plan(requests, "generate")
+        return [str(stored.get(k, "")) for k in keys]
 
     def generate_scored(
         self, requests: Sequence[ScoredGenerationRequest], progress: bool = True, on_batch=None
     ) -> list[ScoredText]:
-        stored = self._plan(requests, "generate_scored")
-        return [
-            ScoredText.from_json(stored[k]) if k in stored else ScoredText("", [], error=PLACEHOLDER)
-            for k in self._keys(requests, "generate_scored")
-        ]
+        keys, stored = self._plan(requests, "generate_scored")
+        return [ScoredText.from_json(stored[k]) if k in stored else ScoredText("", [], error=PLACEHOLDER) for k in keys]
 
-    def _keys(self, requests: Sequence, kind: str) -> list[str]:
+    def _plan(self, requests: Sequence, kind: str) -> tuple[list[str], dict[str, Any]]:
+        """Note what the cache does not hold; returns each request's cache key and what the cache holds."""
         identity = self.inner.identity()
-        return [request_key(identity, kind, r) for r in requests]
-
-    def _plan(self, requests: Sequence, kind: str) -> dict[str, Any]:
-        keys = self._keys(requests, kind)
+        keys = [request_key(identity, kind, r) for r in requests]
         stored = self.cache.store.get_many(keys) if self.cache is not None else {}
         runner = self.backend_judge._batches() if self.spool is not None else None
         for key, request in zip(keys, requests):
@@ -105,7 +100,7 @@ class PlanningJudge(JudgeWrapper):
                 entry = runner.rating_entry(key, request) if kind == "rate" else runner.generation_entry(key, request)
                 record = {"key": entry.key, "meta": entry.meta, "line": json.loads(entry.line)}
                 self.spool.write(json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n")
-        return stored
+        return keys, stored
 
 
 @dataclass
