@@ -152,11 +152,6 @@ class Plan:
             )
         return lines
 
-    def cost(self) -> float | None:
-        """The estimated price in the judge's own mode (``None``: no price known)."""
-        price = self.judge.price() if getattr(self.judge, "backend", "") == "openai" else None
-        return self.estimate.cost(price, batch=getattr(self.judge, "mode", "sync") == "batch")
-
 
 def plan_run(metric: Any, run: Callable[[], Any], batch: bool = False) -> Plan:
     """Run ``run()`` (which scores with ``metric``) with ``metric.judge`` replaced by a :class:`PlanningJudge`:
