@@ -39,7 +39,7 @@ import queue
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mmjudge._version import __version__
@@ -60,23 +60,35 @@ API_KEY_ENV = "MMJUDGE_API_KEY"
 @dataclass
 class ServeSettings:
     """What a server allows: ``api_key`` (``None``: no key), ``max_tokens`` (the largest a request may ask
-    for), ``request_timeout`` (seconds), ``max_body_bytes`` and ``max_logprobs``."""
+    for), ``request_timeout`` (seconds), ``max_body_bytes`` and ``max_logprobs``. Checked on creation
+    (``ValueError``); ``options=True``: the errors name ``mmjudge serve``'s options (``--max-tokens``).
+
+    >>> ServeSettings(max_tokens=0, options=True)
+    Traceback (most recent call last):
+    ValueError: --max-tokens must be a positive integer, but got 0.
+    """
 
     api_key: str | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS_LIMIT
     max_logprobs: int = 20
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     max_body_bytes: int = MAX_BODY_BYTES
+    options: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.api_key is not None and not self.api_key.strip():
-            raise ValueError("The API key is empty: give a non-empty --api-key (or MMJUDGE_API_KEY).")
+            raise ValueError(f"The API key is empty: give a non-empty --api-key (or {API_KEY_ENV}).")
         for name in ("max_tokens", "max_logprobs", "max_body_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Expected {name} to be a positive integer, but got {value!r}.")
+                self._refuse(name, "a positive integer", value)
         if not self.request_timeout > 0:
-            raise ValueError(f"Expected request_timeout > 0 seconds, but got {self.request_timeout!r}.")
+            self._refuse("request_timeout", "above 0 seconds", self.request_timeout)
+
+    def _refuse(self, name: str, rule: str, value: Any) -> None:
+        if self.options:
+            raise ValueError(f"--{name.replace('_', '-')} must be {rule}, but got {value!r}.")
+        raise ValueError(f"Expected {name} to be {rule}, but got {value!r}.")
 
 
 class ChatEngine:
@@ -95,7 +107,6 @@ class ChatEngine:
         self.judge = judge
         self.model_name = model_name
         self.settings = settings or ServeSettings(max_logprobs=int(max_logprobs))
-        self.max_logprobs = self.settings.max_logprobs
         self.batcher = BatchingEngine(judge, max_batch_size=max_batch_size, batch_wait=batch_wait)
 
     def read(self, body: Any) -> ChatParams:

@@ -330,6 +330,9 @@ def test_a_client_that_hangs_up_stops_its_generation(local):
         (["--api-key", " "], {}, "The API key is empty"),
         (["--host", "::", "--no-api-key"], {"MMJUDGE_API_KEY": "k"}, "--no-api-key contradicts"),
         (["--max-tokens", "0"], {}, "--max-tokens must be a positive integer"),
+        (["--max-logprobs", "0"], {}, "--max-logprobs must be a positive integer"),
+        (["--request-timeout", "0"], {}, "--request-timeout must be above 0 seconds"),
+        (["--max-batch-size", "0"], {}, "--max-batch-size must be a positive integer"),
     ],
 )
 def test_serve_refuses_unsafe_or_wrong_settings_in_one_line(tmp_path, flags, env, message):
