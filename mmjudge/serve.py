@@ -21,7 +21,8 @@ Endpoints (every answer carries the header ``Server: mmjudge-serve/<version>``, 
   log-probabilities are the model's raw ones. ``n`` > 1, ``stop``, ``tools``, ``response_format`` and
   ``logit_bias`` are refused (400), never silently ignored.
 * ``POST /tokenize`` (also ``/v1/tokenize``) — vLLM's: ``prompt``, ``add_special_tokens`` (default true),
-  ``return_token_strs`` -> ``tokens``, ``count``, ``max_model_len`` and ``token_strs``.
+  ``return_token_strs`` -> ``tokens``, ``count``, ``max_model_len`` (the context this server enforces, -1
+  when the model states none) and ``token_strs``.
 
 Limits: a body above 64 MiB is refused with 413; a prompt that with its ``max_tokens`` exceeds the
 model's context with 400; an answer is cut (``finish_reason: "length"``) when its request has run
@@ -38,7 +39,7 @@ import queue
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mmjudge._version import __version__
@@ -59,23 +60,35 @@ API_KEY_ENV = "MMJUDGE_API_KEY"
 @dataclass
 class ServeSettings:
     """What a server allows: ``api_key`` (``None``: no key), ``max_tokens`` (the largest a request may ask
-    for), ``request_timeout`` (seconds), ``max_body_bytes`` and ``max_logprobs``."""
+    for), ``request_timeout`` (seconds), ``max_body_bytes`` and ``max_logprobs``. Checked on creation
+    (``ValueError``); ``options=True``: the errors name ``mmjudge serve``'s options (``--max-tokens``).
+
+    >>> ServeSettings(max_tokens=0, options=True)
+    Traceback (most recent call last):
+    ValueError: --max-tokens must be a positive integer, but got 0.
+    """
 
     api_key: str | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS_LIMIT
     max_logprobs: int = 20
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     max_body_bytes: int = MAX_BODY_BYTES
+    options: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.api_key is not None and not self.api_key.strip():
-            raise ValueError("The API key is empty: give a non-empty --api-key (or MMJUDGE_API_KEY).")
+            raise ValueError(f"The API key is empty: give a non-empty --api-key (or {API_KEY_ENV}).")
         for name in ("max_tokens", "max_logprobs", "max_body_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Expected {name} to be a positive integer, but got {value!r}.")
+                self._refuse(name, "a positive integer", value)
         if not self.request_timeout > 0:
-            raise ValueError(f"Expected request_timeout > 0 seconds, but got {self.request_timeout!r}.")
+            self._refuse("request_timeout", "above 0 seconds", self.request_timeout)
+
+    def _refuse(self, name: str, rule: str, value: Any) -> None:
+        if self.options:
+            raise ValueError(f"--{name.replace('_', '-')} must be {rule}, but got {value!r}.")
+        raise ValueError(f"Expected {name} to be {rule}, but got {value!r}.")
 
 
 class ChatEngine:
@@ -94,7 +107,6 @@ class ChatEngine:
         self.judge = judge
         self.model_name = model_name
         self.settings = settings or ServeSettings(max_logprobs=int(max_logprobs))
-        self.max_logprobs = self.settings.max_logprobs
         self.batcher = BatchingEngine(judge, max_batch_size=max_batch_size, batch_wait=batch_wait)
 
     def read(self, body: Any) -> ChatParams:
@@ -134,10 +146,11 @@ class ChatEngine:
         ids, strings = self.batcher.tokenize(
             body["prompt"], bool(body.get("add_special_tokens", True)), bool(body.get("return_token_strs"))
         )
-        tokenizer = self.judge.tokenizer
+        # The limit the model thread enforces (prompt + max_tokens), -1 when the model says none.
+        limit = self.batcher.max_model_len
         answer: dict[str, Any] = {
             "count": len(ids),
-            "max_model_len": int(getattr(tokenizer, "model_max_length", -1) or -1),
+            "max_model_len": -1 if limit is None else int(limit),
             "tokens": ids,
         }
         if strings is not None:

@@ -36,7 +36,6 @@ def plan_before_run(
     **stream_options: Any,
 ) -> bool:
     """Plan the run (see the module docs). Returns ``True`` when nothing more is to be done (a dry run)."""
-    from mmjudge.judges.openai_cost import BudgetError
     from mmjudge.judges.openai_plan import plan_run
     from mmjudge.stream import stream_rows
 
@@ -62,18 +61,8 @@ def plan_before_run(
             print("\n".join(["dry run: " + line for line in plan.lines()] + ["dry run: nothing was sent."]))
             return True
         if args.max_cost is not None:
-            cost = plan.cost()
-            if cost is None:
-                raise BudgetError(
-                    f"--max-cost: {backend.describe()} has no list price in {backend.prices.path}, so the run's cost "
-                    "cannot be bounded; pass --set price_table=FILE or drop --max-cost. Nothing was sent."
-                )
-            if cost > args.max_cost:
-                raise BudgetError(
-                    f"the run would cost about ${cost:.4f} ({plan.estimate.requests} requests, mode={backend.mode}, "
-                    f"{backend.prices.describe()}), over --max-cost {args.max_cost:g}: nothing was sent."
-                )
             backend.max_cost = float(args.max_cost)  # the run's own requests stay under it too
+            backend.check_budget(plan.estimate, option="--max-cost")  # the whole run's estimate: BudgetError
         for line in plan.lines():  # (after the check: a refused run is one line)
             say("plan: " + line, file=sys.stderr)
         if batch:

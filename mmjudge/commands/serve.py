@@ -27,8 +27,6 @@ def _api_key(args: argparse.Namespace) -> str | None:
         if key is not None:
             raise ValueError(f"--no-api-key contradicts the API key given (--api-key or {API_KEY_ENV}): drop one.")
         return None
-    if key is not None and not key.strip():
-        raise ValueError(f"The API key is empty: give a non-empty --api-key (or {API_KEY_ENV}).")
     if key is None and not is_loopback(args.host):
         raise ValueError(
             f"--host {args.host} lets other machines in, and no API key is set: set --api-key (or {API_KEY_ENV}), "
@@ -39,14 +37,15 @@ def _api_key(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from mmjudge.judges import load_judge
-    from mmjudge.serve import make_server
+    from mmjudge.serve import ServeSettings, make_server
 
-    for name in ("max_logprobs", "max_tokens", "max_batch_size"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, but got {getattr(args, name)}.")
-    if not args.request_timeout > 0 or args.batch_wait_ms < 0:
-        raise ValueError("--request-timeout must be above 0 seconds and --batch-wait-ms at least 0.")
-    key = _api_key(args)  # before loading the model: a refusal costs nothing
+    # Every setting is checked here, before the model loads: a refusal costs nothing.
+    key = _api_key(args)
+    settings = ServeSettings(key, args.max_tokens, args.max_logprobs, args.request_timeout, options=True)
+    if args.max_batch_size < 1:  # the model thread's own settings (it checks them once the model is loaded)
+        raise ValueError(f"--max-batch-size must be a positive integer, but got {args.max_batch_size}.")
+    if args.batch_wait_ms < 0:
+        raise ValueError(f"--batch-wait-ms must be at least 0, but got {args.batch_wait_ms:g}.")
     missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
         raise ValueError(f"mmjudge serve needs {' and '.join(missing)}: pip install 'mmjudge[serve]'")
@@ -57,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
         args.host,
         args.port,
         args.served_model_name,
-        args.max_logprobs,
+        settings.max_logprobs,
         api_key=key,
-        max_tokens=args.max_tokens,
-        request_timeout=args.request_timeout,
+        max_tokens=settings.max_tokens,
+        request_timeout=settings.request_timeout,
         max_batch_size=args.max_batch_size,
         batch_wait=args.batch_wait_ms / 1000,
     )

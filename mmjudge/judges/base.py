@@ -478,16 +478,19 @@ def innermost(judge: Judge) -> Judge:
     return judge
 
 
-def find_layer(judge: Judge, kind: type[Judge]) -> Judge | None:
+def find_layer(judge: Judge | str | None, kind: type[Judge]) -> Judge | None:
     """The first layer of ``judge`` (itself, then each wrapper's ``inner``, down to the backend) that is a
-    ``kind``, or ``None``: how the factory knows a judge is already cached or already split.
+    ``kind``, or ``None`` (also for a backend's name or ``None``): how the factory knows a judge is already
+    cached or already split.
 
     >>> from mmjudge.judges.dummy import DummyJudge
     >>> backend = DummyJudge()
     >>> find_layer(JudgeWrapper(JudgeWrapper(backend)), DummyJudge) is backend
     True
+    >>> find_layer("dummy", DummyJudge), find_layer(None, DummyJudge)
+    (None, None)
     """
-    layer: Judge | None = judge
+    layer: Judge | str | None = judge
     while layer is not None:
         if isinstance(layer, kind):
             return layer

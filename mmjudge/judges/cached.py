@@ -110,13 +110,10 @@ class CachedJudge(JudgeWrapper):
         def save(rows: list[tuple[str, Any]]) -> None:
             kept = []
             for key, answer in rows:
-                if isinstance(answer, ScoredText) and answer.error is not None:
+                if isinstance(answer, RatingResult | ScoredText) and answer.error is not None:
                     continue  # a failed request is asked again next time
-                if isinstance(answer, RatingResult):
-                    if answer.error is not None:
-                        continue  # a failed request is asked again next time
-                    if not all(math.isfinite(x) for x in answer.raw):
-                        raise RuntimeError(f"The judge returned non-finite probabilities ({answer.raw}).")
+                if isinstance(answer, RatingResult) and not all(math.isfinite(x) for x in answer.raw):
+                    raise RuntimeError(f"The judge returned non-finite probabilities ({answer.raw}).")
                 kept.append((key, encode(answer)))
             self.store.put_many(kept)
 

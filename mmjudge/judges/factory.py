@@ -34,11 +34,7 @@ def build_judge(
     :class:`Judge`), wrapped in the persistent cache unless ``cache`` is ``False``/``None``.
     ``cache=True`` uses the default cache file; a path uses that file. A ready judge that already has a
     cache is used as it is."""
-    wrap = (
-        cache is not None
-        and cache is not False
-        and (not isinstance(judge, Judge) or find_layer(judge, CachedJudge) is None)
-    )
+    wrap = cache is not None and cache is not False and find_layer(judge, CachedJudge) is None  # (a name: None)
     # Checked before the model loads (a bad path must not cost a model load).
     path = check_cache_path(default_cache_path() if cache is True else cache) if wrap else None
     if isinstance(judge, Judge):

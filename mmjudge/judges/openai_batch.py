@@ -127,13 +127,13 @@ class BatchRunner:
         identity = self.judge.identity()
         keys = [request_key(identity, "rate", r) for r in requests]
         unique = dict(zip(keys, requests))
-        answers = self.run((self.rating_entry(k, r) for k, r in unique.items()), set(keys), progress)
+        handover = _Handover(keys, on_batch)
+        answers = self.run((self.rating_entry(k, r) for k, r in unique.items()), set(keys), progress, handover.give)
         results = []
         for key, request in zip(keys, requests):
             ok, value = answers.get(key, (False, "the batch returned no answer for it"))
             results.append(value if ok else self.judge.failed([str(c) for c in request.choices], value))
-        if on_batch is not None:
-            on_batch(list(range(len(results))), results)
+        handover.finish(results)
         return results
 
     def generate(self, requests: Sequence[GenerationRequest], progress: bool = True, on_batch=None) -> list[str]:
@@ -141,42 +141,56 @@ class BatchRunner:
         identity = self.judge.identity()
         keys = [request_key(identity, "generate", r) for r in requests]
         unique = dict(zip(keys, requests))
-        answers = self.run((self.generation_entry(k, r) for k, r in unique.items()), set(keys), progress)
+        handover = _Handover(keys, on_batch)
+        answers = self.run((self.generation_entry(k, r) for k, r in unique.items()), set(keys), progress, handover.give)
         out = []
         for key in keys:
             ok, value = answers.get(key, (False, "the batch returned no answer for it"))
             if not ok:
                 raise APIError(f"{self.judge.describe()}: a generation request failed in its batch: {value}")
             out.append(value)
-        if on_batch is not None:
-            on_batch(list(range(len(out))), out)
+        handover.finish(out)
         return out
 
     # ------------------------------------------------------------------------------------ the run
-    def run(self, entries: Iterable[Entry], wanted: set[str] | None, progress: bool = True) -> dict[str, tuple]:
+    def run(
+        self, entries: Iterable[Entry], wanted: set[str] | None, progress: bool = True, give: Any = None
+    ) -> dict[str, tuple]:
         """Send ``entries`` (those not pending in a batch already), wait for every batch they are in, and store
         the answers. Returns ``{key: (True, answer) | (False, why)}`` for the keys in ``wanted`` (``None``: the
-        answers only fill the cache)."""
+        answers only fill the cache). ``give`` (``{key: answer}``), if given, receives the good answers to
+        ``wanted`` keys as each batch is collected, and stores them (the cache's ``on_batch``); every other
+        answer the batches hold is stored here."""
         answers: dict[str, tuple] = {}
         pending: set[int] = set()
-        part = _Part(self.max_requests, self.max_bytes)
-        for chunk in _chunks(entries, 500):
-            live = self.ledger.live(self.owner, [e.key for e in chunk])
-            for entry in chunk:
-                if entry.key in self.rejected:
-                    answers[entry.key] = (False, self.rejected[entry.key])
-                elif entry.key in live:  # submitted by an earlier (killed) run: collect it, never pay twice
-                    pending.add(live[entry.key])
-                else:
-                    if not part.fits(entry) and part.entries:
-                        pending.add(self.submit(part))
-                        part = _Part(self.max_requests, self.max_bytes)
-                    part.add(entry)
-        if part.entries:
-            pending.add(self.submit(part))
+
+        def to_send() -> Iterator[Entry]:
+            for chunk in _chunks(entries, 500):
+                live = self.ledger.live(self.owner, [e.key for e in chunk])
+                for entry in chunk:
+                    if entry.key in self.rejected:
+                        answers[entry.key] = (False, self.rejected[entry.key])
+                    elif entry.key in live:  # submitted by an earlier (killed) run: collect it, never pay twice
+                        pending.add(live[entry.key])
+                    else:
+                        yield entry
+
+        pending.update(self.submit_all(to_send()))
         if pending:
-            self.wait(pending, answers, wanted, progress)
+            self.wait(pending, answers, wanted, progress, give)
         return answers if wanted is None else {k: v for k, v in answers.items() if k in wanted}
+
+    def submit_all(self, entries: Iterable[Entry]) -> list[int]:
+        """Submit ``entries`` in input files at the API's limits, each as it fills; returns their ledger numbers."""
+        numbers, part = [], _Part(self.max_requests, self.max_bytes)
+        for entry in entries:
+            if not part.fits(entry) and part.entries:
+                numbers.append(self.submit(part))
+                part = _Part(self.max_requests, self.max_bytes)
+            part.add(entry)
+        if part.entries:
+            numbers.append(self.submit(part))
+        return numbers
 
     def submit(self, part: _Part) -> int:
         """Upload one input file, record it, submit its batch; returns its ledger number."""
@@ -213,7 +227,7 @@ class BatchRunner:
                 return
         self._create(number, file_id, count)
 
-    def wait(self, pending: set[int], answers: dict, wanted: set[str] | None, progress: bool) -> None:
+    def wait(self, pending: set[int], answers: dict, wanted: set[str] | None, progress: bool, give: Any = None) -> None:
         """Poll ``pending`` batches every ``poll_interval`` seconds until each is done, collecting each as it ends."""
         from mmjudge.progress import progress_bar
 
@@ -233,7 +247,7 @@ class BatchRunner:
                     if batch.status in TERMINAL:
                         pending.discard(number)
                         done[number] = sizes[number]
-                        for new in self.collect(number, batch, answers, wanted):
+                        for new in self.collect(number, batch, answers, wanted, give):
                             pending.add(new)
                             sizes[new] = len(self.ledger.entries(new))
                             bar.total += sizes[new]
@@ -243,12 +257,14 @@ class BatchRunner:
                     time.sleep(self.judge.poll_interval)
 
     # ------------------------------------------------------------------------------------ answers
-    def collect(self, number: int, batch: Any, answers: dict, wanted: set[str] | None) -> list[int]:
-        """Store a finished batch's answers; note what it rejected; resubmit (once) what it left unanswered.
-        Returns the ledger numbers of the resubmitted batches."""
+    def collect(self, number: int, batch: Any, answers: dict, wanted: set[str] | None, give: Any = None) -> list[int]:
+        """Store a finished batch's answers (those to ``wanted`` keys through ``give``, when given); note what
+        it rejected; resubmit (once) what it left unanswered. Returns the ledger numbers of the resubmitted
+        batches."""
         entries = {key: meta for key, meta, _ in self.ledger.entries(number)}
         seen: set[str] = set()
         kept: list[tuple[str, Any]] = []
+        given: dict[str, Any] = {}
         errors: list[tuple[str, str]] = []
         for file_id in (getattr(batch, "output_file_id", None), getattr(batch, "error_file_id", None)):
             for line in self._lines(file_id):
@@ -259,16 +275,21 @@ class BatchRunner:
                     continue  # expired or cancelled before it ran: missing, so sent again
                 seen.add(key)
                 ok, value = self._read(line, entries[key], batch.id)
-                if ok:
-                    kept.append((key, value.to_json() if isinstance(value, RatingResult) else str(value)))
-                else:
-                    errors.append((key, value))
-                if wanted is not None and key in wanted:  # (a whole input's answers only fill the cache)
+                asked = wanted is not None and key in wanted  # (a whole input's answers only fill the cache)
+                if asked:
                     answers[key] = (ok, value)
+                if not ok:
+                    errors.append((key, value))
+                elif asked and give is not None:
+                    given[key] = value  # the caller's cache stores it
+                else:  # not asked for in this call (a batch of an earlier run's): stored here
+                    kept.append((key, value.to_json() if isinstance(value, RatingResult) else str(value)))
                 if len(kept) >= 500:
                     self.judge.store.put_many(kept)
                     kept = []
         self.judge.store.put_many(kept)
+        if given:
+            give(given)  # before the ledger says collected: a kill in between collects this batch again
         missing = [k for k in entries if k not in seen]
         resubmitted: list[int] = []
         if missing and batch.status != "completed" and not any(k in self.resubmitted for k in missing):
@@ -315,17 +336,9 @@ class BatchRunner:
         self.resubmitted |= wanted
         row = self.ledger.get(number)
         lines = (line for line in self._lines(row["input_file_id"]) if line.get("custom_id") in wanted)
-        entry_of = (
+        numbers = self.submit_all(
             Entry(d["custom_id"], json.dumps(d, separators=(",", ":")).encode(), entries[d["custom_id"]]) for d in lines
         )
-        numbers, part = [], _Part(self.max_requests, self.max_bytes)
-        for entry in entry_of:
-            if not part.fits(entry) and part.entries:
-                numbers.append(self.submit(part))
-                part = _Part(self.max_requests, self.max_bytes)
-            part.add(entry)
-        if part.entries:
-            numbers.append(self.submit(part))
         logger.info("%s: %d requests left unanswered by a batch resubmitted", self.judge.describe(), len(missing))
         return numbers
 
@@ -355,6 +368,32 @@ class BatchRunner:
                            err.status_code) from None  # fmt: skip
         except openai.APIConnectionError as err:
             raise APIError(f"{self.judge.describe()}: could not {what}: {type(err).__name__}: {err}") from None
+
+
+class _Handover:
+    """Hands a call's answers to its ``on_batch`` (the cache, which stores them): the good ones as each batch is
+    collected (:meth:`give`), then the rest with :meth:`finish`. Without an ``on_batch``, :attr:`give` is
+    ``None`` and :meth:`BatchRunner.collect` stores every answer itself."""
+
+    def __init__(self, keys: Sequence[str], on_batch: Any):
+        self.keys, self.on_batch = list(keys), on_batch
+        self.positions: dict[str, list[int]] = {}
+        for i, key in enumerate(self.keys):
+            self.positions.setdefault(key, []).append(i)
+        self.handed: set[int] = set()
+        self.give = self._give if on_batch is not None else None
+
+    def _give(self, answers: dict[str, Any]) -> None:
+        batch = [i for key in answers for i in self.positions.get(key, ()) if i not in self.handed]
+        if batch:
+            self.handed.update(batch)
+            self.on_batch(batch, [answers[self.keys[i]] for i in batch])
+
+    def finish(self, results: list) -> None:
+        rest = [i for i in range(len(results)) if i not in self.handed]
+        if rest and self.on_batch is not None:
+            self.handed.update(rest)
+            self.on_batch(rest, [results[i] for i in rest])
 
 
 def _unfinished(line: dict) -> bool:

@@ -297,23 +297,25 @@ class CostMixin:
             estimate_call(estimate, turns, size, most, self.model_name, price)
         return estimate
 
-    def check_budget(self, estimate: Estimate) -> None:
-        """``BudgetError`` (nothing sent) when spending ``estimate`` would pass ``max_cost``."""
+    def check_budget(self, estimate: Estimate, option: str = "max_cost") -> None:
+        """``BudgetError`` (nothing sent) when spending ``estimate`` would pass ``max_cost``. ``option``: how
+        the message names the limit (``--max-cost`` from the command line, which checks a whole run's plan)."""
         if self.max_cost is None:
             return
         price = self.price()
         if price is None:
+            table = "--set price_table=FILE" if option.startswith("--") else "price_table=FILE"
             raise BudgetError(
-                f"max_cost: {self.describe()} has no price in {self.prices.path}, so its cost cannot be bounded; "
-                "add it (price_table=FILE) or drop max_cost."
+                f"{option}: {self.describe()} has no list price in {self.prices.path}, so its cost cannot be "
+                f"bounded; pass {table} or drop {option}. Nothing was sent."
             )
         spent = self.usage.cost(price) or 0.0
         cost = estimate.cost(price, batch=self.mode == "batch") or 0.0
         if spent + cost > self.max_cost:
+            after = f" after ${spent:.4f} spent" if spent else ""
             raise BudgetError(
-                f"{estimate.requests} requests to {self.describe()} would cost about ${cost:.4f} ({self.mode}, "
-                f"{self.prices.describe()}) after ${spent:.4f} spent, over max_cost ${self.max_cost:.4f}: "
-                "nothing was sent."
+                f"{estimate.requests} requests to {self.describe()} would cost about ${cost:.4f} (mode={self.mode}, "
+                f"{self.prices.describe()}){after}, over {option} {self.max_cost:g}: nothing was sent."
             )
 
     def usage_report(self) -> dict[str, Any]:

@@ -36,17 +36,14 @@ from mmjudge.judges.base import (
     RatingResult,
     ScoredGenerationRequest,
     ScoredText,
+    find_layer,
+    innermost,
     request_key,
 )
+from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.openai_cost import Estimate
 
 PLACEHOLDER = "not sent: a planning pass (dry run, cost check or batch planning)"
-
-
-def _layers(judge: Any) -> Iterator[Any]:
-    while isinstance(judge, Judge):
-        yield judge
-        judge = judge.inner if isinstance(judge, JudgeWrapper) else None
 
 
 class PlanningJudge(JudgeWrapper):
@@ -55,42 +52,36 @@ class PlanningJudge(JudgeWrapper):
 
     def __init__(self, judge: Judge, spool: Any = None):
         super().__init__(judge)
-        layers = list(_layers(judge))
-        self.cache = next((j for j in layers if type(j).__name__ == "CachedJudge"), None)
-        self.backend_judge = layers[-1]
+        self.cache = find_layer(judge, CachedJudge)
+        self.backend_judge = innermost(judge)
         self.priced = getattr(self.backend_judge, "backend", "") == "openai"
         self.estimate = Estimate()
         self.spool = spool  # batch mode: where the Batch API lines go
         self._seen: set[bytes] = set()  # 16 bytes per distinct request
 
     def rate(self, requests: Sequence[RatingRequest], progress: bool = True, on_batch=None) -> list[RatingResult]:
-        stored = self._plan(requests, "rate")
+        keys, stored = self._plan(requests, "rate")
         return [
             RatingResult.from_json(stored[k])
             if k in stored
             else RatingResult([0.0] * len(r.choices), error=PLACEHOLDER)
-            for k, r in zip(self._keys(requests, "rate"), requests)
+            for k, r in zip(keys, requests)
         ]
 
     def generate(self, requests: Sequence[GenerationRequest], progress: bool = True, on_batch=None) -> list[str]:
-        stored = self._plan(requests, "generate")
-        return [str(stored.get(k, "")) for k in self._keys(requests, "generate")]
+        keys, stored = self._plan(requests, "generate")
+        return [str(stored.get(k, "")) for k in keys]
 
     def generate_scored(
         self, requests: Sequence[ScoredGenerationRequest], progress: bool = True, on_batch=None
     ) -> list[ScoredText]:
-        stored = self._plan(requests, "generate_scored")
-        return [
-            ScoredText.from_json(stored[k]) if k in stored else ScoredText("", [], error=PLACEHOLDER)
-            for k in self._keys(requests, "generate_scored")
-        ]
+        keys, stored = self._plan(requests, "generate_scored")
+        return [ScoredText.from_json(stored[k]) if k in stored else ScoredText("", [], error=PLACEHOLDER) for k in keys]
 
-    def _keys(self, requests: Sequence, kind: str) -> list[str]:
+    def _plan(self, requests: Sequence, kind: str) -> tuple[list[str], dict[str, Any]]:
+        """Note what the cache does not hold; returns each request's cache key and what the cache holds."""
         identity = self.inner.identity()
-        return [request_key(identity, kind, r) for r in requests]
-
-    def _plan(self, requests: Sequence, kind: str) -> dict[str, Any]:
-        keys = self._keys(requests, kind)
+        keys = [request_key(identity, kind, r) for r in requests]
         stored = self.cache.store.get_many(keys) if self.cache is not None else {}
         runner = self.backend_judge._batches() if self.spool is not None else None
         for key, request in zip(keys, requests):
@@ -109,7 +100,7 @@ class PlanningJudge(JudgeWrapper):
                 entry = runner.rating_entry(key, request) if kind == "rate" else runner.generation_entry(key, request)
                 record = {"key": entry.key, "meta": entry.meta, "line": json.loads(entry.line)}
                 self.spool.write(json.dumps(record, separators=(",", ":")).encode("utf-8") + b"\n")
-        return stored
+        return keys, stored
 
 
 @dataclass
@@ -160,11 +151,6 @@ class Plan:
                 f"({judge.prices.describe()}; source: {judge.prices.source.split(' ;')[0]})"
             )
         return lines
-
-    def cost(self) -> float | None:
-        """The estimated price in the judge's own mode (``None``: no price known)."""
-        price = self.judge.price() if getattr(self.judge, "backend", "") == "openai" else None
-        return self.estimate.cost(price, batch=getattr(self.judge, "mode", "sync") == "batch")
 
 
 def plan_run(metric: Any, run: Callable[[], Any], batch: bool = False) -> Plan:

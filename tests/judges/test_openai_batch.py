@@ -279,6 +279,37 @@ def test_a_run_killed_between_upload_and_record_adopts_the_batch_it_made(toy, tm
     assert all(r.error is None for r in results) and server.batch_api.created == [made.id]
 
 
+def test_each_answer_is_written_to_the_cache_once_as_its_batch_is_collected(toy, tmp_path):
+    """Each collected batch's answers go to the cache once (through its on_batch), one write per batch, so a kill
+    while a later batch is pending keeps them; answers in a batch the call did not ask for (an earlier run's)
+    are stored all the same."""
+    server = toy()
+    judge = CachedJudge(OpenAIJudge(base_url=server.url, mode="batch", poll_interval=0.01), tmp_path / "c.sqlite")
+    runner = innermost(judge)._batches()
+    runner.max_requests = 4
+    writes: list[list[str]] = []
+    put_many = judge.store.put_many
+    judge.store.put_many = lambda rows: (writes.append([k for k, _ in rows if k]), put_many(rows))[1]
+    requests = _requests(10)
+    assert all(r.error is None for r in judge.rate(requests, progress=False))
+    written = [k for batch in writes for k in batch]
+    assert sorted(written) == sorted(_key(judge, r) for r in requests)  # each key once
+    assert [len(batch) for batch in writes if batch] == [4, 4, 2]  # as each batch was collected
+
+    # A batch submitted by an earlier (killed) run for 3 requests; this call asks for 1 of them.
+    earlier = [RatingRequest([Turn("user", f"Rate caption {i} later.")]) for i in range(3)]
+    entries = [runner.rating_entry(_key(judge, r), r) for r in earlier]
+    client = judge.servers[0].client
+    uploaded = client.files.create(file=("in.jsonl", b"".join(e.line + b"\n" for e in entries)), purpose="batch")
+    number = judge.store.batches.add(runner.owner, uploaded.id, [(e.key, e.meta) for e in entries])
+    made = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    judge.store.batches.update(number, batch_id=made.id, state="submitted")
+    writes.clear()
+    assert judge.rate(earlier[:1], progress=False)[0].error is None
+    assert sorted(k for batch in writes for k in batch) == sorted(e.key for e in entries)  # each once
+    assert set(judge.store.get_many([e.key for e in entries])) == {e.key for e in entries}
+
+
 def _key(judge, request) -> str:
     from mmjudge.judges.base import request_key
 

@@ -27,7 +27,7 @@ openai = pytest.importorskip("openai")
 
 from mmjudge.judges import GenerationRequest, Turn, load_judge  # noqa: E402
 from mmjudge.serve import ChatEngine, ServeSettings, serve_in_thread  # noqa: E402
-from mmjudge.serve_batching import Failure, Job  # noqa: E402
+from mmjudge.serve_batching import Failure, Job, Started  # noqa: E402
 from mmjudge.serve_protocol import Finished, Piece, read_chat_body  # noqa: E402
 from repo_paths import ROOT  # noqa: E402
 
@@ -240,6 +240,33 @@ def test_the_request_timeout_cuts_the_answer_and_a_request_past_it_before_its_tu
         engine.close()
 
 
+def test_tokenize_answers_the_context_limit_the_server_enforces(served, local):
+    status, _, blob = _raw(
+        served[1],
+        "POST",
+        "/tokenize",
+        json.dumps({"prompt": "Why?"}).encode(),
+        {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
+    )
+    limit = json.loads(blob)["max_model_len"]
+    assert status == 200 and limit == 2048  # the model's positions, not the tokenizer's "no limit" (1e30)
+    engine = ChatEngine(local, "tiny", settings=ServeSettings(max_tokens=100_000))
+    try:
+        events: queue.Queue = queue.Queue()
+        _collect(engine, _params(engine, "Why?", 1), events)
+        prompt_tokens = _final(events).prompt_tokens
+        _collect(engine, _params(engine, "Why?", limit - prompt_tokens + 1), events)  # one token past it
+        refused = _final(events)
+        assert isinstance(refused, Failure) and refused.status == 400
+        assert f"maximum context length is {limit} tokens" in refused.message
+        job = _collect(engine, _params(engine, "Why?", limit - prompt_tokens), events)  # exactly at it: taken
+        first = events.get(timeout=300)
+        job.cancel()
+        assert isinstance(first, Started) and first.prompt_tokens == prompt_tokens
+    finally:
+        engine.close()
+
+
 def _stream_until_first_chunk_then_hang_up(url: str, max_tokens: int, key: str | None = KEY) -> bool:
     """A raw client: ask for a stream, read up to its first content chunk, close the socket. True when a
     chunk came."""
@@ -303,6 +330,9 @@ def test_a_client_that_hangs_up_stops_its_generation(local):
         (["--api-key", " "], {}, "The API key is empty"),
         (["--host", "::", "--no-api-key"], {"MMJUDGE_API_KEY": "k"}, "--no-api-key contradicts"),
         (["--max-tokens", "0"], {}, "--max-tokens must be a positive integer"),
+        (["--max-logprobs", "0"], {}, "--max-logprobs must be a positive integer"),
+        (["--request-timeout", "0"], {}, "--request-timeout must be above 0 seconds"),
+        (["--max-batch-size", "0"], {}, "--max-batch-size must be a positive integer"),
     ],
 )
 def test_serve_refuses_unsafe_or_wrong_settings_in_one_line(tmp_path, flags, env, message):

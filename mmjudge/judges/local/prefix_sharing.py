@@ -290,6 +290,7 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
     from torch.profiler import record_function
 
     device = model.device
+    kv_keyword = cache_keyword(model)  # (it inspects the signature: once a batch, not per forward)
     prefix = {k: v.to(device) if hasattr(v, "to") else v for k, v in shared.prefix.items()}
     row_of, shift = shared.row_of.to(device), shared.shift.to(device)
     suffix_ids, suffix_mask = shared.suffix_ids.to(device), shared.suffix_mask.to(device)
@@ -309,7 +310,7 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
 
         # Every prefix position kept (a windowed cache keeps only the last `window`): the shifted copies
         # below need the positions the window reaches from the tokens run again.
-        prefix[cache_keyword(model)] = DynamicCache()
+        prefix[kv_keyword] = DynamicCache()
     with record_function("mmjudge.judge.prefix"):
         out = model(**prefix, use_cache=True, logits_to_keep=1)
     cache = returned_cache(out)
@@ -329,7 +330,7 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
             position_ids=positions,
             use_cache=True,
             logits_to_keep=keep,
-            **{cache_keyword(model): cache},
+            **{kv_keyword: cache},
             **extra,
         )
     if mrope:
