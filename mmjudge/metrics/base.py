@@ -141,6 +141,9 @@ class Metric(ABC):
     config_name: str = ""
     # Items per chunk; ``None``: the whole input is one chunk (metrics whose numbers depend on all of it).
     chunk_size: int | None = DEFAULT_CHUNK_SIZE
+    # Chunks close only after a multiple of this many items (a metric scoring items in groups: Polos'
+    # ``norm_batch_size``), so that no group is split between chunks.
+    chunk_multiple: int = 1
     # Text limits of judge-reading metrics (:func:`mmjudge.inputs.check_long_text_options`).
     max_text_chars: int | None = None
     long_texts: str = "error"
@@ -238,7 +241,15 @@ class Metric(ABC):
             task = self._check_task(own_task)
         elif own_task:
             task = str(own_task).lower()  # recorded as given: this metric scores every task the same way
-        item = Item(index=index, id=item_id(raw, index), task=task or self._check_task(None), text="", source=source)
+        position = raw.get("_i")
+        item = Item(
+            index=index,
+            id=item_id(raw, index),
+            task=task or self._check_task(None),
+            text="",
+            source=source,
+            position=position if isinstance(position, int) and not isinstance(position, bool) else index,
+        )
         for spec in self.spec.inputs:
             value = raw.get(spec.item_key)
             needed = spec.needed(item.task)
@@ -436,7 +447,7 @@ class Metric(ABC):
         """Chunks of results, in input order, with each chunk's aggregates."""
         size = chunk_size if chunk_size is not None else self.chunk_size
         with self._chunk_images(on_error) as images:
-            for chunk in chunks(items, size, images):
+            for chunk in chunks(items, size, images, self.chunk_multiple):
                 scored = self._score_one_chunk(chunk, on_error, progress, options)
                 del chunk  # released before the chunk after next starts decoding: at most two chunks of images alive
                 yield scored

@@ -302,6 +302,8 @@ class Item:
         text, image, question, box, references: its inputs (``image`` a PIL image once decoded).
         digest: the pixel digest of ``image`` (set when decoded).
         source: where it came from, for messages (``items.jsonl:7``); ``None`` in ``compute``.
+        position: its position in the whole input (the stream item's ``_i``: a resumed run or a process's
+            share is part of a larger input), else ``index``.
     """
 
     index: int
@@ -314,6 +316,11 @@ class Item:
     references: list[str] | None = None
     digest: str | None = None
     source: str | None = None
+    position: int | None = None  # ``index`` when not given (set in __post_init__)
+
+    def __post_init__(self) -> None:
+        if self.position is None:
+            self.position = self.index
 
     def where(self, spec: InputSpec) -> str:
         """How messages name this item's input: ``images[3]`` in ``compute``, ``items.jsonl:7: image`` in a stream."""
