@@ -361,9 +361,10 @@ class Metric(ABC):
             # stacklevel 3: the caller of compute (compute -> _compute_columns -> warn)
             warnings.warn(f"{self.spec.label}: {self._failure_line(out['failures'], failed, n)}.", stacklevel=3)
         # A paid judge (the API backend) says what the judge's calls so far cost: requests, tokens, US$.
-        usage_report = getattr(getattr(self, "judge", None), "usage_report", None)
-        if callable(usage_report):
-            out["usage"] = usage_report()
+        judge = getattr(self, "judge", None)  # metrics without a judge have none
+        report = judge.usage_report() if judge is not None else None
+        if report is not None:
+            out["usage"] = report
         return out
 
     def _failure_line(self, counts: dict[str, dict[str, int]], failed: int, total: int) -> str:

@@ -164,7 +164,7 @@ class MetricSpec:
     primary: str
     description: str = ""
     tasks: tuple[str, ...] = ("ic",)
-    extra_keys: tuple[str, ...] = field(default=("signature", "scored", "failures"))
+    extra_keys: tuple[str, ...] = field(default=("signature", "scored", "failures", "usage"))
     label: str = ""
     judged: bool = False
     requires: tuple[str, ...] = ()
@@ -261,7 +261,8 @@ class MetricSpec:
         lines += [
             f"    Aggregates: {', '.join(self.aggregate_keys())}.",
             "    scored: per score, how many items have a value; failures: per output, how many items have",
-            "    each failed status; signature: what decides the numbers.",
+            "    each failed status; signature: what decides the numbers; usage (a judge that reports its",
+            "    cost, the API backend): requests, tokens and US$ of the judge's calls so far.",
             "",
             "Raises:",
             "    ValueError: on bad input, naming the offending item, before any model work.",
