@@ -39,7 +39,7 @@ from typing import Any
 
 from mmjudge.errors import check_positive_int
 from mmjudge.images import DEFAULT_MAX_PIXELS
-from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
+from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS, finite_mean
 from mmjudge.judges import Judge, ScoredGenerationRequest, Turn
 from mmjudge.metrics.base import (
     IMAGES,
@@ -258,10 +258,5 @@ class PromptJudge(Metric):
             out[f"{name}_note"][k] = reading.note
             out[f"{name}_response"][k] = answer.text
         if self.config.criteria:
-            out["overall"] = [_mean([out[c][k] for c in names]) for k in range(len(items))]
+            out["overall"] = [finite_mean([out[c][k] for c in names]) for k in range(len(items))]
         return ChunkScores(out)
-
-
-def _mean(values: list[float]) -> float:
-    scored = [v for v in values if math.isfinite(v)]
-    return sum(scored) / len(scored) if scored else math.nan
