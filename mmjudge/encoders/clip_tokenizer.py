@@ -17,13 +17,14 @@ that ``open-clip-torch`` installs, so nothing is downloaded.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import html
 import importlib.util
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +37,22 @@ DEFAULT_HUB_TOKENIZER = "openai/clip-vit-base-patch32"
 def openai_clean(text: str) -> str:
     """OpenAI CLIP's ``basic_clean`` + ``whitespace_clean`` (lowercasing is left to the tokenizer):
     ``ftfy.fix_text`` when ftfy is installed, HTML entities unescaped twice, whitespace collapsed, stripped."""
-    try:
-        import ftfy
-
-        text = ftfy.fix_text(text)
-    except ImportError:  # ftfy only repairs mojibake; without it, clean texts tokenize the same
-        pass
+    fix_text = _ftfy_fix_text()
+    if fix_text is not None:
+        text = fix_text(text)
     text = html.unescape(html.unescape(text)).strip()
     return re.sub(r"\s+", " ", text).strip()
+
+
+@functools.cache
+def _ftfy_fix_text() -> Callable[[str], str] | None:
+    """``ftfy.fix_text``, or ``None`` without ftfy (it only repairs mojibake; without it, clean texts tokenize
+    the same). Looked up once: :func:`openai_clean` runs per text, and a failed import is not cached."""
+    try:
+        import ftfy
+    except ImportError:
+        return None
+    return ftfy.fix_text
 
 
 def installed_bpe_file() -> Path | None:

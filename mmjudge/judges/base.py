@@ -372,6 +372,11 @@ class Judge(ABC):
         """One line of what the judge cost (API backends: requests, tokens, price), or ``None``."""
         return None
 
+    def usage_report(self) -> dict[str, Any] | None:
+        """:meth:`usage_summary` as data (API backends: requests, tokens, ``cost_usd``), or ``None``: a
+        metric's ``compute`` result carries it as ``usage``."""
+        return None
+
     # --------------------------------------------------------------------------------- derived facts
     def require(self, capability: str, metric: str, why: str) -> None:
         """Raise :class:`JudgeCapabilityError` unless this judge has ``capability``.
@@ -416,7 +421,7 @@ class JudgeWrapper(Judge):
     # serve`` read of a local model (traces, token ids, tokenizer), and what the API backend settled on.
     FORWARDED: ClassVar[frozenset[str]] = frozenset(
         {"calls", "stats", "usage", "generate_trace", "choice_token_ids", "tokenizer"}
-        | {"model_name", "endpoint", "servers", "prefill_mode", "mass_mode", "mode", "usage_report"}
+        | {"model_name", "endpoint", "servers", "prefill_mode", "mass_mode", "mode"}
     )
 
     def __init__(self, inner: Judge):
@@ -463,6 +468,9 @@ class JudgeWrapper(Judge):
 
     def usage_summary(self) -> str | None:
         return self.inner.usage_summary()
+
+    def usage_report(self) -> dict[str, Any] | None:
+        return self.inner.usage_report()
 
 
 def innermost(judge: Judge) -> Judge:

@@ -141,6 +141,9 @@ class Metric(ABC):
     config_name: str = ""
     # Items per chunk; ``None``: the whole input is one chunk (metrics whose numbers depend on all of it).
     chunk_size: int | None = DEFAULT_CHUNK_SIZE
+    # Chunks close only after a multiple of this many items (a metric scoring items in groups: Polos'
+    # ``norm_batch_size``), so that no group is split between chunks.
+    chunk_multiple: int = 1
     # Text limits of judge-reading metrics (:func:`mmjudge.inputs.check_long_text_options`).
     max_text_chars: int | None = None
     long_texts: str = "error"
@@ -238,7 +241,15 @@ class Metric(ABC):
             task = self._check_task(own_task)
         elif own_task:
             task = str(own_task).lower()  # recorded as given: this metric scores every task the same way
-        item = Item(index=index, id=item_id(raw, index), task=task or self._check_task(None), text="", source=source)
+        position = raw.get("_i")
+        item = Item(
+            index=index,
+            id=item_id(raw, index),
+            task=task or self._check_task(None),
+            text="",
+            source=source,
+            position=position if isinstance(position, int) and not isinstance(position, bool) else index,
+        )
         for spec in self.spec.inputs:
             value = raw.get(spec.item_key)
             needed = spec.needed(item.task)
@@ -350,9 +361,10 @@ class Metric(ABC):
             # stacklevel 3: the caller of compute (compute -> _compute_columns -> warn)
             warnings.warn(f"{self.spec.label}: {self._failure_line(out['failures'], failed, n)}.", stacklevel=3)
         # A paid judge (the API backend) says what the judge's calls so far cost: requests, tokens, US$.
-        usage_report = getattr(getattr(self, "judge", None), "usage_report", None)
-        if callable(usage_report):
-            out["usage"] = usage_report()
+        judge = getattr(self, "judge", None)  # metrics without a judge have none
+        report = judge.usage_report() if judge is not None else None
+        if report is not None:
+            out["usage"] = report
         return out
 
     def _failure_line(self, counts: dict[str, dict[str, int]], failed: int, total: int) -> str:
@@ -436,7 +448,7 @@ class Metric(ABC):
         """Chunks of results, in input order, with each chunk's aggregates."""
         size = chunk_size if chunk_size is not None else self.chunk_size
         with self._chunk_images(on_error) as images:
-            for chunk in chunks(items, size, images):
+            for chunk in chunks(items, size, images, self.chunk_multiple):
                 scored = self._score_one_chunk(chunk, on_error, progress, options)
                 del chunk  # released before the chunk after next starts decoding: at most two chunks of images alive
                 yield scored

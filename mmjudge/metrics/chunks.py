@@ -2,7 +2,8 @@
 while the chunk before it is scored.
 
 :func:`chunks` closes a chunk at ``size`` items or once its images, sized from their headers
-(:func:`decoded_size`), would hold :data:`MAX_CHUNK_IMAGE_BYTES` decoded; :class:`ChunkImages` decodes a
+(:func:`decoded_size`), would hold :data:`MAX_CHUNK_IMAGE_BYTES` decoded (for a metric that scores items in
+groups, at the next multiple of its group size after that); :class:`ChunkImages` decodes a
 chunk's distinct images (by path, else by object) and hashes their pixels in a thread pool, failing only
 the items of an unreadable image (or stopping the stream, with ``on_error="raise"``). At most two chunks
 of images are alive: the one being scored and the next one decoding.
@@ -53,14 +54,16 @@ def set_digests(items: list[Item], decoded: dict[int, str]) -> None:
             item.digest = seen[key]
 
 
-def chunks(items: Iterable[Any], size: int | None, images: ChunkImages) -> Iterator[list]:
+def chunks(items: Iterable[Any], size: int | None, images: ChunkImages, multiple: int = 1) -> Iterator[list]:
     """Lists of at most ``size`` items (``None``: one list of all), closed early once their images (sized from
     their headers) would hold :data:`MAX_CHUNK_IMAGE_BYTES` decoded, each with its images decoded
     (:class:`ChunkImages`). The next list's images decode in the background while the caller scores this
     one, so the decoding threads and the judge work at the same time; at most these two lists' images are
-    alive."""
+    alive. With ``multiple``, a list closes only once the items handed out so far are a multiple of it (so
+    it may pass ``size`` or the image bound by up to ``multiple - 1`` items): a metric that scores items in
+    groups of that many never sees a group split between two lists."""
     ahead = None  # (list, its decoding): closed, not yet handed out
-    for chunk in _closed_chunks(items, size, images):
+    for chunk in _closed_chunks(items, size, images, multiple):
         decoding = images.start(chunk)
         if ahead is not None:
             done, ahead = ahead, (chunk, decoding)
@@ -72,13 +75,22 @@ def chunks(items: Iterable[Any], size: int | None, images: ChunkImages) -> Itera
         yield images.finish(*ahead)
 
 
-def _closed_chunks(items: Iterable[Any], size: int | None, images: ChunkImages) -> Iterator[list]:
+def _closed_chunks(items: Iterable[Any], size: int | None, images: ChunkImages, multiple: int = 1) -> Iterator[list]:
+    """Lists of items, undecoded (see :func:`chunks`).
+
+    >>> with ChunkImages(None, "raise", None, None) as images:
+    ...     by_3 = [len(c) for c in _closed_chunks(range(10), 3, images)]
+    ...     by_3_in_fours = [len(c) for c in _closed_chunks(range(10), 3, images, 4)]
+    >>> by_3, by_3_in_fours
+    ([3, 3, 3, 1], [4, 4, 2])
+    """
     chunk: list = []
     image_bytes = 0
-    for item in items:
+    for count, item in enumerate(items, 1):
         chunk.append(item)
         image_bytes += images.measure(item)
-        if (size is not None and len(chunk) >= size) or image_bytes >= MAX_CHUNK_IMAGE_BYTES:
+        full = (size is not None and len(chunk) >= size) or image_bytes >= MAX_CHUNK_IMAGE_BYTES
+        if full and count % multiple == 0:
             yield chunk
             chunk, image_bytes = [], 0
             images.forget()

@@ -164,7 +164,7 @@ class MetricSpec:
     primary: str
     description: str = ""
     tasks: tuple[str, ...] = ("ic",)
-    extra_keys: tuple[str, ...] = field(default=("signature", "scored", "failures"))
+    extra_keys: tuple[str, ...] = field(default=("signature", "scored", "failures", "usage"))
     label: str = ""
     judged: bool = False
     requires: tuple[str, ...] = ()
@@ -261,7 +261,8 @@ class MetricSpec:
         lines += [
             f"    Aggregates: {', '.join(self.aggregate_keys())}.",
             "    scored: per score, how many items have a value; failures: per output, how many items have",
-            "    each failed status; signature: what decides the numbers.",
+            "    each failed status; signature: what decides the numbers; usage (a judge that reports its",
+            "    cost, the API backend): requests, tokens and US$ of the judge's calls so far.",
             "",
             "Raises:",
             "    ValueError: on bad input, naming the offending item, before any model work.",
@@ -302,6 +303,8 @@ class Item:
         text, image, question, box, references: its inputs (``image`` a PIL image once decoded).
         digest: the pixel digest of ``image`` (set when decoded).
         source: where it came from, for messages (``items.jsonl:7``); ``None`` in ``compute``.
+        position: its position in the whole input (the stream item's ``_i``: a resumed run or a process's
+            share is part of a larger input), else ``index``.
     """
 
     index: int
@@ -314,6 +317,11 @@ class Item:
     references: list[str] | None = None
     digest: str | None = None
     source: str | None = None
+    position: int | None = None  # ``index`` when not given (set in __post_init__)
+
+    def __post_init__(self) -> None:
+        if self.position is None:
+            self.position = self.index
 
     def where(self, spec: InputSpec) -> str:
         """How messages name this item's input: ``images[3]`` in ``compute``, ``items.jsonl:7: image`` in a stream."""

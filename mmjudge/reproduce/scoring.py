@@ -175,7 +175,8 @@ def scores_path(folder: Path, key: Mapping[str, Any]) -> Path:
 
 def compute_scores(metric: Any, judgments: HumanJudgments, path: Path, progress: bool) -> ScoreTable:
     """Score every item with ``metric`` into ``path`` (rows flushed as they finish; a killed run resumes
-    after the rows already there; metrics whose numbers need the whole input start again), then read it."""
+    after the rows already there; metrics whose numbers need the whole input, or a run cut off inside one of
+    a metric's groups of items, start again), then read it."""
     from mmjudge.stream import stream_rows
     from mmjudge.stream.outputs import PartFile, existing_parts, merge_parts, remove_outputs
 
@@ -187,6 +188,10 @@ def compute_scores(metric: Any, judgments: HumanJudgments, path: Path, progress:
         try:
             part = PartFile(str(path), 0, 1, signature)
         except ValueError:  # rows of another signature (the same options, another version): start again
+            remove_outputs(str(path))
+            part = PartFile(str(path), 0, 1, signature)
+        if part.done % metric.chunk_multiple:  # cut off inside a group (Polos' norm_batch_size): start again
+            part.close()
             remove_outputs(str(path))
             part = PartFile(str(path), 0, 1, signature)
         try:

@@ -21,10 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from mmjudge.prompts import read_toml
 
 HERE = Path(__file__).parent / "tables"
 MEASURES = ("tau_b", "tau_c", "accuracy")
@@ -136,14 +133,9 @@ class Table:
                 )
 
 
-def _read(path: Path) -> dict[str, Any]:
-    with open(path, "rb") as f:
-        return tomllib.load(f)
-
-
 def load_catalogue(path: Path | None = None) -> dict[str, dict[str, Any]]:
     """Row key → how it is computed (``tables/catalogue.toml``)."""
-    return _read(path or HERE / "catalogue.toml")
+    return read_toml(path or HERE / "catalogue.toml")
 
 
 def load_table(path: str | Path, catalogue: dict[str, dict[str, Any]] | None = None) -> Table:
@@ -154,7 +146,7 @@ def load_table(path: str | Path, catalogue: dict[str, dict[str, Any]] | None = N
             for a column the table does not have.
     """
     path = Path(path)
-    data = _read(path)
+    data = read_toml(path)
     catalogue = catalogue if catalogue is not None else load_catalogue()
     columns = [Column(**c) for c in data["columns"]]
     keys = {c.key for c in columns}

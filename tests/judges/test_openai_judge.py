@@ -753,6 +753,7 @@ def test_a_metric_result_reports_the_api_judges_usage(stub_factory):
     usage = out["usage"]
     assert usage["mode"] == "sync" and usage["requests"] == 4  # 2 texts x 2 criteria
     assert usage["prompt_tokens"] > 0 and usage["cost_usd"] is None  # the stub's model has no list price
+    he.spec.check_result(out, 2)  # "usage" is a declared result key
     dummy = HarmonicEval(judge="dummy", cache=False, criteria=["fluency"]).compute(
         predictions=["a dog"], progress=False
     )

@@ -257,6 +257,36 @@ def test_scores_resume_after_the_rows_already_written(tmp_path):
     assert resumed == fresh
 
 
+def test_scores_cut_off_inside_a_group_start_again(tmp_path):
+    """A metric scoring items in groups (Polos' norm_batch_size: ``chunk_multiple``) killed after a row count
+    that is not a multiple of the group: resuming would start inside a group, so the run starts again."""
+    from mmjudge.metrics.baselines import Baselines
+    from mmjudge.reproduce.scoring import compute_scores
+
+    hj = fixture_judgments(tmp_path)
+    metric = Baselines("rouge_l")
+    metric.chunk_size, metric.chunk_multiple = 8, 4
+    real = metric._score_chunk
+    seen = []
+
+    def dies_on_the_third_chunk(items, **kw):
+        seen.append(len(items))
+        if len(seen) == 3:
+            raise Killed
+        return real(items, **kw)
+
+    metric._score_chunk = dies_on_the_third_chunk
+    path = tmp_path / "scores" / "s.jsonl"
+    with pytest.raises(Killed):
+        compute_scores(metric, hj, path, progress=False)
+    part = Path(f"{path}.part-0-of-1.jsonl")
+    part.write_text("".join(part.read_text().splitlines(keepends=True)[:14]))  # killed while writing rows
+    seen.clear()
+    metric._score_chunk = lambda items, **kw: seen.append(len(items)) or real(items, **kw)
+    resumed = compute_scores(metric, hj, path, progress=False)
+    assert sum(seen) == 49 and resumed == compute_scores(Baselines("rouge_l"), hj, tmp_path / "f.jsonl", False)
+
+
 def test_someone_elses_scores_in_fleurs_format_fill_a_cell(tmp_path):
     fleur_txt = FIXTURE / "fleur_flickr8k_expert.txt"
     s = settings(tmp_path, scores={("fleur", "flickr8k_expert"): [str(fleur_txt)]})

@@ -143,6 +143,27 @@ def test_norm_batch_size_reproduces_the_authors_batches(tiny, images):
     assert "norm=batches-of-2" in str(out["signature"])
 
 
+def test_norm_batch_size_groups_by_input_position_whatever_the_chunks_or_resume(tiny, images):
+    """Groups of 4 by position in the whole input: a chunk_size of 3 (or the image bound) does not split a
+    group, and a run resumed at item 4 (``_i``: input positions) scores 4..7 as one group, as the full run
+    does; resuming inside a group is refused rather than grouping other items together."""
+    metric = mmjudge.load(
+        "polos", checkpoint=tiny["checkpoint"], text_tokenizer=tiny["text_tokenizer"], norm_batch_size=4
+    )
+    captions = CAPTIONS + ["a small boat on a calm lake", "three birds", "Snow!", "a man reading a newspaper"]
+    references = REFERENCES + [["a boat", "a lake"], ["birds on a wire"], ["snow falls", "winter"], ["a man reads"]]
+    pictures = images + images[::-1]
+    items = [{"text": c, "image": pictures[i], "references": references[i]} for i, c in enumerate(captions)]
+    whole = metric.compute(predictions=captions, images=pictures, references=references, progress=False)["polos"]
+    np.testing.assert_allclose(whole, independent_scores(tiny, pictures, captions, references, 4), atol=1e-5, rtol=0)
+    chunked = [r.values["polos"] for r in metric.stream(iter(items), chunk_size=3)]
+    resumed = [r.values["polos"] for r in metric.stream([{**it, "_i": 4 + k} for k, it in enumerate(items[4:])])]
+    np.testing.assert_allclose(chunked, whole, atol=1e-6, rtol=0)  # float noise of batching only
+    np.testing.assert_allclose(resumed, whole[4:], atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match=r"^Polos with norm_batch_size=4 .* starts at input item 6 \(a resumed"):
+        list(metric.stream([{**it, "_i": 6 + k} for k, it in enumerate(items[6:])]))
+
+
 def test_per_text_scores_do_not_depend_on_chunks_or_order(tiny, images):
     metric = mmjudge.load("polos", checkpoint=tiny["checkpoint"], text_tokenizer=tiny["text_tokenizer"])
     items = [{"text": c, "image": images[i], "references": REFERENCES[i]} for i, c in enumerate(CAPTIONS)]

@@ -175,6 +175,14 @@ def test_a_judge_that_cannot_list_its_tokens_is_one_clear_error():
         PromptJudge("g_veval", judge="dummy", can_generate=False, cache=False)
 
 
+@pytest.mark.parametrize("key", ["max_new_tokens", "top_logprobs"])
+@pytest.mark.parametrize("value", [0, 2.9, True])
+def test_token_limits_are_whole_numbers_of_at_least_one(key, value):
+    """0 is not "the family's default" and 2.9 is not 2: each is one clear line, before any judge is built."""
+    with pytest.raises(ValueError, match=rf"^Expected argument `{key}` to be a positive integer, but got {value!r}\.$"):
+        PromptJudge("g_veval", judge="dummy", cache=False, **{key: value})
+
+
 # --- a local model ---------------------------------------------------------------------------------------
 def test_a_local_model_lists_its_generated_tokens_and_their_probabilities(tiny_lm_dir):
     from mmjudge.judges import load_judge

@@ -29,16 +29,7 @@ from typing import Any
 from mmjudge.encoders.openai_clip import BACKBONES, Backbone
 
 LORA = "lora_"
-
-
-# Where each published checkpoint comes from (the card lists them with their sources).
-DOWNLOADS = {
-    ("pac_s", "ViT-B/32"): "https://drive.google.com/file/d/1F-0Pma-vfJPAiDzeyl-iEdSXZIO1cDae (clip_ViT-B-32.pth)",
-    ("pac_s", "open_clip_ViT-L/14"): "https://drive.google.com/file/d/1G1DAGQf5fW2U3u7K3Dn-eCC6koMDyvsU "
-    "(openClip_ViT-L-14.pth)",
-    ("pac_s_plus", "ViT-B/32"): "https://ailb-web.ing.unimore.it/publicfiles/pac++/PAC++_clip_ViT-B-32.pth",
-    ("pac_s_plus", "ViT-L/14"): "https://ailb-web.ing.unimore.it/publicfiles/pac++/PAC++_clip_ViT-L-14.pth",
-}
+# Where the published checkpoints are listed (the card, metrics/pac_s/README.md, gives each file's link).
 SOURCE = "https://github.com/aimagelab/pacscore#loading-clip-models"
 
 

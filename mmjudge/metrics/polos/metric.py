@@ -10,8 +10,10 @@ The authors' layer mix normalises each RoBERTa layer with statistics pooled over
 is normalised alone by default (their ``predict(batch_size=1)``): a caption's score is its own, whatever
 else is scored, in any order, chunk or resumed run. ``norm_batch_size=32`` reproduces their evaluation
 scripts (``predict(batch_size=32)`` over the benchmark in its order): items are grouped 32 by 32 by their
-position in the input, texts are normalised within their group, and each group uses as many references per
-item as its item with the fewest has (their collate keeps that many).
+position in the whole input, texts are normalised within their group, and each group uses as many references
+per item as its item with the fewest has (their collate keeps that many). Chunks then close only between
+groups (a ``chunk_size`` or the image bound is rounded up to the group's end), so the scores are the same in
+any chunking; a resumed or sharded run must start at a multiple of the group size (else a ``ValueError``).
 
 >>> Polos.spec_for().primary, Polos.spec_for().requires
 ('polos', ('checkpoint',))
@@ -111,6 +113,11 @@ class Polos(Metric):
             "prefix": repr(PREFIX),
         }
 
+    @property
+    def chunk_multiple(self) -> int:  # type: ignore[override]
+        """Chunks close only between groups: a group is normalised whole, whatever the chunking."""
+        return self.norm_batch_size or 1
+
     def _reference_owner(self) -> str | None:
         return "Polos"
 
@@ -126,9 +133,18 @@ class Polos(Metric):
                     texts.append(text)
                     groups.append(len(groups))
             return texts, groups, [rows[it.text] for it in items], [[rows[r] for r in it.references] for it in items]
+        size = self.norm_batch_size
         by_group: dict[int, list[int]] = {}
         for position, it in enumerate(items):
-            by_group.setdefault(it.index // self.norm_batch_size, []).append(position)
+            start = it.position - it.index  # the input position of the stream's first item
+            if start % size:
+                raise ValueError(
+                    f"Polos with norm_batch_size={size} normalises items in groups of {size} by their position in "
+                    f"the whole input, so a run must start at a multiple of {size}, but this one starts at input "
+                    f"item {start} (a resumed or sharded run): score from the start in one process, or use "
+                    "norm_batch_size=None."
+                )
+            by_group.setdefault(it.position // size, []).append(position)
         cand_rows, ref_rows = [0] * len(items), [[] for _ in items]
         for members in by_group.values():
             group = len(set(groups))

@@ -37,8 +37,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mmjudge.errors import check_positive_int
 from mmjudge.images import DEFAULT_MAX_PIXELS
-from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
+from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS, finite_mean
 from mmjudge.judges import Judge, ScoredGenerationRequest, Turn
 from mmjudge.metrics.base import (
     IMAGES,
@@ -161,10 +162,15 @@ class PromptJudge(Metric):
         self.config_name = self.check_config(config_name)
         self.config = PROMPT_CONFIGS[self.config_name]
         data = self.config.data
-        self.max_new_tokens = int(max_new_tokens or data["max_new_tokens"])
-        self.top_logprobs = int(top_logprobs or data["top_logprobs"])
-        if self.max_new_tokens < 1 or self.top_logprobs < 1:
-            raise ValueError("Expected `max_new_tokens` and `top_logprobs` to be positive integers.")
+        # None: the family's; anything else a whole number of at least 1 (0 is not "the default", 2.9 not 2).
+        self.max_new_tokens = (
+            int(data["max_new_tokens"])
+            if max_new_tokens is None
+            else check_positive_int(max_new_tokens, "max_new_tokens")
+        )
+        self.top_logprobs = (
+            int(data["top_logprobs"]) if top_logprobs is None else check_positive_int(top_logprobs, "top_logprobs")
+        )
         set_text_limits(self, max_pixels, max_text_chars, long_texts)
         self.judge = build_text_judge(model, judge, cache, judge_kwargs, data["default_model"])
         self.judge.require(
@@ -252,10 +258,5 @@ class PromptJudge(Metric):
             out[f"{name}_note"][k] = reading.note
             out[f"{name}_response"][k] = answer.text
         if self.config.criteria:
-            out["overall"] = [_mean([out[c][k] for c in names]) for k in range(len(items))]
+            out["overall"] = [finite_mean([out[c][k] for c in names]) for k in range(len(items))]
         return ChunkScores(out)
-
-
-def _mean(values: list[float]) -> float:
-    scored = [v for v in values if math.isfinite(v)]
-    return sum(scored) / len(scored) if scored else math.nan

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 
 from mmjudge.judges.base import ScoredText
-from mmjudge.metrics.fleur.smoothing import SCORE_PATTERN
+from mmjudge.metrics.fleur.smoothing import parse_score
 
 READINGS = ("integer_after_marker", "fleur_decimal")
 _DIGITS = re.compile(r"[0-9]+")
@@ -87,7 +87,7 @@ def read_after_marker(answer: ScoredText, marker: str, low: int, high: int, norm
 
 def read_fleur_decimal(answer: ScoredText) -> Reading:
     """FLEUR's smoothing on generated tokens (see the module): the first ``0.x``/``0.xy``/``1.0`` in the text."""
-    match = SCORE_PATTERN.search(answer.text)
+    match = parse_score(answer.text)
     if match is None:
         return Reading(math.nan, note=f"no 0.x / 1.0 score in the answer {_short(answer.text)!r}")
     starts = _starts(answer)
