@@ -15,8 +15,9 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 _TRUE = ("1", "true", "yes", "on")
@@ -34,3 +35,19 @@ def progress_bar(iterable: Iterable | None = None, *, disable: bool = False, **k
     from tqdm.auto import tqdm
 
     return tqdm(iterable, disable=disable or bars_disabled(), **kwargs)
+
+
+@contextlib.contextmanager
+def optional_bar(enabled: bool, **kwargs: Any) -> Iterator[Any]:
+    """A :func:`progress_bar` (``kwargs``: ``total``, ``desc``, ``unit`` …) while ``enabled``, else ``None``: for
+    loops that update a bar only when the caller asked for one.
+
+    >>> with optional_bar(False, total=3) as bar:
+    ...     bar is None
+    True
+    """
+    if not enabled:
+        yield None
+        return
+    with progress_bar(**kwargs) as bar:
+        yield bar

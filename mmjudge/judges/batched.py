@@ -15,7 +15,6 @@ Remote backends (``openai``) implement the :class:`~mmjudge.judges.base.Judge` p
 
 from __future__ import annotations
 
-import contextlib
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from mmjudge.judges.base import (
     ScoredGenerationRequest,
     ScoredText,
 )
+from mmjudge.progress import optional_bar
 
 
 def plan_batches(requests: Sequence[RatingRequest], batch_size: int) -> list[list[int]]:
@@ -108,7 +108,8 @@ class BatchedJudge(Judge):
     ) -> list:
         out: list = [None] * len(requests)
         batches = self.plan(requests) if requests else []
-        with _bar(progress and len(batches) > 1, len(requests), f"{self.backend} judge {label}") as bar:
+        desc = f"{self.backend} judge {label}"
+        with optional_bar(progress and len(batches) > 1, total=len(requests), desc=desc, unit="req") as bar:
             for batch, answers in _answered(batches, requests, prepare, answer, self.prefetch):
                 if len(answers) != len(batch):
                     raise RuntimeError(
@@ -128,17 +129,6 @@ def deliver_answers(out: list, batch: list[int], answers: list, bar: Any, on_bat
         bar.update(len(batch))
     if on_batch is not None:
         on_batch(batch, answers)
-
-
-@contextlib.contextmanager
-def _bar(enabled: bool, total: int, desc: str):
-    if not enabled:
-        yield None
-        return
-    from mmjudge.progress import progress_bar
-
-    with progress_bar(total=total, desc=desc, unit="req") as bar:
-        yield bar
 
 
 def _answered(

@@ -36,7 +36,7 @@ from typing import Any
 
 from mmjudge.judges import openai_setup as fleet
 from mmjudge.judges.base import Capabilities, RatingRequest, RatingResult
-from mmjudge.judges.batched import BatchedJudge, _bar, deliver_answers
+from mmjudge.judges.batched import BatchedJudge, deliver_answers
 from mmjudge.judges.openai_cost import BudgetError, CostMixin, Usage, load_prices  # noqa: F401  (re-exported)
 from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
     ChatCall,
@@ -51,6 +51,7 @@ from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
 from mmjudge.judges.openai_generation import GenerationMixin
 from mmjudge.judges.openai_reading import listed_choice_tokens, rating_position, rating_result, read_rating
 from mmjudge.judges.openai_transport import DOWN_AFTER, APIError, Server, Transport, build_transport  # noqa: F401
+from mmjudge.progress import optional_bar
 
 logger = logging.getLogger(__name__)
 
@@ -335,7 +336,8 @@ class OpenAIJudge(GenerationMixin, CostMixin, BatchedJudge):
         pool, out = self._pool(), [None] * len(requests)
         futures = {i: pool.submit(self._rate_one, requests[i]) for batch in batches for i in batch}
         try:
-            with _bar(progress and len(batches) > 1, len(requests), f"{self.backend} judge rating") as bar:
+            desc = f"{self.backend} judge rating"
+            with optional_bar(progress and len(batches) > 1, total=len(requests), desc=desc, unit="req") as bar:
                 for batch in batches:
                     deliver_answers(out, batch, [futures[i].result() for i in batch], bar, on_batch)
         finally:

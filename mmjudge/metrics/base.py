@@ -23,7 +23,6 @@ A metric subclasses :class:`Metric`, declares a :class:`~mmjudge.metrics.spec.Me
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import math
 import warnings
@@ -54,6 +53,7 @@ from mmjudge.metrics.spec import (
     raw_source,
 )
 from mmjudge.metrics.statuses import count_failures, failure_line
+from mmjudge.progress import optional_bar
 from mmjudge.signature import Signature
 
 # The declarations are re-exported: a metric imports everything it needs from here.
@@ -291,15 +291,10 @@ class Metric(ABC):
         decode for nothing)."""
         return False
 
-    def _leading_input(self) -> str:
-        """The input that sets how many items a ``compute`` call has: the first declared text
-        (``predictions``; head to head, ``a``)."""
-        return next(i.name for i in self.spec.inputs if i.kind == "text")
-
     def _check_columns(self, columns: dict[str, Any], task: str) -> int:
         """Column-level checks of a ``compute`` call: the leading texts (``predictions``) a non-empty list,
         every other given input one entry per text, every input the task needs present."""
-        lead = self._leading_input()
+        lead = self.spec.lead_input
         texts = columns.get(lead)
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise ValueError(f"Expected `{lead}` to be a list of strings, but got {type(texts).__name__}.")
@@ -329,7 +324,7 @@ class Metric(ABC):
                 error = unknown_option_error(key, self.spec.label, accepted)
                 raise ValueError(str(error).replace("unknown option", "unknown compute keyword", 1))
         inputs = {i.name for i in self.spec.inputs}
-        lead = self._leading_input()
+        lead = self.spec.lead_input
         columns = {k: v for k, v in keywords.items() if k in inputs and (v is not None or k == lead)}
         columns.setdefault(lead, None)
         options = {k: v for k, v in keywords.items() if k not in inputs and k not in ("task", "progress")}
@@ -349,7 +344,7 @@ class Metric(ABC):
         results: list[ItemResult] = []
         # One bar: the judge's per request when everything is one chunk, else one over the items.
         several = self.chunk_size is not None and n > self.chunk_size
-        with _item_bar(progress and several, n, self.spec.label) as bar:
+        with optional_bar(progress and several, total=n, desc=self.spec.label, unit="item") as bar:
             for chunk_results, chunk_aggregates in self._run(items, "raise", progress and not several, options):
                 results += chunk_results
                 aggregates.update(chunk_aggregates)
@@ -490,17 +485,6 @@ class Metric(ABC):
     def _chunk_images(self, on_error: str) -> ChunkImages:
         spec = next((s for s in self.spec.inputs if s.kind == "image"), None)
         return ChunkImages(spec, on_error, self.max_pixels, self.max_aspect_ratio)
-
-
-@contextlib.contextmanager
-def _item_bar(enabled: bool, total: int, desc: str) -> Iterator[Any]:
-    if not enabled:
-        yield None
-        return
-    from mmjudge.progress import progress_bar
-
-    with progress_bar(total=total, desc=desc, unit="item") as bar:
-        yield bar
 
 
 def add_means(out: dict, spec: MetricSpec) -> dict:

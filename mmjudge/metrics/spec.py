@@ -229,6 +229,12 @@ class MetricSpec:
         params += [inspect.Parameter(o.name, keyword, default=o.default, annotation=o.annotation) for o in self.options]
         return inspect.Signature(params, return_annotation=dict[str, Any])
 
+    @property
+    def lead_input(self) -> str:
+        """The input that sets how many items a ``compute`` call has: the first declared text (``predictions``;
+        head to head, ``a``)."""
+        return next(i.name for i in self.inputs if i.kind == "text")
+
     def compute_doc(self) -> str:
         """``compute``'s documentation, from this declaration: its inputs, options and outputs.
 
@@ -246,8 +252,7 @@ class MetricSpec:
             clip_score: ...
         ...
         """
-        lead = next(i.name for i in self.inputs if i.kind == "text")
-        lines = [f"Score ``{lead}`` with {self.label}: {self.description}.", "", "Args:"]
+        lines = [f"Score ``{self.lead_input}`` with {self.label}: {self.description}.", "", "Args:"]
         for i in self.inputs:
             need = "required" if i.required else "optional"
             if i.required_for:

@@ -33,6 +33,7 @@ from typing import Any
 from mmjudge import distributed
 from mmjudge.metrics.base import item_id
 from mmjudge.metrics.statuses import add_failures
+from mmjudge.progress import optional_bar
 from mmjudge.report import result_row
 from mmjudge.stream.outputs import PartFile, existing_parts, merge_parts, output_format, remove_outputs
 from mmjudge.stream.seen_ids import SeenIds
@@ -228,7 +229,10 @@ def _score_share(
     with contextlib.ExitStack() as stack:
         if distributed.is_distributed():
             stack.enter_context(distributed.own_items())
-        bar = stack.enter_context(_bar(progress, (items.total or 0) - part.done))
+        total = (items.total or 0) - part.done
+        bar = stack.enter_context(
+            optional_bar(progress, total=total or None, desc="scoring", unit="item", smoothing=0.1)
+        )
         for index, row in stream_rows(
             metric, items.items(skip=part.done), task, strict, keep, chunk_size, seen=part.seen_ids, **options
         ):
@@ -240,17 +244,6 @@ def _score_share(
                 bar.update(1)
     summary.read, summary.read_by_process = items.read, [items.read]
     return summary
-
-
-@contextlib.contextmanager
-def _bar(enabled: bool, total: int):
-    if not enabled:
-        yield None
-        return
-    from mmjudge.progress import progress_bar
-
-    with progress_bar(total=total or None, desc="scoring", unit="item", smoothing=0.1) as bar:
-        yield bar
 
 
 def _gathered(summary: RunSummary) -> RunSummary:
