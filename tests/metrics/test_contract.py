@@ -12,8 +12,9 @@ from PIL import Image
 
 import mmjudge
 from mmjudge import HarmonicEval
+from mmjudge.images import image_digest
 from mmjudge.judges import RatingRequest, Turn, load_judge
-from mmjudge.judges.base import JudgeCapabilityError, RatingResult, image_digest
+from mmjudge.judges.base import JudgeCapabilityError, RatingResult
 from mmjudge.metaeval.scores import ScoreTable, score_key
 from mmjudge.metrics.base import Metric, MetricSpec
 from mmjudge.report import Report
