@@ -191,6 +191,22 @@ class Judge(ABC):
                 f"{metric} needs a judge with {capability} ({why}), but the {self.backend!r} backend has none."
             )
 
+    def require_images(self, metric: str, what: str) -> None:
+        """Raise :class:`JudgeCapabilityError` unless this judge sees images: ``sees_images`` belongs to the
+        model (a text-only one behind a backend that could show images), so the message names the judge.
+
+        >>> from mmjudge.judges import load_judge
+        >>> load_judge("dummy", sees_images=False).require_images("FLEUR", "rates a caption against its image")
+        Traceback (most recent call last):
+        mmjudge.judges.base.JudgeCapabilityError: FLEUR rates a caption against its image, and the judge dummy:dummy
+        cannot see images (a text-only model); use a vision-language judge.
+        """
+        if not self.capabilities.sees_images:
+            raise JudgeCapabilityError(
+                f"{metric} {what}, and the judge {self.describe()} cannot see images (a text-only model); "
+                "use a vision-language judge."
+            )
+
     def signature_fields(self) -> dict[str, Any]:
         """The public part of :meth:`identity`, in a result's signature: ``judge`` (backend:model),
         ``revision`` and ``dtype`` where they apply (a backend may add the settings that change its answers).

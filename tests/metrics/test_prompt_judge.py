@@ -173,6 +173,8 @@ def test_a_judge_that_cannot_list_its_tokens_is_one_clear_error():
 
     with pytest.raises(JudgeCapabilityError, match="prompt_judge 'g_veval' needs a judge with scores_generation"):
         PromptJudge("g_veval", judge="dummy", can_generate=False, cache=False)
+    with pytest.raises(JudgeCapabilityError, match="prompt_judge 'g_veval' shows the judge the image, and the judge"):
+        PromptJudge("g_veval", judge="dummy", sees_images=False, cache=False)  # a reference-free config: image only
 
 
 @pytest.mark.parametrize("key", ["max_new_tokens", "top_logprobs"])

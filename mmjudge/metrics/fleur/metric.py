@@ -39,7 +39,6 @@ from mmjudge.errors import check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
 from mmjudge.judges import GenerationRequest, Judge, RatingRequest, RatingResult, Turn
-from mmjudge.judges.base import JudgeCapabilityError
 from mmjudge.metrics.base import (
     EXPLAIN,
     PREDICTIONS,
@@ -137,11 +136,7 @@ class FLEUR(Metric):
         self.max_explanation_tokens = int(max_explanation_tokens)
         set_text_limits(self, max_pixels, max_text_chars, long_texts)
         self.judge = build_text_judge(model, judge, cache, judge_kwargs, DEFAULT_MODEL)
-        if not self.judge.capabilities.sees_images:
-            raise JudgeCapabilityError(
-                f"FLEUR rates a caption against its image, and the judge {self.judge.describe()} cannot see images "
-                "(a text-only model); use a vision-language judge."
-            )
+        self.judge.require_images("FLEUR", "rates a caption against its image")
         # Both paths read digit probabilities at positions the judge is forced to (the printed score).
         self.judge.require(
             "teacher_forcing", "FLEUR", "it reads the digit distributions at forced positions of the printed score"

@@ -178,6 +178,8 @@ class PromptJudge(Metric):
             f"prompt_judge {self.config_name!r}",
             "it reads the probabilities of the number it writes",
         )
+        if self.config.uses_image:
+            self.judge.require_images(f"prompt_judge {self.config_name!r}", "shows the judge the image")
 
     @classmethod
     def spec_for(cls, config_name: str | None = None) -> MetricSpec:
