@@ -119,6 +119,8 @@ def failure_line(
     'every item got an overall rating, but not every criterion: fluency 1 (no_rating) — see the `_status` columns'
     >>> failure_line({"fluency": {"no_rating": 1}}, 1, 2, unit="pair", judged="preference")
     '1 of 2 pairs got no preference: fluency 1 (no_rating) — see the `_status` columns'
+    >>> failure_line({"fluency": {"no_rating": 1}}, 0, 2, unit="pair", judged="preference")
+    'every pair got an overall preference, but not every criterion: fluency 1 (no_rating) — see the `_status` columns'
     """
     parts = ", ".join(f"{name} {sum(per.values())} ({', '.join(sorted(per))})" for name, per in counts.items())
     # A judge's failures are missing ratings; a metric's own (CIDEr-D on one item, an empty text) are scores.

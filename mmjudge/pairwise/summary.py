@@ -124,19 +124,8 @@ class PairSummary:
                 f"first: {self.first_error}"
             )
         if self.unanswered:
-            lines.append(pair_failure_line(self.failures, self.unanswered, self.pairs))
+            lines.append(failure_line(self.failures, self.unanswered, self.pairs, unit="pair", judged="preference"))
         return lines
-
-
-def pair_failure_line(counts: dict[str, dict[str, int]], failed_pairs: int, total: int) -> str:
-    """:func:`~mmjudge.metrics.statuses.failure_line` in a head to head's words.
-
-    >>> pair_failure_line({"fluency": {"no_rating": 1}}, 1, 2)
-    '1 of 2 pairs got no preference: fluency 1 (no_rating) — see the `_status` columns'
-    >>> pair_failure_line({"fluency": {"no_rating": 1}}, 0, 2)
-    'every pair got an overall preference, but not every criterion: fluency 1 (no_rating) — see the `_status` columns'
-    """
-    return failure_line(counts, failed_pairs, total, unit="pair", judged="preference")
 
 
 def _mean(total: float, n: float) -> float:

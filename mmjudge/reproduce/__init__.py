@@ -13,7 +13,8 @@ bootstrap intervals from :mod:`mmjudge.metaeval`, and says for every cell ``matc
 """
 
 from mmjudge.reproduce.output import cell_text, dry_run_text, markdown, write
-from mmjudge.reproduce.run import FIELDS, CellResult, Reproduction, Settings, plan, reproduce
+from mmjudge.reproduce.results import FIELDS, CellResult, Reproduction
+from mmjudge.reproduce.run import Settings, plan, reproduce
 from mmjudge.reproduce.tables import Cell, Column, Row, Table, load_tables, select_cells
 from mmjudge.reproduce.timing import Timing, time_metric
 

@@ -1,6 +1,6 @@
 """What a reproduction shows: each table in the paper's layout (the published number, then ours with its
 95 % interval and ✓ inside / ✗ outside / — not run with a numbered reason), the dry run's list of what each
-cell needs, and the files: ``cells.json`` (one object per cell, :data:`~mmjudge.reproduce.run.FIELDS`),
+cell needs, and the files: ``cells.json`` (one object per cell, :data:`~mmjudge.reproduce.results.FIELDS`),
 ``cells.md``, ``cells.csv`` (every cell through :func:`mmjudge.report.spreadsheet_safe`) and, with timing,
 ``timing.json``.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mmjudge.report import CSV_LINE_END, csv_cell, markdown_text
 from mmjudge.reproduce.needs import first_missing
-from mmjudge.reproduce.run import FIELDS, CellResult, Reproduction
+from mmjudge.reproduce.results import FIELDS, CellResult, Reproduction
 from mmjudge.reproduce.tables import MEASURE_LABELS, Table
 
 MARKS = {"match": "✓", "outside": "✗", "not_run": "—"}

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmjudge.reproduce.needs import Need, cell_needs, first_missing
-from mmjudge.reproduce.tables import Cell, Column, Row, Table, load_tables, select_cells
-from mmjudge.reproduce.timing import Timing, time_metric
+from mmjudge.reproduce.needs import cell_needs, first_missing
+from mmjudge.reproduce.output import cell_text, write
+from mmjudge.reproduce.results import CellResult, Reproduction, benchmark_label
+from mmjudge.reproduce.tables import Cell, Column, Row, load_tables, select_cells
+from mmjudge.reproduce.timing import time_metric
 
-STATUSES = ("match", "outside", "not_run")
-FIELDS = ("table", "metric", "benchmark", "measure", "published", "source", "ours", "low", "high", "status", "reason")
 HALF_DIGIT = 0.05
 # A failure these raise is a cell that cannot run (its reason is the message), not a crash of the whole run.
 CELL_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, ImportError, RuntimeError)
@@ -57,63 +57,6 @@ class Settings:
 
     def scored(self, cell: Cell) -> list[str] | None:
         return self.scores.get((cell.row.key, cell.benchmark))
-
-
-@dataclass
-class CellResult:
-    """One cell's outcome; :meth:`to_dict` gives the ``cells.json`` object (exactly :data:`FIELDS`)."""
-
-    cell: Cell
-    ours: float | None = None
-    low: float | None = None
-    high: float | None = None
-    status: str = "not_run"
-    reason: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "table": self.cell.table,
-            "metric": self.cell.row.key,
-            "benchmark": benchmark_label(self.cell.column),
-            "measure": self.cell.measure,
-            "published": self.cell.published,
-            "source": self.cell.source,
-            "ours": self.ours,
-            "low": self.low,
-            "high": self.high,
-            "status": self.status,
-            "reason": self.reason,
-        }
-
-
-@dataclass
-class Reproduction:
-    """What :func:`reproduce` returns: the tables, every cell's needs and (unless a dry run) its result."""
-
-    tables: dict[str, Table]
-    cells: list[Cell]
-    needs: dict[str, list[Need]]
-    results: dict[str, CellResult] = field(default_factory=dict)
-    timings: dict[str, Timing] = field(default_factory=dict)
-
-    def counts(self) -> dict[str, int]:
-        out = dict.fromkeys(STATUSES, 0)
-        for result in self.results.values():
-            out[result.status] += 1
-        return out
-
-
-def benchmark_label(column: Column) -> str:
-    """The benchmark of a cell as ``cells.json`` names it: the loader's name, then split, human criterion and
-    number of references when the column fixes them (``longcap_arena/testA/descriptiveness``, ``foil/1-ref``)."""
-    parts = [column.benchmark]
-    if column.split:
-        parts.append(column.split)
-    if column.criterion != "overall":
-        parts.append(column.criterion)
-    if column.references is not None:
-        parts.append(f"{column.references}-ref")
-    return "/".join(parts)
 
 
 def plan(
@@ -173,8 +116,6 @@ def reproduce(
         _run_context(context, cells, settings, run, progress, data, keys)
     run.results = {c.key: run.results[c.key] for c in run.cells}  # the tables' order
     if settings.out:
-        from mmjudge.reproduce.output import write
-
         write(run, settings.out)
     return run
 
@@ -378,8 +319,6 @@ def _finish(run: Reproduction, progress: _Progress, settings: Settings, result: 
     if result.status != "not_run":  # a cell that could not run is tried again next time
         progress.record(key, result)
     if settings.progress:
-        from mmjudge.reproduce.output import cell_text
-
         print(
             f"{result.cell.table} · {result.cell.row.label} · {result.cell.column.label}: {cell_text(result)}",
             file=sys.stderr,

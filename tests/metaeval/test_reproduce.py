@@ -22,7 +22,7 @@ import scipy.stats
 
 import mmjudge.reproduce.run as run_module
 from mmjudge.cli import main
-from mmjudge.reproduce import FIELDS, Settings, load_tables, plan, reproduce
+from mmjudge.reproduce import FIELDS, CellResult, Settings, load_tables, plan, reproduce
 from mmjudge.reproduce.output import cell_text, csv_text, markdown
 from repo_paths import FIXTURES
 
@@ -385,13 +385,13 @@ def _scores_of(path: Path) -> set:
 def test_csv_cells_are_spreadsheet_safe(tmp_path):
     run = plan("fleur_1", ["fleur", "ref_fleur"], ["flickr8k_expert"])
     cell = run.cells[0]
-    run.results[cell.key] = run_module.CellResult(cell, reason='=HYPERLINK("http://x")')
+    run.results[cell.key] = CellResult(cell, reason='=HYPERLINK("http://x")')
     other = run.cells[1]
-    run.results[other.key] = run_module.CellResult(other, reason="first line\rsecond line")
+    run.results[other.key] = CellResult(other, reason="first line\rsecond line")
     text = csv_text(run)
     assert "'=HYPERLINK" in text and ",=HYPERLINK" not in text
     rows = list(csv.reader(io.StringIO(text, newline="")))  # CRLF line ends: the CR stays inside its cell
-    assert {len(row) for row in rows} == {len(run_module.FIELDS)} and len(rows) == 1 + len(run.results)
+    assert {len(row) for row in rows} == {len(FIELDS)} and len(rows) == 1 + len(run.results)
 
 
 def test_cli_mistakes_are_one_line(capsys):

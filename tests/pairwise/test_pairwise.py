@@ -19,7 +19,7 @@ from PIL import Image
 from mmjudge import HarmonicEval
 from mmjudge.cli import main
 from mmjudge.judges.base import RatingResult, innermost
-from mmjudge.pairwise import combine_orders
+from mmjudge.metrics.harmonic_eval.preference import combine_orders
 from mmjudge.testing import ScriptedJudge
 
 SLOTS = re.compile(r"(?:Text|Caption|Answer|Expression) A: (.*)\n(?:Text|Caption|Answer|Expression) B: (.*)\n")

@@ -30,18 +30,14 @@ from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
 from mmjudge.judges import Judge, RatingRequest, Turn
 from mmjudge.judges.base import JudgeCapabilityError
 from mmjudge.metrics.base import (
-    EXPLAIN,
-    PREDICTIONS,
-    PROGRESS,
-    TASK,
     ChunkScores,
-    InputSpec,
     Item,
     Metric,
     MetricSpec,
-    OutputSpec,
 )
+from mmjudge.metrics.harmonic_eval.pairwise import DEFAULT_PAIR_PROMPTS, PairwiseHarmonicEval
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA, aggregate, check_gamma
+from mmjudge.metrics.harmonic_eval.spec import harmonic_eval_spec
 from mmjudge.metrics.options import CacheOption, build_text_judge, set_text_limits
 from mmjudge.metrics.statuses import (
     DEFAULT_MIN_MASS,
@@ -54,70 +50,6 @@ from mmjudge.metrics.statuses import (
 from mmjudge.prompts import PromptSet, load_prompt_set
 
 DEFAULT_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
-
-
-def harmonic_eval_spec(
-    prompt_set: PromptSet, criteria: Sequence[str], image_criteria: Sequence[str] = ()
-) -> MetricSpec:
-    """The declaration of HarmonicEval with these criteria (``image_criteria``: those that see the image);
-    tasks and what each needs come from the prompt set."""
-    question_tasks = prompt_set.tasks_needing("question")
-    box_tasks = prompt_set.tasks_needing("box")
-    outputs = [OutputSpec("overall", "score", "harmonic-weighted mean of the criterion scores", True, (1.0, 5.0))]
-    for c in criteria:
-        outputs += [
-            OutputSpec(c, "score", f"{c}: expected 1-5 rating under the judge's distribution", True, (1.0, 5.0)),
-            OutputSpec(
-                f"{c}_sigma", "diagnostic", f"{c}: standard deviation of the rating distribution", None, aggregates=()
-            ),
-            OutputSpec(f"{c}_weight", "diagnostic", f"{c}: harmonic weight in the overall score", None, (0.0, 1.0), ()),
-            OutputSpec(
-                f"{c}_mass", "diagnostic", f"{c}: probability the judge put on the rating scale", None, (0.0, 1.0), ()
-            ),
-            OutputSpec(
-                f"{c}_status",
-                "text",
-                f"{c}: ok, or why there is no score (no_rating, low_mass, error; needs_image: not asked, the judge "
-                "cannot see images)",
-                None,
-                aggregates=(),
-            ),
-            OutputSpec(
-                f"{c}_note",
-                "text",
-                f"{c}: what the judge said instead of a rating, or why the request failed",
-                None,
-                aggregates=(),
-            ),
-            OutputSpec(f"{c}_explanation", "text", f"{c}: the judge's explanation", None, aggregates=(), optional=True),
-        ]
-    seeing = sorted(image_criteria)
-    inputs = (
-        PREDICTIONS,
-        InputSpec(
-            "images",
-            "image",
-            bool(seeing),
-            "image",
-            "the image each prediction is about (criteria that look at it, and REG)",
-            box_tasks,
-            missing=f"`images` are required: criteria {seeing} look at the image." if seeing else "",
-        ),
-        InputSpec("questions", "question", False, "question", "the question, for VQA and document VQA", question_tasks),
-        InputSpec("boxes", "box", False, "box", "the target box for REG (x, y, w, h in pixels)", box_tasks),
-    )
-    return MetricSpec(
-        "harmonic_eval",
-        "harmonic_eval",
-        inputs,
-        tuple(outputs),
-        "overall",
-        "per-criterion 1-5 ratings by a VLM judge, harmonic-weighted",
-        tuple(prompt_set.tasks),
-        label="HarmonicEval",
-        judged=True,
-        options=(TASK, EXPLAIN, PROGRESS),
-    )
 
 
 def unrated_criteria(criteria: Sequence[str], image_criteria: Sequence[str] | set, judge: Judge) -> list[str]:
@@ -294,7 +226,7 @@ class HarmonicEval(Metric):
         """Head to head: is ``a[i]`` better than ``b[i]`` (two systems' texts about the same image, question,
         box), per criterion? Each pair is judged in both orders (2 × criteria requests per pair) and the
         answer probabilities combined so that ``compare(a, b)`` is exactly ``1 − compare(b, a)``
-        (:mod:`mmjudge.pairwise`).
+        (:mod:`mmjudge.metrics.harmonic_eval.preference`).
 
         Returns:
             ``overall`` and, per criterion ``c``: ``c`` = P(A is better), ``c_tie``, ``c_position_bias``,
@@ -305,11 +237,10 @@ class HarmonicEval(Metric):
             a, b, images=images, questions=questions, boxes=boxes, task=task, explain=explain, progress=progress
         )
 
-    def pairwise(self, prompts: str = "harmonic_eval_pairwise") -> Any:
+    def pairwise(self, prompts: str = DEFAULT_PAIR_PROMPTS) -> PairwiseHarmonicEval:
         """The head-to-head metric on this instance's judge, criteria and options
-        (:class:`mmjudge.pairwise.PairwiseHarmonicEval`; ``prompts``: the pairwise prompt set), built once."""
-        from mmjudge.pairwise.metric import PairwiseHarmonicEval
-
+        (:class:`~mmjudge.metrics.harmonic_eval.pairwise.PairwiseHarmonicEval`; ``prompts``: the pairwise prompt
+        set), built once."""
         built = self.__dict__.setdefault("_pairwise", {})
         if prompts not in built:
             built[prompts] = PairwiseHarmonicEval(self, prompts)

@@ -4,7 +4,7 @@
 runs: for each pair and criterion the judge is asked in both orders (2 × criteria requests per pair) which
 text is better; the answer distribution is read from the probabilities of the answer letters with the same
 rules and statuses as ratings (:mod:`mmjudge.metrics.statuses`), and the two orders are combined
-(:mod:`mmjudge.pairwise.combine`). It is a :class:`~mmjudge.metrics.base.Metric` over items holding two
+(:mod:`.preference`). It is a :class:`~mmjudge.metrics.base.Metric` over items holding two
 texts (``text_a``, ``text_b``), so the stream, the part files, resuming and sharding of ``score`` run it
 unchanged (:func:`mmjudge.stream.score_file`).
 
@@ -30,10 +30,11 @@ import numpy as np
 from mmjudge.inputs import check_text, check_text_length
 from mmjudge.judges import RatingRequest, Turn
 from mmjudge.metrics.base import EXPLAIN, PROGRESS, TASK, ChunkScores, InputSpec, Item, Metric, MetricSpec, OutputSpec
-from mmjudge.metrics.statuses import OK, rating_status
-from mmjudge.pairwise.combine import combine_orders, verdict
-from mmjudge.pairwise.prompts import PairPrompts, load_pair_prompts
-from mmjudge.pairwise.summary import pair_failure_line
+from mmjudge.metrics.harmonic_eval.pair_prompts import PairPrompts, load_pair_prompts
+from mmjudge.metrics.harmonic_eval.preference import combine_orders, verdict
+from mmjudge.metrics.harmonic_eval.spec import harmonic_eval_spec
+from mmjudge.metrics.statuses import OK, failure_line, rating_status
+from mmjudge.prompts import load_prompt_set
 
 DEFAULT_PAIR_PROMPTS = "harmonic_eval_pairwise"
 A_TEXTS = InputSpec("a", "text", True, "text_a", "the texts of system A (one per item)")
@@ -67,14 +68,14 @@ def criterion_outputs(criterion: str) -> list[OutputSpec]:
     ]
 
 
-def pairwise_spec(rater: Any) -> MetricSpec:
-    """The declaration of head-to-head judging with HarmonicEval instance ``rater``'s criteria and tasks."""
-    rating = rater.spec
+def pairwise_spec(rating: MetricSpec, criteria: Sequence[str]) -> MetricSpec:
+    """The declaration of head-to-head judging over ``criteria``, with the inputs and tasks of the rating
+    metric declared by ``rating``."""
     outputs = [
         OutputSpec("overall", "score", "P(A is better): criterion preferences weighted by certainty", True, (0, 1)),
         OutputSpec("verdict", "text", "a, b or tie (from overall)", None, aggregates=()),
     ]
-    for criterion in rater.criteria:
+    for criterion in criteria:
         outputs += criterion_outputs(criterion)
     shared = tuple(i for i in rating.inputs if i.name != "predictions")
     return MetricSpec(
@@ -127,12 +128,13 @@ class PairwiseHarmonicEval(Metric):
     @classmethod
     def spec_for(cls, config_name: str | None = None) -> MetricSpec:
         cls.check_config(config_name)
-        from mmjudge.metrics.harmonic_eval import HarmonicEval
-
-        return pairwise_spec(HarmonicEval(judge="dummy", cache=False))
+        prompt_set = load_prompt_set("harmonic_eval")
+        criteria = prompt_set.criteria
+        rating = harmonic_eval_spec(prompt_set, criteria, [c for c in criteria if prompt_set.sees_image(c)])
+        return pairwise_spec(rating, criteria)
 
     def _build_spec(self) -> MetricSpec:
-        return pairwise_spec(self.rater)
+        return pairwise_spec(self.rater.spec, self.rater.criteria)
 
     def signature_fields(self) -> dict[str, Any]:
         fields = dict(self.rater.signature_fields())
@@ -156,7 +158,7 @@ class PairwiseHarmonicEval(Metric):
         return self.rater._prepare_item(item)
 
     def _failure_line(self, counts: dict[str, dict[str, int]], failed: int, total: int) -> str:
-        return pair_failure_line(counts, failed, total)
+        return failure_line(counts, failed, total, unit="pair", judged="preference")
 
     # ------------------------------------------------------------------------------------- scoring
     def compute(
