@@ -20,7 +20,8 @@ import os
 def _api_key(args: argparse.Namespace) -> str | None:
     """The key from --api-key, else MMJUDGE_API_KEY; refuses to serve other machines without one unless
     --no-api-key says so."""
-    from mmjudge.serve import API_KEY_ENV, is_loopback
+    from mmjudge.serve.server import is_loopback
+    from mmjudge.serve.settings import API_KEY_ENV
 
     key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV)
     if args.no_api_key:
@@ -37,7 +38,8 @@ def _api_key(args: argparse.Namespace) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     from mmjudge.judges import load_judge
-    from mmjudge.serve import ServeSettings, make_server
+    from mmjudge.serve.server import make_server
+    from mmjudge.serve.settings import ServeSettings
 
     # Every setting is checked here, before the model loads: a refusal costs nothing.
     key = _api_key(args)

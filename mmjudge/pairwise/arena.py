@@ -5,12 +5,12 @@ resumable and sharded like ``mmjudge score``.
 :class:`~mmjudge.pairwise.schedule.AdaptiveSchedule`: round ``r``'s battles (system a, system b, item) are
 compared by :class:`~mmjudge.metrics.harmonic_eval.pairwise.PairwiseHarmonicEval` through
 :func:`mmjudge.stream.score_file` into ``<output_dir>/round-<r>.jsonl`` (rows written as they finish; under
-``torchrun`` each process judges its share). A run killed at any point and started again re-reads the finished rounds, schedules exactly the
-same next battles (the schedule depends only on its settings and the battles before), and resumes the
-unfinished round where its part files stop; ``arena.json`` records the systems, settings and signature so a
-run with other ones is refused instead of mixed in. The result, :class:`Ranking`: Bradley–Terry strengths
-with bootstrap intervals over items, the win-rate matrix and per-criterion win rates, written as
-``ranking.json``, ``ranking.md`` and ``win_rates.csv``.
+``torchrun`` each process judges its share). A run killed at any point and started again re-reads the finished
+rounds, schedules exactly the same next battles (the schedule depends only on its settings and the battles
+before), and resumes the unfinished round where its part files stop; ``arena.json`` records the systems,
+settings and signature so a run with other ones is refused instead of mixed in. The result, :class:`Ranking`:
+Bradley–Terry strengths with bootstrap intervals over items, the win-rate matrix and per-criterion win rates,
+written as ``ranking.json``, ``ranking.md`` and ``win_rates.csv``.
 """
 
 from __future__ import annotations

@@ -382,7 +382,7 @@ def test_cache_is_reused_after_a_killed_run(stub_factory, tmp_path):
 # --------------------------------------------------------------------------- mmjudge serve as peer
 @pytest.fixture(scope="module")
 def tiny_text_server(tmp_path_factory):
-    from mmjudge.serve import serve_in_thread
+    from mmjudge.serve.server import serve_in_thread
     from mmjudge.testing import tiny_text_lm
 
     local = load_judge("transformers", model=tiny_text_lm(tmp_path_factory.mktemp("tlm")), device="cpu")
@@ -393,7 +393,7 @@ def tiny_text_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_vlm_server(tmp_path_factory):
-    from mmjudge.serve import serve_in_thread
+    from mmjudge.serve.server import serve_in_thread
     from mmjudge.testing import tiny_vlm
 
     local = load_judge("transformers", model=tiny_vlm(tmp_path_factory.mktemp("tvlm"), "llava"), device="cpu")
@@ -462,7 +462,7 @@ def test_serve_under_defaults_equals_local_backend(family, request):
     1e-5: the judge recognises the server, continues the forced prefix, and reads each rating's exact
     full-vocabulary probability through `logprob_token_ids` although the server lists only 20 tokens."""
     from mmjudge import HarmonicEval
-    from mmjudge.serve import serve_in_thread
+    from mmjudge.serve.server import serve_in_thread
 
     folder = request.getfixturevalue(
         {"qwen2_vl": "tiny_qwen_dir", "llava": "tiny_llava_dir", "text": "tiny_lm_dir"}[family]
@@ -718,7 +718,7 @@ def test_serve_usage_counts_the_image_tokens_of_the_prompt(tiny_vlm_server):
     """usage.prompt_tokens is what the model was given: the processor's image placeholder expansion too."""
     from mmjudge.judges.base import GenerationRequest
     from mmjudge.judges.openai import image_data_url
-    from mmjudge.serve import ChatEngine
+    from mmjudge.serve.engine import ChatEngine
 
     local, _ = tiny_vlm_server
     image = Image.new("RGB", (40, 30), (10, 200, 30))

@@ -26,9 +26,11 @@ import pytest
 openai = pytest.importorskip("openai")
 
 from mmjudge.judges import GenerationRequest, Turn, load_judge  # noqa: E402
-from mmjudge.serve import ChatEngine, ServeSettings, serve_in_thread  # noqa: E402
-from mmjudge.serve_batching import Failure, Job, Started  # noqa: E402
-from mmjudge.serve_protocol import Finished, Piece, read_chat_body  # noqa: E402
+from mmjudge.serve.batching import Failure, Job, Started  # noqa: E402
+from mmjudge.serve.engine import ChatEngine  # noqa: E402
+from mmjudge.serve.protocol import Finished, Piece, read_chat_body  # noqa: E402
+from mmjudge.serve.server import serve_in_thread  # noqa: E402
+from mmjudge.serve.settings import ServeSettings  # noqa: E402
 from repo_paths import ROOT  # noqa: E402
 
 KEY = "test-key-0123"

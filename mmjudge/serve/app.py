@@ -1,4 +1,4 @@
-"""The HTTP side of ``mmjudge serve``: an ASGI app (Starlette) over a :class:`~mmjudge.serve.ChatEngine`.
+"""The HTTP side of ``mmjudge serve``: an ASGI app (Starlette) over a :class:`~mmjudge.serve.engine.ChatEngine`.
 
 :class:`_Front` wraps every request: the ``Server`` header, the API key (constant-time compare), the
 declared body size (413). Chat completions are answered by :class:`_Answer`, which listens for the
@@ -20,8 +20,8 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from mmjudge._version import __version__
-from mmjudge.serve_batching import Failure, Started
-from mmjudge.serve_protocol import (
+from mmjudge.serve.batching import Failure, Started
+from mmjudge.serve.protocol import (
     SSE_DONE,
     ChatParams,
     Finished,
@@ -35,7 +35,8 @@ from mmjudge.serve_protocol import (
 )
 
 if TYPE_CHECKING:
-    from mmjudge.serve import ChatEngine, ServeSettings
+    from mmjudge.serve.engine import ChatEngine
+    from mmjudge.serve.settings import ServeSettings
 
 SERVER_NAME = f"mmjudge-serve/{__version__}"  # the Server header: how clients recognise this server
 OPEN_PATHS = frozenset({"/health", ""})  # answered without the API key (liveness probes), trailing "/" stripped

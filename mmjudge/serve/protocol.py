@@ -2,7 +2,7 @@
 :class:`ChatParams`, errors as OpenAI's error object, answers and Server-Sent-Event chunks as OpenAI
 writes them, and :class:`Answer`, which turns generated token ids into content and ``logprobs`` entries.
 
-No model and no HTTP here: :mod:`mmjudge.serve_batching` runs the model, :mod:`mmjudge.serve` the server.
+No model and no HTTP here: :mod:`mmjudge.serve.batching` runs the model, :mod:`mmjudge.serve.server` the server.
 
 >>> params = read_chat_body({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8},
 ...                         max_tokens_limit=64, max_logprobs=20, vocab_size=100)

@@ -2,7 +2,7 @@
 
 Requests wait in one queue. The model thread takes the oldest, gathers for ``batch_wait`` seconds (a few
 milliseconds) whatever else arrives, and runs one batch of up to ``max_batch_size`` requests of the
-oldest one's kind (:attr:`~mmjudge.serve_protocol.ChatParams.batch_key`: one-token ratings apart from
+oldest one's kind (:attr:`~mmjudge.serve.protocol.ChatParams.batch_key`: one-token ratings apart from
 longer generations, requests with an image apart from text-only ones) through ``model.generate``.
 Between two tokens it reads every row's step: the token, its distribution (only for rows that asked
 for logprobs), and whether the row is over: end of turn, its own ``max_tokens``, its client gone
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mmjudge.serve_protocol import Answer, ChatParams, Finished, Piece
+from mmjudge.serve.protocol import Answer, ChatParams, Finished, Piece
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,45 @@
+"""What ``mmjudge serve`` allows: its limits and its API key, checked once, before the model loads.
+
+>>> ServeSettings(max_tokens=0, options=True)
+Traceback (most recent call last):
+ValueError: --max-tokens must be a positive integer, but got 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_TOKENS_LIMIT = 1024
+DEFAULT_REQUEST_TIMEOUT = 300.0
+API_KEY_ENV = "MMJUDGE_API_KEY"
+
+
+@dataclass
+class ServeSettings:
+    """What a server allows: ``api_key`` (``None``: no key), ``max_tokens`` (the largest a request may ask
+    for), ``request_timeout`` (seconds), ``max_body_bytes`` and ``max_logprobs``. Checked on creation
+    (``ValueError``); ``options=True``: the errors name ``mmjudge serve``'s options (``--max-tokens``)."""
+
+    api_key: str | None = None
+    max_tokens: int = DEFAULT_MAX_TOKENS_LIMIT
+    max_logprobs: int = 20
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    max_body_bytes: int = MAX_BODY_BYTES
+    options: bool = field(default=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.api_key is not None and not self.api_key.strip():
+            raise ValueError(f"The API key is empty: give a non-empty --api-key (or {API_KEY_ENV}).")
+        for name in ("max_tokens", "max_logprobs", "max_body_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                self._refuse(name, "a positive integer", value)
+        if not self.request_timeout > 0:
+            self._refuse("request_timeout", "above 0 seconds", self.request_timeout)
+
+    def _refuse(self, name: str, rule: str, value: Any) -> None:
+        if self.options:
+            raise ValueError(f"--{name.replace('_', '-')} must be {rule}, but got {value!r}.")
+        raise ValueError(f"Expected {name} to be {rule}, but got {value!r}.")
