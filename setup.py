@@ -96,7 +96,9 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",  # tomllib from 3.11, tomli (a CORE dependency on 3.10) before
     packages=find_packages(include=["mmjudge", "mmjudge.*"]),
-    package_data={"mmjudge": ["py.typed", "prompts/*.toml", "examples/*", "judges/*.toml", "reproduce/tables/*.toml"]},
+    package_data={
+        "mmjudge": ["py.typed", "prompts/*.toml", "examples/*", "judges/openai/*.toml", "reproduce/tables/*.toml"]
+    },
     include_package_data=True,
     install_requires=CORE,
     extras_require=EXTRAS,

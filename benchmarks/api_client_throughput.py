@@ -12,7 +12,7 @@ measured here. Three parts:
 1. at 0 ms, the judge through the official ``openai`` client against the same judge with the ``urllib``
    transport it had before (one fresh connection per request), at 1, 8 and 32 requests in flight;
 2. at 200 ms, the judge's default against a vLLM-kind server (``max_concurrency="auto"``) and fixed values;
-3. batch mode's estimated price against the synchronous one for the same requests (``openai_prices.toml``).
+3. batch mode's estimated price against the synchronous one for the same requests (``prices.toml``).
 
 Each figure is the median of ``--repeat`` runs (this machine is shared and busy), in requests per second of
 wall clock and per second of the client process's own CPU (what the client costs, whatever the load).
@@ -35,8 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mmjudge.judges import RatingRequest, Turn
-from mmjudge.judges.openai import OpenAIJudge
+from mmjudge.judges.openai.judge import OpenAIJudge
+from mmjudge.judges.requests import RatingRequest, Turn
 
 ANSWER = {
     "choices": [

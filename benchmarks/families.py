@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 def requests_like_harmonic_eval():
     from PIL import Image
 
-    from mmjudge.judges import RatingRequest, Turn
+    from mmjudge.judges.requests import RatingRequest, Turn
 
     images = [Image.new("RGB", (60 + 12 * i, 40 + 4 * i), (200, 30 * i, 30)) for i in range(3)]
     images.append(images[0].copy())

@@ -13,17 +13,21 @@ Prints seconds and the ratios against `reference`, and checks the three agree.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
-from mmjudge.judges import GenerationRequest, Turn
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))  # the literal FLEUR procedure
+
+from fleur_reference import reference_scores
+from mmjudge.judges.requests import GenerationRequest, Turn
 from mmjudge.metrics.fleur import FLEUR
 from mmjudge.testing import tiny_answering_llava
-from mmjudge.testing.fleur_reference import reference_scores
 
 
 def main() -> None:

@@ -428,7 +428,7 @@ def naive_loop(judge: TransformersJudge, he: HarmonicEval, samples: list[dict]) 
     prompts = he.prompt_set
     for s in samples:
         for criterion in he.criteria:
-            from mmjudge.judges import RatingRequest, Turn
+            from mmjudge.judges.requests import RatingRequest, Turn
 
             sees = criterion in he.image_criteria
             request = RatingRequest(

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))  # the ranking simulation
 
 import numpy as np
 from PIL import Image
@@ -89,7 +90,7 @@ def calls_part(args: argparse.Namespace) -> None:
 def synthetic_ranking(noise: float, seed: int, n_systems: int = 20, n_items: int = 500, spread: float = 3.0) -> dict:
     from scipy.stats import spearmanr
 
-    from mmjudge.testing.ranking_simulation import simulate_ranking
+    from ranking_simulation import simulate_ranking
 
     run = simulate_ranking(n_systems, n_items, spread, noise, seed)
     plan, history, theta, rounds = run.plan, run.history, run.theta, run.rounds

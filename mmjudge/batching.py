@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from mmjudge.errors import check_positive_int
+from mmjudge.errors import check_batch_size
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int, longest_first: bool = False) -> list[list[int]]:
@@ -22,7 +22,7 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int, longest_first
     Raises:
         ValueError: ``batch_size`` below 1.
     """
-    check_positive_int(batch_size, "batch_size")
+    check_batch_size(batch_size)
     sign = -1 if longest_first else 1
     order = sorted(range(len(lengths)), key=lambda i: (sign * lengths[i], i))
     return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]

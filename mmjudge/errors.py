@@ -84,3 +84,25 @@ def check_positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"Expected argument `{name}` to be a positive integer, but got {value!r}.")
     return value
+
+
+def check_batch_size(value: Any, auto: bool = False) -> int | str:
+    """``batch_size``, by one rule everywhere: a positive integer, strictly (:func:`check_positive_int`: ``"8"``,
+    ``8.0`` and ``True`` are refused), or ``"auto"`` where the part sizes its batches itself (``auto=True``).
+
+    >>> check_batch_size(8), check_batch_size("auto", auto=True)
+    (8, 'auto')
+    >>> check_batch_size("8", auto=True)
+    Traceback (most recent call last):
+    ValueError: Expected argument `batch_size` to be a positive integer or 'auto', but got '8'.
+    """
+    if auto and value == "auto":
+        return value
+    try:
+        return check_positive_int(value, "batch_size")
+    except ValueError:
+        if auto:
+            raise ValueError(
+                f"Expected argument `batch_size` to be a positive integer or 'auto', but got {value!r}."
+            ) from None
+        raise

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from mmjudge.inputs import finite_mean
-from mmjudge.metrics.base import ItemResult, MetricSpec
+from mmjudge.metrics.spec import ItemResult, MetricSpec
 from mmjudge.signature import Signature
 
 PathOrFile = str | os.PathLike | TextIO

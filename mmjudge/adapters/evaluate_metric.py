@@ -37,9 +37,13 @@ from typing import Any, ClassVar
 import datasets
 import evaluate
 
-from mmjudge.adapters.evaluate_registry import split_init_kwargs
+from mmjudge.adapters.evaluate_registry import quiet_cached_notice, split_init_kwargs
 
 __all__ = ["EngineMetric", "feature_for"]
+
+# Loaded by an evaluate shell: from now on evaluate's "Using the latest cached version" line is dropped for
+# mmjudge's module names (importing mmjudge alone touches no other library's logger).
+quiet_cached_notice()
 
 
 def _stored_image(value: Any) -> str:

@@ -16,8 +16,11 @@ there writes nothing. ``MMJUDGE_NO_REGISTER=1`` turns it off; ``evaluate.load("m
 folder) then still works.
 
 evaluate logs "Using the latest cached version of the module…" every time it falls back to that
-cache; for mmjudge's own module names that line says nothing useful, so a logging filter (installed on
-``import mmjudge``) drops it — for our names only.
+cache; for mmjudge's own module names that line says nothing useful, so a logging filter drops it — for our
+names only. Importing mmjudge installs nothing on other libraries' loggers: the filter goes on evaluate's
+logger when one of our evaluate shells is loaded (:mod:`mmjudge.adapters.evaluate_metric`; the first
+bare-name load of a process shows evaluate's line once, later ones are quiet), or when a program calls
+:func:`quiet_cached_notice` itself.
 """
 
 from __future__ import annotations
@@ -132,7 +135,6 @@ def quiet_cached_notice() -> None:
 
 def register_quietly() -> None:
     """:func:`register` unless ``MMJUDGE_NO_REGISTER`` is set; never fails an import."""
-    quiet_cached_notice()
     if os.environ.get("MMJUDGE_NO_REGISTER"):
         return
     try:

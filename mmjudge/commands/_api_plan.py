@@ -1,5 +1,5 @@
 """``mmjudge score --dry-run`` / ``--max-cost`` / ``--set mode=batch``: a planning pass over the input before
-anything is sent (:mod:`mmjudge.judges.openai_plan`). It counts the requests the cache does not hold and their
+anything is sent (:mod:`mmjudge.judges.openai.plan`). It counts the requests the cache does not hold and their
 tokens and prints the estimated price for both modes (``--dry-run``: then stops, nothing sent), refuses a run
 whose estimate is over ``--max-cost`` (one line, nothing sent), and in batch mode submits every uncached
 request at once through the Batch API and waits, so the run that follows finds its answers in the cache."""
@@ -36,7 +36,7 @@ def plan_before_run(
     **stream_options: Any,
 ) -> bool:
     """Plan the run (see the module docs). Returns ``True`` when nothing more is to be done (a dry run)."""
-    from mmjudge.judges.openai_plan import plan_run
+    from mmjudge.judges.openai.plan import plan_run
     from mmjudge.stream import stream_rows
 
     backend = _backend(metric)

@@ -24,7 +24,7 @@ import sys
 from typing import Any
 
 from mmjudge import distributed
-from mmjudge.commands._options import add_judge_options
+from mmjudge.commands._judge_flags import add_judge_options
 from mmjudge.commands.score import RowPrinter, check_output, metric_kwargs, parse_box, print_usage, written_line
 from mmjudge.models import TINY_RANDOM
 from mmjudge.stream.sources import FORMATS, parse_columns

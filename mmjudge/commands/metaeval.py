@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge import distributed
-from mmjudge.commands._options import add_judge_options, judge_options, key_values
+from mmjudge.commands._judge_flags import add_judge_options, judge_options, key_values
 from mmjudge.metaeval.bootstrap import DEFAULT_RESAMPLES
 from mmjudge.metaeval.core import PROTOCOLS
 from mmjudge.metaeval.correlation import MEASURES

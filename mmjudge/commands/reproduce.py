@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from mmjudge.commands._options import key_values
+from mmjudge.commands._judge_flags import key_values
 
 EXAMPLES = """\
 examples:

@@ -31,7 +31,7 @@ from typing import Any
 
 from mmjudge import distributed
 from mmjudge.commands._api_plan import add_plan_options, plan_before_run, wants_plan
-from mmjudge.commands._options import add_judge_options, judge_options
+from mmjudge.commands._judge_flags import add_judge_options, judge_options
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA
 from mmjudge.metrics.statuses import NOT_ASKED, failure_line
 from mmjudge.models import SMOLLM2, TINY_RANDOM

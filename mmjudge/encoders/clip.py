@@ -22,18 +22,20 @@ store and its :func:`~mmjudge.store.cached_map`, with the encoder's own keys.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from mmjudge.batching import progress_batches
+from mmjudge.errors import check_batch_size
 from mmjudge.images import image_digest
 from mmjudge.store import ResultStore, cached_map
 
@@ -121,9 +123,7 @@ class ClipEncoder:
 
         from mmjudge.models import load_pretrained, load_tokenizer, resolve_source
 
-        if batch_size < 1:
-            raise ValueError(f"Expected argument `batch_size` to be a positive integer, but got {batch_size}.")
-        self.batch_size = int(batch_size)
+        self.batch_size = check_batch_size(batch_size)
         source = resolve_source(model, family="clip")
         loaded = load_pretrained(
             source,
@@ -171,6 +171,16 @@ class ClipEncoder:
             return size, tuple(processor.image_mean), tuple(processor.image_std)
         except (OSError, ValueError, TypeError, AttributeError):
             return size, OPENAI_MEAN, OPENAI_STD
+
+    @contextlib.contextmanager
+    def uncached(self) -> Iterator[None]:
+        """While the block runs, embeddings are neither read from nor written to the persistent store (the
+        in-memory ones stay); afterwards the store is in use again."""
+        store, self.store = self.store, None
+        try:
+            yield
+        finally:
+            self.store = store
 
     def identity(self) -> dict:
         """What determines the embeddings (cache keys, signatures)."""

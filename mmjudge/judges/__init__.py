@@ -1,4 +1,5 @@
-"""Judge backends behind one interface (:class:`mmjudge.judges.base.Judge`).
+"""Judge backends behind one interface (:class:`mmjudge.judges.base.Judge`; the request and result values are
+:mod:`mmjudge.judges.requests`), registered by name in :data:`JUDGES`.
 
 >>> from mmjudge.judges import available_judges
 >>> "transformers" in available_judges() and "dummy" in available_judges()
@@ -9,37 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmjudge.judges.base import (
-    Capabilities,
-    GenerationRequest,
-    Judge,
-    JudgeCapabilityError,
-    PrefixStep,
-    RatingRequest,
-    RatingResult,
-    ScoredGenerationRequest,
-    ScoredText,
-    ScoredToken,
-    Turn,
-)
+from mmjudge.judges.base import Judge
 from mmjudge.registry import Registry
 
-__all__ = [
-    "Capabilities",
-    "Judge",
-    "JudgeCapabilityError",
-    "PrefixStep",
-    "RatingRequest",
-    "GenerationRequest",
-    "RatingResult",
-    "ScoredGenerationRequest",
-    "ScoredText",
-    "ScoredToken",
-    "Turn",
-    "JUDGES",
-    "load_judge",
-    "available_judges",
-]
+__all__ = ["JUDGES", "available_judges", "load_judge"]
 
 
 # Judge backends: name -> class. A new backend is one file in this package and one line here.
@@ -47,7 +21,7 @@ JUDGES = Registry(
     "judge backend",
     {
         "dummy": "mmjudge.judges.dummy:DummyJudge",
-        "openai": "mmjudge.judges.openai:OpenAIJudge",
+        "openai": "mmjudge.judges.openai.judge:OpenAIJudge",
         "transformers": "mmjudge.judges.transformers:TransformersJudge",
     },
 )

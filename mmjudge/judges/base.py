@@ -16,11 +16,12 @@ as they arrive), ``identity`` (what determines the answers: cache keys and signa
 get batching, prefetching and progress bars from :class:`mmjudge.judges.batched.BatchedJudge`; the
 persistent cache (:mod:`mmjudge.judges.cached`) and data parallelism (:mod:`mmjudge.judges.data_parallel`)
 are :class:`JudgeWrapper` s around any judge. The request and result values live in
-:mod:`mmjudge.judges.requests` and are re-exported here.
+:mod:`mmjudge.judges.requests`.
 """
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
@@ -28,34 +29,20 @@ from typing import Any, ClassVar
 
 from mmjudge.judges.requests import (
     GenerationRequest,
-    PrefixStep,
     RatingRequest,
     RatingResult,
     ScoredGenerationRequest,
     ScoredText,
-    ScoredToken,
-    Turn,
-    request_key,
 )
 
-# The request and result values (mmjudge.judges.requests) are re-exported: callers import them with the protocol.
 __all__ = [
     "BatchCallback",
     "Capabilities",
-    "GenerationRequest",
     "Judge",
     "JudgeCapabilityError",
     "JudgeWrapper",
-    "PrefixStep",
-    "RatingRequest",
-    "RatingResult",
-    "ScoredGenerationRequest",
-    "ScoredText",
-    "ScoredToken",
-    "Turn",
     "find_layer",
     "innermost",
-    "request_key",
 ]
 
 BatchCallback = Callable[[Sequence[int], list], None]
@@ -122,6 +109,7 @@ class Judge(ABC):
     :meth:`identity` and :meth:`rate` (and :meth:`generate` when it can generate).
 
     >>> from mmjudge.judges import load_judge
+    >>> from mmjudge.judges.requests import RatingRequest, Turn
     >>> judge = load_judge("dummy")
     >>> [r] = judge.rate([RatingRequest(turns=[Turn("user", "Rate this: a dog.")])], progress=False)
     >>> len(r.probs), round(sum(r.probs), 6), judge.capabilities.can_generate
@@ -169,6 +157,12 @@ class Judge(ABC):
     def usage_summary(self) -> str | None:
         """One line of what the judge cost (API backends: requests, tokens, price), or ``None``."""
         return None
+
+    def uncached(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which this judge answers without reading or writing a persistent cache, and is as it was
+        afterwards (what ``reproduce --timing`` times: the work, not a cache hit). A backend keeps no cache: by
+        default this changes nothing; the cache layer steps aside (:class:`~mmjudge.judges.cached.CachedJudge`)."""
+        return contextlib.nullcontext()
 
     def usage_report(self) -> dict[str, Any] | None:
         """:meth:`usage_summary` as data (API backends: requests, tokens, ``cost_usd``), or ``None``: a
@@ -282,6 +276,9 @@ class JudgeWrapper(Judge):
 
     def usage_summary(self) -> str | None:
         return self.inner.usage_summary()
+
+    def uncached(self) -> contextlib.AbstractContextManager[None]:
+        return self.inner.uncached()
 
     def usage_report(self) -> dict[str, Any] | None:
         return self.inner.usage_report()

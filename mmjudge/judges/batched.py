@@ -7,7 +7,7 @@ requests are grouped) and :meth:`~BatchedJudge._prepare_rating` (CPU-side work o
 tokenising, image preprocessing), which runs in a background thread one batch ahead when ``prefetch`` is on.
 Remote backends (``openai``) implement the :class:`~mmjudge.judges.base.Judge` protocol directly.
 
->>> from mmjudge.judges.base import RatingRequest, Turn
+>>> from mmjudge.judges.requests import RatingRequest, Turn
 >>> reqs = [RatingRequest([Turn("user", t)], group=g) for t, g in (("long text", "b"), ("x", "a"), ("yy", "a"))]
 >>> plan_batches(reqs, batch_size=2)
 [[1, 2], [0]]
@@ -19,24 +19,16 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from mmjudge.errors import check_positive_int
-from mmjudge.judges.base import (
-    BatchCallback,
-    GenerationRequest,
-    Judge,
-    JudgeCapabilityError,
-    RatingRequest,
-    RatingResult,
-    ScoredGenerationRequest,
-    ScoredText,
-)
+from mmjudge.errors import check_batch_size
+from mmjudge.judges.base import BatchCallback, Judge, JudgeCapabilityError
+from mmjudge.judges.requests import GenerationRequest, RatingRequest, RatingResult, ScoredGenerationRequest, ScoredText
 from mmjudge.progress import optional_bar
 
 
 def plan_batches(requests: Sequence[RatingRequest], batch_size: int) -> list[list[int]]:
     """Indices of ``requests`` in batches of at most ``batch_size``: grouped by (group, has image),
     then sorted by length so a batch pads little. Deterministic for the same input."""
-    check_positive_int(batch_size, "batch_size")
+    check_batch_size(batch_size)
     order = sorted(range(len(requests)), key=lambda i: (*_batch_kind(requests[i]), requests[i].length(), i))
     batches: list[list[int]] = []
     for i in order:

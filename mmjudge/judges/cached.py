@@ -8,7 +8,8 @@ actually gave are stored: invalid input is rejected before any judge call, and a
 (``RatingResult.error``) is never stored, so a re-run asks it again.
 
 >>> import tempfile, os
->>> from mmjudge.judges import load_judge, RatingRequest, Turn
+>>> from mmjudge.judges import load_judge
+>>> from mmjudge.judges.requests import RatingRequest, Turn
 >>> inner = load_judge("dummy")
 >>> judge = CachedJudge(inner, os.path.join(tempfile.mkdtemp(), "cache.sqlite"))
 >>> req = [RatingRequest(turns=[Turn("user", "Rate: a cat.")])]
@@ -19,22 +20,20 @@ actually gave are stored: invalid input is rejected before any judge call, and a
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from mmjudge import distributed
-from mmjudge.judges.base import (
-    BatchCallback,
+from mmjudge.judges.base import BatchCallback, Judge, JudgeWrapper, innermost
+from mmjudge.judges.requests import (
     GenerationRequest,
-    Judge,
-    JudgeWrapper,
     RatingRequest,
     RatingResult,
     ScoredGenerationRequest,
     ScoredText,
-    innermost,
     request_key,
 )
 from mmjudge.paths import default_cache_path
@@ -53,6 +52,7 @@ class CachedJudge(JudgeWrapper):
         super().__init__(judge)
         self.store = ResultStore(path or default_cache_path())
         self.hits = 0
+        self._stepped_aside = False
         # A backend that keeps records of its own in the cache file (the openai judge's Batch API batches).
         backend = innermost(judge)
         attach = getattr(backend, "attach_store", None)
@@ -84,6 +84,31 @@ class CachedJudge(JudgeWrapper):
             on_batch,
         )
 
+    @contextlib.contextmanager
+    def uncached(self) -> Iterator[None]:
+        """While the block runs, requests go straight to the judge inside (nothing read from or written to the
+        store; the backend sets aside what it keeps there too); afterwards the cache is in use again.
+
+        >>> import os, tempfile
+        >>> from mmjudge.judges import load_judge
+        >>> from mmjudge.judges.requests import RatingRequest, Turn
+        >>> judge = CachedJudge(load_judge("dummy"), os.path.join(tempfile.mkdtemp(), "c.sqlite"))
+        >>> ask = [RatingRequest([Turn("user", "Rate: a dog.")])]
+        >>> _ = judge.rate(ask, progress=False)
+        >>> with judge.uncached():
+        ...     _ = judge.rate(ask, progress=False)
+        >>> _ = judge.rate(ask, progress=False)
+        >>> judge.calls, judge.hits   # asked twice (first time, stepped aside), answered once from the store
+        (2, 1)
+        """
+        was = self._stepped_aside
+        self._stepped_aside = True
+        try:
+            with self.inner.uncached():
+                yield
+        finally:
+            self._stepped_aside = was
+
     def _cached(
         self,
         requests: Sequence,
@@ -94,6 +119,8 @@ class CachedJudge(JudgeWrapper):
         progress: bool,
         on_batch: BatchCallback | None,
     ) -> list:
+        if self._stepped_aside:
+            return compute(list(requests), progress=progress, on_batch=on_batch)
         identity = self.inner.identity()
         keys = [request_key(identity, kind, r) for r in requests]
 

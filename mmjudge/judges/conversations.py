@@ -7,7 +7,7 @@ different, named format; FLEUR, for instance, prompts LLaVA-1.5 with the origina
 sentence). A :class:`~mmjudge.judges.base.RatingRequest` whose ``conversation`` names a format here is
 rendered by that format instead of the chat template.
 
->>> from mmjudge.judges.base import Turn
+>>> from mmjudge.judges.requests import Turn
 >>> render_conversation("llava_v1", [Turn("user", "Rate it.")], image_token="<image>")[-40:]
 'tions. USER: <image>\\nRate it. ASSISTANT:'
 >>> render_conversation("llava_v1", [Turn("user", "Rate."), Turn("assistant", "0.8"), Turn("user", "Why?")],
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from mmjudge.judges.base import Turn
+from mmjudge.judges.requests import Turn
 
 LLAVA_V1_SYSTEM = (
     "A chat between a curious human and an artificial intelligence assistant. "

@@ -15,7 +15,7 @@ How the split works, and why it is safe:
 Inside :func:`mmjudge.distributed.own_items` (a streaming run that gives each process its own items) and
 outside a launcher, calls pass straight through.
 
->>> from mmjudge.judges import RatingRequest, Turn
+>>> from mmjudge.judges.requests import RatingRequest, Turn
 >>> from mmjudge.judges.dummy import DummyJudge
 >>> judge = DataParallelJudge(DummyJudge())
 >>> len(judge.rate([RatingRequest([Turn("user", "Rate.")])], progress=False)), judge.calls  # one process

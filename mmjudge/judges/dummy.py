@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from mmjudge.judges.base import (
-    Capabilities,
+from mmjudge.judges.base import Capabilities
+from mmjudge.judges.batched import BatchedJudge
+from mmjudge.judges.requests import (
     GenerationRequest,
     RatingRequest,
     RatingResult,
@@ -18,7 +19,6 @@ from mmjudge.judges.base import (
     ScoredText,
     ScoredToken,
 )
-from mmjudge.judges.batched import BatchedJudge
 
 
 class DummyJudge(BatchedJudge):

@@ -18,7 +18,7 @@ from mmjudge.judges import JUDGES, load_judge
 from mmjudge.judges.base import Judge, find_layer
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.data_parallel import parallel
-from mmjudge.options import accepted_keywords, unknown_option_error
+from mmjudge.option_check import accepted_keywords, unknown_option_error
 from mmjudge.paths import check_cache_path, default_cache_path
 
 CacheOption = bool | str | os.PathLike | None

@@ -1,5 +1,5 @@
 """What a judge is asked and what it answers: the request and result values every backend, wrapper and
-cache shares (:mod:`mmjudge.judges.base` re-exports them with the judge protocol).
+cache shares, beside the judge protocol (:mod:`mmjudge.judges.base`).
 
 * :class:`RatingRequest` → :class:`RatingResult`: the probability of each rating token at the answer
   position, from one forward pass (with :class:`PrefixStep` s inside a read prefix);

@@ -22,7 +22,8 @@ signatures. This module orchestrates; prompting, rating tokens, prefix sharing a
 
 >>> import tempfile
 >>> from mmjudge.testing import tiny_vlm
->>> from mmjudge.judges import load_judge, RatingRequest, Turn
+>>> from mmjudge.judges import load_judge
+>>> from mmjudge.judges.requests import RatingRequest, Turn
 >>> from PIL import Image
 >>> judge = load_judge("transformers", model=tiny_vlm(tempfile.mkdtemp(), "llava"))
 >>> [r] = judge.rate([RatingRequest([Turn("user", "Rate 1-5.")], image=Image.new("RGB", (40, 40)))],
@@ -40,16 +41,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mmjudge.errors import check_bool
-from mmjudge.judges.base import (
-    Capabilities,
-    GenerationRequest,
-    RatingRequest,
-    RatingResult,
-    ScoredGenerationRequest,
-    ScoredText,
-    ScoredToken,
-)
+from mmjudge.errors import check_batch_size, check_bool
+from mmjudge.judges.base import Capabilities
 from mmjudge.judges.batched import BatchedJudge
 from mmjudge.judges.local import prefix_sharing, sizing
 from mmjudge.judges.local.attention import attention_layout
@@ -57,6 +50,14 @@ from mmjudge.judges.local.placeholders import vision_token_ids
 from mmjudge.judges.local.prompting import PromptRenderer, load_processor, split_processor, to_device
 from mmjudge.judges.local.ratings import rating_token_ids, read_ratings, reduce_on_device
 from mmjudge.judges.local.vision_attention import use_packed_vision_attention
+from mmjudge.judges.requests import (
+    GenerationRequest,
+    RatingRequest,
+    RatingResult,
+    ScoredGenerationRequest,
+    ScoredText,
+    ScoredToken,
+)
 from mmjudge.models import ModelSource, compile_repeated_blocks, load_pretrained
 
 logger = logging.getLogger(__name__)
@@ -107,13 +108,6 @@ class _PreparedBatch:
     inputs: dict | None = None
     shared: prefix_sharing.SharedPrefixBatch | None = None
     plain_rows: list = field(default_factory=list)
-
-
-def _check_batch_size(batch_size: Any) -> int:
-    """A fixed batch size, checked: a positive integer (``"auto"`` is handled by the caller)."""
-    if isinstance(batch_size, bool) or not str(batch_size).isdigit() or int(batch_size) < 1:
-        raise ValueError(f"Expected argument `batch_size` to be a positive integer or 'auto', but got {batch_size!r}.")
-    return int(batch_size)
 
 
 def _in_request_order(parts: list, count: int) -> Any:
@@ -176,8 +170,8 @@ class TransformersJudge(BatchedJudge):
     ):
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-        self.auto_batch = batch_size == "auto"
-        self.batch_size = sizing.CPU_AUTO_BATCH if self.auto_batch else _check_batch_size(batch_size)
+        self.auto_batch = check_batch_size(batch_size, auto=True) == "auto"
+        self.batch_size = sizing.CPU_AUTO_BATCH if self.auto_batch else batch_size
         # Strict: `--set prefetch=no` arrives as the string "no", which bool() would read as true.
         self.share_prefix = check_bool(share_prefix, "share_prefix")
         self.prefetch = check_bool(prefetch, "prefetch")

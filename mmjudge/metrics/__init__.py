@@ -1,4 +1,4 @@
-"""Metrics of the engine: one module each, registered in :data:`METRICS`.
+"""Metrics of the engine: one folder each (``mmjudge/metrics/<name>/``), registered in :data:`METRICS`.
 
 >>> from mmjudge.metrics import available_metrics
 >>> "harmonic_eval" in available_metrics()
@@ -12,7 +12,7 @@ from typing import Any
 
 from mmjudge.registry import Registry
 
-# Metrics: name -> class. A new metric is one file in this package and one line here.
+# Metrics: name -> class. A new metric is one folder in this package (mmjudge/metrics/<name>/) and one line here.
 METRICS = Registry(
     "metric",
     {
@@ -41,7 +41,7 @@ def load_metric(name: str, config_name: str | None = None, **kwargs: Any) -> Any
         if "config_name" not in inspect.signature(cls).parameters:
             raise ValueError(f"Metric {name!r} has no configurations, but config_name={config_name!r} was given.")
         kwargs["config_name"] = config_name
-    from mmjudge.metrics.options import check_metric_options
+    from mmjudge.metrics.building import check_metric_options
 
     check_metric_options(cls, kwargs)  # a misspelt option is a clear ValueError, not a TypeError
     return cls(**kwargs)

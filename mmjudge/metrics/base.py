@@ -23,6 +23,7 @@ A metric subclasses :class:`Metric`, declares a :class:`~mmjudge.metrics.spec.Me
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import warnings
@@ -34,20 +35,13 @@ from mmjudge.inputs import check_column, check_reference_list, check_text, check
 from mmjudge.metrics.chunks import DEFAULT_CHUNK_SIZE, ChunkImages, chunks, set_digests
 from mmjudge.metrics.spec import (
     EXPLAIN,
-    IMAGES,
-    INPUT_KINDS,
-    OUTPUT_KINDS,
-    PREDICTIONS,
     PROGRESS,
-    REFERENCES,
     TASK,
     ChunkScores,
     InputSpec,
     Item,
     ItemResult,
     MetricSpec,
-    OptionSpec,
-    OutputSpec,
     failed_result,
     item_id,
     raw_source,
@@ -56,28 +50,10 @@ from mmjudge.metrics.statuses import count_failures, failure_line
 from mmjudge.progress import optional_bar
 from mmjudge.signature import Signature
 
-# The declarations are re-exported: a metric imports everything it needs from here.
 __all__ = [
-    "EXPLAIN",
-    "IMAGES",
-    "INPUT_KINDS",
     "ON_ERROR",
-    "OUTPUT_KINDS",
-    "PREDICTIONS",
-    "PROGRESS",
-    "REFERENCES",
-    "TASK",
-    "ChunkScores",
-    "InputSpec",
-    "Item",
-    "ItemResult",
     "Metric",
-    "MetricSpec",
-    "OptionSpec",
-    "OutputSpec",
     "add_means",
-    "item_id",
-    "raw_source",
 ]
 
 ON_ERROR = ("raise", "record")
@@ -185,6 +161,33 @@ class Metric(ABC):
     def signature(self) -> Signature:
         config = {"config": self.config_name} if self.config_name and self.config_name != self.name else {}
         return Signature.make(self.name, **config, **self.signature_fields())
+
+    def cached_parts(self) -> tuple[Any, ...]:
+        """The parts of this metric that keep a persistent cache, each with an ``uncached()`` context manager: a
+        judged metric's judge, an embedding metric's encoder. Default: none (the metric caches nothing on disk)."""
+        return ()
+
+    @contextlib.contextmanager
+    def uncached(self) -> Iterator[None]:
+        """A block in which the metric neither reads nor writes a persistent cache, as if built with
+        ``cache=False`` (its in-memory caches stay), and has its caches again afterwards: each of
+        :meth:`cached_parts` steps aside.
+
+        >>> import os, tempfile
+        >>> from mmjudge.metrics.prompt_judge import PromptJudge
+        >>> g = PromptJudge("g_veval", judge="dummy", cache=os.path.join(tempfile.mkdtemp(), "c.sqlite"))
+        >>> texts = ["A dog runs."]
+        >>> _ = g.compute(predictions=texts, progress=False)
+        >>> with g.uncached():
+        ...     _ = g.compute(predictions=texts, progress=False)
+        >>> _ = g.compute(predictions=texts, progress=False)
+        >>> g.judge.calls   # the first call and the one without its cache; the third read the cache
+        2
+        """
+        with contextlib.ExitStack() as stack:
+            for part in self.cached_parts():
+                stack.enter_context(part.uncached())
+            yield
 
     @abstractmethod
     def _score_chunk(self, items: list[Item], **options: Any) -> ChunkScores:
@@ -316,7 +319,7 @@ class Metric(ABC):
     def _compute_arguments(self, keywords: dict[str, Any]) -> tuple[dict[str, Any], str | None, bool, dict]:
         """``compute``'s keywords split into ``(columns, task, progress, options)``; an unknown one is a
         ``ValueError`` naming it (with a "did you mean")."""
-        from mmjudge.options import unknown_option_error
+        from mmjudge.option_check import unknown_option_error
 
         accepted = self.spec.compute_keywords()
         for key in keywords:

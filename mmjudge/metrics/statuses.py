@@ -12,7 +12,7 @@ looks at the image was not asked at all. It is the same for every item of a run,
 (``unrated=…``), and it is never counted among the failures (:func:`count_failures`, ``--strict``, the
 board's failure share): nothing went wrong, the configuration rates fewer criteria.
 
->>> from mmjudge.judges.base import RatingResult
+>>> from mmjudge.judges.requests import RatingResult
 >>> rating_status(RatingResult(raw=[0.2, 0.3, 0.1, 0.1, 0.1], greedy="3"), min_mass=0.5)
 ('ok', '')
 >>> rating_status(RatingResult(raw=[0.0] * 5, greedy=" I"), min_mass=0.5)
@@ -29,7 +29,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mmjudge.judges.base import RatingResult
+from mmjudge.judges.requests import RatingResult
 
 OK = "ok"
 NO_RATING = "no_rating"

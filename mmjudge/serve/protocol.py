@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mmjudge.judges.base import GenerationRequest, Turn
+from mmjudge.judges.requests import GenerationRequest, Turn
 
 DEFAULT_MAX_TOKENS = 16  # when a request names none (the legacy completions default; vLLM's too)
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mmjudge.metrics import METRICS
-from mmjudge.metrics.base import MetricSpec
+from mmjudge.metrics.spec import MetricSpec
 from mmjudge.space.inputs import TASKS
 from mmjudge.space.settings import Settings
 

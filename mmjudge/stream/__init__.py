@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge import distributed
-from mmjudge.metrics.base import item_id
+from mmjudge.metrics.spec import item_id
 from mmjudge.metrics.statuses import add_failures
 from mmjudge.progress import optional_bar
 from mmjudge.report import result_row

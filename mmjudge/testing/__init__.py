@@ -4,8 +4,9 @@
   including checkpoint files in the PAC-S and Polos authors' formats (``tiny_pac_s``, ``tiny_polos``);
 * :class:`ScriptedJudge`: a judge whose rating distributions are given, so a metric's exact output can
   be worked out by hand and asserted end to end;
-* :mod:`mmjudge.testing.fleur_reference`: FLEUR's published procedure taken literally.
-* :mod:`mmjudge.testing.ranking_simulation`: systems of known strength under the adaptive pairwise schedule.
+
+What only the project's own tests and benchmarks use (FLEUR's published procedure taken literally, the
+ranking simulation) lives in ``tests/helpers/``, not in the package.
 """
 
 from __future__ import annotations

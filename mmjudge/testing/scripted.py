@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from mmjudge.judges.base import Capabilities, GenerationRequest, RatingRequest, RatingResult
+from mmjudge.judges.base import Capabilities
 from mmjudge.judges.batched import BatchedJudge
+from mmjudge.judges.requests import GenerationRequest, RatingRequest, RatingResult
 
 Distribution = Sequence[float]
 Script = Mapping[str, Distribution] | Callable[[RatingRequest], Distribution | RatingResult]

@@ -76,7 +76,8 @@ def tiny_answering_vlm(
     For tests only: proves plumbing.
 
     >>> import tempfile
-    >>> from mmjudge.judges import load_judge, GenerationRequest, Turn
+    >>> from mmjudge.judges import load_judge
+    >>> from mmjudge.judges.requests import GenerationRequest, Turn
     >>> model = tiny_answering_vlm(tempfile.mkdtemp(), "gemma3", " 0.85", amplitude=16)
     >>> judge = load_judge("transformers", model=model)
     >>> judge.generate([GenerationRequest([Turn("user", "Rate the caption.")], max_new_tokens=8)], progress=False)
@@ -127,7 +128,8 @@ def tiny_answering_llava(directory: PathLike, answer: str = " 0.85", seed: int =
     """:func:`tiny_answering_vlm` of the LLaVA-1.5 family (FLEUR's published judge).
 
     >>> import tempfile
-    >>> from mmjudge.judges import load_judge, GenerationRequest, Turn
+    >>> from mmjudge.judges import load_judge
+    >>> from mmjudge.judges.requests import GenerationRequest, Turn
     >>> judge = load_judge("transformers", model=tiny_answering_llava(tempfile.mkdtemp(), " 0.85"))
     >>> judge.generate([GenerationRequest([Turn("user", "Rate the caption.")], max_new_tokens=8)], progress=False)
     ['0.85']

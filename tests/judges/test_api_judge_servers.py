@@ -13,9 +13,10 @@ import math
 import numpy as np
 import pytest
 
-from mmjudge.judges import RatingRequest, Turn
 from mmjudge.judges.cached import CachedJudge
-from mmjudge.judges.openai import DOWN_AFTER, APIError, OpenAIJudge
+from mmjudge.judges.openai.judge import OpenAIJudge
+from mmjudge.judges.openai.transport import DOWN_AFTER, APIError
+from mmjudge.judges.requests import RatingRequest, Turn
 from toy_api_servers import IDS, VOCAB, ToyServer, close_all, expected_raw
 
 pytestmark = pytest.mark.filterwarnings("ignore:HarmonicEval. the judge put under")

@@ -39,7 +39,7 @@ WORKER = textwrap.dedent(
         counts[name + "_cache_rows"] = len(ResultStore(cache))
     # a call with fewer requests than processes: one process gets none
     single = load_judge("dummy")
-    from mmjudge.judges import RatingRequest, Turn
+    from mmjudge.judges.requests import RatingRequest, Turn
     [r] = single.rate([RatingRequest([Turn("user", "one request")])], progress=False)
     counts["single"] = single.calls
     results["single"] = r.raw
@@ -149,8 +149,9 @@ def test_not_distributed_outside_a_launcher(monkeypatch):
 def test_only_the_main_process_reads_the_cache(rank, tmp_path, monkeypatch):
     """Under a launcher the main process reads which answers are cached and broadcasts them; the others
     must not read the whole cache only to throw it away."""
-    from mmjudge.judges import RatingRequest, Turn, load_judge
+    from mmjudge.judges import load_judge
     from mmjudge.judges.cached import CachedJudge
+    from mmjudge.judges.requests import RatingRequest, Turn
 
     requests = [RatingRequest([Turn("user", f"Rate {i}.")]) for i in range(4)]
     monkeypatch.delenv("WORLD_SIZE", raising=False)
@@ -163,7 +164,7 @@ def test_only_the_main_process_reads_the_cache(rank, tmp_path, monkeypatch):
         reads.append(len(keys))
         return get_many(keys)
 
-    from mmjudge.judges.base import request_key
+    from mmjudge.judges.requests import request_key
 
     main_found = get_many([request_key(cached.inner.identity(), "rate", r) for r in requests])
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmjudge.judges import RatingRequest, Turn, load_judge
+from mmjudge.judges import load_judge
+from mmjudge.judges.requests import RatingRequest, Turn
 from mmjudge.testing import VLM_FAMILIES, check_with_transformers
 
 RED, BLUE = Image.new("RGB", (60, 40), (200, 30, 30)), Image.new("RGB", (40, 70), (20, 130, 230))
@@ -191,10 +192,10 @@ def test_fleur_fast_path_equals_the_literal_procedure_in_every_family(family, tm
     """FLEUR on a tiny model of each family scripted to answer " 0.85" (``tiny_answering_vlm``): the
     teacher-forced fast path (read_prefix requests on the shared path) equals the plain path and FLEUR's
     published procedure taken literally (generate, parse, digit distributions at the generated tokens)."""
-    from mmjudge.judges import GenerationRequest
+    from fleur_reference import reference_scores
+    from mmjudge.judges.requests import GenerationRequest
     from mmjudge.metrics.fleur import FLEUR
     from mmjudge.testing import tiny_answering_vlm
-    from mmjudge.testing.fleur_reference import reference_scores
 
     model = tiny_answering_vlm(tmp_path, family, " 0.85", amplitude=32)
     texts = ["A dog runs.", "Two people ride bikes down a long street next to a row of tall trees."]

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmjudge.judges import GenerationRequest, RatingRequest, Turn, load_judge
+from mmjudge.judges import load_judge
 from mmjudge.judges.batched import plan_batches
 from mmjudge.judges.cached import CachedJudge
 from mmjudge.judges.dummy import DummyJudge
+from mmjudge.judges.requests import GenerationRequest, RatingRequest, Turn
 from mmjudge.judges.transformers import rating_token_ids
 from mmjudge.store import ResultStore
 
@@ -192,7 +193,7 @@ def test_two_processes_can_share_one_cache(tmp_path):
         f"""
         import sys
         from mmjudge.judges.cached import CachedJudge
-        from mmjudge.judges import RatingRequest, Turn
+        from mmjudge.judges.requests import RatingRequest, Turn
         from mmjudge.judges.dummy import DummyJudge
         k = int(sys.argv[1])
         reqs = [RatingRequest([Turn("user", f"item {{i}}")]) for i in range(k * 50, k * 50 + 300)]
@@ -317,3 +318,18 @@ def test_a_wrapper_passes_on_the_named_backend_facts_and_refuses_a_typo(tmp_path
     assert not hasattr(JudgeWrapper(backend), "seed")  # the backend's own setting: not a forwarded fact
     again = pickle.loads(pickle.dumps(JudgeWrapper(backend)))  # unpickling reaches __getattr__ before inner
     assert again.calls == 1
+
+
+@pytest.mark.parametrize("bad", ["8", 8.0, True, 0])
+def test_batch_size_is_one_rule_everywhere(bad, tiny_llava_dir, clip_dir):
+    """The local judge, the CLIP encoder and the batch planner refuse the same values with the same words
+    (the local judge also takes "auto"): "8" used to be accepted by one, refused by another."""
+    from mmjudge.encoders.clip import ClipEncoder
+    from mmjudge.judges import load_judge
+
+    with pytest.raises(ValueError, match=r"^Expected argument `batch_size` to be a positive integer or 'auto', but"):
+        load_judge("transformers", model=tiny_llava_dir, batch_size=bad)
+    with pytest.raises(ValueError, match=r"^Expected argument `batch_size` to be a positive integer, but got"):
+        ClipEncoder(clip_dir, batch_size=bad)
+    with pytest.raises(ValueError, match=r"^Expected argument `batch_size` to be a positive integer, but got"):
+        plan_batches(_requests(2), bad)

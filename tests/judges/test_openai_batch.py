@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from mmjudge.judges import RatingRequest, Turn
 from mmjudge.judges.base import innermost
 from mmjudge.judges.cached import CachedJudge
-from mmjudge.judges.openai import OpenAIJudge
-from mmjudge.judges.openai_cost import Estimate, image_tokens, load_prices
+from mmjudge.judges.openai.cost import Estimate, image_tokens, load_prices
+from mmjudge.judges.openai.judge import OpenAIJudge
+from mmjudge.judges.requests import RatingRequest, Turn
 from repo_paths import ROOT
 from toy_api_servers import ToyServer, close_all
 from toy_batch_api import BatchAPI
@@ -311,7 +311,7 @@ def test_each_answer_is_written_to_the_cache_once_as_its_batch_is_collected(toy,
 
 
 def _key(judge, request) -> str:
-    from mmjudge.judges.base import request_key
+    from mmjudge.judges.requests import request_key
 
     return request_key(judge.identity(), "rate", request)
 
@@ -320,7 +320,7 @@ def test_python_users_plan_a_whole_input_into_one_batch_round(toy, tmp_path):
     """The planning pass the CLI runs is a function: every chunk's requests in one batch, then compute() finds
     every answer in the cache (here 3 chunks of 2 items, which compute alone would send as 3 batches)."""
     import mmjudge
-    from mmjudge.judges.openai_plan import plan_run
+    from mmjudge.judges.openai.plan import plan_run
 
     server = toy()
     he = mmjudge.load("harmonic_eval", judge="openai", base_url=server.url, mode="batch", poll_interval=0.01,

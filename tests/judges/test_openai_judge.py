@@ -24,9 +24,13 @@ import pytest
 from PIL import Image
 
 from llama_cpp_server import free_port, post_chat, reset_prefix, wait_for
-from mmjudge.judges import RatingRequest, Turn, load_judge
+from mmjudge.judges import load_judge
 from mmjudge.judges.cached import CachedJudge
-from mmjudge.judges.openai import APIError, OpenAIJudge, chat_messages, rating_position, read_rating
+from mmjudge.judges.openai.format import chat_messages
+from mmjudge.judges.openai.judge import OpenAIJudge
+from mmjudge.judges.openai.reading import rating_position, read_rating
+from mmjudge.judges.openai.transport import APIError
+from mmjudge.judges.requests import RatingRequest, Turn
 from mmjudge.prompts import load_prompt_set
 from repo_paths import ROOT
 from toy_api_servers import ThreadedServer
@@ -206,7 +210,7 @@ def test_one_image_is_png_encoded_once_for_all_its_requests(monkeypatch):
     import base64
     import io
 
-    from mmjudge.judges import openai_format as backend
+    from mmjudge.judges.openai import format as backend
 
     encoded = []
     original = backend.image_data_url
@@ -351,7 +355,8 @@ def test_usage_and_cost_summary(stub_factory, monkeypatch):
 _KILLED_RUN = """
 import sys
 from mmjudge.judges.cached import CachedJudge
-from mmjudge.judges import RatingRequest, Turn, load_judge
+from mmjudge.judges.requests import RatingRequest, Turn
+from mmjudge.judges import load_judge
 options = dict(prefill="none", mass="top-k", max_concurrency=1, batch_size=2)
 judge = CachedJudge(load_judge("openai", base_url=sys.argv[1], **options), sys.argv[2])
 requests = [RatingRequest([Turn("user", f"Rate caption {i}.")]) for i in range(20)]
@@ -441,7 +446,7 @@ def test_serve_vlm_with_image_equals_local_backend(tiny_vlm_server):
 def test_serve_generates_and_rejects_bad_requests(tiny_text_server):
     local, url = tiny_text_server
     api = OpenAIJudge(base_url=url, prefill="continue")
-    from mmjudge.judges import GenerationRequest
+    from mmjudge.judges.requests import GenerationRequest
 
     request = GenerationRequest([Turn("user", "Why?")], max_new_tokens=5)
     assert api.generate([request], progress=False) == local.generate([request], progress=False)
@@ -716,8 +721,8 @@ def test_a_reply_cut_short_is_retried_then_reported(stub_factory):
 
 def test_serve_usage_counts_the_image_tokens_of_the_prompt(tiny_vlm_server):
     """usage.prompt_tokens is what the model was given: the processor's image placeholder expansion too."""
-    from mmjudge.judges.base import GenerationRequest
-    from mmjudge.judges.openai import image_data_url
+    from mmjudge.judges.openai.format import image_data_url
+    from mmjudge.judges.requests import GenerationRequest
     from mmjudge.serve.engine import ChatEngine
 
     local, _ = tiny_vlm_server

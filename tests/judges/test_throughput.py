@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmjudge.judges import RatingRequest, Turn, load_judge
+from mmjudge.judges import load_judge
+from mmjudge.judges.requests import RatingRequest, Turn
 
 TOL = 1e-7
 

@@ -8,9 +8,10 @@ import torch
 from PIL import Image
 from transformers import AttentionInterface
 
-from mmjudge.judges import RatingRequest, Turn, load_judge
+from mmjudge.judges import load_judge
 from mmjudge.judges.local import vision_attention
 from mmjudge.judges.local.vision_attention import PACKED_VISION_MODELS, packed_attention
+from mmjudge.judges.requests import RatingRequest, Turn
 
 FAMILIES = sorted(PACKED_VISION_MODELS)
 SIZES = {"one size": [(56, 56)] * 3, "three sizes": [(56, 56), (84, 56), (112, 84)]}

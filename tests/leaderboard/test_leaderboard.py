@@ -644,8 +644,8 @@ def test_judge_failures_are_counted_and_too_many_unrank_a_row():
 def test_worker_stores_judge_failures_as_null_and_the_board_says_why_a_row_is_unranked(tmp_path, monkeypatch):
     """The engine's contract: a criterion the judge gave no rating for is NaN with <c>_status, and the
     overall that needs it is NaN. The dummy judge puts no probability on the scale for one item's fluency."""
-    from mmjudge.judges.base import RatingResult
     from mmjudge.judges.dummy import DummyJudge
+    from mmjudge.judges.requests import RatingResult
     from mmjudge.leaderboard import views
 
     real = DummyJudge._rate_batch

@@ -13,10 +13,12 @@ from PIL import Image
 import mmjudge
 from mmjudge import HarmonicEval
 from mmjudge.images import image_digest
-from mmjudge.judges import RatingRequest, Turn, load_judge
-from mmjudge.judges.base import JudgeCapabilityError, RatingResult
+from mmjudge.judges import load_judge
+from mmjudge.judges.base import JudgeCapabilityError
+from mmjudge.judges.requests import RatingRequest, RatingResult, Turn
 from mmjudge.metaeval.scores import ScoreTable, score_key
-from mmjudge.metrics.base import Metric, MetricSpec
+from mmjudge.metrics.base import Metric
+from mmjudge.metrics.spec import MetricSpec
 from mmjudge.report import Report
 from mmjudge.signature import Signature, comparable, parse
 from mmjudge.testing import ScriptedJudge, tiny_clip, tiny_text_lm

@@ -12,11 +12,11 @@ import pytest
 from PIL import Image
 
 import mmjudge
-from mmjudge.judges import GenerationRequest, RatingResult, Turn
+from fleur_reference import reference_scores
 from mmjudge.judges.batched import BatchedJudge
+from mmjudge.judges.requests import GenerationRequest, RatingResult, Turn
 from mmjudge.metrics.fleur import FLEUR, FLEUR_PROMPT, REFFLEUR_PROMPT, parse_score, smooth_decimals, smooth_one
 from mmjudge.testing import tiny_answering_llava
-from mmjudge.testing.fleur_reference import reference_scores
 
 IMAGES = [Image.new("RGB", (40, 30), c) for c in ("red", "blue", "green")]
 TEXTS = ["A dog runs.", "Two people ride bikes down a street.", "A cat sits on a mat."]

@@ -8,8 +8,8 @@ from PIL import Image
 
 import mmjudge
 from mmjudge import HarmonicEval
-from mmjudge.judges import RatingRequest, Turn
 from mmjudge.judges.dummy import DummyJudge
+from mmjudge.judges.requests import RatingRequest, Turn
 from mmjudge.metrics.harmonic_eval.scoring import aggregate
 from mmjudge.signature import parse
 from mmjudge.store import ResultStore

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from llama_cpp_server import reset_prefix
-from mmjudge.judges import ScoredGenerationRequest, ScoredText, ScoredToken, Turn
+from mmjudge.judges.requests import ScoredGenerationRequest, ScoredText, ScoredToken, Turn
 from mmjudge.metrics.fleur.smoothing import smooth_decimals, smooth_one
 from mmjudge.metrics.prompt_judge import PROMPT_CONFIGS, PromptJudge, read_after_marker, read_fleur_decimal
 from toy_api_servers import VOCAB, ToyServer, close_all

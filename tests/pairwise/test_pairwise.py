@@ -18,7 +18,8 @@ from PIL import Image
 
 from mmjudge import HarmonicEval
 from mmjudge.cli import main
-from mmjudge.judges.base import RatingResult, innermost
+from mmjudge.judges.base import innermost
+from mmjudge.judges.requests import RatingResult
 from mmjudge.metrics.harmonic_eval.preference import combine_orders
 from mmjudge.testing import ScriptedJudge
 
@@ -249,7 +250,7 @@ def test_an_api_judge_compares_through_the_cache_with_exact_letter_probabilities
     comparison is answered by the cache."""
 
     import toy_api_servers as toy
-    from mmjudge.judges.openai import OpenAIJudge
+    from mmjudge.judges.openai.judge import OpenAIJudge
 
     vocab = [*toy.VOCAB, "A", "B", "C", " A", " B", " C"]
     monkeypatch.setattr(toy, "VOCAB", vocab)

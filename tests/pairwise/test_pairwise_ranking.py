@@ -17,7 +17,7 @@ from mmjudge.cli import main
 from mmjudge.pairwise.arena import rank_systems
 from mmjudge.pairwise.bradley_terry import fit_bradley_terry, strengths_from_wins, win_rates
 from mmjudge.testing import ScriptedJudge
-from mmjudge.testing.ranking_simulation import simulate_ranking
+from ranking_simulation import simulate_ranking
 
 
 def test_bradley_terry_recovers_known_strengths_of_20_systems_from_hard_battles():

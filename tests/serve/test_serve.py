@@ -25,7 +25,8 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-from mmjudge.judges import GenerationRequest, Turn, load_judge  # noqa: E402
+from mmjudge.judges import load_judge  # noqa: E402
+from mmjudge.judges.requests import GenerationRequest, Turn  # noqa: E402
 from mmjudge.serve.batching import Failure, Job, Started  # noqa: E402
 from mmjudge.serve.engine import ChatEngine  # noqa: E402
 from mmjudge.serve.protocol import Finished, Piece, read_chat_body  # noqa: E402

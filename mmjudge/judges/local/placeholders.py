@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mmjudge.judges.base import RatingRequest
+from mmjudge.judges.requests import RatingRequest
 
 logger = logging.getLogger(__name__)
 

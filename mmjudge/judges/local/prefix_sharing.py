@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmjudge.batching import pad_rows
-from mmjudge.judges.base import RatingRequest
 from mmjudge.judges.local import placeholders
 from mmjudge.judges.local.attention import AttentionLayout
+from mmjudge.judges.requests import RatingRequest
 
 logger = logging.getLogger(__name__)
 

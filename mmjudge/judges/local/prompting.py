@@ -1,7 +1,7 @@
 """A request as the exact text and tensors a local model reads: the processor (VLMs) or tokenizer (text
 models), the chat template or a named conversation format, the teacher-forced answer prefix.
 
->>> from mmjudge.judges.base import Turn
+>>> from mmjudge.judges.requests import Turn
 >>> transcript([Turn("user", "Rate it.")])
 'User: Rate it.\\nAssistant:'
 """
@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from mmjudge.judges.base import RatingRequest, Turn
+from mmjudge.judges.requests import RatingRequest, Turn
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def images_per_prompt(requests: Sequence[RatingRequest]) -> list[list]:
     as ONE prompt with two images and refuse a batch of two prompts; the others flatten a nested list.
 
     >>> from PIL import Image
-    >>> from mmjudge.judges.base import Turn
+    >>> from mmjudge.judges.requests import Turn
     >>> a = Image.new("RGB", (4, 4))
     >>> images_per_prompt([RatingRequest([Turn("user", "x")], image=a), RatingRequest([Turn("user", "y")])])
     [[<PIL.Image.Image image mode=RGB size=4x4 at ...>], []]

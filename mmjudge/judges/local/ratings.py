@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mmjudge.judges.base import PrefixStep, RatingRequest, RatingResult
+from mmjudge.judges.requests import PrefixStep, RatingRequest, RatingResult
 
 # Word-boundary markers that tokenizers put in front of a piece ("Ġ3" in byte-level BPE, "▁3" in
 # SentencePiece): a rating token with or without one is the same rating.

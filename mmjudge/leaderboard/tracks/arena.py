@@ -1,6 +1,6 @@
 """The Arena track: a team uploads its model's outputs ``{"id", "text"}`` for an Arena benchmark's inputs
 (checked as on the Models track); the worker has the judge compare them head to head with the benchmark's
-**anchor systems'** outputs on the same inputs (:func:`mmjudge.leaderboard.arena_track.score_arena`: both
+**anchor systems'** outputs on the same inputs (:func:`mmjudge.leaderboard.arena_scoring.score_arena`: both
 orders, per criterion, Bradley–Terry over the battles), and the board ranks submissions by their strength
 relative to the anchors, with its bootstrap interval, win rates overall and per criterion, the battles
 judged and those the judge gave no preference for.
@@ -160,7 +160,7 @@ class ArenaTrack(Track):
     def load_benchmark(self, loader: str, options: dict, board: str) -> Benchmark:
         """A loader's inputs (as for Models) with the anchors of ``settings.json``'s ``"anchors"``: name →
         outputs file (``{"id", "text"}`` lines for every input, checked like an upload)."""
-        from mmjudge.leaderboard.arena_track import SUBMISSION
+        from mmjudge.leaderboard.arena_scoring import SUBMISSION
         from mmjudge.leaderboard.benchmarks import _loader_inputs
 
         options = dict(options)
@@ -182,9 +182,9 @@ class ArenaTrack(Track):
         )
 
     def score(self, job: ScoringJob) -> Scored:
-        """The submission against the benchmark's anchors (:func:`~mmjudge.leaderboard.arena_track.score_arena`)
+        """The submission against the benchmark's anchors (:func:`~mmjudge.leaderboard.arena_scoring.score_arena`)
         with the board's judge and cache, in the job's folder; the lease is checked at every round."""
-        from mmjudge.leaderboard.arena_track import score_arena
+        from mmjudge.leaderboard.arena_scoring import score_arena
 
         s, bench = job.settings, job.benchmark
         anchors = bench.anchors()

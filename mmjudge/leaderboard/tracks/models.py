@@ -170,7 +170,7 @@ class ModelsTrack(Track):
 
     def _add_explanations(self, metric: Any, items: list[dict], rows: list[dict], job: ScoringJob) -> None:
         """The judge's explanations for the first few items (shown on the submission page)."""
-        from mmjudge.judges import JudgeCapabilityError
+        from mmjudge.judges.base import JudgeCapabilityError
         from mmjudge.stream import stream_rows
 
         k = int(job.settings.get("explain_examples") or 0)

@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from mmjudge.metrics.base import ChunkScores, InputSpec, Item, Metric, MetricSpec, OutputSpec
+from mmjudge.metrics.base import Metric
 from mmjudge.metrics.baselines import bartscore, bertscore, bleu, cider, meteor, ngrams, rouge, tokenize
+from mmjudge.metrics.spec import ChunkScores, InputSpec, Item, MetricSpec, OutputSpec
 
 CONFIGS = ("bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco")
 TOKENIZED = ("bleu", "rouge_l", "cider", "meteor", "coco")  # PTB-tokenised first, as in pycocoevalcap

@@ -27,8 +27,9 @@ import numpy as np
 
 from mmjudge.encoders.clip import DEFAULT_CLIP, ClipEncoder
 from mmjudge.images import DEFAULT_MAX_PIXELS
-from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
+from mmjudge.metrics.base import Metric
 from mmjudge.metrics.clip_score.sentences import SPLIT_VERSION, mean_per_item, split_sentences
+from mmjudge.metrics.spec import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, MetricSpec, OutputSpec
 
 CONFIGS = ("clip_score", "ref_clip_score", "clip_score_avg")
 PREFIX = "A photo depicts "
@@ -195,6 +196,9 @@ class CLIPScore(Metric):
             "CLIP image-caption similarity combined with reference similarity",
             label="RefCLIP-S",
         )
+
+    def cached_parts(self) -> tuple[Any, ...]:
+        return (self.encoder,)
 
     def signature_fields(self) -> dict[str, Any]:
         fields = dict(**self.encoder.signature_fields(), w=self.w, prefix=repr(self.prefix))

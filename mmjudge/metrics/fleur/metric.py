@@ -16,7 +16,7 @@ the one the prefix assumes. The first three are read from one forward pass over 
 tokens deviate from ``0.x[y]`` / ``1.0`` falls back to the reference procedure: greedy generation, the first
 ``0.xy`` / ``1.0`` in the text, and the digit distributions read at those positions by teacher-forcing the
 generated text. See ``docs/fleur_clipscore.md`` for where the two can differ.
-:func:`mmjudge.testing.fleur_reference.reference_scores` is the published procedure taken literally
+``reference_scores`` in the tests' ``tests/helpers/fleur_reference.py`` is the published procedure taken literally
 (``generate`` with per-step logits) for ``transformers`` judges; tests and benchmarks only.
 
 The score arithmetic and the walk live in :mod:`mmjudge.metrics.fleur`; this module is the metric.
@@ -38,8 +38,13 @@ from typing import Any
 from mmjudge.errors import check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
-from mmjudge.judges import GenerationRequest, Judge, RatingRequest, RatingResult, Turn
-from mmjudge.metrics.base import (
+from mmjudge.judges.base import Judge
+from mmjudge.judges.requests import GenerationRequest, RatingRequest, RatingResult, Turn
+from mmjudge.metrics.base import Metric
+from mmjudge.metrics.fleur.smoothing import DIGITS, parse_score, smooth_decimals, smooth_one
+from mmjudge.metrics.fleur.walk import EXPECTED_NEXT, Walk
+from mmjudge.metrics.building import CacheOption, build_text_judge, set_text_limits
+from mmjudge.metrics.spec import (
     EXPLAIN,
     PREDICTIONS,
     PROGRESS,
@@ -47,13 +52,9 @@ from mmjudge.metrics.base import (
     ChunkScores,
     InputSpec,
     Item,
-    Metric,
     MetricSpec,
     OutputSpec,
 )
-from mmjudge.metrics.fleur.smoothing import DIGITS, parse_score, smooth_decimals, smooth_one
-from mmjudge.metrics.fleur.walk import EXPECTED_NEXT, Walk
-from mmjudge.metrics.options import CacheOption, build_text_judge, set_text_limits
 from mmjudge.metrics.statuses import NO_RATING, OK
 from mmjudge.prompts import load_prompt_file
 
@@ -166,6 +167,9 @@ class FLEUR(Metric):
     @property
     def uses_references(self) -> bool:
         return self.config_name == "reffleur"
+
+    def cached_parts(self) -> tuple[Any, ...]:
+        return (self.judge,)
 
     def signature_fields(self) -> dict[str, Any]:
         return dict(

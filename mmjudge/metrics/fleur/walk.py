@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mmjudge.judges.base import RatingResult
+from mmjudge.judges.requests import RatingResult
 from mmjudge.metrics.fleur.smoothing import DIGITS, smooth_decimals, smooth_one
 
 # What a judge printing a FLEUR score is expected to print next at each stage of the walk.

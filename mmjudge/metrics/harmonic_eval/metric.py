@@ -27,18 +27,14 @@ import numpy as np
 from mmjudge.errors import check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS, MAX_ASPECT_RATIO, draw_box
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
-from mmjudge.judges import Judge, RatingRequest, Turn
-from mmjudge.judges.base import JudgeCapabilityError
-from mmjudge.metrics.base import (
-    ChunkScores,
-    Item,
-    Metric,
-    MetricSpec,
-)
+from mmjudge.judges.base import Judge, JudgeCapabilityError
+from mmjudge.judges.requests import RatingRequest, Turn
+from mmjudge.metrics.base import Metric
 from mmjudge.metrics.harmonic_eval.pairwise import DEFAULT_PAIR_PROMPTS, PairwiseHarmonicEval
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA, aggregate, check_gamma
 from mmjudge.metrics.harmonic_eval.spec import harmonic_eval_spec
-from mmjudge.metrics.options import CacheOption, build_text_judge, set_text_limits
+from mmjudge.metrics.building import CacheOption, build_text_judge, set_text_limits
+from mmjudge.metrics.spec import ChunkScores, Item, MetricSpec
 from mmjudge.metrics.statuses import (
     DEFAULT_MIN_MASS,
     NEEDS_IMAGE,
@@ -193,6 +189,9 @@ class HarmonicEval(Metric):
         """How the rating distribution is read: at a teacher-forced "Score: " position in one forward pass,
         or (judges that cannot force a prefix, e.g. chat APIs) at the first rating the judge generates."""
         return "forced-prefix-1pass" if self.judge.capabilities.teacher_forcing else "first-rating-token"
+
+    def cached_parts(self) -> tuple[Any, ...]:
+        return (self.judge,)
 
     def signature_fields(self) -> dict[str, Any]:
         scale = self.prompt_set.scale

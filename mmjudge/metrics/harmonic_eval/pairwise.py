@@ -28,11 +28,12 @@ from typing import Any
 import numpy as np
 
 from mmjudge.inputs import check_text, check_text_length
-from mmjudge.judges import RatingRequest, Turn
-from mmjudge.metrics.base import EXPLAIN, PROGRESS, TASK, ChunkScores, InputSpec, Item, Metric, MetricSpec, OutputSpec
+from mmjudge.judges.requests import RatingRequest, Turn
+from mmjudge.metrics.base import Metric
 from mmjudge.metrics.harmonic_eval.pair_prompts import PairPrompts, load_pair_prompts
 from mmjudge.metrics.harmonic_eval.preference import combine_orders, verdict
 from mmjudge.metrics.harmonic_eval.spec import harmonic_eval_spec
+from mmjudge.metrics.spec import EXPLAIN, PROGRESS, TASK, ChunkScores, InputSpec, Item, MetricSpec, OutputSpec
 from mmjudge.metrics.statuses import OK, failure_line, rating_status
 from mmjudge.prompts import load_prompt_set
 
@@ -135,6 +136,9 @@ class PairwiseHarmonicEval(Metric):
 
     def _build_spec(self) -> MetricSpec:
         return pairwise_spec(self.rater.spec, self.rater.criteria)
+
+    def cached_parts(self) -> tuple[Any, ...]:
+        return (self.judge,)
 
     def signature_fields(self) -> dict[str, Any]:
         fields = dict(self.rater.signature_fields())

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmjudge.errors import check_positive_int
+from mmjudge.errors import check_batch_size
 from mmjudge.images import DEFAULT_MAX_PIXELS
-from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
+from mmjudge.metrics.base import Metric
 from mmjudge.metrics.clip_score.metric import PREFIX, check_w, similarity_chunk
 from mmjudge.metrics.clip_score.sentences import SPLIT_VERSION
-from mmjudge.metrics.options import given_once
+from mmjudge.metrics.building import given_once
+from mmjudge.metrics.spec import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, MetricSpec, OutputSpec
 
 CONFIGS = ("pac_s", "ref_pac_s", "pac_s_plus", "ref_pac_s_plus", "pac_s_avg", "pac_s_plus_avg")
 W = 2.0
@@ -117,7 +118,7 @@ class PACScore(Metric):
                 "or ViT-L/14 file (download links: metrics/pac_s/README.md, or https://github.com/aimagelab/pacscore)."
             )
         w = check_w(w)
-        check_positive_int(batch_size, "batch_size")
+        check_batch_size(batch_size)
         self.w, self.prefix, self.max_pixels = float(w), str(prefix), int(max_pixels)
         from mmjudge.encoders.checkpoint_files import checkpoint_fingerprint
         from mmjudge.encoders.openai_clip import encoder_from_state
@@ -140,6 +141,9 @@ class PACScore(Metric):
     @classmethod
     def spec_for(cls, config_name: str | None = None) -> MetricSpec:
         return _spec(cls.check_config(config_name))
+
+    def cached_parts(self) -> tuple[Any, ...]:
+        return (self.encoder,)
 
     def signature_fields(self) -> dict[str, Any]:
         ident = self.encoder.identity()

@@ -25,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from mmjudge.errors import check_positive_int
+from mmjudge.errors import check_batch_size, check_positive_int
 from mmjudge.images import DEFAULT_MAX_PIXELS
-from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
-from mmjudge.metrics.options import given_once
+from mmjudge.metrics.base import Metric
+from mmjudge.metrics.building import given_once
 from mmjudge.metrics.polos.model import PREFIX, PolosModel
+from mmjudge.metrics.spec import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, MetricSpec, OutputSpec
 
 
 class Polos(Metric):
@@ -75,7 +76,7 @@ class Polos(Metric):
                 "Polos needs `checkpoint=`, the authors' reprod.ckpt (from "
                 "https://polos-polaris.s3.ap-northeast-1.amazonaws.com/reprod.zip; see metrics/polos/README.md)."
             )
-        check_positive_int(batch_size, "batch_size")
+        check_batch_size(batch_size)
         if norm_batch_size is not None:
             check_positive_int(norm_batch_size, "norm_batch_size")
         self.norm_batch_size, self.max_pixels = norm_batch_size, int(max_pixels)
@@ -100,6 +101,9 @@ class Polos(Metric):
             label="Polos",
             requires=("checkpoint",),
         )
+
+    def cached_parts(self) -> tuple[Any, ...]:
+        return (self.model.clip,)
 
     def signature_fields(self) -> dict[str, Any]:
         clip = self.model.clip.identity()

@@ -40,8 +40,12 @@ from typing import Any
 from mmjudge.errors import check_positive_int
 from mmjudge.images import DEFAULT_MAX_PIXELS
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS, finite_mean
-from mmjudge.judges import Judge, ScoredGenerationRequest, Turn
-from mmjudge.metrics.base import (
+from mmjudge.judges.base import Judge
+from mmjudge.judges.requests import ScoredGenerationRequest, Turn
+from mmjudge.metrics.base import Metric
+from mmjudge.metrics.building import CacheOption, build_text_judge, set_text_limits
+from mmjudge.metrics.prompt_judge.reading import READINGS, read
+from mmjudge.metrics.spec import (
     IMAGES,
     PREDICTIONS,
     PROGRESS,
@@ -49,12 +53,9 @@ from mmjudge.metrics.base import (
     ChunkScores,
     InputSpec,
     Item,
-    Metric,
     MetricSpec,
     OutputSpec,
 )
-from mmjudge.metrics.options import CacheOption, build_text_judge, set_text_limits
-from mmjudge.metrics.prompt_judge.reading import READINGS, read
 from mmjudge.metrics.statuses import ERROR, NO_RATING, OK
 from mmjudge.prompts import load_prompt_file
 
@@ -201,6 +202,9 @@ class PromptJudge(Metric):
             judged=True,
             options=(PROGRESS,),
         )
+
+    def cached_parts(self) -> tuple[Any, ...]:
+        return (self.judge,)
 
     def signature_fields(self) -> dict[str, Any]:
         # `listed`: alternatives asked per generated position (a judge's own `top_logprobs` caps it).

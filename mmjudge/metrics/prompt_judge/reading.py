@@ -10,7 +10,7 @@
   ``0.85 p``; a separate second-decimal token adds ``d/100``), not renormalised; ``1.0`` reads
   ``0.9 p("0") + p("1")`` at the leading digit.
 
->>> from mmjudge.judges.base import ScoredText, ScoredToken
+>>> from mmjudge.judges.requests import ScoredText, ScoredToken
 >>> answer = ScoredText("The final score is $85$.", [ScoredToken(t, top) for t, top in [
 ...     ("The final score is ", [("The final score is ", 1.0)]), ("$", [("$", 1.0)]),
 ...     ("85", [("85", 0.5), ("80", 0.25), (" 85", 0.2), ("9O", 0.05)]), ("$.", [("$.", 1.0)])]])
@@ -29,7 +29,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from mmjudge.judges.base import ScoredText
+from mmjudge.judges.requests import ScoredText
 from mmjudge.metrics.fleur.smoothing import parse_score
 
 READINGS = ("integer_after_marker", "fleur_decimal")

@@ -6,8 +6,9 @@ head, :mod:`.model`, :mod:`.head`); building and loading it (:mod:`.loading`);
 :class:`mmjudge.metrics.vela.VELA` (``mmjudge.load("vela", checkpoint=DIR, clip_model=LONGCLIP_DIR)``).
 """
 
+from mmjudge.metrics.vela.criteria import CRITERIA, CRITERION_NAMES
 from mmjudge.metrics.vela.loading import load_vela, new_vela
 from mmjudge.metrics.vela.metric import VELA
-from mmjudge.metrics.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM, VelaConfig, VelaModel
+from mmjudge.metrics.vela.model import DEFAULT_LLM, VelaConfig, VelaModel
 
 __all__ = ["VELA", "CRITERIA", "CRITERION_NAMES", "DEFAULT_LLM", "VelaConfig", "VelaModel", "load_vela", "new_vela"]

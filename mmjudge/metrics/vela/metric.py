@@ -17,11 +17,13 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from mmjudge.errors import check_bool, check_positive_int
+from mmjudge.errors import check_batch_size, check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS
-from mmjudge.metrics.base import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, Metric, MetricSpec, OutputSpec
-from mmjudge.metrics.options import given_once
-from mmjudge.metrics.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM
+from mmjudge.metrics.base import Metric
+from mmjudge.metrics.building import given_once
+from mmjudge.metrics.spec import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, MetricSpec, OutputSpec
+from mmjudge.metrics.vela.criteria import CRITERIA, CRITERION_NAMES
+from mmjudge.metrics.vela.model import DEFAULT_LLM
 
 
 class VELA(Metric):
@@ -67,7 +69,7 @@ class VELA(Metric):
         llm = given_once(llm, model, "llm", "the LLM")  # the CLI's --model (the judge model) is VELA's LLM
         if cache not in (None, False):
             warnings.warn("VELA keeps no judge cache (one forward pass per caption); `cache` is ignored.", stacklevel=2)
-        check_positive_int(batch_size, "batch_size")
+        check_batch_size(batch_size)
         self.batch_size, self.max_pixels = batch_size, int(max_pixels)
         from mmjudge.models import local_fingerprint
 

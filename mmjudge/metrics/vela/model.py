@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from mmjudge.metrics.vela.criteria import CRITERIA, CRITERION_NAMES  # noqa: F401  (re-exported)
+from mmjudge.metrics.vela.criteria import CRITERIA
 
 logger = logging.getLogger(__name__)
 

@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from mmjudge.metrics.vela.criteria import CRITERIA, CRITERION_NAMES
 from mmjudge.metrics.vela.loading import new_vela
-from mmjudge.metrics.vela.model import CRITERIA, CRITERION_NAMES, DEFAULT_LLM, VelaModel
+from mmjudge.metrics.vela.model import DEFAULT_LLM, VelaModel
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The transport of the ``openai`` judge: one official ``openai`` client per server of a fleet, a round robin
 over them, retries that move to the next server, servers that stop answering passed over, OpenAI's rate
 limits respected, and every failure turned into one line. What is sent (the API format) is
-:mod:`mmjudge.judges.openai_format`'s; what it means is :mod:`mmjudge.judges.openai`'s.
+:mod:`mmjudge.judges.openai.format`'s; what it means is :mod:`mmjudge.judges.openai`'s.
 
 Each client is built with ``max_retries=0``: the retry loop is this module's, because in a fleet each retry
 goes to the next server and a server that refused three connections in a row is passed over, which a
@@ -32,7 +32,7 @@ from typing import Any
 
 from mmjudge import distributed
 from mmjudge.errors import ServiceError
-from mmjudge.judges.openai_servers import ServerInfo
+from mmjudge.judges.openai.servers import ServerInfo
 
 logger = logging.getLogger(__name__)
 

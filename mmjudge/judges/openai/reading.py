@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mmjudge.judges.base import RatingResult, ScoredText, ScoredToken
+from mmjudge.judges.requests import RatingResult, ScoredText, ScoredToken
 
 LOGPROB_FLOOR = -9999.0  # OpenAI's "not in the top k" value
 TOKEN_ID_PREFIX = "token_id:"  # vLLM's spelling of a token with return_tokens_as_token_ids

@@ -2,9 +2,9 @@
 lossless PNG data URL) and the fields of its chat-completions call, split into OpenAI's own fields and the
 extras of vLLM and SGLang (``continue_final_message``, ``add_generation_prompt``, ``logprob_token_ids``),
 which the official client passes as ``extra_body``. The Batch API's JSONL line holds the same call, with
-both merged into one body. Pure functions, no HTTP (the transport is :mod:`mmjudge.judges.openai_transport`).
+both merged into one body. Pure functions, no HTTP (the transport is :mod:`mmjudge.judges.openai.transport`).
 
->>> from mmjudge.judges.base import RatingRequest, Turn
+>>> from mmjudge.judges.requests import RatingRequest, Turn
 >>> request = RatingRequest([Turn("user", "Rate it.")], answer_prefix="Score: ")
 >>> call = rating_call(request, "m", "continue", None, 20, 16)
 >>> call.fields["max_tokens"], call.fields["top_logprobs"], call.extra_body
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mmjudge.judges.base import GenerationRequest, RatingRequest
+from mmjudge.judges.requests import GenerationRequest, RatingRequest
 
 CHAT_PATH = "/v1/chat/completions"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from mmjudge.judges import GenerationRequest, Judge
+from mmjudge.judges.base import Judge
+from mmjudge.judges.requests import GenerationRequest
 from mmjudge.metrics.fleur import DIGITS, parse_score, smooth_decimals, smooth_one
 
 

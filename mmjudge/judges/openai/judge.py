@@ -1,10 +1,10 @@
 """Judges behind an OpenAI-compatible chat-completions server: OpenAI itself (``model="openai:gpt-4o"``),
 Azure OpenAI (``azure_endpoint=``), vLLM, SGLang, llama.cpp's server, or ``mmjudge serve`` (any
 ``base_url``; several for a fleet). Requests go through the official ``openai`` client
-(:mod:`~mmjudge.judges.openai_transport`); what they hold is :mod:`~mmjudge.judges.openai_format`'s; what the
-fleet can do is settled when the judge is built (:mod:`~mmjudge.judges.openai_setup`); answers are read by
-:mod:`~mmjudge.judges.openai_reading`; ``mode="batch"`` sends through the Batch API at half the price
-(:mod:`~mmjudge.judges.openai_batch`); usage, prices and estimates are :mod:`~mmjudge.judges.openai_cost`'s.
+(:mod:`~mmjudge.judges.openai.transport`); what they hold is :mod:`~mmjudge.judges.openai.format`'s; what the
+fleet can do is settled when the judge is built (:mod:`~mmjudge.judges.openai.fleet`); answers are read by
+:mod:`~mmjudge.judges.openai.reading`; ``mode="batch"`` sends through the Batch API at half the price
+(:mod:`~mmjudge.judges.openai.batch`); usage, prices and estimates are :mod:`~mmjudge.judges.openai.cost`'s.
 
 ``prefill`` — how the rating position is reached: ``"continue"`` (the server continues the forced answer
 prefix: vLLM, SGLang, ``mmjudge serve``), ``"none"`` (the first generated rating is read: OpenAI,
@@ -29,28 +29,26 @@ Given a model and a prefill mode, building a judge asks nothing of its server (h
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from mmjudge.judges import openai_setup as fleet
-from mmjudge.judges.base import Capabilities, RatingRequest, RatingResult
+from mmjudge.judges.base import Capabilities
 from mmjudge.judges.batched import BatchedJudge, deliver_answers
-from mmjudge.judges.openai_cost import BudgetError, CostMixin, Usage, load_prices  # noqa: F401  (re-exported)
-from mmjudge.judges.openai_format import (  # noqa: F401  (re-exported)
+from mmjudge.judges.openai import fleet
+from mmjudge.judges.openai.cost import CostMixin, Usage, load_prices
+from mmjudge.judges.openai.format import (
     ChatCall,
     answer_logprobs,
-    answer_text,
-    chat_messages,
-    generation_call,
-    image_data_url,
     rating_call,
     split_fields,
 )
-from mmjudge.judges.openai_generation import GenerationMixin
-from mmjudge.judges.openai_reading import listed_choice_tokens, rating_position, rating_result, read_rating
-from mmjudge.judges.openai_transport import DOWN_AFTER, APIError, Server, Transport, build_transport  # noqa: F401
+from mmjudge.judges.openai.generation import GenerationMixin
+from mmjudge.judges.openai.reading import listed_choice_tokens, rating_position, rating_result, read_rating
+from mmjudge.judges.openai.transport import APIError, Server, build_transport
+from mmjudge.judges.requests import RatingRequest, RatingResult
 from mmjudge.progress import optional_bar
 
 logger = logging.getLogger(__name__)
@@ -80,7 +78,7 @@ class OpenAIJudge(GenerationMixin, CostMixin, BatchedJudge):
         poll_interval: seconds between two looks at a pending batch (``mode="batch"``).
         azure_endpoint, api_version: Azure OpenAI (else the client's ``AZURE_OPENAI_ENDPOINT`` and
             ``OPENAI_API_VERSION``).
-        price_table: a TOML price table replacing the shipped one (``openai_prices.toml``).
+        price_table: a TOML price table replacing the shipped one (``prices.toml``).
         max_cost: US$ this judge may spend; a call whose estimate would pass it sends nothing (``BudgetError``).
     """
 
@@ -353,9 +351,18 @@ class OpenAIJudge(GenerationMixin, CostMixin, BatchedJudge):
         ids there, so a killed run collects the batches it already submitted."""
         self.store = store
 
+    @contextlib.contextmanager
+    def uncached(self) -> Iterator[None]:
+        """Without its cache, batch mode keeps no batch ids either: the store is set aside for the block."""
+        store, self.store = self.store, None
+        try:
+            yield
+        finally:
+            self.store = store
+
     def _batches(self) -> Any:
         if self._batch_runner is None:
-            from mmjudge.judges.openai_batch import BatchRunner
+            from mmjudge.judges.openai.batch import BatchRunner
 
             self._batch_runner = BatchRunner(self)
         return self._batch_runner

@@ -1,4 +1,5 @@
-"""The Arena track: a submission's outputs meet the anchor systems' outputs on the same inputs, head to head.
+"""Scoring one Arena submission: its outputs meet the anchor systems' outputs on the same inputs, head to head
+(the track itself is declared in :mod:`mmjudge.leaderboard.tracks.arena`).
 
 A job of this track (a team's ``{id, text}`` outputs for a benchmark's inputs, validated as on the Models
 track) is judged by HarmonicEval's pairwise judge against every anchor system of the benchmark, and the

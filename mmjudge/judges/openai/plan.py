@@ -1,5 +1,5 @@
 """A planning pass: a run of a metric in which its judge sends nothing. Every request the cache cannot answer
-is noted — counted and priced (:class:`~mmjudge.judges.openai_cost.Estimate`), and in batch mode written as a
+is noted — counted and priced (:class:`~mmjudge.judges.openai.cost.Estimate`), and in batch mode written as a
 Batch API line to a spool file — and answered with a placeholder failure; what the cache holds is answered
 from it, so the metric goes on as it would. Front doors run it before the real run: ``--dry-run`` prints the
 estimate, ``--max-cost`` checks it, and batch mode submits every noted request at once (one batch round for
@@ -8,7 +8,8 @@ the whole input, instead of one per chunk), then the real run finds them all in 
 Requests that depend on earlier answers (an explanation asked after a rating) are noted with what the cache
 holds at planning time; any the plan could not foresee are sent by the real run (in batch mode, in a batch).
 
->>> from mmjudge.judges import load_judge, RatingRequest, Turn
+>>> from mmjudge.judges import load_judge
+>>> from mmjudge.judges.requests import RatingRequest, Turn
 >>> class Metric: judge = load_judge("dummy")
 >>> metric = Metric()
 >>> plan = plan_run(metric, lambda: metric.judge.rate([RatingRequest([Turn("user", "Rate: a cat.")])]))
@@ -28,20 +29,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mmjudge.judges.base import (
+from mmjudge.judges.base import Judge, JudgeWrapper, find_layer, innermost
+from mmjudge.judges.cached import CachedJudge
+from mmjudge.judges.openai.cost import Estimate
+from mmjudge.judges.requests import (
     GenerationRequest,
-    Judge,
-    JudgeWrapper,
     RatingRequest,
     RatingResult,
     ScoredGenerationRequest,
     ScoredText,
-    find_layer,
-    innermost,
     request_key,
 )
-from mmjudge.judges.cached import CachedJudge
-from mmjudge.judges.openai_cost import Estimate
 
 PLACEHOLDER = "not sent: a planning pass (dry run, cost check or batch planning)"
 
@@ -113,7 +111,7 @@ class Plan:
 
     def entries(self) -> Iterator[Any]:
         """The spooled Batch API entries, read back one at a time."""
-        from mmjudge.judges.openai_batch import Entry
+        from mmjudge.judges.openai.batch import Entry
 
         if self.spool is None:
             return

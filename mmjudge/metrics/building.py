@@ -14,7 +14,7 @@ from typing import Any
 from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS, check_long_text_options
 from mmjudge.judges.base import Judge
 from mmjudge.judges.factory import CacheOption, backend_name, build_judge, judge_keywords
-from mmjudge.options import keywords, unknown_option_error
+from mmjudge.option_check import keywords, unknown_option_error
 
 
 def check_metric_options(cls: Any, options: dict) -> None:

@@ -1,4 +1,4 @@
-"""The leaderboard's Arena track (``mmjudge.leaderboard.arena_track``): a submission against the anchors,
+"""The leaderboard's Arena track (``mmjudge.leaderboard.arena_scoring``): a submission against the anchors,
 figures relative to the anchors, and a worker killed mid-job losing nothing (scripted judge: known
 preferences)."""
 
@@ -10,7 +10,7 @@ import re
 import pytest
 
 from mmjudge import HarmonicEval
-from mmjudge.leaderboard.arena_track import score_arena
+from mmjudge.leaderboard.arena_scoring import score_arena
 from mmjudge.leaderboard.benchmarks import demo_outputs, get_benchmark
 from mmjudge.testing import ScriptedJudge
 

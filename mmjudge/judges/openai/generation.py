@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mmjudge.judges.base import GenerationRequest, ScoredGenerationRequest, ScoredText
-from mmjudge.judges.openai_format import answer_text, chat_messages, generation_call
-from mmjudge.judges.openai_reading import scored_text
-from mmjudge.judges.openai_transport import APIError
+from mmjudge.judges.openai.format import answer_text, chat_messages, generation_call
+from mmjudge.judges.openai.reading import scored_text
+from mmjudge.judges.openai.transport import APIError
+from mmjudge.judges.requests import GenerationRequest, ScoredGenerationRequest, ScoredText
 
 
 class GenerationMixin:

@@ -26,9 +26,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mmjudge.judges.base import GenerationRequest, RatingRequest, RatingResult, request_key
-from mmjudge.judges.openai_format import CHAT_PATH, answer_text, batch_line
-from mmjudge.judges.openai_transport import APIError
+from mmjudge.judges.openai.format import CHAT_PATH, answer_text, batch_line
+from mmjudge.judges.openai.transport import APIError
+from mmjudge.judges.requests import GenerationRequest, RatingRequest, RatingResult, request_key
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class BatchRunner:
         return Entry(key, line, {"kind": "rate", "choices": [str(c) for c in request.choices]})
 
     def generation_entry(self, key: str, request: GenerationRequest) -> Entry:
-        from mmjudge.judges.openai_format import generation_call
+        from mmjudge.judges.openai.format import generation_call
 
         call = generation_call(request, self.judge.model_name, self.judge.prefill_mode)
         line = json.dumps(batch_line(key, call), separators=(",", ":")).encode("utf-8")

@@ -1,5 +1,5 @@
 """What the ``openai`` judge settles about its fleet when it is built (or, for what a cached run never needs,
-when it first sends): the model's name, each server's kind (:mod:`mmjudge.judges.openai_servers`), whether
+when it first sends): the model's name, each server's kind (:mod:`mmjudge.judges.openai.servers`), whether
 the fleet continues an assistant prefix (``prefill``), whether it lists chosen token ids' log-probabilities
 (``mass``), the rating tokens' ids, and how many requests to keep in flight.
 
@@ -14,9 +14,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mmjudge.judges.openai_reading import TOKEN_ID_PREFIX, bare_token
-from mmjudge.judges.openai_servers import ServerInfo, identify
-from mmjudge.judges.openai_transport import APIError, Server, Transport
+from mmjudge.judges.openai.reading import TOKEN_ID_PREFIX, bare_token
+from mmjudge.judges.openai.servers import ServerInfo, identify
+from mmjudge.judges.openai.transport import APIError, Server, Transport
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """What the ``openai`` judge costs: the tokens it paid for (:class:`Usage`), what a run would cost before it
-is sent (:class:`Estimate`), and the dated list prices both are priced with (``openai_prices.toml``: data,
+is sent (:class:`Estimate`), and the dated list prices both are priced with (``prices.toml``: data,
 not code; ``price_table=`` names another file of the same layout).
 
 Prompt tokens of a request that is not sent yet are estimated: text with ``tiktoken`` when it is installed
@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmjudge.judges.base import GenerationRequest, RatingRequest, ScoredGenerationRequest
+from mmjudge.judges.requests import GenerationRequest, RatingRequest, ScoredGenerationRequest
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-PRICES_FILE = Path(__file__).with_name("openai_prices.toml")
+PRICES_FILE = Path(__file__).with_name("prices.toml")
 TOKENS_PER_MESSAGE = 3  # OpenAI cookbook: every message is wrapped in <|start|>{role}\n{content}<|end|>\n
 TOKENS_PER_REPLY = 3  # every reply is primed with <|start|>assistant<|message|>
 BYTES_PER_TOKEN = 4  # OpenAI: "one token generally corresponds to ~4 characters of text for common English text"
@@ -105,7 +105,7 @@ def load_prices(path: str | os.PathLike | None = None) -> PriceTable:
     except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as err:
         raise ValueError(
             f"price_table {str(where)!r}: cannot read it as a price table ({type(err).__name__}: {err}); it needs "
-            "`as_of` and [models.NAME] entries with input, output, batch_input, batch_output (see openai_prices.toml)."
+            "`as_of` and [models.NAME] entries with input, output, batch_input, batch_output (see prices.toml)."
         ) from None
 
 
@@ -281,7 +281,7 @@ class CostMixin:
 
     def estimate(self, requests: Sequence[RatingRequest | GenerationRequest], into: Estimate | None = None) -> Estimate:
         """What sending ``requests`` would cost at most: prompt tokens (images as the provider counts them) and
-        the completion tokens they allow (:mod:`~mmjudge.judges.openai_cost`). Nothing is encoded or sent."""
+        the completion tokens they allow (:mod:`~mmjudge.judges.openai.cost`). Nothing is encoded or sent."""
         estimate = into if into is not None else Estimate()
         price, continued = self.price(), self.prefill_mode == "continue"
         for request in requests:
