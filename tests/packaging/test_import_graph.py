@@ -43,7 +43,8 @@ def imports(path: Path, name: str, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
             targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
         else:
             continue
@@ -108,9 +109,6 @@ def test_no_two_modules_import_each_other_directly_or_around_a_circle():
 
 def test_no_layer_imports_a_layer_above_it():
     upward = sorted(
-        f"{name} -> {target}"
-        for name, targets in graph().items()
-        for target in targets
-        if layer(target) < layer(name)
+        f"{name} -> {target}" for name, targets in graph().items() for target in targets if layer(target) < layer(name)
     )
     assert upward == [], f"imports against the grain (docs/engine.md): {upward}"

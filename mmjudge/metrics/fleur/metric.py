@@ -41,9 +41,9 @@ from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
 from mmjudge.judges.base import Judge
 from mmjudge.judges.requests import GenerationRequest, RatingRequest, RatingResult, Turn
 from mmjudge.metrics.base import Metric
+from mmjudge.metrics.building import CacheOption, build_text_judge, set_text_limits
 from mmjudge.metrics.fleur.smoothing import DIGITS, parse_score, smooth_decimals, smooth_one
 from mmjudge.metrics.fleur.walk import EXPECTED_NEXT, Walk
-from mmjudge.metrics.building import CacheOption, build_text_judge, set_text_limits
 from mmjudge.metrics.spec import (
     EXPLAIN,
     PREDICTIONS,

@@ -30,10 +30,10 @@ from mmjudge.inputs import DEFAULT_MAX_TEXT_CHARS
 from mmjudge.judges.base import Judge, JudgeCapabilityError
 from mmjudge.judges.requests import RatingRequest, Turn
 from mmjudge.metrics.base import Metric
+from mmjudge.metrics.building import CacheOption, build_text_judge, set_text_limits
 from mmjudge.metrics.harmonic_eval.pairwise import DEFAULT_PAIR_PROMPTS, PairwiseHarmonicEval
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA, aggregate, check_gamma
 from mmjudge.metrics.harmonic_eval.spec import harmonic_eval_spec
-from mmjudge.metrics.building import CacheOption, build_text_judge, set_text_limits
 from mmjudge.metrics.spec import ChunkScores, Item, MetricSpec
 from mmjudge.metrics.statuses import (
     DEFAULT_MIN_MASS,

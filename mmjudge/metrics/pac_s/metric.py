@@ -24,9 +24,9 @@ from typing import Any
 from mmjudge.errors import check_batch_size
 from mmjudge.images import DEFAULT_MAX_PIXELS
 from mmjudge.metrics.base import Metric
+from mmjudge.metrics.building import given_once
 from mmjudge.metrics.clip_score.metric import PREFIX, check_w, similarity_chunk
 from mmjudge.metrics.clip_score.sentences import SPLIT_VERSION
-from mmjudge.metrics.building import given_once
 from mmjudge.metrics.spec import IMAGES, PREDICTIONS, REFERENCES, ChunkScores, Item, MetricSpec, OutputSpec
 
 CONFIGS = ("pac_s", "ref_pac_s", "pac_s_plus", "ref_pac_s_plus", "pac_s_avg", "pac_s_plus_avg")
