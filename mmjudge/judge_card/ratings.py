@@ -1,0 +1,86 @@
+"""Ratings benchmarks on a card (the caption sets): the judge's overall score per caption — HarmonicEval's
+ratings from a resumable judge run, or a verdict file's scores — correlated with the human scores by the
+benchmark's own measure (:func:`mmjudge.metaeval.meta_evaluate`: Kendall τ-c or τ-b per human judgment,
+paired bootstrap intervals), as ``mmjudge reproduce`` computes a metric's cell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from mmjudge.human_judgments import HumanJudgments
+from mmjudge.judge_card.benchmarks import JudgeBenchmark
+from mmjudge.judge_card.measures import row
+
+
+def read_judgments(
+    bench: JudgeBenchmark, data_dir: str | None, options: Mapping[str, Any], limit: int | None
+) -> HumanJudgments:
+    """The benchmark's judgments, items holding image paths; with ``limit``, its first ``limit`` items and
+    their ratings."""
+    import dataclasses
+
+    from mmjudge.reproduce.scoring import load_context
+
+    judgments = load_context(bench.dataset, bench.split, None, data_dir, options)
+    if limit is not None:
+        items = judgments.items[:limit]
+        kept = {item["id"] for item in items}
+        ratings = [r for r in judgments.ratings if r["id"] in kept]
+        judgments = dataclasses.replace(judgments, items=items, ratings=ratings, choices=[], pairs=[])
+    if not judgments.items:
+        raise ValueError(f"{bench.name}: the data folder holds no items.")
+    return judgments
+
+
+def verdict_scores(judgments: HumanJudgments, verdicts: Mapping[str, float]) -> dict[str, dict[str, float]]:
+    """A verdict file's scores as a score table (NaN for an item without a verdict: no answer).
+
+    Raises:
+        ValueError: verdicts for ids the benchmark does not have.
+    """
+    known = [item["id"] for item in judgments.items]
+    unknown = sorted(set(verdicts) - set(known))
+    if unknown:
+        raise ValueError(
+            f"{len(unknown):,} verdict(s) name ids the benchmark does not have ({', '.join(map(repr, unknown[:3]))}); "
+            "ids are the benchmark's own `id` column."
+        )
+    return {i: {"score": verdicts.get(i, math.nan)} for i in known}
+
+
+def correlation_rows(
+    bench: JudgeBenchmark,
+    judgments: HumanJudgments,
+    scores: Mapping[str, Mapping[str, float]],
+    key: str,
+    bootstrap: int,
+    seed: int,
+    confidence: float,
+) -> list[dict]:
+    """The card rows of a ratings benchmark: its correlation over all items, and the share with no score."""
+    from mmjudge.metaeval import meta_evaluate
+
+    table = {i: {"score": float(values.get(key, math.nan))} for i, values in scores.items()}
+    result = meta_evaluate(
+        judgments,
+        {"judge": table},
+        measures=[bench.correlation],
+        bootstrap=bootstrap,
+        seed=seed,
+        confidence=confidence,
+        criterion_scores=False,
+    )
+    records = result.find("judge", measure=bench.correlation, criterion="overall", task="all")
+    if not records:
+        raise ValueError(f"{bench.name}: the meta-evaluation has no {bench.correlation} figure.")
+    record = records[0]
+    low, high = record.get("ci_low"), record.get("ci_high")
+    values = [v["score"] for v in table.values()]
+    missing = sum(1 for v in values if v != v) / len(values)
+    return [
+        row(bench.name, "", bench.correlation, record["value"], low, high, int(record.get("n_items", len(values)))),
+        row(bench.name, "", "no_answer", missing, None, None, len(values)),
+    ]
