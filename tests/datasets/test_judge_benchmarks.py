@@ -404,3 +404,18 @@ def test_the_committed_cards_describe_the_new_benchmarks():
         text = (ROOT / "datasets_scripts" / name / "README.md").read_text()
         assert text == md.card(name)
     assert "Configuration `score`:" in (ROOT / "datasets_scripts" / "mllm_judge" / "README.md").read_text()
+
+
+def test_cli_reads_a_configuration(tmp_path, capsys):
+    from mmjudge.cli import main
+
+    root = jb.write_mllm_judge(tmp_path / "repo")
+    args = ["dataset", "info", "mllm_judge", "--data-dir", str(root), "--cache-dir", str(tmp_path / "c")]
+    assert main([*args, "--config", "score"]) == 0
+    out = capsys.readouterr().out
+    assert "test: 2 rows" in out and "ratings: 2" in out and "pairs: 0" in out
+    assert main([*args, "--config", "batch"]) == 0
+    assert "pairs: 9" in capsys.readouterr().out
+    assert main([*args, "--config", "bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "bogus" in err and "pair" in err and err.count("\n") == 1
