@@ -80,7 +80,7 @@ def iter_judge_pairs(name: str, dataset: Any) -> Iterator[JudgePair]:
     if key not in SUBSETS:
         raise ValueError(f"Expected argument `name` to be one of {', '.join(SUBSETS)}, but got {name!r}.")
     for row in _rows(dataset):
-        if key == "mllm_judge" and "responses" not in row:
+        if key == "mllm_judge" and "preferred" not in row:
             config = "score" if "score" in row else "batch"
             raise DataError(
                 f"judge_pairs: these mllm_judge rows are its {config!r} configuration, which holds no pairs; load "

@@ -17,7 +17,7 @@ import datasets
 
 from mmjudge.datasets import _sources as src
 from mmjudge.datasets._base import BenchmarkBuilder, DataError, content_ids, default_configs
-from mmjudge.datasets._judge_files import ImageFiles, read_json_list, text_field
+from mmjudge.datasets._judge_files import ImageFiles, read_json_list, record_field, text_field
 from mmjudge.datasets._judge_pairs import pair_judgments
 from mmjudge.human_judgments import HumanJudgments
 
@@ -95,7 +95,10 @@ class CapArena(BenchmarkBuilder):
 
     def row(self, record: Any, n: int, file: str, images: ImageFiles) -> dict[str, Any]:
         where = f"{self.PRETTY_NAME}: {file}: battle {n}"
-        fields = {name: text_field(record, (name,), where) for name in src.CAPARENA_REQUIRED}
+        fields = {name: text_field(record, (name,), where) for name in src.CAPARENA_REQUIRED if name != "winner"}
+        # cal_agreement reads any winner that is neither source (an empty one too) as a tie.
+        winner = record_field(record, ("winner",), where)
+        fields["winner"] = "" if winner is None else str(winner)
         found = images.find(fields["img"])
         if found is None:
             raise DataError(

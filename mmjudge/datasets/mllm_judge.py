@@ -260,11 +260,13 @@ def benchmark_file(source: Path, name: str) -> Path:
 def to_human_judgments(dataset: Any) -> HumanJudgments:
     """pair: the preference pairs (:func:`pair_judgments`, ties counted apart); score: one overall rating per answer
     (Pearson, as the paper); batch: one preference pair per two answers of a ranking."""
-    rows = rows_of(dataset)
-    if not rows or "preferred" in rows[0][1]:
+    import datasets as hf
+
+    first = next(iter(dataset.values())) if isinstance(dataset, hf.DatasetDict) else dataset
+    if "preferred" in first.column_names:
         return pair_judgments("mllm_judge", dataset)
     items, ratings, pairs = [], [], []
-    for _split, row in rows:
+    for _split, row in rows_of(dataset):
         texts = [row["response"]] if "score" in row else row["responses"]
         ids = [row["id"]] if "score" in row else [f"{row['id']}-{k}" for k in range(len(texts))]
         for item_id, text in zip(ids, texts):

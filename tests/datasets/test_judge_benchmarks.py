@@ -182,6 +182,8 @@ def test_mllm_judge_score_and_batch_configs(tmp_path):
     assert len(hj.pairs) == 6 + 3 and hj.pairs[0]["better"] == "mllm_judge-batch-0-2"
     with pytest.raises(DataError, match="these mllm_judge rows are its 'score' configuration, which holds no pairs"):
         judge_pairs("mllm_judge", score)
+    with pytest.raises(DataError, match="these mllm_judge rows are its 'batch' configuration, which holds no pairs"):
+        judge_pairs("mllm_judge", batch)
 
 
 # --- Multi-Crit ---------------------------------------------------------------------------------------------------
