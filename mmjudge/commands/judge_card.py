@@ -14,6 +14,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mmjudge.commands._judge_flags import add_judge_options, judge_options, key_values
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{p.benchmark}: from {p.source}; {needs} — {state}")
         return 0
     card = judge_card(benchmarks, settings, judge)
+    for name, why in card.not_run.items():
+        print(f"{name}: not run: {why}", file=sys.stderr)
     print(card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage), end="")
     if args.out:
         print(f"wrote card.json, card.md, card.png, signature.json to {args.out}")

@@ -32,8 +32,9 @@ SUBSETS: dict[str, tuple[str, ...]] = {
     "mllm_judge": ("original_dataset",),
     "multi_crit": ("criterion", "prompt_id", "split"),
     "caparena": ("cluster",),
+    "pascal50s": ("category",),
 }
-CAPTION_SETS = ("caparena",)  # no query: the responses are captions of the image (task "ic")
+CAPTION_SETS = ("caparena", "pascal50s")  # no query: the responses are captions of the image (task "ic")
 PREFERENCES = (0.0, 0.5, 1.0)
 
 
@@ -92,6 +93,8 @@ def iter_judge_pairs(name: str, dataset: Any) -> Iterator[JudgePair]:
 
 
 def _pair(key: str, row: dict[str, Any]) -> JudgePair:
+    if key == "pascal50s":  # the classic caption pairs: label 0 / 1 (the builder counts a vote tie for A)
+        row = {**row, "responses": [row["text_a"], row["text_b"]], "preferred": row["label"]}
     responses = tuple(str(r) for r in row["responses"])
     if len(responses) != 2:
         raise DataError(f"{key} row {row['id']!r}: expected two responses, but got {len(responses)}.")

@@ -85,7 +85,7 @@ JUDGE_BENCHMARKS: dict[str, JudgeBenchmark] = {
             PAIRS,
             "data/all_data.json (or all_data_release.json) and data/images/ of facebookresearch/multimodal_rewardbench",
             "accuracy over all items and per category (safety and reasoning split as scripts/2_get_accuracy.py does)",
-            Rules(subsets=("category",)),
+            Rules(subsets=("reporting_category", "category")),
         ),
         JudgeBenchmark(
             "mllm_judge",

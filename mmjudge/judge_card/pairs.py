@@ -44,16 +44,16 @@ def read_pairs(
 ) -> list[Pair]:
     """The benchmark's pairs (the first ``limit``), images spilled to files so the pairs hold paths."""
     from mmjudge.datasets import load_dataset
-    from mmjudge.datasets._judge_pairs import judge_pairs
+    from mmjudge.datasets._judge_pairs import iter_judge_pairs
     from mmjudge.reproduce.scoring import with_image_paths
 
-    kwargs = dict(options)
+    kwargs = {"expected_counts": {}, **options}  # a partial copy is scored, its size shown as n
     if bench.config:
         kwargs.setdefault("config_name", bench.config)
     dataset = load_dataset(bench.dataset, split=bench.split, data_dir=data_dir, **kwargs)
     dataset = with_image_paths(dataset, data_dir)
     out = []
-    for found in judge_pairs(bench.dataset, dataset):
+    for found in iter_judge_pairs(bench.dataset, dataset):
         if limit is not None and len(out) >= limit:
             break
         image = found.image.get("path") if isinstance(found.image, dict) else found.image
@@ -65,7 +65,7 @@ def read_pairs(
                 (str(found.responses[0]), str(found.responses[1])),
                 float(found.preferred),
                 dict(found.subsets),
-                getattr(found, "prompt", None) or found.subsets.get("prompt_id"),
+                found.subsets.get("prompt_id"),
                 found.criterion,
                 found.task or bench.task,
             )

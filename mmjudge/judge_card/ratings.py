@@ -24,7 +24,8 @@ def read_judgments(
 
     from mmjudge.reproduce.scoring import load_context
 
-    judgments = load_context(bench.dataset, bench.split, None, data_dir, options)
+    checks = {"expected_counts": {}, **options}  # a partial copy is scored, its size shown as n
+    judgments = load_context(bench.dataset, bench.split, None, data_dir, checks)
     if limit is not None:
         items = judgments.items[:limit]
         kept = {item["id"] for item in items}
@@ -73,7 +74,9 @@ def correlation_rows(
         confidence=confidence,
         criterion_scores=False,
     )
-    records = result.find("judge", measure=bench.correlation, criterion="overall", task="all")
+    records = result.find("judge", measure=bench.correlation, criterion="overall")
+    tasks = {r.get("task"): r for r in records}  # over all tasks, or the benchmark's one task
+    records = [tasks["all"]] if "all" in tasks else list(tasks.values()) if len(tasks) == 1 else []
     if not records:
         raise ValueError(f"{bench.name}: the meta-evaluation has no {bench.correlation} figure.")
     record = records[0]
