@@ -188,3 +188,31 @@ def test_ratings_verdicts_correlate_with_the_human_scores(tmp_path):
         )
         taus.append(_by(judge_card(["flickr8k_expert"], settings).rows, "tau_c")["value"])
     assert taus[0] > 0.5 and taus[1] == pytest.approx(-taus[0]) and not math.isnan(taus[0])
+
+
+@pytest.mark.slow
+def test_smollm2_compares_the_text_criteria_of_real_pairs(smollm2_gguf, vlrb, tmp_path, capsys):
+    """The real text-only SmolLM2 on a card: every pair compared on Clarity, Fluency and Conciseness in both
+    orders (the image criteria are not asked). It puts only about 20% of its probability on the answer letters,
+    under min_mass 0.5: by default every pair is counted as no answer (low_mass), never as a preference; with
+    min_mass lowered, every pair is answered — plumbing with a real model, not a verdict on SmolLM2 as a judge."""
+    base = [
+        "judge-card",
+        "--model",
+        "smollm2",
+        "--benchmarks",
+        "vl_rewardbench",
+        "--data-dir",
+        f"vl_rewardbench={vlrb}",
+    ]
+    base += ["--limit", "3", "--bootstrap", "0", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "strict")]) == 0
+    strict = json.loads((tmp_path / "strict" / "card.json").read_text())
+    assert _by(strict, "no_answer")["value"] == 1.0 and _by(strict, "accuracy")["n"] == 0
+    assert main([*base, "--set", "min_mass=0.1", "--out", str(tmp_path / "lenient")]) == 0
+    rows = json.loads((tmp_path / "lenient" / "card.json").read_text())
+    assert _by(rows, "accuracy")["n"] == 3 and _by(rows, "no_answer")["value"] == 0.0
+    assert _by(rows, "order_agreement")["n"] == 3 * 3  # pairs × the three text criteria
+    signature = json.loads((tmp_path / "lenient" / "signature.json").read_text())["signature"]
+    assert "unrated=correctness,completeness" in signature and "min_mass=0.1" in signature
+    assert "smollm2" in capsys.readouterr().out
