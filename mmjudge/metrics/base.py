@@ -174,14 +174,14 @@ class Metric(ABC):
         :meth:`cached_parts` steps aside.
 
         >>> import os, tempfile
-        >>> from mmjudge.metrics.prompt_judge import PromptJudge
-        >>> g = PromptJudge("g_veval", judge="dummy", cache=os.path.join(tempfile.mkdtemp(), "c.sqlite"))
+        >>> from mmjudge.metrics.harmonic_eval.metric import HarmonicEval
+        >>> he = HarmonicEval(judge="dummy", criteria=["fluency"], cache=os.path.join(tempfile.mkdtemp(), "c.sqlite"))
         >>> texts = ["A dog runs."]
-        >>> _ = g.compute(predictions=texts, progress=False)
-        >>> with g.uncached():
-        ...     _ = g.compute(predictions=texts, progress=False)
-        >>> _ = g.compute(predictions=texts, progress=False)
-        >>> g.judge.calls   # the first call and the one without its cache; the third read the cache
+        >>> _ = he.compute(predictions=texts, progress=False)
+        >>> with he.uncached():
+        ...     _ = he.compute(predictions=texts, progress=False)
+        >>> _ = he.compute(predictions=texts, progress=False)
+        >>> he.judge.calls   # the first call and the one without its cache; the third read the cache
         2
         """
         with contextlib.ExitStack() as stack:
