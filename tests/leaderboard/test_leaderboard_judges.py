@@ -105,7 +105,11 @@ def test_verdicts_go_through_the_board_to_a_ranked_row_with_the_accuracy_worked_
     (tmp_path / "v.jsonl").write_bytes(verdicts(HAND))
     card = judge_card(
         ["vl_rewardbench"],
-        Settings(data_dirs={"vl_rewardbench": vlrb}, verdicts={"vl_rewardbench": str(tmp_path / "v.jsonl")}),
+        Settings(
+            data_dirs={"vl_rewardbench": vlrb},
+            verdicts={"vl_rewardbench": str(tmp_path / "v.jsonl")},
+            bootstrap=SETTINGS["bootstrap"],
+        ),
     )
     stored = store.result(ids["hand-worked"]).summary["figures"]
     assert [{k: v for k, v in r.items() if k != "replicates"} for r in stored] == card.rows
@@ -128,11 +132,56 @@ def test_verdicts_go_through_the_board_to_a_ranked_row_with_the_accuracy_worked_
     status = views.standing(store, ids["hand-worked"], settings)
     assert describe(status).startswith("DONE: rank 1 of 2 by value = 0.750 [") and status["failed"] == 0
     page, breakdown = views.submission_view(store, ids["hand-worked"], settings)
-    assert "**Figures scored by the board**" in page and "**no answer**: 0 of 6 (0.0%) items" in page
+    assert "**Figures scored by the board**" in page and "**no answer**: 0 of 6 items (0.0%)" in page
     assert len(breakdown) == len(card.rows) and set(breakdown["subset"]) >= {"(all)", "general", "RLAIF-V"}
     view = views.track_view(store, "judges", bench, settings=settings)
     assert list(view.table.columns[:5]) == ["rank", "name", "accuracy", "interval", "vs above"]
     assert "**Scored by the board**" in view.caption and "Subsets: MMMU-Pro, MathVerse, POVID" in view.caption
+
+
+def test_a_caption_set_ranks_judges_by_its_tau_and_tells_a_copy_of_the_humans_from_noise(tmp_path, registry):
+    """Ratings benchmarks (the caption sets): ``{"id", "score"}`` per caption, ranked by the benchmark's Kendall τ
+    (Flickr8k-Expert: τ-c) from the card; "vs above" from the meta-evaluation's bootstrap values, which are the
+    same resamples for every judge."""
+    import random
+
+    from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS
+    from mmjudge.judge_card.ratings import read_judgments
+    from mmjudge.judge_card.run import Settings, judge_card
+    from repo_paths import FIXTURES
+
+    folder = str(FIXTURES / "flickr8k_expert")
+    settings = {**SETTINGS, "benchmarks": [{"name": "flickr8k_expert", "track": "judges", "data_dir": folder}]}
+    store = Store(tmp_path / "board")
+    worker = Worker(store, settings, progress=False)
+    human: dict[str, list[float]] = {}
+    for r in read_judgments(JUDGE_BENCHMARKS["flickr8k_expert"], folder, {}, None).ratings:
+        human.setdefault(r["id"], []).append(float(r["score"]))
+    rng = random.Random(0)
+    judges = {
+        "copies-the-mean": {i: sum(v) / len(v) for i, v in human.items()},
+        "coin": {i: rng.random() for i in human},
+    }
+    for name, scores in judges.items():
+        data = jsonl({"id": i, "score": s} for i, s in scores.items())
+        assert submit(store, track="judges", benchmark="flickr8k_expert-judges", name=name, submitter="a", data=data)
+    assert worker.run(once=True) == 2
+    [table] = views.tables(store, "judges", "flickr8k_expert-judges", settings=settings)
+    first, second = table["rows"]
+    assert (first["name"], second["name"], table["measure"]) == ("copies-the-mean", "coin", "tau_c")
+    assert first["value"] > 0.8 and abs(second["value"]) < 0.3 and second["separable"] is True
+    (tmp_path / "coin.jsonl").write_bytes(jsonl({"id": i, "score": s} for i, s in judges["coin"].items()))
+    card = judge_card(
+        ["flickr8k_expert"],
+        Settings(
+            data_dirs={"flickr8k_expert": folder},
+            verdicts={"flickr8k_expert": str(tmp_path / "coin.jsonl")},
+            bootstrap=SETTINGS["bootstrap"],
+        ),
+    )
+    assert (second["value"], second["ci_low"], second["ci_high"]) == tuple(
+        card.rows[0][k] for k in ("value", "low", "high")
+    )
 
 
 @pytest.mark.parametrize(

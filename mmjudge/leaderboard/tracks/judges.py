@@ -75,7 +75,16 @@ class JudgesTrack(Track):
     board_name_suffix = "-judges"
     pinned_columns = 2
     table_api = ("benchmark", "subset", "measure")
-    column_weights = {"rank": 0.6, "name": 1.6, "interval": 1.4, "vs above": 1.1, "note": 1.5, "id": 1.7}
+    column_weights = {
+        "rank": 0.5,
+        "name": 1.6,
+        "interval": 1.4,
+        "vs above": 1.0,
+        "n": 0.6,
+        "no_answer": 0.9,
+        "note": 1.6,
+        "id": 1.7,
+    }
 
     def __init__(self) -> None:
         self._filters: tuple[Filter, ...] = ()
@@ -214,7 +223,7 @@ class JudgesTrack(Track):
             ),
             f"**{main}** = {rounded(head.get('value'))} "
             f"{interval_text({'ci_low': head.get('low'), 'ci_high': head.get('high')})} over {head.get('n')} items · "
-            f"**no answer**: {_count(missing)} items",
+            f"**no answer**: {_count(missing)}",
         ]
         table = [
             {"subset": r["subset"] or "(all)", **{k: r[k] for k in ("measure", "value", "low", "high", "n")}}
@@ -316,15 +325,15 @@ def _row(entry: Any, subset: str, measure: str, most: float) -> dict:
 
 
 def _count(missing: Mapping[str, Any]) -> str:
-    """``3 of 24 (12.5%)``: the items without an answer, from the card's ``no_answer`` row.
+    """``3 of 24 items (12.5%)``: the items without an answer, from the card's ``no_answer`` row.
 
     >>> _count({"value": 0.125, "n": 24}), _count({})
-    ('3 of 24 (12.5%)', '—')
+    ('3 of 24 items (12.5%)', '—')
     """
     share, total = missing.get("value"), missing.get("n")
     if share is None or not total:
         return "—"
-    return f"{round(share * total)} of {total} ({100 * share:.1f}%)"
+    return f"{round(share * total)} of {total} items ({100 * share:.1f}%)"
 
 
 def _caption(tables: list[dict], index: int, most: float) -> str:
