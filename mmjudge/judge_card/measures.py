@@ -14,7 +14,10 @@ An item without an answer is left out of every figure (the card reports their sh
 VL-RewardBench's ``cal.py`` leaves out answers it cannot parse. Intervals: the items are resampled with
 replacement (prompts, for prompt-level accuracy) ``bootstrap`` times from a generator keyed by the seed and
 the benchmark alone, so every judge scored on a benchmark is resampled alike and their differences mean
-something; the interval is the percentile interval at ``confidence``.
+something; the interval is the percentile interval at ``confidence``. Because of that, two judges' figures can be
+compared pair by pair: pass ``replicates={}`` and each figure's bootstrap values land there, keyed by
+``(benchmark, subset, measure)`` (the leaderboard's Judges track says from them whether a row is separable from
+the one above).
 
 >>> items = [Item("1", 0, 0.9, {"source": "x"}), Item("2", 1, 0.8, {"source": "x"}),
 ...          Item("3", 1, 0.5, {"source": "y"}), Item("4", 0, float("nan"), {"source": "y"})]
@@ -100,17 +103,19 @@ def figures(
     bootstrap: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    replicates: dict | None = None,
 ) -> list[dict]:
     """The card rows of one benchmark (:data:`FIELDS`): the main measure overall and per subset value, the
     macro average, accuracy without human ties, prompt-level accuracy, and the share of items with no answer.
-    Values are fractions (0–1); ``low``/``high`` are ``None`` without bootstrap."""
+    Values are fractions (0–1); ``low``/``high`` are ``None`` without bootstrap. ``replicates``: a dict that
+    receives each figure's bootstrap values (``(benchmark, subset, measure)`` → array)."""
     if not items:
         raise ValueError(f"{benchmark}: no items to score.")
     credit = np.array([outcome(it.human, it.judge, rules.rule) for it in items])
     answered = ~np.isnan(credit)
     credit = np.where(answered, credit, 0.0)
     counts = resample_counts(len(items), bootstrap, rng_for(seed, "judge_card", benchmark)) if bootstrap else None
-    figure = _Figure(benchmark, credit, answered, counts, confidence)
+    figure = _Figure(benchmark, credit, answered, counts, confidence, replicates)
     everything = np.ones(len(items), dtype=bool)
     rows = [figure.accuracy("", rules.measure, everything)]
     for key in rules.subsets:
@@ -122,7 +127,7 @@ def figures(
     if rules.without_ties:
         rows.append(figure.accuracy("", f"{rules.measure}_without_ties", np.array([it.human != 0.5 for it in items])))
     if rules.prompt_accuracy:
-        rows.append(_prompt_accuracy(benchmark, items, credit, answered, bootstrap, seed, confidence))
+        rows.append(_prompt_accuracy(benchmark, items, credit, answered, bootstrap, seed, confidence, replicates))
     missing = float(np.mean(~answered))
     rows.append(row(benchmark, "", "no_answer", missing, None, None, len(items)))
     return rows
@@ -131,9 +136,9 @@ def figures(
 class _Figure:
     """Accuracies over masks of one benchmark's items, each with its bootstrap replicates."""
 
-    def __init__(self, benchmark: str, credit, answered, counts, confidence: float):
+    def __init__(self, benchmark: str, credit, answered, counts, confidence: float, kept: dict | None = None):
         self.benchmark, self.credit, self.answered, self.counts = benchmark, credit, answered, counts
-        self.confidence = confidence
+        self.confidence, self.kept = confidence, kept
 
     def values(self, mask: np.ndarray) -> tuple[float, np.ndarray | None, int]:
         use = mask & self.answered
@@ -164,10 +169,12 @@ class _Figure:
         low = high = None
         if replicates is not None and n:
             low, high = percentile_interval(replicates, self.confidence)
+            if self.kept is not None:
+                self.kept[(self.benchmark, subset, measure)] = replicates
         return row(self.benchmark, subset, measure, value, low, high, n)
 
 
-def _prompt_accuracy(benchmark, items, credit, answered, bootstrap, seed, confidence) -> dict:
+def _prompt_accuracy(benchmark, items, credit, answered, bootstrap, seed, confidence, kept=None) -> dict:
     """Multi-Crit's PAcc: a prompt counts as right only when every criterion of it is judged right (credit 1);
     a prompt with an unanswered criterion is left out."""
     by_prompt: dict[str, list[int]] = {}
@@ -180,7 +187,10 @@ def _prompt_accuracy(benchmark, items, credit, answered, bootstrap, seed, confid
     low = high = None
     if bootstrap and n:
         counts = resample_counts(n, bootstrap, rng_for(seed, "judge_card", benchmark, "prompts"))
-        low, high = percentile_interval((counts @ right) / n, confidence)
+        values = (counts @ right) / n
+        low, high = percentile_interval(values, confidence)
+        if kept is not None:
+            kept[(benchmark, "", "prompt_accuracy")] = values
     return row(benchmark, "", "prompt_accuracy", value, low, high, n)
 
 

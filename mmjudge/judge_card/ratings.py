@@ -60,8 +60,11 @@ def correlation_rows(
     bootstrap: int,
     seed: int,
     confidence: float,
+    replicates: dict | None = None,
 ) -> list[dict]:
-    """The card rows of a ratings benchmark: its correlation over all items, and the share with no score."""
+    """The card rows of a ratings benchmark: its correlation over all items, and the share with no score.
+    ``replicates``: a dict that receives the correlation's bootstrap values (``(benchmark, "", measure)`` →
+    array; the meta-evaluation draws them from the seed and the figure alone, so every judge's are alike)."""
     from mmjudge.metaeval import meta_evaluate
 
     table = {i: {"score": float(values.get(key, math.nan))} for i, values in scores.items()}
@@ -80,6 +83,12 @@ def correlation_rows(
     if not records:
         raise ValueError(f"{bench.name}: the meta-evaluation has no {bench.correlation} figure.")
     record = records[0]
+    if replicates is not None:
+        from mmjudge.metaeval.result import figure_key
+
+        found = result.resamples.get((figure_key(record), "judge"))
+        if found is not None:
+            replicates[(bench.name, "", bench.correlation)] = found
     low, high = record.get("ci_low"), record.get("ci_high")
     values = [v["score"] for v in table.values()]
     missing = sum(1 for v in values if v != v) / len(values)

@@ -73,6 +73,9 @@ class Card:
     not_run: dict[str, str] = field(default_factory=dict)
     usage: dict[str, Any] | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    # Each figure's bootstrap values, (benchmark, subset, measure) → array: drawn from the seed and the benchmark
+    # alone, so two cards' values of one figure pair up (the leaderboard tells separable rows apart with them).
+    replicates: dict[tuple[str, str, str], Any] = field(default_factory=dict)
 
 
 def plan(benchmarks: list[str], settings: Settings, judge: bool) -> list[Plan]:
@@ -114,7 +117,7 @@ def judge_card(benchmarks: list[str], settings: Settings, judge: Any = None) -> 
             continue
         bench = JUDGE_BENCHMARKS[p.benchmark]
         try:
-            rows, source = _score(bench, settings, metric)
+            rows, source = _score(bench, settings, metric, card.replicates)
         except BENCHMARK_ERRORS as err:
             card.not_run[p.benchmark] = _line(err)
             continue
@@ -149,12 +152,15 @@ class _Lazy:
         return self.built
 
 
-def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy) -> tuple[list[dict], str]:
-    """The rows of one benchmark and where its judgments came from."""
+def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates: dict) -> tuple[list[dict], str]:
+    """The rows of one benchmark and where its judgments came from (each figure's bootstrap values into
+    ``replicates``)."""
     folder = settings.data_dirs.get(bench.name)
     options = settings.dataset_options.get(bench.name, {})
     verdict_file = settings.verdicts.get(bench.name)
-    common = dict(bootstrap=settings.bootstrap, seed=settings.seed, confidence=settings.confidence)
+    common = dict(
+        bootstrap=settings.bootstrap, seed=settings.seed, confidence=settings.confidence, replicates=replicates
+    )
     if bench.kind == PAIRS:
         from mmjudge.judge_card import pairs as P
 

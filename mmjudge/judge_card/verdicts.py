@@ -28,6 +28,7 @@ import io
 import json
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -49,23 +50,39 @@ def read_verdicts(path: str | os.PathLike, kind: str) -> dict[str, float]:
     file = Path(path).expanduser()
     if not file.exists():
         raise FileNotFoundError(f"verdict file {str(file)!r}: no such file.")
-    key, out = FIELD[kind], {}
     with io.TextIOWrapper(open_regular_file(file), encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{file} line {number}"
-            row = _object(line, where)
-            if "id" not in row or row["id"] is None or isinstance(row["id"], (dict, list, bool)):
-                raise ValueError(f"{where}: expected an `id` (a string or a number), but got {row.get('id')!r}.")
-            item = str(row["id"])
-            if item in out:
-                raise ValueError(f"{where}: id {item!r} has a verdict already; give one verdict per item.")
-            if key not in row:
-                raise ValueError(f"{where}: expected `{key}`, but the object has {sorted(row)}.")
-            out[item] = _value(row[key], key, where)
+        out = parse_verdicts(f, kind, str(file))
     if not out:
         raise ValueError(f"{file}: no verdicts (the file is empty).")
+    return out
+
+
+def parse_verdicts(lines: Iterable[str], kind: str, source: str = "") -> dict[str, float]:
+    """The verdicts of a file's ``lines`` (what :func:`read_verdicts` reads; the leaderboard's Judges track checks
+    an upload with it), every problem one ``ValueError`` naming ``<source> line N`` (``line N`` without a source).
+
+    >>> parse_verdicts(['{"id": "a", "score": 2.5}', "", '{"id": "b", "score": null}'], "ratings")
+    {'a': 2.5, 'b': nan}
+    >>> parse_verdicts(['{"id": "a", "preferred": 1}', '{"id": "a", "preferred": 0}'], "pairs")
+    Traceback (most recent call last):
+    ValueError: line 2: id 'a' has a verdict already; give one verdict per item.
+    """
+    if kind not in FIELD:
+        raise ValueError(f"Expected argument `kind` to be 'pairs' or 'ratings', but got {kind!r}.")
+    key, out = FIELD[kind], {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{source} line {number}" if source else f"line {number}"
+        row = _object(line, where)
+        if "id" not in row or row["id"] is None or isinstance(row["id"], (dict, list, bool)):
+            raise ValueError(f"{where}: expected an `id` (a string or a number), but got {row.get('id')!r}.")
+        item = str(row["id"])
+        if item in out:
+            raise ValueError(f"{where}: id {item!r} has a verdict already; give one verdict per item.")
+        if key not in row:
+            raise ValueError(f"{where}: expected `{key}`, but the object has {sorted(row)}.")
+        out[item] = _value(row[key], key, where)
     return out
 
 

@@ -89,3 +89,25 @@ def test_diagnostics_skip_missing_values():
     assert [(r["measure"], r["value"], r["n"]) for r in out] == [("position_bias", 0.2, 1), ("order_agreement", 1.0, 1)]
     assert judge_diagnostics("x", [{}], ["a"]) == []
     assert np.isfinite(out[0]["value"])
+
+
+def test_each_figure_keeps_its_bootstrap_values_and_every_judge_gets_the_same_resamples():
+    """``replicates=`` receives the values each interval was read from; they come from resamples keyed by the seed
+    and the benchmark alone, so a judge that always names the first response and one that always names the second
+    get values summing to exactly 1 in every resample (the even and the odd items of the same resample)."""
+    from mmjudge.metaeval.bootstrap import percentile_interval
+
+    def judge(preference):
+        return [Item(str(k), k % 2, preference, {"half": "a" if k < 6 else "b"}) for k in range(12)]
+
+    kept_first, kept_second = {}, {}
+    rules = Rules(subsets=("half",), macro_over="half")
+    first = figures("toy", judge(0.9), rules, bootstrap=300, replicates=kept_first)
+    figures("toy", judge(0.1), rules, bootstrap=300, replicates=kept_second)
+    assert set(kept_first) == {("toy", "", "accuracy"), ("toy", "a", "accuracy"), ("toy", "b", "accuracy"),
+                               ("toy", "", "macro_accuracy")}  # fmt: skip
+    whole = kept_first[("toy", "", "accuracy")]
+    assert whole.shape == (300,) and (_by(first, "accuracy")["low"], _by(first, "accuracy")["high"]) == tuple(
+        percentile_interval(whole, 0.95)
+    )
+    assert np.allclose(whole + kept_second[("toy", "", "accuracy")], 1.0) and whole.std() > 0
