@@ -9,6 +9,7 @@ COMMANDS = Registry(
         "compare": "mmjudge.commands.compare:add_parser",
         "convert_longclip": "mmjudge.commands.convert_longclip:add_parser",
         "dataset": "mmjudge.commands.dataset:add_parser",
+        "judge_card": "mmjudge.commands.judge_card:add_parser",
         "leaderboard": "mmjudge.commands.leaderboard:add_parser",
         "leaderboard_worker": "mmjudge.commands.leaderboard_worker:add_parser",
         "metaeval": "mmjudge.commands.metaeval:add_parser",

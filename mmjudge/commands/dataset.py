@@ -24,11 +24,12 @@ examples:
   mmjudge dataset export mmhe --data-dir ~/data/mmhe --out exports/mmhe   # Parquet + README.md card
   mmjudge dataset card thumb
   mmjudge dataset judgments pascal50s --data-dir ~/data/pascal --out pascal50s.json
+  mmjudge dataset info mllm_judge --data-dir ~/src/MLLM-Judge --config score
 """
 
 
 def _load_kwargs(args: argparse.Namespace) -> dict:
-    kwargs = {"data_dir": args.data_dir, "cache_dir": args.cache_dir, "layout": args.layout}
+    kwargs = {"data_dir": args.data_dir, "cache_dir": args.cache_dir, "layout": args.layout, "config_name": args.config}
     if args.expected_counts:
         kwargs["expected_counts"] = json.loads(args.expected_counts)
     return {k: v for k, v in kwargs.items() if v is not None}
@@ -101,6 +102,10 @@ def add_parser(sub) -> None:
         "--layout",
         choices=["original", "json", "parquet"],
         help="which copy to read when --data-dir holds several (the original release, the JSON file, Hub Parquet)",
+    )
+    p.add_argument(
+        "--config",
+        help="the benchmark's configuration, for one that has several (mllm_judge: pair, score or batch)",
     )
     p.add_argument(
         "--expected-counts", dest="expected_counts", help="JSON, e.g. '{\"test\": 12}'; {} disables count checks"

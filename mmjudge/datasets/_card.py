@@ -41,7 +41,14 @@ def card(
         _dataset_info_yaml(features, splits, split_bytes or {}) if features is not None and splits else "",
         "---",
     ]
-    schema = "\n".join(f"| `{col}` | `{_feature_text(feat)}` |" for col, feat in cls.FEATURES.items())
+    # A builder with several configurations (CONFIG_FEATURES) gets one table per configuration.
+    configs = getattr(cls, "CONFIG_FEATURES", None) or {"": cls.FEATURES}
+    schema = "\n\n".join(
+        (f"Configuration `{config}`:\n\n" if config else "")
+        + "| column | type |\n|---|---|\n"
+        + "\n".join(f"| `{col}` | `{_feature_text(feat)}` |" for col, feat in table.items())
+        for config, table in configs.items()
+    )
     counts = "\n".join(f"| {s} | {n} |" for s, n in splits.items()) if splits else ""
     issues = "\n".join(f"- {issue}" for issue in cls.KNOWN_ISSUES)
     verified = src.VERIFIED.get(name, "")
@@ -53,7 +60,7 @@ def card(
         f'# after export: datasets.load_dataset("<org>/{name}")\n```\n\n'
         f"Source files a `data_dir` must hold: {cls.SOURCE_FILES}. Homepage: {cls.HOMEPAGE or 'n/a'}."
         + (_layouts_text(src.LAYOUTS[name]) if len(src.LAYOUTS.get(name, ())) > 1 else ""),
-        f"## Schema\n\n| column | type |\n|---|---|\n{schema}",
+        f"## Schema\n\n{schema}",
         f"## Rows\n\n| split | rows |\n|---|---|\n{counts}" if counts else "",
         f"## Licence\n\n{cls.LICENSE}. mmjudge redistributes no data: this card describes what the loader builds.",
         f"## Known issues\n\n{issues}\n- Verification status of the upstream mapping: {verified}.",

@@ -16,16 +16,21 @@ from mmjudge.registry import Registry
 DATASETS = Registry(
     "dataset",
     {
+        "caparena": "mmjudge.datasets.caparena:CapArena",
         "composite": "mmjudge.datasets.composite:Composite",
         "flickr8k_cf": "mmjudge.datasets.flickr8k_cf:Flickr8kCF",
         "flickr8k_expert": "mmjudge.datasets.flickr8k_expert:Flickr8kExpert",
         "foil": "mmjudge.datasets.foil:FOIL",
         "longcap_arena": "mmjudge.datasets.longcap_arena:LongCapArena",
+        "mllm_judge": "mmjudge.datasets.mllm_judge:MLLMJudge",
+        "mm_rewardbench": "mmjudge.datasets.mm_rewardbench:MMRewardBench",
         "mmhe": "mmjudge.datasets.mmhe:MMHE",
+        "multi_crit": "mmjudge.datasets.multi_crit:MultiCrit",
         "nebula": "mmjudge.datasets.nebula:Nebula",
         "pascal50s": "mmjudge.datasets.pascal50s:Pascal50S",
         "polaris": "mmjudge.datasets.polaris:Polaris",
         "thumb": "mmjudge.datasets.thumb:THumB",
+        "vl_rewardbench": "mmjudge.datasets.vl_rewardbench:VLRewardBench",
     },
 )
 

@@ -171,6 +171,89 @@ THUMB_FILES = {
 # mscoco/README.md: "500 captions are evaluated for every model".
 THUMB_COUNTS = {"per_system": 500}
 
+# --- Benchmarks of judges: an image, a prompt (none for captions), two or more responses, a human preference ------
+# VL-RewardBench (Li et al., CVPR 2025): Hub `MMInstruction/VL-RewardBench`, one split `test` of 1,250 pairs in
+# data/test-00000-of-00001.parquet (older copies: test/<source>.parquet, dataset.parquet). `human_ranking` [0, 1]:
+# the first response is preferred; `image` a {bytes, path} struct. Optional columns were removed upstream over time,
+# so the schema is read at load time.
+VLRB_REPO = "MMInstruction/VL-RewardBench"
+VLRB_REQUIRED = ("id", "query", "response", "image", "human_ranking")
+VLRB_OPTIONAL = ("query_source", "models", "ground_truth")
+VLRB_COUNTS = {"test": 1250}
+# cal.py (github.com/vl-rewardbench/VL_RewardBench @ 9b10abd): the id prefix (text before the first `_` or `-`) names
+# the source dataset, each dataset belongs to one reported group. We read `query_source` first (squashed to
+# lower-case letters and digits), the id prefix when the source is none of these.
+VLRB_ID_PREFIXES = {
+    "RLAIF": "rlaif-v",
+    "RLHF": "rlhf-v",
+    "mathverse": "reasoning_tasks",
+    "mmmu": "reasoning_tasks",
+    "wildvision": "wildvision-battle",
+    "hallucination": "povid",  # since 91b241e (May 2025); before, POVID fell through to vlfeedback (general)
+}
+VLRB_DEFAULT_DATASET = "vlfeedback"
+VLRB_SOURCES = {
+    "wildvision": "wildvision-battle",
+    "wildvisionbattle": "wildvision-battle",
+    "vlfeedback": "vlfeedback",
+    "povid": "povid",
+    "rlaifv": "rlaif-v",
+    "rlhfv": "rlhf-v",
+    "mmmupro": "reasoning_tasks",
+    "mmmu": "reasoning_tasks",
+    "mathverse": "reasoning_tasks",
+    "reasoningtasks": "reasoning_tasks",
+}
+VLRB_GROUPS = {
+    "vlfeedback": "general",
+    "wildvision-battle": "general",
+    "povid": "hallucination",
+    "rlhf-v": "hallucination",
+    "rlaif-v": "hallucination",
+    "reasoning_tasks": "reasoning",
+}
+
+# Multimodal RewardBench (Yasunaga et al. 2025): github.com/facebookresearch/multimodal_rewardbench @ b4b92cd. Its
+# scripts/0_download_data.py fetches the images into data/images/<source>/ and writes data/all_data.json (the
+# prompts of some sources filled in); data/all_data_release.json is the committed file. No Hub copy by the authors.
+MMRB_REPO = "https://github.com/facebookresearch/multimodal_rewardbench"
+MMRB_FILES = ("all_data.json", "all_data_release.json")  # the first wins when both are there
+MMRB_REQUIRED = ("ID", "Image", "Output1", "Output2", "Better", "Category")
+MMRB_BETTER = {"Output1": 0, "Output2": 1}
+# scripts/2_get_accuracy.py: these categories are reported split by the lower-cased ID's prefix.
+MMRB_SPLIT_CATEGORIES = {
+    "safety": ("pairs", "safety/bias", "safety/toxicity"),
+    "reasoning": ("math", "reasoning/math", "reasoning/coding"),
+}
+
+# MLLM-as-a-Judge (Chen et al., ICML 2024): github.com/Dongping-Chen/MLLM-Judge,
+# Dataset/Benchmark/{score,pair,batch}.jsonl with the images in Dataset/image/ (pair and score rows name them
+# `0.jpg`, batch rows `image/200.jpg`). The human label is `human` in the full files and `human_answer` in the
+# Lite / HQ ones (and in batch.jsonl): both are read.
+MLLMJ_REPO = "https://github.com/Dongping-Chen/MLLM-Judge"
+MLLMJ_FILES = {"pair": "pair.jsonl", "score": "score.jsonl", "batch": "batch.jsonl"}
+MLLMJ_FOLDERS = ("Dataset/Benchmark", "Benchmark", "")  # where the files are looked for first, under data_dir
+MLLMJ_IMAGE_FOLDERS = ("Dataset", "Dataset/image", "image", "")
+MLLMJ_LABELS = ("human", "human_answer")
+MLLMJ_PAIR_LABELS = {"A": 0.0, "B": 1.0, "C": 0.5}  # C: a tie
+
+# Multi-Crit (Xiong et al., CVPR 2026): Hub `txiong23/Multi-Crit`, data/open_ended-* (1,000 rows) and data/reasoning-*
+# (425 rows); one row per (prompt, response pair, criterion).
+MULTICRIT_REPO = "txiong23/Multi-Crit"
+MULTICRIT_SPLITS = ("open_ended", "reasoning")
+MULTICRIT_REQUIRED = ("question_id", "question", "pred_a", "pred_b", "criterion", "preference")
+MULTICRIT_OPTIONAL = ("image", "image_path", "model_a", "model_b", "split", "prompt_id")
+MULTICRIT_COUNTS = {"open_ended": 1000, "reasoning": 425}
+MULTICRIT_PREFERENCES = {"model_a": 0.0, "a": 0.0, "model_b": 1.0, "b": 1.0, "tie": 0.5, "equal": 0.5, "both": 0.5}
+
+# CapArena (Cheng et al., ACL 2025 Findings): github.com/njucckevin/CapArena @ c251cdd reads data/eval/
+# caparena_annots_eval.json (6,523 human battles, from a box.nju.edu.cn zip) and the 5,100 DOCCI images by `img`.
+CAPARENA_REPO = "https://github.com/njucckevin/CapArena"
+CAPARENA_FILE = "caparena_annots_eval.json"
+CAPARENA_REQUIRED = ("img", "source1", "source2", "caption1", "caption2", "winner")
+CAPARENA_COUNTS = {"test": 6523}
+CAPARENA_HUMAN = "human"  # a battle with this source is skipped by the authors' judge agreement (cal_agreement)
+
 # --- Layouts: what a data_dir must hold, and where the files come from --------------------------------
 FLEUR_ANNOTATIONS = "annotations/ of github.com/Yebin46/FLEUR"
 LAYOUTS: dict[str, tuple[Layout, ...]] = {
@@ -250,6 +333,13 @@ LAYOUTS: dict[str, tuple[Layout, ...]] = {
         ),
     ),
     "polaris": (Layout("parquet", (), f"the Hub dataset {POLARIS_REPO}", parquet=""),),
+    "vl_rewardbench": (Layout("parquet", (), f"the Hub dataset {VLRB_REPO}", parquet=""),),
+    "mm_rewardbench": (
+        Layout("original", (MMRB_FILES,), f"data/ of {MMRB_REPO}, after its scripts/0_download_data.py"),
+    ),
+    "mllm_judge": (Layout("original", (tuple(MLLMJ_FILES.values()),), f"Dataset/Benchmark/ of {MLLMJ_REPO}"),),
+    "multi_crit": (Layout("parquet", (), f"the Hub dataset {MULTICRIT_REPO}", parquet=""),),
+    "caparena": (Layout("original", ((CAPARENA_FILE,),), f"the human-battle zip linked from {CAPARENA_REPO}"),),
 }
 
 # What was checked against real upstream files (from public mirrors; nothing else could be downloaded):
@@ -272,4 +362,16 @@ VERIFIED: dict[str, Any] = {
     "CaptionEvalKit applies it; split file names assumed (<split>-*.parquet or a folder per split); fixtures only; "
     "no count",
     "polaris": "columns from CaptionEvalKit's loader (legacy.py); split file names assumed; fixtures only; no count",
+    "vl_rewardbench": "columns and split size from the Hub card (1e7096f/60630ac); the group mapping from cal.py @ "
+    "9b10abd; fixtures only (the Parquet file was not reachable here)",
+    "mm_rewardbench": "record fields from the repository's README and scripts @ b4b92cd (all_data_release.json itself "
+    "is larger than the snapshot kept); reporting categories from scripts/2_get_accuracy.py; fixtures only; no count",
+    "mllm_judge": "pair fields read in Dataset/Benchmark/pair.jsonl and pair_lite.jsonl, score fields in "
+    "score_lite.jsonl, batch fields and the best-to-worst letter ranking in Dataset/Benchmark/batch.jsonl and the "
+    "authors' batch prompt; score.jsonl itself not seen (its fields assumed to be score_lite.jsonl's); fixtures "
+    "only; no count",
+    "multi_crit": "columns and split sizes from the Hub card (1e858f2); preference values other than model_a / model_b "
+    "(a tie) not seen; fixtures only",
+    "caparena": "fields from the authors' code (vlm_as_a_judge.py, caparena_metrics.py @ c251cdd); the file itself "
+    "(box.nju.edu.cn) not reachable here; fixtures only",
 }

@@ -10,11 +10,12 @@ outputs on the same inputs, which every submission meets head to head (:meth:`Be
 Real benchmarks come from the engine's dataset loaders (``mmjudge.load_dataset``): configure them with
 :func:`configure` (name, track, ``data_dir``; Arena: ``anchors``, name → outputs file), e.g. MMHE's
 inputs for the Models and Arena tracks and MMHE, LongCap-Arena or the classic caption sets for the
-Metrics track. Without data files this machine has only the three **demo** benchmarks, made here:
+Metrics track. Without data files this machine has only the four **demo** benchmarks, made here:
 ``demo-inputs`` (8 drawn images over IC, VQA, VDU, REG), ``demo-arena`` (the same inputs with three
-anchor systems whose texts are written here, :data:`DEMO_ANCHORS`) and ``demo-judgments`` (24 captions
+anchor systems whose texts are written here, :data:`DEMO_ANCHORS`), ``demo-judgments`` (24 captions
 with synthetic ratings — made up to exercise the plumbing; they are not human judgments and the figures
-they give mean nothing).
+they give mean nothing) and ``demo-judge-pairs`` (the Judges track: 24 pairs of answers written in
+VL-RewardBench's layout, :mod:`mmjudge.leaderboard.tracks.judges`).
 
 >>> demo = get_benchmark("demo-inputs")
 >>> demo.track, demo.tasks, demo.ids[:3]
@@ -61,7 +62,7 @@ class Benchmark:
 
     Attributes:
         name: registry name (shown on the board).
-        track: the track it belongs to (``"models"``, ``"metrics"``, ``"arena"``).
+        track: the track it belongs to (``"models"``, ``"metrics"``, ``"arena"``, ``"judges"``).
         title / description: for the board.
         ids: the item ids an upload must cover exactly.
         tasks: the tasks of the items, in order.
@@ -406,3 +407,12 @@ def _demo_judgments_benchmark() -> Benchmark:
 register("demo-inputs", "models", _demo_inputs_benchmark)
 register("demo-judgments", "metrics", _demo_judgments_benchmark)
 register("demo-arena", "arena", _demo_arena_benchmark)
+
+
+def _demo_judge_pairs_benchmark() -> Benchmark:
+    from mmjudge.leaderboard.tracks import get_track
+
+    return get_track("judges").load_benchmark("vl_rewardbench", {"demo": True}, "demo-judge-pairs")
+
+
+register("demo-judge-pairs", "judges", _demo_judge_pairs_benchmark)

@@ -4,7 +4,7 @@
 >>> from mmjudge.leaderboard.store import Store
 >>> store = Store(tempfile.mkdtemp())
 >>> seed_demo(store), seed_demo(store)  # only into an empty board
-(7, 0)
+(10, 0)
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 
 from mmjudge.leaderboard.benchmarks import demo_outputs, demo_scores
 from mmjudge.leaderboard.intake import submit
+from mmjudge.leaderboard.judge_benchmarks import demo_card, demo_verdicts
 from mmjudge.leaderboard.settings import DEFAULTS
 from mmjudge.leaderboard.store import Store
 
@@ -40,8 +41,9 @@ def _jsonl(rows: list[dict]) -> bytes:
 
 
 def seed_demo(store: Store) -> int:
-    """Queue three demo model outputs, two demo metric score files and two demo arena entries (the wordiest
-    outputs, and outputs identical to the anchor ``anchor-clear``) into an empty board."""
+    """Queue three demo model outputs, two demo metric score files, two demo arena entries (the wordiest
+    outputs, and outputs identical to the anchor ``anchor-clear``) and three demo judges (two verdict files,
+    one judge card whose figures are reported, not scored) into an empty board."""
     if store.submissions(include_hidden=True):
         return 0
     queued = 0
@@ -74,5 +76,19 @@ def seed_demo(store: Store) -> int:
             submitter="demo",
             description="example outputs made for the demo, judged against the demo anchors",
             data=_jsonl(demo_outputs(quality)),
+        ).accepted
+    for data, name, about in (
+        (_jsonl(demo_verdicts("careful")), "demo-judge-careful", "right on all but one pair per group"),
+        (_jsonl(demo_verdicts("first-slot")), "demo-judge-first-slot", "always prefers the first response"),
+        (json.dumps(demo_card(), indent=1).encode(), "demo-judge-reported", "a judge card with made-up figures"),
+    ):
+        queued += submit(
+            store,
+            track="judges",
+            benchmark="demo-judge-pairs",
+            name=name,
+            submitter="demo",
+            description=f"verdicts written for the demo: {about}",
+            data=data,
         ).accepted
     return queued

@@ -163,6 +163,11 @@ def _write_parquet(bench: Benchmark, path: Path) -> None:
         "split": datasets.Value("string"),
     }
     items = bench.public_items()
+    # A track's own fields (a Judges item's two `responses`) go in as text, or lists of text.
+    for c in dict.fromkeys(k for it in items for k in it):
+        if c not in types:
+            listed = any(isinstance(it.get(c), (list, tuple)) for it in items)
+            types[c] = datasets.Sequence(datasets.Value("string")) if listed else datasets.Value("string")
     columns = [c for c in types if any(c in it for it in items)]
     rows = []
     for item in items:

@@ -177,7 +177,7 @@ def submit_tab(board: Board, page: Page) -> None:
                 names, value=names[0] if names else None, label="Benchmark", allow_custom_value=True
             )  # checked by intake; API clients may skip the track switch
         with gr.Row():
-            name = gr.Textbox(label="Model / metric name", max_lines=1, elem_id="submit-name")
+            name = gr.Textbox(label="Model / metric / judge name", max_lines=1, elem_id="submit-name")
             who = gr.Textbox(
                 label='Submitter (optional: your name; blank = your Hub user or "anonymous")',
                 max_lines=1,

@@ -69,24 +69,32 @@ def load_context(
     """The benchmark's human judgments with items ready to score: each image a file path (under ``data_dir``,
     or written once to the mmjudge cache folder when a Parquet layout embeds it; ``None`` without images), so
     the items hold no image bytes; references cut to the first ``references`` when given."""
-    import datasets
-
     from mmjudge.datasets import load_dataset
     from mmjudge.datasets._judgments import human_judgments
 
     kwargs = dict(dataset_options)
     if data_dir:
         kwargs["data_dir"] = data_dir
-    dataset = load_dataset(benchmark, split=split, **kwargs)
-    if "image" in dataset.column_names:
-        dataset = dataset.cast_column("image", datasets.Image(decode=False))
-        spill = _ImageFiles(data_dir)
-        dataset = dataset.map(spill, batched=True, batch_size=64, input_columns=["image"], desc="locating images")
+    dataset = with_image_paths(load_dataset(benchmark, split=split, **kwargs), data_dir)
     judgments = human_judgments(benchmark, dataset)
     for item in judgments.items:
         image = item.get("image")
         item["image"] = image.get("path") if isinstance(image, dict) else image
     return trim_references(judgments, references)
+
+
+def with_image_paths(dataset: Any, data_dir: str | None) -> Any:
+    """``dataset`` (a ``Dataset`` or ``DatasetDict``) with each ``image`` cell ``{bytes: None, path: <file>}``
+    (:class:`_ImageFiles`), so rows built from it hold file paths, not image bytes; unchanged without images."""
+    import datasets
+
+    if isinstance(dataset, datasets.DatasetDict):
+        return datasets.DatasetDict({name: with_image_paths(part, data_dir) for name, part in dataset.items()})
+    if "image" not in dataset.column_names:
+        return dataset
+    dataset = dataset.cast_column("image", datasets.Image(decode=False))
+    spill = _ImageFiles(data_dir)
+    return dataset.map(spill, batched=True, batch_size=64, input_columns=["image"], desc="locating images")
 
 
 class _ImageFiles:

@@ -90,7 +90,7 @@ def test_every_request_counts_against_the_rate_limit(tmp_path):
     ]
     assert [r.message for r in refused] == [
         "give the model or metric a name.",
-        "unknown benchmark 'no-such-bench'; available: demo-inputs, demo-judgments, demo-arena.",
+        "unknown benchmark 'no-such-bench'; available: demo-inputs, demo-judgments, demo-arena, demo-judge-pairs.",
         "benchmark 'demo-inputs' belongs to the models track, not metrics.",
     ]
     fourth = submit(store, track="nonsense", benchmark="demo-inputs", name="x", data=outputs(1), **kw)

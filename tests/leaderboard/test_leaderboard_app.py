@@ -318,6 +318,7 @@ def test_a_builder_downloads_the_inputs_and_submits_from_the_cli(tmp_path, capsy
             ("demo-inputs", "models", 8),
             ("demo-judgments", "metrics", 24),
             ("demo-arena", "arena", 8),
+            ("demo-judge-pairs", "judges", 24),
         ]
         assert listed[0]["example"] == {"id": "demo-ic-1", "text": "<your model's caption for this image>"}
         assert (

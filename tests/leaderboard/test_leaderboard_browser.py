@@ -112,6 +112,14 @@ def test_submit_in_browser_and_see_it_listed(browser, tmp_path):
         arena = browser.find_element(By.ID, "arena-table").text
         assert "strength" in arena and "win_rate" in arena and "interval" in arena, arena
         assert "anchor-clear" in browser.find_element(By.ID, "arena-caption").text
+        # The Judges tab, also from its declaration: the demo's judges ranked by accuracy on the demo pairs, the
+        # reported card apart (its own signature group).
+        tab(browser, "Judges")
+        wait_for(lambda: "demo-judge-careful" in browser.find_element(By.ID, "judges-table").text)
+        judges = browser.find_element(By.ID, "judges-table").text
+        assert "accuracy" in judges and "interval" in judges and "demo-judge-first-slot" in judges, judges
+        assert "demo-judge-reported" not in judges and "0.875" in judges
+        assert "Scored by the board" in browser.find_element(By.ID, "judges-caption").text
         tab(browser, "Models")
         time.sleep(4.0)  # let the plot draw
         shot = tmp_path / "leaderboard.png"

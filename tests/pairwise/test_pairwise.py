@@ -341,3 +341,26 @@ def test_custom_criteria_need_their_own_pairwise_prompts(tmp_path):
     )
     out = he.pairwise(str(pairs)).compute(["A dog."], ["A cat."], progress=False)
     assert "prompts=mine@3+mine_pairs@2" in out["signature"] and 0 <= out["humour"][0] <= 1
+
+
+def test_a_text_only_judge_is_asked_only_the_text_criteria_in_both_orders():
+    """A judge that cannot see images compares the texts on the criteria that read the text only (both orders
+    each); the image criteria get status needs_image (NaN, not a failure) and the overall preference weighs the
+    criteria it compared — as HarmonicEval's ratings do. Before, the image criteria were sent with the image
+    and came back 'ok'."""
+    from PIL import Image
+
+    from mmjudge.judges.base import innermost
+    from mmjudge.metrics.harmonic_eval.metric import HarmonicEval
+    from mmjudge.testing import ScriptedJudge
+
+    judge = ScriptedJudge(lambda r: [0.6, 0.2, 0.2], sees_images=False)
+    he = HarmonicEval(judge=judge, cache=False)
+    out = he.compare(["A dog runs."], ["A dog run."], images=[Image.new("RGB", (8, 8))], progress=False)
+    asked = innermost(he.judge).requests
+    assert len(asked) == 3 * 2 and {r.group for r in asked} == {"clarity", "fluency", "conciseness"}
+    assert all(r.image is None for r in asked)
+    assert out["correctness_status"] == ["needs_image"] and math.isnan(out["correctness"][0])
+    assert out["fluency_status"] == ["ok"] and out["failures"] == {}
+    assert out["scored"]["overall"] == 1 and out["scored"]["correctness"] == 0 and out["scored"]["fluency"] == 1
+    assert out["overall"][0] == pytest.approx(out["fluency"][0])  # every compared criterion says the same

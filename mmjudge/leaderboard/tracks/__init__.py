@@ -8,13 +8,13 @@ A track says what an uploaded file must hold (:meth:`Track.read_file`), how the 
 :meth:`Track.line_fields`, :meth:`Track.guide_steps`). Nothing else in the board names a track.
 
 >>> track_names()
-['models', 'metrics', 'arena']
+['models', 'metrics', 'arena', 'judges']
 >>> get_track("models").label, [f.key for f in get_track("metrics").filters]
 ('Models', ['task', 'criterion'])
 >>> get_track("chess")
 Traceback (most recent call last):
 ...
-ValueError: Unknown track 'chess'. Available: arena, metrics, models.
+ValueError: Unknown track 'chess'. Available: arena, judges, metrics, models.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ TRACKS = Registry(
         "models": "mmjudge.leaderboard.tracks.models:ModelsTrack",
         "metrics": "mmjudge.leaderboard.tracks.metrics:MetricsTrack",
         "arena": "mmjudge.leaderboard.tracks.arena:ArenaTrack",
+        "judges": "mmjudge.leaderboard.tracks.judges:JudgesTrack",
     },
 )
-_ORDER = ("models", "metrics", "arena")
+_ORDER = ("models", "metrics", "arena", "judges")
 DEFAULT_WEIGHT = 1.0
 _INSTANCES: dict[str, Track] = {}
 

@@ -21,6 +21,7 @@ unchanged (:func:`mmjudge.stream.score_file`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from mmjudge.metrics.harmonic_eval.pair_prompts import PairPrompts, load_pair_pr
 from mmjudge.metrics.harmonic_eval.preference import combine_orders, verdict
 from mmjudge.metrics.harmonic_eval.spec import harmonic_eval_spec
 from mmjudge.metrics.spec import EXPLAIN, PROGRESS, TASK, ChunkScores, InputSpec, Item, MetricSpec, OutputSpec
-from mmjudge.metrics.statuses import OK, failure_line, rating_status
+from mmjudge.metrics.statuses import NEEDS_IMAGE, NEEDS_IMAGE_NOTE, OK, failure_line, rating_status
 from mmjudge.prompts import load_prompt_set
 
 DEFAULT_PAIR_PROMPTS = "harmonic_eval_pairwise"
@@ -175,7 +176,8 @@ class PairwiseHarmonicEval(Metric):
     def _score_chunk(self, items: list[Item], explain: bool = False, progress: bool = False) -> ChunkScores:
         requests, swapped = self._requests(items)
         results = self.judge.rate(requests, progress=progress)
-        n, k = len(items), len(self.criteria)
+        rated = self.rater.rated_criteria  # a judge that cannot see images is not asked the image criteria
+        n, k = len(items), len(rated)
         raw = np.array([r.raw for r in results], dtype=np.float64).reshape(k, n, 2, 3)
         statuses = [rating_status(r, self.rater.min_mass) for r in results]
         # Requests go in a canonical order per pair (the text that sorts first in the first slot), so
@@ -192,7 +194,15 @@ class PairwiseHarmonicEval(Metric):
             "overall": combined.overall.tolist(),
             "verdict": [verdict(v) for v in combined.overall.tolist()],
         }
-        for j, criterion in enumerate(self.criteria):
+        for criterion in self.criteria:
+            if criterion not in rated:  # not asked: not a failure, never a number (as HarmonicEval's ratings)
+                for suffix in ("", "_tie", "_position_bias", "_slot_following", "_weight", "_mass"):
+                    out[criterion + suffix] = [math.nan] * n
+                out[f"{criterion}_verdict"] = [None] * n
+                out[f"{criterion}_status"] = [NEEDS_IMAGE] * n
+                out[f"{criterion}_note"] = [NEEDS_IMAGE_NOTE] * n
+                continue
+            j = rated.index(criterion)
             out[criterion] = combined.preference[:, j].tolist()
             out[f"{criterion}_tie"] = combined.tie[:, j].tolist()
             out[f"{criterion}_position_bias"] = combined.position_bias[:, j].tolist()
@@ -210,7 +220,7 @@ class PairwiseHarmonicEval(Metric):
         """Criterion-major, then item, then the two orders (canonical: the smaller text first)."""
         swapped = np.array([item.text > item.text_b for item in items], dtype=bool)  # type: ignore[attr-defined]
         requests = []
-        for criterion in self.criteria:
+        for criterion in self.rater.rated_criteria:
             sees = criterion in self.rater.image_criteria
             for item, swap in zip(items, swapped):
                 first, second = (item.text_b, item.text) if swap else (item.text, item.text_b)  # type: ignore[attr-defined]
@@ -259,8 +269,9 @@ class PairwiseHarmonicEval(Metric):
     ) -> None:
         """One explanation per criterion, in order AB: after the judge's most probable verdict, ask why."""
         n = len(swapped)
+        rated = self.rater.rated_criteria
         asked, follow_ups = [], []
-        for j in range(len(self.criteria)):
+        for j in range(len(rated)):
             for i in range(n):
                 if not answered[i, j]:
                     continue
@@ -270,8 +281,8 @@ class PairwiseHarmonicEval(Metric):
                 asked.append((i, j))
                 follow_ups.append(request.follow_up(answer, self.prompts.explain_turn, self.max_explanation_tokens))
         texts = self.judge.generate(follow_ups, progress=progress) if follow_ups else []
-        table: list[list[Any]] = [[None] * n for _ in self.criteria]
+        table: list[list[Any]] = [[None] * n for _ in rated]
         for (i, j), text in zip(asked, texts):
             table[j][i] = text
-        for j, criterion in enumerate(self.criteria):
-            out[f"{criterion}_explanation"] = table[j]
+        for criterion in self.criteria:
+            out[f"{criterion}_explanation"] = table[rated.index(criterion)] if criterion in rated else [None] * n

@@ -1,0 +1,253 @@
+"""A judge card: one judge on benchmarks of judges (``mmjudge judge-card``).
+
+For each benchmark asked for: its verdict file when one is given (no judge is loaded for it), else the judge
+runs on it — pairs compared head to head in both orders, captions rated — through
+:func:`mmjudge.stream.score_file` into ``<out>/runs/``: answers cached, rows written as they finish, a killed
+run resumed, each ``torchrun`` process judging its share. A run's file is named by everything its rows depend
+on (the judge's signature, the benchmark, its data folder, ``limit``), so a card with another judge or other
+data never reads them. A benchmark that cannot run (no data folder, no judge and no verdicts) says why and the
+others go on.
+
+>>> plans = plan(["vl_rewardbench"], Settings(), judge=False)
+>>> plans[0].missing()
+'no data: pass --data-dir vl_rewardbench=DIR, a folder holding the Hub Parquet of MMInstruction/VL-RewardBench ...'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, JudgeBenchmark
+from mmjudge.judge_card.measures import figures, judge_diagnostics, row
+
+# A failure these raise is a benchmark that cannot be scored (its reason is the message), not a crash.
+BENCHMARK_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, ImportError)
+
+
+@dataclass
+class Settings:
+    """Where each benchmark's data and verdicts are, its loader options, how many items, the bootstrap, where the
+    card goes, and the judge's name on it."""
+
+    data_dirs: dict[str, str] = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)
+    dataset_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    limit: int | None = None
+    bootstrap: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
+    out: str | None = None
+    progress: bool = True
+    name: str | None = None
+
+
+@dataclass
+class Plan:
+    """One benchmark: where its judgments come from (``verdicts`` or ``judge``) and each need with whether it is
+    here."""
+
+    benchmark: str
+    source: str
+    needs: list[tuple[str, bool, str]]
+
+    def missing(self) -> str | None:
+        return next((why for _, present, why in self.needs if not present), None)
+
+
+@dataclass
+class Card:
+    """What :func:`judge_card` returns: the rows of ``card.json``, the judge and its signature, each benchmark's
+    plan, why the ones that did not run did not, and what the judge cost."""
+
+    judge: str
+    signature: str
+    rows: list[dict]
+    plans: list[Plan]
+    not_run: dict[str, str] = field(default_factory=dict)
+    usage: dict[str, Any] | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    # Each figure's bootstrap values, (benchmark, subset, measure) → array: drawn from the seed and the benchmark
+    # alone, so two cards' values of one figure pair up (the leaderboard tells separable rows apart with them).
+    replicates: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+
+
+def plan(benchmarks: list[str], settings: Settings, judge: bool) -> list[Plan]:
+    """What each benchmark needs and what is here (the dry run); nothing is loaded."""
+    out = []
+    for name in benchmarks:
+        bench = JUDGE_BENCHMARKS[name]
+        folder = settings.data_dirs.get(name)
+        needs = [_data_need(bench, folder)]
+        verdict_file = settings.verdicts.get(name)
+        if verdict_file:
+            present = Path(verdict_file).expanduser().is_file()
+            needs.append(("verdicts", present, f"--verdicts {name}={verdict_file}: no such file"))
+            source = "verdicts"
+        else:
+            needs.append(("judge", judge, f"no judge and no verdicts: give --judge/--model, or --verdicts {name}=FILE"))
+            source = "judge"
+        out.append(Plan(name, source, needs))
+    return out
+
+
+def _data_need(bench: JudgeBenchmark, folder: str | None) -> tuple[str, bool, str]:
+    if folder:
+        return ("data", Path(folder).expanduser().is_dir(), f"--data-dir {bench.name}={folder}: not a folder")
+    return ("data", False, f"no data: pass --data-dir {bench.name}=DIR, a folder holding {bench.needs}")
+
+
+def judge_card(benchmarks: list[str], settings: Settings, judge: Any = None) -> Card:
+    """Score ``judge`` (HarmonicEval options as a dict, a ready ``HarmonicEval``, or ``None`` for verdicts only)
+    on ``benchmarks`` (:data:`~mmjudge.judge_card.benchmarks.JUDGE_BENCHMARKS` names). With ``settings.out``,
+    writes ``card.json``, ``card.md``, ``card.png`` and ``signature.json`` there."""
+    plans = plan(benchmarks, settings, judge is not None)
+    metric = _Lazy(judge)
+    card = Card(settings.name or "", "", [], plans)
+    for p in plans:
+        why = p.missing()
+        if why:
+            card.not_run[p.benchmark] = why
+            continue
+        bench = JUDGE_BENCHMARKS[p.benchmark]
+        try:
+            rows, source = _score(bench, settings, metric, card.replicates)
+        except BENCHMARK_ERRORS as err:
+            card.not_run[p.benchmark] = _line(err)
+            continue
+        card.rows.extend(rows)
+        card.sources[p.benchmark] = source
+    if metric.built is not None:
+        card.signature = str(metric.built.signature)
+        card.judge = card.judge or metric.built.judge.describe()
+        card.usage = metric.built.judge.usage_report()
+    card.judge = card.judge or "verdicts"
+    if settings.out:
+        from mmjudge.judge_card.output import write_card
+
+        write_card(card, settings)
+    return card
+
+
+class _Lazy:
+    """The judge's HarmonicEval, built the first time a benchmark needs it (a card of verdicts loads none)."""
+
+    def __init__(self, judge: Any):
+        self.judge, self.built = judge, None
+
+    def get(self) -> Any:
+        if self.built is None:
+            if isinstance(self.judge, Mapping):
+                from mmjudge.metrics.harmonic_eval.metric import HarmonicEval
+
+                self.built = HarmonicEval(**dict(self.judge))
+            else:
+                self.built = self.judge
+        return self.built
+
+
+def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates: dict) -> tuple[list[dict], str]:
+    """The rows of one benchmark and where its judgments came from (each figure's bootstrap values into
+    ``replicates``)."""
+    folder = settings.data_dirs.get(bench.name)
+    options = settings.dataset_options.get(bench.name, {})
+    verdict_file = settings.verdicts.get(bench.name)
+    common = dict(
+        bootstrap=settings.bootstrap, seed=settings.seed, confidence=settings.confidence, replicates=replicates
+    )
+    if bench.kind == PAIRS:
+        from mmjudge.judge_card import pairs as P
+
+        found = P.read_pairs(bench, folder, options, settings.limit)
+        if verdict_file:
+            from mmjudge.judge_card.verdicts import read_verdicts
+
+            items = P.verdict_items(found, read_verdicts(verdict_file, "pairs"))
+            return figures(bench.name, items, bench.rules, **common), f"verdicts {verdict_file}"
+        he = metric.get()
+        run = _run_path(settings, bench, he, folder)
+        P.write_items(found, run.with_suffix(".items.jsonl"))
+        rows, speed = _judge_run(bench.name, he.pairwise(), run.with_suffix(".items.jsonl"), run, settings)
+        items = P.judged_items(found, iter(rows), bench)
+        out = figures(bench.name, items, bench.rules, **common)
+        out[-1:-1] = judge_diagnostics(bench.name, rows, he.criteria) + speed
+        return out, f"judge {he.judge.describe()}"
+    from mmjudge.judge_card import ratings as R
+
+    judgments = R.read_judgments(bench, folder, options, settings.limit)
+    if verdict_file:
+        from mmjudge.judge_card.verdicts import read_verdicts
+
+        scores = R.verdict_scores(judgments, read_verdicts(verdict_file, "ratings"))
+        return R.correlation_rows(bench, judgments, scores, "score", **common), f"verdicts {verdict_file}"
+    he = metric.get()
+    run = _run_path(settings, bench, he, folder)
+    _write_rating_items(judgments, run.with_suffix(".items.jsonl"))
+    rows, speed = _judge_run(bench.name, he, run.with_suffix(".items.jsonl"), run, settings)
+    scores = {str(r.get("id")): {"overall": _number(r.get("overall"))} for r in rows}
+    out = R.correlation_rows(bench, judgments, scores, "overall", **common)
+    out[-1:-1] = speed
+    return out, f"judge {he.judge.describe()}"
+
+
+def _judge_run(
+    benchmark: str, metric: Any, items: Path, output: Path, settings: Settings
+) -> tuple[list[dict], list[dict]]:
+    """Run ``metric`` over the items file into ``output`` (resumable; sharded under ``torchrun``); its rows,
+    and the items per second of the items this run judged (not those an earlier run had finished)."""
+    from mmjudge.pairwise.summary import output_rows
+    from mmjudge.stream import score_file
+
+    start = time.perf_counter()
+    summary = score_file(metric, str(items), str(output), keep=("id",), progress=settings.progress)
+    seconds = time.perf_counter() - start
+    done = max(summary.total - summary.resumed, 0) if not summary.complete else 0
+    rows = list(output_rows(output))
+    speed = [row(benchmark, "", "samples_per_s", done / seconds, None, None, done)] if done and seconds > 0 else []
+    return rows, speed
+
+
+def _run_path(settings: Settings, bench: JudgeBenchmark, metric: Any, folder: str | None) -> Path:
+    from mmjudge._version import __version__
+    from mmjudge.paths import cache_dir
+    from mmjudge.reproduce.scoring import folder_fingerprint
+
+    key = {
+        "benchmark": bench.name,
+        "signature": str(metric.signature),
+        "data": folder_fingerprint(folder),
+        "limit": settings.limit,
+        "options": settings.dataset_options.get(bench.name, {}),
+        "version": __version__,
+    }
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    base = Path(settings.out) if settings.out else cache_dir() / "judge_card"
+    return base / "runs" / f"{bench.name}-{digest}.jsonl"
+
+
+def _write_rating_items(judgments: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for item in judgments.items:
+            item_row = {k: item.get(k) for k in ("id", "task", "text", "image") if item.get(k) is not None}
+            f.write(json.dumps(item_row, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def _number(value: Any) -> float:
+    try:
+        return math.nan if value is None or isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"

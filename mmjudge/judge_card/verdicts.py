@@ -1,0 +1,111 @@
+"""Verdicts a judge gave elsewhere, read for a card without loading any judge (``--verdicts BENCHMARK=FILE``).
+
+A verdict file is JSON Lines, one object per item of the benchmark:
+
+* pairs benchmarks: ``{"id": ..., "preferred": 0 | 1 | 0.5}`` — the index of the better response in the
+  benchmark's list of responses (``0.5`` for a tie; ``null`` when the judge gave no answer);
+* ratings benchmarks: ``{"id": ..., "score": <number>}`` (``null``: no answer).
+
+Ids are the benchmark's own (``mmjudge.load_dataset(name)``'s ``id`` column). Every line is checked before
+anything is scored, and a bad one is one line naming the file and the line.
+
+>>> import json, os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "v.jsonl")
+>>> with open(path, "w") as f:
+...     _ = f.write('{"id": "a", "preferred": 0}\\n{"id": "b", "preferred": 0.5}\\n{"id": 7, "preferred": null}\\n')
+>>> read_verdicts(path, "pairs")
+{'a': 0.0, 'b': 0.5, '7': nan}
+>>> with open(path, "a") as f:
+...     _ = f.write('{"id": "c", "preferred": 2}\\n')
+>>> read_verdicts(path, "pairs")
+Traceback (most recent call last):
+ValueError: ...v.jsonl line 4: `preferred` must be 0, 1 or 0.5 (the index of the better response; ...), but got 2.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from mmjudge.inputs import is_number
+from mmjudge.paths import open_regular_file
+
+FIELD = {"pairs": "preferred", "ratings": "score"}
+
+
+def read_verdicts(path: str | os.PathLike, kind: str) -> dict[str, float]:
+    """id → the verdict (``preferred`` for ``kind="pairs"``, ``score`` for ``"ratings"``; NaN: no answer).
+
+    Raises:
+        ValueError: a line that is not a JSON object, without an ``id``, with a repeated id or a value out of
+            range; FileNotFoundError: no such file.
+    """
+    if kind not in FIELD:
+        raise ValueError(f"Expected argument `kind` to be 'pairs' or 'ratings', but got {kind!r}.")
+    file = Path(path).expanduser()
+    if not file.exists():
+        raise FileNotFoundError(f"verdict file {str(file)!r}: no such file.")
+    with io.TextIOWrapper(open_regular_file(file), encoding="utf-8", errors="replace") as f:
+        out = parse_verdicts(f, kind, str(file))
+    if not out:
+        raise ValueError(f"{file}: no verdicts (the file is empty).")
+    return out
+
+
+def parse_verdicts(lines: Iterable[str], kind: str, source: str = "") -> dict[str, float]:
+    """The verdicts of a file's ``lines`` (what :func:`read_verdicts` reads; the leaderboard's Judges track checks
+    an upload with it), every problem one ``ValueError`` naming ``<source> line N`` (``line N`` without a source).
+
+    >>> parse_verdicts(['{"id": "a", "score": 2.5}', "", '{"id": "b", "score": null}'], "ratings")
+    {'a': 2.5, 'b': nan}
+    >>> parse_verdicts(['{"id": "a", "preferred": 1}', '{"id": "a", "preferred": 0}'], "pairs")
+    Traceback (most recent call last):
+    ValueError: line 2: id 'a' has a verdict already; give one verdict per item.
+    """
+    if kind not in FIELD:
+        raise ValueError(f"Expected argument `kind` to be 'pairs' or 'ratings', but got {kind!r}.")
+    key, out = FIELD[kind], {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{source} line {number}" if source else f"line {number}"
+        row = _object(line, where)
+        if "id" not in row or row["id"] is None or isinstance(row["id"], (dict, list, bool)):
+            raise ValueError(f"{where}: expected an `id` (a string or a number), but got {row.get('id')!r}.")
+        item = str(row["id"])
+        if item in out:
+            raise ValueError(f"{where}: id {item!r} has a verdict already; give one verdict per item.")
+        if key not in row:
+            raise ValueError(f"{where}: expected `{key}`, but the object has {sorted(row)}.")
+        out[item] = _value(row[key], key, where)
+    return out
+
+
+def _object(line: str, where: str) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise ValueError(f"{where}: not JSON ({str(err)[:80]}).") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected a JSON object, but got {type(row).__name__}.")
+    return row
+
+
+def _value(value: Any, key: str, where: str) -> float:
+    if value is None:
+        return math.nan
+    if key == "preferred":
+        if not is_number(value) or float(value) not in (0.0, 1.0, 0.5):
+            raise ValueError(
+                f"{where}: `preferred` must be 0, 1 or 0.5 (the index of the better response; 0.5 for a tie), "
+                f"but got {value!r}."
+            )
+        return float(value)
+    if not is_number(value) or not math.isfinite(float(value)):
+        raise ValueError(f"{where}: `score` must be a finite number (or null for no answer), but got {value!r}.")
+    return float(value)

@@ -1,0 +1,218 @@
+"""``mmjudge judge-card`` end to end on fixtures in the benchmarks' upstream layouts: verdict files scored by hand,
+a scripted judge with known answers through the head-to-head path (both orders), the dummy judge through every
+kind of benchmark, resuming, the dry run, and one line for each mistake."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+from judge_benchmarks import write_vl_rewardbench
+from mmjudge.cli import main
+from mmjudge.judge_card.run import Settings, judge_card
+from repo_paths import FIXTURES
+
+
+@pytest.fixture
+def vlrb(tmp_path):
+    return str(write_vl_rewardbench(tmp_path / "vlrb"))
+
+
+@pytest.fixture(autouse=True)
+def private_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    monkeypatch.setenv("MMJUDGE_CACHE", str(tmp_path / "judge.sqlite"))
+
+
+def _by(rows, measure, subset=""):
+    return next(r for r in rows if r["measure"] == measure and r["subset"] == subset)
+
+
+def _write(path, lines):
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return str(path)
+
+
+def test_verdicts_through_the_cli_give_the_figures_worked_by_hand(vlrb, tmp_path, capsys):
+    verdicts = _write(
+        tmp_path / "v.jsonl",
+        [
+            {"id": "RLAIF-V-fx-1", "preferred": 0},  # human 0: right
+            {"id": "hallucination_pair-fx-2", "preferred": 0},  # human 1: wrong
+            {"id": "wildvision-battle-fx-3", "preferred": 0},  # right
+            {"id": "mathverse_fx-4", "preferred": 1},  # right
+            {"id": "mmmu-pro_fx-5", "preferred": 0.5},  # a judge tie: half
+        ],  # svit_fx-6: no verdict, no answer
+    )
+    out = tmp_path / "card"
+    argv = ["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}"]
+    assert main([*argv, "--verdicts", f"vl_rewardbench={verdicts}", "--out", str(out), "--bootstrap", "200"]) == 0
+    rows = json.loads((out / "card.json").read_text())
+    assert all(set(r) == {"benchmark", "subset", "measure", "value", "low", "high", "n"} for r in rows)
+    assert _by(rows, "accuracy")["value"] == pytest.approx(0.7) and _by(rows, "accuracy")["n"] == 5
+    assert _by(rows, "accuracy", "general")["value"] == 1.0 and _by(rows, "accuracy", "general")["n"] == 1
+    assert _by(rows, "accuracy", "hallucination")["value"] == 0.5
+    assert _by(rows, "accuracy", "reasoning")["value"] == 0.75
+    assert _by(rows, "accuracy", "MathVerse")["value"] == 1.0 and _by(rows, "accuracy", "POVID")["value"] == 0.0
+    assert _by(rows, "macro_accuracy")["value"] == pytest.approx(0.75)
+    assert _by(rows, "no_answer")["value"] == pytest.approx(1 / 6)
+    low, high = _by(rows, "accuracy")["low"], _by(rows, "accuracy")["high"]
+    assert 0.0 <= low <= 0.7 <= high <= 1.0
+    signed = json.loads((out / "signature.json").read_text())
+    assert (
+        signed["sources"]["vl_rewardbench"].startswith("verdicts ")
+        and len(signed["verdicts_sha256"]["vl_rewardbench"]) == 64
+    )
+    assert (out / "card.png").stat().st_size > 1000 and "| vl_rewardbench | — | accuracy | 70.0 |" in (
+        out / "card.md"
+    ).read_text()
+    assert "| vl_rewardbench | — | accuracy | 70.0 |" in capsys.readouterr().out
+
+
+def test_a_scripted_judge_is_scored_through_both_orders(vlrb, tmp_path):
+    """The judge prefers the response without the made-up green ball, except on picture 4: it agrees with people
+    on rows 1, 3, 4 and 5 of six, whatever slot each text sits in (no position bias, the orders agree)."""
+    from mmjudge.metrics.harmonic_eval.metric import HarmonicEval
+    from mmjudge.testing import ScriptedJudge
+
+    def script(request):
+        prompt = request.turns[-1].text
+        a = re.search(r"\n(?:Answer|Text) A: (.*)\n(?:Answer|Text) B:", prompt).group(1)
+        wants_ball = "picture 4" in prompt
+        first_better = ("green ball" in a) == wants_ball
+        return [0.8, 0.1, 0.1] if first_better else [0.1, 0.8, 0.1]
+
+    judge = ScriptedJudge(script)
+    he = HarmonicEval(judge=judge, criteria=["correctness"], cache=False)  # sees the question (picture 4)
+    settings = Settings(data_dirs={"vl_rewardbench": vlrb}, out=str(tmp_path / "card"), bootstrap=0, progress=False)
+    card = judge_card(["vl_rewardbench"], settings, judge=he)
+    rows = card.rows
+    assert _by(rows, "accuracy")["value"] == pytest.approx(4 / 6) and _by(rows, "accuracy")["n"] == 6
+    assert [_by(rows, "accuracy", g)["value"] for g in ("general", "hallucination", "reasoning")] == [0.5, 0.5, 1.0]
+    assert _by(rows, "macro_accuracy")["value"] == pytest.approx(2 / 3)
+    assert _by(rows, "position_bias")["value"] == pytest.approx(0.0, abs=1e-12)
+    assert _by(rows, "order_agreement")["value"] == 1.0 and _by(rows, "order_agreement")["n"] == 6
+    assert len(judge.requests) == 6 * 2  # pairs × both orders
+    # A second card resumes from the run's file: no request is sent again, the same rows come out.
+    again = judge_card(["vl_rewardbench"], settings, judge=he)
+    assert len(judge.requests) == 12
+    assert [r for r in again.rows if r["measure"] != "samples_per_s"] == [
+        r for r in rows if r["measure"] != "samples_per_s"
+    ]
+
+
+def test_the_dummy_judge_runs_every_kind_of_benchmark_end_to_end(vlrb, tmp_path, capsys):
+    flickr = str(FIXTURES / "flickr8k_expert")
+    pascal = str(FIXTURES / "pascal50s")
+    out = tmp_path / "card"
+    argv = ["judge-card", "--judge", "dummy", "--no-cache", "--benchmarks", "vl_rewardbench,pascal50s,flickr8k_expert"]
+    argv += ["--data-dir", f"vl_rewardbench={vlrb}", "--data-dir", f"pascal50s={pascal}"]
+    argv += ["--data-dir", f"flickr8k_expert={flickr}", "--out", str(out), "--bootstrap", "50", "--quiet"]
+    assert main(argv) == 0
+    rows = json.loads((out / "card.json").read_text())
+    assert {r["benchmark"] for r in rows} == {"vl_rewardbench", "pascal50s", "flickr8k_expert"}
+    vl = [r for r in rows if r["benchmark"] == "vl_rewardbench"]
+    assert _by(vl, "accuracy")["n"] == 6 and 0 <= _by(vl, "accuracy")["value"] <= 1
+    assert _by(vl, "no_answer")["value"] == 0.0 and _by(vl, "samples_per_s")["value"] > 0
+    # The Pascal-50S and Flickr8k fixtures hold no images: the criteria that look at the image cannot be asked, so
+    # no pair gets an overall preference and no caption an overall score — counted, never a number.
+    pascal = [r for r in rows if r["benchmark"] == "pascal50s"]
+    assert _by(pascal, "no_answer")["value"] == 1.0 and _by(pascal, "accuracy")["value"] is None
+    flickr = [r for r in rows if r["benchmark"] == "flickr8k_expert"]
+    assert _by(flickr, "no_answer")["n"] == 49
+    assert "Signature: `mmjudge=" in (out / "card.md").read_text()
+
+
+def test_dry_run_lists_needs_and_what_is_present(vlrb, capsys):
+    assert main(["judge-card", "--benchmarks", "vl_rewardbench,mm_rewardbench", "--dry-run",
+                 "--data-dir", f"vl_rewardbench={vlrb}"]) == 0  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("vl_rewardbench: from judge; data ✓, judge ✗ — missing: no judge and no verdicts")
+    assert out[1].startswith(
+        "mm_rewardbench: from judge; data ✗, judge ✗ — missing: no data: pass --data-dir mm_rewardbench="
+    )
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (['{"id": "RLAIF-V-fx-1", "preferred": 2}'], "line 1: `preferred` must be 0, 1 or 0.5"),
+        (['{"id": "RLAIF-V-fx-1", "preferred": 0}', '{"id": "RLAIF-V-fx-1", "preferred": 1}'], "has a verdict already"),
+        (['{"id": "nope", "preferred": 0}'], "1 verdict(s) name ids the benchmark does not have ('nope')"),
+        (["{torn"], "line 1: not JSON"),
+        (['{"preferred": 0}'], "line 1: expected an `id`"),
+    ],
+)
+def test_a_bad_verdict_file_is_one_line_and_nothing_is_scored(vlrb, tmp_path, capsys, lines, message):
+    path = tmp_path / "v.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "card"
+    code = main(["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+                 "--verdicts", f"vl_rewardbench={path}", "--out", str(out), "--bootstrap", "0"])  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 2 and json.loads((out / "card.json").read_text()) == []
+    assert "vl_rewardbench: not run: " in printed.err and message in printed.err
+    assert "Traceback" not in printed.out + printed.err
+
+
+def test_mistakes_in_the_command_are_one_line(vlrb, capsys):
+    assert main(["judge-card", "--benchmarks", "vl_rewardbnech", "--dry-run"]) == 2
+    assert "Did you mean 'vl_rewardbench'?" in capsys.readouterr().err
+    assert main(["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", "vl_rewardbench"]) == 2
+    assert "--data-dir expects BENCHMARK=PATH" in capsys.readouterr().err
+
+
+def test_ratings_verdicts_correlate_with_the_human_scores(tmp_path):
+    """Verdicts equal to each caption's mean human score correlate perfectly in rank; reversed, exactly
+    negatively: τ-c computed by the meta-evaluation on the same rows."""
+    from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS
+    from mmjudge.judge_card.ratings import read_judgments
+
+    bench = JUDGE_BENCHMARKS["flickr8k_expert"]
+    judgments = read_judgments(bench, str(FIXTURES / "flickr8k_expert"), {}, None)
+    means: dict[str, list[float]] = {}
+    for rating in judgments.ratings:
+        means.setdefault(rating["id"], []).append(rating["score"])
+    taus = []
+    for sign in (1, -1):
+        path = _write(
+            tmp_path / f"s{sign}.jsonl", [{"id": i, "score": sign * sum(v) / len(v)} for i, v in means.items()]
+        )
+        settings = Settings(
+            data_dirs={"flickr8k_expert": str(FIXTURES / "flickr8k_expert")},
+            verdicts={"flickr8k_expert": path},
+            bootstrap=0,
+        )
+        taus.append(_by(judge_card(["flickr8k_expert"], settings).rows, "tau_c")["value"])
+    assert taus[0] > 0.5 and taus[1] == pytest.approx(-taus[0]) and not math.isnan(taus[0])
+
+
+@pytest.mark.slow
+def test_smollm2_compares_the_text_criteria_of_real_pairs(smollm2_gguf, vlrb, tmp_path, capsys):
+    """The real text-only SmolLM2 on a card: every pair compared on Clarity, Fluency and Conciseness in both
+    orders (the image criteria are not asked). It puts only about 20% of its probability on the answer letters,
+    under min_mass 0.5: by default every pair is counted as no answer (low_mass), never as a preference; with
+    min_mass lowered, every pair is answered — plumbing with a real model, not a verdict on SmolLM2 as a judge."""
+    base = [
+        "judge-card",
+        "--model",
+        "smollm2",
+        "--benchmarks",
+        "vl_rewardbench",
+        "--data-dir",
+        f"vl_rewardbench={vlrb}",
+    ]
+    base += ["--limit", "3", "--bootstrap", "0", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "strict")]) == 0
+    strict = json.loads((tmp_path / "strict" / "card.json").read_text())
+    assert _by(strict, "no_answer")["value"] == 1.0 and _by(strict, "accuracy")["n"] == 0
+    assert main([*base, "--set", "min_mass=0.1", "--out", str(tmp_path / "lenient")]) == 0
+    rows = json.loads((tmp_path / "lenient" / "card.json").read_text())
+    assert _by(rows, "accuracy")["n"] == 3 and _by(rows, "no_answer")["value"] == 0.0
+    assert _by(rows, "order_agreement")["n"] == 3 * 3  # pairs × the three text criteria
+    signature = json.loads((tmp_path / "lenient" / "signature.json").read_text())["signature"]
+    assert "unrated=correctness,completeness" in signature and "min_mass=0.1" in signature
+    assert "smollm2" in capsys.readouterr().out
