@@ -16,7 +16,12 @@ into ``<output>`` when the run completes, a killed run resumes where it stopped 
 Exit status: 0 every item was scored; 2 a mistake in the command or its input files (one line), or with
 ``--strict`` the first item that could not be read; 3 with ``--strict``, the judge gave no rating for some
 item; 4 some items could not be scored for their input (their rows hold the reason in ``error``; every
-other row was written); 130 interrupted (the rows written so far are kept: run again to resume).
+other row was written); 130 interrupted (the rows written so far are kept: run again to resume); 141 the reader of
+stdout went away (``| head``; a run with ``--output`` goes on to complete its file instead).
+
+A run refuses, before anything is touched, an ``--output`` whose files (the output, its part files, its merge
+file) are the ``--input`` (the same path, a link to it) or lie inside an ``--input`` folder, and a resume whose
+part file was made from another input or with other settings (:mod:`mmjudge.stream.outputs`).
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ examples:
 
 exit status: 0 all scored; 2 a usage or input-file mistake (one line); 3 --strict and the judge gave no
 rating for some item; 4 some items could not be scored for their input (rows written, reason in `error`);
-130 interrupted (rows so far kept; run again to resume)
+130 interrupted (rows so far kept; run again to resume); 141 stdout's reader went away (| head)
 """
 
 
