@@ -7,6 +7,7 @@ import csv
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,6 +142,16 @@ def test_the_arena_refuses_to_mix_runs_with_other_settings(systems, tmp_path):
     with pytest.raises(ValueError, match="holds a ranking run with another items_per_pair"):
         he = HarmonicEval(judge=quality_judge(), criteria=["fluency"], cache=False)
         rank_systems(he.pairwise(), systems, tmp_path / "run", items_per_pair=4, bootstrap=200)
+
+
+def test_the_arena_refuses_to_mix_runs_on_edited_system_outputs(systems, tmp_path):
+    # Issue 41: the same systems and ids with other texts would reuse the finished rounds' battles of the old ones.
+    arena(quality_judge(), systems, tmp_path / "run")
+    path = Path(systems["sys2"])
+    path.write_text(path.read_text().replace("output 0 of", "an edited output 0 of"))
+    with pytest.raises(ValueError, match="holds a ranking run on other system outputs .* pass --overwrite"):
+        arena(quality_judge(), systems, tmp_path / "run")
+    assert arena(quality_judge(), systems, tmp_path / "run", overwrite=True).judged > 0
 
 
 def test_cli_ranking_and_its_mistakes(systems, tmp_path, capsys):
