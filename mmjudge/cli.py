@@ -3,18 +3,21 @@ function ``add_parser(subparsers)`` that adds its parser and sets ``func``.
 
 A user's mistake (a bad option, a missing file, an unreadable input…) ends in ONE line,
 ``mmjudge <command>: error: <what is wrong and how to fix it>``, and exit status 2; ``--debug`` shows
-the traceback instead.
+the traceback instead. A reader that goes away (``mmjudge score … | head -3``) ends the command quietly with
+status 141, as ``cat`` does (128 + SIGPIPE), except that a run writing ``--output`` goes on to complete it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sqlite3
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from mmjudge._version import __version__
-from mmjudge.errors import MissingDependencyError, ServiceError
+from mmjudge.errors import MissingDependencyError, OutputClosed, ServiceError
 
 # Exceptions that mean "the user gave something wrong": their message names the item and the fix.
 USER_ERRORS: tuple[type[BaseException], ...] = (
@@ -28,6 +31,8 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     ImportError,  # an optional package a model's processor needs (SmolVLM's num2words): named with its pip command
     ServiceError,  # a judge server that is down, unreachable or refuses the request (names the endpoint)
 )
+
+EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for `cat` writing into a closed pipe
 
 EPILOG = """\
 examples:
@@ -161,15 +166,63 @@ def _run(args: argparse.Namespace) -> int:
     shown = warnings.showwarning
     if not args.debug:
         warnings.showwarning = _notice
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PipeGuard(sys.stdout), PipeGuard(sys.stderr)
     try:
         return int(args.func(args) or 0)
+    except OutputClosed:
+        return EXIT_OUTPUT_CLOSED  # the reader is gone: nothing more to say, and no one to say it to
     except (*USER_ERRORS, ModuleNotFoundError, sqlite3.Error) as err:
         if args.debug:
             raise
-        print(f"mmjudge {args.command}: error: {describe_error(err)}", file=sys.stderr)
+        with contextlib.suppress(OutputClosed):  # stderr's reader is gone too: nothing can be said
+            print(f"mmjudge {args.command}: error: {describe_error(err)}", file=sys.stderr)
         return 2
     finally:
+        sys.stdout, sys.stderr = streams
         warnings.showwarning = shown  # main() called from Python (tests, notebooks) leaves warnings as it found them
+
+
+class PipeGuard:
+    """A text stream (stdout, stderr) whose reader may go away (``| head -3``): the first write that meets a
+    closed pipe raises :class:`~mmjudge.errors.OutputClosed` (not an ``OSError``, so no handler of file errors
+    takes it for one), and every later write goes nowhere — as does Python's flush at exit (the descriptor is
+    pointed at ``/dev/null``), so no "Exception ignored … BrokenPipeError" follows either."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+        self.closed_pipe = False
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def _gone(self) -> None:
+        import os
+
+        if self.closed_pipe:
+            return
+        self.closed_pipe = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+        self._stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+        raise OutputClosed("the reader of this output went away")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 if __name__ == "__main__":  # pragma: no cover

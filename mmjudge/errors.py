@@ -50,6 +50,12 @@ class ServiceError(RuntimeError):
     the endpoint and the last error, which the user fixes by starting the server or correcting the URL."""
 
 
+class OutputClosed(BaseException):
+    """The reader of the command's output went away (``mmjudge score … | head -3`` closed the pipe). A
+    ``BaseException``, like ``KeyboardInterrupt``: no handler of file or service errors (``except OSError``,
+    ``except Exception``) mistakes it for one; the CLI ends quietly (:class:`mmjudge.cli.PipeGuard`)."""
+
+
 def check_bool(value: Any, name: str) -> bool:
     """A strict boolean option: ``True``/``False``, ``0``/``1`` or ``"true"``/``"false"``; anything else
     is a ``ValueError`` (``bool("no")`` would be ``True``).

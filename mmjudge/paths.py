@@ -131,3 +131,141 @@ def open_regular_file(path: str | os.PathLike, max_bytes: int | None = None):
     except BaseException:
         os.close(fd)
         raise
+
+
+def link_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be followed when it is a symbolic link that leads nowhere: ``"a symbolic link loop"``
+    or ``"a broken symbolic link (to '…')"``; ``None`` otherwise (it exists, or it is simply absent). Without
+    this, a loop reads as "no such file" and an input name that is no file is taken for a Hub data set.
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> os.symlink(os.path.join(d, "b"), os.path.join(d, "a")); os.symlink(os.path.join(d, "a"), os.path.join(d, "b"))
+    >>> link_problem(os.path.join(d, "a")), link_problem(d), link_problem(os.path.join(d, "none"))
+    ('a symbolic link loop', None, None)
+    """
+    import errno
+
+    try:
+        os.stat(path)
+        return None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if os.path.islink(path):
+            return f"a broken symbolic link (to {os.readlink(path)!r})"
+        return None
+    except ValueError:  # a NUL byte in the name
+        return None
+
+
+def not_a_regular_file(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when a regular file was expected and it is something else that exists (a folder, a
+    device, a FIFO, a socket) or a link that leads nowhere; ``None`` for a regular file or an absent path.
+
+    >>> not_a_regular_file("/dev/zero"), not_a_regular_file("/no/such/file")
+    ('a character device, not a regular file', None)
+    """
+    problem = link_problem(path)
+    if problem is not None:
+        return problem
+    if os.path.isdir(path):
+        return "a folder, not a file"
+    kind = special_file_kind(path)
+    return None if kind is None else f"{kind}, not a regular file"
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same path once links are resolved, a symbolic link to the
+    other, or a hard link (same device and inode). Either may not exist yet (then only the paths compare).
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp(); a = os.path.join(d, "a.jsonl"); _ = open(a, "w").close()
+    >>> os.link(a, os.path.join(d, "hard")); os.symlink(a, os.path.join(d, "soft"))
+    >>> [same_file(a, os.path.join(d, n)) for n in ("hard", "soft", "x/../a.jsonl", "other")]
+    [True, True, True, False]
+    """
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _inside(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
+    inner, outer = os.path.realpath(path), os.path.realpath(folder)
+    return inner == outer or inner.startswith(outer.rstrip(os.sep) + os.sep)
+
+
+def _how(written: str | os.PathLike, read: str | os.PathLike) -> str:
+    if os.path.islink(written) or os.path.islink(read):
+        return "a symbolic link to"
+    if os.path.realpath(written) != os.path.realpath(read):
+        return "a hard link to"
+    return "the same file as"
+
+
+def check_writes_spare_reads(
+    writes: list[tuple[str, str | os.PathLike, str]],
+    reads: list[tuple[str, str | os.PathLike]],
+    *,
+    folders_read_whole: bool = False,
+) -> None:
+    """Refuse, in one line and before anything is touched, a command whose written files include one it
+    reads: the same path, a symbolic link to it or a hard link to it (``os.path.samefile``: same device and
+    inode). ``writes`` are ``(flag, path, label)`` triples — the flag to change, the file, and how messages name
+    it (``"--output s.jsonl"``, ``"the part file s.jsonl.part-0-of-1.jsonl of --output s.jsonl"``); ``reads``
+    are ``(flag, path)`` pairs. A read that is a folder protects every file inside it; with
+    ``folders_read_whole`` (an ``--input`` folder read as data files: whatever lands there is read next time)
+    nothing may be written inside it at all.
+
+    Raises:
+        ValueError: naming the written file, what it is to the input, and the fix.
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp(); s = os.path.join(d, "s.jsonl"); _ = open(s, "w").close()
+    >>> check_writes_spare_reads([("--output", s, f"--output {s}")], [("--input", s)])
+    Traceback (most recent call last):
+    ValueError: --output .../s.jsonl is the same file as --input .../s.jsonl: writing it would destroy the input;
+    give another --output.
+    """
+    for flag, written, label in writes:
+        for read_flag, read in reads:
+            if not os.path.isdir(read):
+                if same_file(written, read):
+                    raise ValueError(
+                        f"{label} is {_how(written, read)} {read_flag} {read}: writing it would destroy the input; "
+                        f"give another {flag}."
+                    )
+            elif _inside(written, read) and (folders_read_whole or os.path.lexists(written)):
+                what = (
+                    "lies inside the {} folder {}, whose files are all read as the input (a resumed run would read "
+                    "its own rows); give an {} outside it."
+                    if folders_read_whole
+                    else "is a file of the {} folder {}: writing it would destroy part of the input; give another {}."
+                )
+                raise ValueError(f"{label} " + what.format(read_flag, read, flag))
+            elif _hard_link_inside(written, read):
+                raise ValueError(
+                    f"{label} is a hard link to a file inside the {read_flag} folder {read}: writing it would change "
+                    f"the input; give another {flag}."
+                )
+
+
+def _hard_link_inside(written: str | os.PathLike, folder: str | os.PathLike) -> bool:
+    """Whether ``written`` exists with more than one name and one of them is a file under ``folder`` (only then
+    is the folder walked)."""
+    try:
+        info = os.stat(written)
+    except (OSError, ValueError):
+        return False
+    if info.st_nlink < 2 or not stat.S_ISREG(info.st_mode):
+        return False
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                other = os.stat(os.path.join(root, name))
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino):
+                return True
+    return False

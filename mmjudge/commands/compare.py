@@ -13,6 +13,10 @@ each with its system's ``text``; rows are written as they finish, a killed run r
 P(A is better) under the criterion's name, the tie probability, the judge's position bias, and
 ``<criterion>_status`` / ``_note`` where the judge gave no answer. ``--system`` (three or more) ranks the
 systems from pairs chosen adaptively (:mod:`mmjudge.pairwise.arena`).
+
+Exit status (as ``score``'s): 0 every pair compared; 2 a mistake in the command or its input files (one line);
+3 with ``--strict``, the judge gave no answer for some pair; 4 some pairs could not be compared for their input
+(other ids in --b, a missing image…: every row is written, those rows hold the reason in ``error``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,15 @@ from typing import Any
 
 from mmjudge import distributed
 from mmjudge.commands._judge_flags import add_judge_options
-from mmjudge.commands.score import RowPrinter, check_output, metric_kwargs, parse_box, print_usage, written_line
+from mmjudge.commands.score import (
+    EXIT_BAD_ITEMS,
+    RowPrinter,
+    check_output,
+    metric_kwargs,
+    parse_box,
+    print_usage,
+    written_line,
+)
 from mmjudge.models import TINY_RANDOM
 from mmjudge.stream.sources import FORMATS, parse_columns
 
@@ -35,6 +47,9 @@ examples:
   mmjudge compare --text-a "A dog runs." --text-b "A dog." --image photo.jpg --model tiny-random
   mmjudge compare --a new.jsonl --b old.jsonl --criteria correctness,fluency --format jsonl
   mmjudge compare --system base=base.jsonl --system ft=ft.jsonl --system big=big.jsonl --output-dir arena/
+
+exit status: 0 all compared; 2 a usage or input-file mistake (one line); 3 --strict and the judge gave no answer
+for some pair; 4 some pairs could not be compared for their input (rows written, reason in `error`)
 """
 
 
@@ -45,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         from mmjudge.commands.compare_rank import run_ranking
 
         return run_ranking(args)
-    check_output(args.output)
+    check_output(args.output, [("--a", args.a), ("--b", args.b)])
     options = {"kind": args.input_format, "split": args.split, "columns": parse_columns(args.columns)}
     items = None
     if args.a or args.b:
@@ -77,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
             for line in summary.failure_lines():
                 print(line)
             print_usage(metric)
+    if summary.not_compared:  # as `score` does: rows written, the status says some pairs were not compared
+        return EXIT_BAD_ITEMS
     return 3 if args.strict and summary.unanswered else 0
 
 
@@ -89,7 +106,7 @@ def _compare_into_file(
     from mmjudge.pairwise.summary import output_rows
     from mmjudge.stream import score_file
 
-    printer = PairPrinter(args.format, metric.criteria, quiet=args.quiet or not distributed.is_main())
+    printer = PairPrinter(args.format, metric.criteria, quiet=args.quiet or not distributed.is_main(), keep_going=True)
     source = pair_source(args.a, args.b, **options) if items is None else items
     run_summary = score_file(
         metric,
@@ -145,8 +162,8 @@ def single_pair(args: argparse.Namespace) -> dict[str, Any]:
 class PairPrinter(RowPrinter):
     """Rows on stdout as they finish (:class:`~mmjudge.commands.score.RowPrinter`), the table a short one per pair."""
 
-    def __init__(self, fmt: str, criteria: list[str], quiet: bool):
-        super().__init__(fmt, quiet)
+    def __init__(self, fmt: str, criteria: list[str], quiet: bool, keep_going: bool = False):
+        super().__init__(fmt, quiet, keep_going)
         self.criteria = criteria
 
     def _table(self, row: dict) -> None:

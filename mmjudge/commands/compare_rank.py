@@ -34,6 +34,18 @@ def parse_systems(pairs: list[str]) -> dict[str, str]:
     return systems
 
 
+def check_output_dir_spares_systems(output_dir: str, systems: dict[str, str], max_rounds: int | None) -> None:
+    """No file the ranking writes into (or, with ``--overwrite``, deletes from) ``--output-dir`` is a system's
+    outputs file: refused in one line before anything is touched."""
+    from mmjudge.pairwise.arena import written_files
+    from mmjudge.pairwise.schedule import DEFAULT_MAX_ROUNDS
+    from mmjudge.paths import check_writes_spare_reads
+
+    files = written_files(output_dir, max_rounds or DEFAULT_MAX_ROUNDS)
+    writes = [("--output-dir", path, f"--output-dir {output_dir} (its {path.name})") for path in files]
+    check_writes_spare_reads(writes, [(f"--system {name}", path) for name, path in systems.items()])
+
+
 def run_ranking(args: argparse.Namespace) -> int:
     import mmjudge
     from mmjudge.pairwise.arena import rank_systems
@@ -47,6 +59,7 @@ def run_ranking(args: argparse.Namespace) -> int:
         raise ValueError("--system: give --output-dir, where the rounds' rows and the ranking go.")
     if args.a or args.b or args.output:
         raise ValueError("--system ranks systems into --output-dir; --a, --b and --output are for comparing two.")
+    check_output_dir_spares_systems(args.output_dir, systems, args.max_rounds)
     say = print if not args.quiet and distributed.is_main() else (lambda *a, **k: None)
     rater = mmjudge.load("harmonic_eval", **metric_kwargs(args))
     metric = rater.pairwise(args.pairwise_prompts)

@@ -35,6 +35,18 @@ def _load_kwargs(args: argparse.Namespace) -> dict:
     return {k: v for k, v in kwargs.items() if v is not None}
 
 
+def check_out_spares_data(args: argparse.Namespace, files: list[Path]) -> None:
+    """None of ``files`` (what ``--out`` receives) is a file of ``--data-dir`` (the upstream files being read:
+    ``dataset judgments x --data-dir d --out d/flickr8k.json`` would overwrite the release it reads), nor a hard
+    link to one: refused in one line before anything is written."""
+    from mmjudge.paths import check_writes_spare_reads
+
+    if args.data_dir:
+        label = (lambda p: f"--out {args.out}") if args.action == "judgments" else (lambda p: f"--out {args.out} ({p})")
+        writes = [("--out", path, label(path)) for path in files]
+        check_writes_spare_reads(writes, [("--data-dir", str(Path(args.data_dir).expanduser()))])
+
+
 def run(args: argparse.Namespace) -> int:
     from mmjudge import datasets as md
 
@@ -57,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if not Path(args.out).resolve().parent.is_dir():
             raise ValueError(f"--out {args.out}: its folder does not exist; create it first.")
+        check_out_spares_data(args, [Path(args.out)])
     dataset = md.load_dataset(args.name, **_load_kwargs(args))
     if args.action == "judgments":
         hj = md.write_judgments(args.name, args.out, data_dir=args.data_dir, dataset=dataset)
@@ -74,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         hj = md.human_judgments(args.name, dataset)
         print(f"items: {len(hj.items)}  ratings: {len(hj.ratings)}  choices: {len(hj.choices)}  pairs: {len(hj.pairs)}")
         return 0
+    files = [Path(args.out) / "README.md", *(Path(args.out) / "data" / f"{s}-00000-of-00001.parquet" for s in dataset)]
+    check_out_spares_data(args, files)  # the splits are known now; nothing is written yet
     out = md.export_to_parquet(args.name, args.out, dataset=dataset)
     print(f"wrote {out}/README.md and {out}/data/*.parquet")
     return 0

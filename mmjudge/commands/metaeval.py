@@ -41,6 +41,7 @@ def load_judgments(args: argparse.Namespace):
     from mmjudge.human_judgments import HumanJudgments
 
     if args.judgments:  # the versioned file of docs/metaeval.md, checked record by record
+        check_input_file(args.judgments, "--judgments", "human judgments file")
         return HumanJudgments.load(args.judgments)
     try:
         from mmjudge.datasets import human_judgments
@@ -59,15 +60,7 @@ def collect_scores(args: argparse.Namespace, judgments) -> dict[str, dict]:
 
     files = args.scores or []
     metrics = args.metric or []
-    names = list(args.names or [])
-    if names and len(names) != len(files) + len(metrics):
-        raise ValueError(
-            f"--names gives {len(names)} name(s) for {len(files)} --scores file(s) and {len(metrics)} --metric(s)."
-        )
-    if not names:
-        names = [Path(f).stem for f in files] + [m if not args.config else f"{m}:{args.config}" for m in metrics]
-    if len(set(names)) != len(names):
-        raise ValueError(f"metric names must be unique, but got {names}; use --names.")
+    names = display_names(args)
     scores: dict[str, dict] = {}
     for name, path in zip(names, files):
         # Joined to the benchmark now (by id, or by image and text), so a file that does not fit fails early.
@@ -80,8 +73,47 @@ def collect_scores(args: argparse.Namespace, judgments) -> dict[str, dict]:
         for name, metric in zip(names[len(files) :], metrics):
             scores[name] = score_items(judgments, metric, args.config, **options)
             if args.save_scores and distributed.is_main():
-                _save_scores(scores[name], Path(args.out) / f"scores_{name.replace(':', '_')}.jsonl")
+                _save_scores(scores[name], _saved_scores_path(args.out, name))
     return scores
+
+
+def display_names(args: argparse.Namespace) -> list[str]:
+    """The metrics' names, one per ``--scores`` file then per ``--metric``: ``--names``, else the file stems
+    and metric names."""
+    files, metrics = args.scores or [], args.metric or []
+    names = list(args.names or [])
+    if names and len(names) != len(files) + len(metrics):
+        raise ValueError(
+            f"--names gives {len(names)} name(s) for {len(files)} --scores file(s) and {len(metrics)} --metric(s)."
+        )
+    if not names:
+        names = [Path(f).stem for f in files] + [m if not args.config else f"{m}:{args.config}" for m in metrics]
+    if len(set(names)) != len(names):
+        raise ValueError(f"metric names must be unique, but got {names}; use --names.")
+    return names
+
+
+def _saved_scores_path(out: str, name: str) -> Path:
+    return Path(out) / f"scores_{name.replace(':', '_')}.jsonl"
+
+
+def check_out_spares_inputs(args: argparse.Namespace) -> None:
+    """No file ``--out`` receives (the tables, ``records.csv``, ``results.json``, ``heatmap.png``, the
+    ``--save-scores`` files) is one the command reads (``--scores``, ``--judgments``, ``--combine``, the files of
+    ``--data-dir``): refused in one line before anything is read or written."""
+    from mmjudge.metaeval.output import output_files
+    from mmjudge.paths import check_writes_spare_reads
+
+    if not args.out:
+        return
+    files = output_files(args.out, args.format)
+    if args.save_scores and args.metric:
+        files += [_saved_scores_path(args.out, name) for name in display_names(args)[len(args.scores or []) :]]
+    writes = [("--out", path, f"--out {args.out} (its {path.name})") for path in files]
+    reads = [("--scores", f) for f in args.scores or []] + [("--combine", f) for f in args.combine or []]
+    reads += [("--judgments", args.judgments)] if args.judgments else []
+    reads += [("--data-dir", args.data_dir)] if args.data_dir else []
+    check_writes_spare_reads(writes, reads)
 
 
 def _save_scores(scores: dict, path: Path) -> None:
@@ -97,9 +129,12 @@ def run(args: argparse.Namespace) -> int:
     check_out_folder(args.out)
     if args.save_scores and not args.out:
         raise ValueError("--save-scores writes into the --out folder: give --out DIR.")
+    check_out_spares_inputs(args)
     if args.combine:
         if args.dataset or args.judgments or args.scores or args.metric:
             raise ValueError("--combine takes saved results only; do not mix it with --dataset/--scores/--metric.")
+        for path in args.combine:
+            check_input_file(path, "--combine", "results.json of an earlier run")
         results = [r for path in args.combine for r in MetaEvalResult.load_all(path)]
     else:
         if not (args.dataset or args.judgments):
@@ -107,8 +142,7 @@ def run(args: argparse.Namespace) -> int:
         if not (args.scores or args.metric or args.pairwise):
             raise ValueError("give at least one --scores FILE or --metric NAME (or --pairwise).")
         for path in args.scores or []:  # cheap checks before the benchmark is read
-            if not Path(path).is_file():
-                raise FileNotFoundError(f"--scores {path}: score file does not exist.")
+            check_input_file(path, "--scores", "score file")
         judgments = load_judgments(args)
         scores = collect_scores(args, judgments)
         measures = [m.strip() for m in args.measures.split(",")] if args.measures else list(MEASURES)
@@ -159,6 +193,18 @@ def pairwise_result(args: argparse.Namespace, judgments, scores: dict[str, dict]
     return pairwise_meta_evaluate(
         judgments, {"harmonic_eval:pairwise": preferences}, scores, confidence=args.confidence, **options
     )
+
+
+def check_input_file(path: str, flag: str, what: str) -> None:
+    """``path`` is a regular file: else one line saying what it is instead (a folder, a device, a symbolic
+    link loop) or that it does not exist."""
+    from mmjudge.paths import not_a_regular_file
+
+    problem = not_a_regular_file(path)
+    if problem is not None:
+        raise ValueError(f"{flag} {path}: {problem}; give the {what}.")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{flag} {path}: {what} does not exist.")
 
 
 def check_out_folder(path: str | None) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge.commands._judge_flags import key_values
+from mmjudge.paths import not_a_regular_file
 
 EXAMPLES = """\
 examples:
@@ -48,6 +49,9 @@ def _scores(args: argparse.Namespace, cells) -> dict[tuple[str, str], list[str]]
     out: dict[tuple[str, str], list[str]] = {}
     for target, path in _pairs(args.scores, "--scores"):
         row, _, benchmark = target.partition("@")
+        problem = not_a_regular_file(Path(path).expanduser())
+        if problem is not None:
+            raise ValueError(f"--scores {target}={path}: {problem}; give the score file.")
         if not Path(path).expanduser().is_file():
             raise FileNotFoundError(f"--scores {target}={path}: no such file.")
         benchmarks = sorted({c.benchmark for c in cells if c.row.key == row})
@@ -77,6 +81,20 @@ def _nested(values: list[str] | None, flag: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def check_out_spares_inputs(out: str | None, scores: dict, data_dirs: dict[str, str]) -> None:
+    """No file ``--out`` receives (:func:`mmjudge.reproduce.output.output_files`) is a ``--scores`` file or a file
+    of a ``--data-dir``: refused in one line before anything is read or written."""
+    from mmjudge.paths import check_writes_spare_reads
+    from mmjudge.reproduce.output import output_files
+
+    if not out:
+        return
+    writes = [("--out", path, f"--out {out} (its {path.name})") for path in output_files(out)]
+    reads = [("--scores", path) for paths in scores.values() for path in paths]
+    reads += [(f"--data-dir {name}", folder) for name, folder in data_dirs.items()]
+    check_writes_spare_reads(writes, reads)
+
+
 def run(args: argparse.Namespace) -> int:
     from mmjudge.reproduce import Settings, dry_run_text, markdown, plan, reproduce
     from mmjudge.reproduce.tables import load_tables, select_cells
@@ -89,10 +107,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--bootstrap must be 0 or more and --timing-samples at least 1.")
     cells = select_cells(load_tables(), args.table, metrics, benchmarks)
     data_dirs = {name: str(Path(folder).expanduser()) for name, folder in _pairs(args.data_dir, "--data-dir")}
+    scores = _scores(args, cells)
+    check_out_spares_inputs(args.out, scores, data_dirs)
     settings = Settings(
         data_dirs=data_dirs,
         dataset_options=_nested(args.dataset_option, "--dataset-option"),
-        scores=_scores(args, cells),
+        scores=scores,
         options=_nested(args.option, "--option"),
         cache=False if args.no_cache else (args.cache or True),
         bootstrap=args.bootstrap,

@@ -16,7 +16,12 @@ into ``<output>`` when the run completes, a killed run resumes where it stopped 
 Exit status: 0 every item was scored; 2 a mistake in the command or its input files (one line), or with
 ``--strict`` the first item that could not be read; 3 with ``--strict``, the judge gave no rating for some
 item; 4 some items could not be scored for their input (their rows hold the reason in ``error``; every
-other row was written); 130 interrupted (the rows written so far are kept: run again to resume).
+other row was written); 130 interrupted (the rows written so far are kept: run again to resume); 141 the reader of
+stdout went away (``| head``; a run with ``--output`` goes on to complete its file instead).
+
+A run refuses, before anything is touched, an ``--output`` whose files (the output, its part files, its merge
+file) are the ``--input`` (the same path, a link to it) or lie inside an ``--input`` folder, and a resume whose
+part file was made from another input or with other settings (:mod:`mmjudge.stream.outputs`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 from mmjudge import distributed
 from mmjudge.commands._api_plan import add_plan_options, plan_before_run, wants_plan
 from mmjudge.commands._judge_flags import add_judge_options, judge_options
+from mmjudge.errors import OutputClosed
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA
 from mmjudge.metrics.statuses import NOT_ASKED, failure_line
 from mmjudge.models import SMOLLM2, TINY_RANDOM
@@ -58,7 +64,7 @@ examples:
 
 exit status: 0 all scored; 2 a usage or input-file mistake (one line); 3 --strict and the judge gave no
 rating for some item; 4 some items could not be scored for their input (rows written, reason in `error`);
-130 interrupted (rows so far kept; run again to resume)
+130 interrupted (rows so far kept; run again to resume); 141 stdout's reader went away (| head)
 """
 
 
@@ -92,10 +98,14 @@ def parse_box(text: str) -> list[float]:
     return parse(text, "--box", "--box 10,20,100,50")
 
 
-def check_output(path: str | None) -> None:
-    """An --output file can be written: checked BEFORE scoring, so no work is lost to a typo."""
+def check_output(path: str | None, inputs: list[tuple[str, Any]] = ()) -> None:
+    """An --output file can be written, and writing it (its part files, its merge file) destroys none of the
+    ``inputs`` (``(flag, path)`` pairs): checked BEFORE anything is touched, so no work is lost to a typo."""
     if not path:
         return
+    from mmjudge.stream.outputs import check_output_spares_inputs
+
+    check_output_spares_inputs(path, list(inputs), distributed.rank(), distributed.world_size())
     target = Path(path)
     if target.is_dir():
         raise ValueError(f"--output {path}: is a folder; give a file name such as {str(target / 'scores.jsonl')!r}.")
@@ -132,7 +142,7 @@ def metric_kwargs(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     import mmjudge
 
-    check_output(args.output)
+    check_output(args.output, [("--input", args.input)])
     source_options = {"kind": args.input_format, "split": args.split, "columns": parse_columns(args.columns)}
     source, items = _inputs(args, source_options)
     # Notes go to stderr too, which a launcher does not silence: under torchrun only the main process speaks.
@@ -174,7 +184,8 @@ def _score(args: argparse.Namespace, metric: Any, source: Any, source_options: d
             return 0
     # Items typed on the command line stop at their first mistake; a long --input records it and goes on.
     strict = args.strict or not args.input
-    printer = _RowPrinter(args.format, metric, quiet=args.quiet or not distributed.is_main())
+    quiet = args.quiet or not distributed.is_main()
+    printer = _RowPrinter(args.format, metric, quiet=quiet, keep_going=bool(args.output))
     # stdout holds only the rows when they are JSONL or CSV: notes go to stderr then.
     note_stream = sys.stderr if args.format != "table" else sys.stdout
     if args.output:
@@ -264,14 +275,24 @@ class RowPrinter:
     """Rows on stdout as they finish: JSON Lines, CSV (a header first; every cell through
     :func:`~mmjudge.report.csv_cell`, CRLF line ends) or a per-row table that a subclass draws."""
 
-    def __init__(self, fmt: str, quiet: bool):
-        self.fmt, self.quiet = fmt, quiet
+    def __init__(self, fmt: str, quiet: bool, keep_going: bool = False):
+        self.fmt, self.quiet, self.keep_going = fmt, quiet, keep_going
         self.count = 0
         self._csv: Any | None = None
 
     def row(self, row: dict) -> None:
+        """Print one row; once stdout's reader is gone (``| head``), print nothing more and let the run go on
+        (the rows of a run with ``--output`` still go to its file)."""
         if self.quiet:
             return
+        try:
+            self._print(row)
+        except OutputClosed:
+            self.quiet = True
+            if not self.keep_going:
+                raise
+
+    def _print(self, row: dict) -> None:
         if self.fmt == "jsonl":
             import json
 
@@ -297,8 +318,8 @@ class RowPrinter:
 class _RowPrinter(RowPrinter):
     """A metric's rows; the table is the per-item one, and the run's signatures are printed at the end."""
 
-    def __init__(self, fmt: str, metric: Any, quiet: bool):
-        super().__init__(fmt, quiet)
+    def __init__(self, fmt: str, metric: Any, quiet: bool, keep_going: bool = False):
+        super().__init__(fmt, quiet, keep_going)
         self.spec = metric.spec
         self.signatures: dict[str, None] = {}
 

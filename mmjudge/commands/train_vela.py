@@ -16,6 +16,7 @@ def run(args: argparse.Namespace) -> int:
     import mmjudge
     from mmjudge.metrics.vela.training import TrainConfig, items_from_dataset, train_vela
 
+    check_out_spares_inputs(args)
     config = TrainConfig(
         **{_field(flag): getattr(args, _field(flag)) for flag, _, _ in TRAINING_FLAGS},
         gradient_checkpointing=not args.no_gradient_checkpointing,
@@ -49,6 +50,33 @@ def run(args: argparse.Namespace) -> int:
     taus = ", ".join(f"{k} {v:.3f}" for k, v in (best.get("tau_c") or {}).items())
     print(f"best epoch {best.get('epoch')}: tau-c {taus}; checkpoint {result['best_dir']}")
     return 0
+
+
+def check_out_spares_inputs(args: argparse.Namespace) -> None:
+    """``--out`` receives ``best/`` and ``history.json`` and replaces ``last/`` at every save (the old one
+    deleted): no input (``--clip-model``, ``--llm`` when a folder, ``--data-dir``) may be ``--out`` itself or lie
+    inside what it writes. Refused in one line before any model loads."""
+    import os
+
+    from mmjudge.paths import same_file
+
+    out = os.path.realpath(os.path.expanduser(args.out))
+    written = {os.path.join(out, name): name for name in ("best", "last", "last.tmp", "history.json")}
+    for flag, value in (("--clip-model", args.clip_model), ("--llm", args.llm), ("--data-dir", args.data_dir)):
+        if not value or not os.path.lexists(os.path.expanduser(value)):
+            continue  # a Hub id, or not there: nothing of it can be overwritten
+        path = os.path.realpath(os.path.expanduser(value))
+        if same_file(path, out):
+            raise ValueError(
+                f"--out {args.out} is the {flag} folder {value}: training writes best/, last/ and history.json among "
+                "its files; give another --out."
+            )
+        for target, name in written.items():
+            if path == target or path.startswith(target + os.sep):
+                raise ValueError(
+                    f"{flag} {value} lies inside --out {args.out}'s {name}, which training writes (last/ is deleted "
+                    "and written again at every save); give another --out, or move the input."
+                )
 
 
 # The optimisation settings (TrainConfig fields, the flag's name in snake case), each defaulting to the

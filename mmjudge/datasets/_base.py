@@ -108,7 +108,11 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
         if self.config.data_dir:
             path = Path(os.path.expanduser(str(self.config.data_dir)))
             if not path.is_dir():
-                raise DataError(f"Expected argument `data_dir` to be an existing folder, but got {str(path)!r}.")
+                from mmjudge.paths import not_a_regular_file
+
+                problem = not_a_regular_file(path)  # a link loop, a device …: said as such
+                found = f" ({problem})" if problem and "folder" not in problem else " (a file)" if path.exists() else ""
+                raise DataError(f"Expected argument `data_dir` to be an existing folder, but got {str(path)!r}{found}.")
             return path
         return self.download(dl_manager)
 
@@ -120,7 +124,16 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
                 f"{self.PRETTY_NAME or self.name} is read from one copy only: drop argument `layout` "
                 f"(got {self.config.layout!r})."
             )
-        splits = self.read(self.source_dir(dl_manager))
+        source = self.source_dir(dl_manager)
+        try:
+            splits = self.read(source)
+        except (KeyError, TypeError, AttributeError, IndexError) as err:
+            # A file of another shape than upstream's that a reader's own checks let through: one line naming
+            # the benchmark and the folder, never a traceback from deep inside the reader.
+            raise DataError(
+                f"{self.PRETTY_NAME or self.name}: the files in {str(source)!r} are not in the layout expected "
+                f"({type(err).__name__}: {err}); see datasets_scripts/{self.name}/README.md for what to give."
+            ) from None
         if not splits or not any(splits.values()):
             raise DataError(f"{self.name}: no rows were read; the source files are empty or truncated.")
         for split, rows in splits.items():
@@ -207,13 +220,43 @@ def check_decodes(data: bytes, what: str) -> None:
         raise DataError(f"{what} cannot be decoded ({err}).") from None
 
 
-def load_json(path: Path) -> Any:
+def load_json(path: Path, shape: type | tuple[type, ...] | None = None, layout: str = "") -> Any:
     """A JSON file's data; a file that is not JSON (most often a truncated download) is a ``DataError``
-    naming it."""
+    naming it, and so is one whose top level is not ``shape`` (``dict`` or ``list``; ``layout`` says what was
+    expected, e.g. FLEUR's ``{image key: {...}}``).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "flickr8k.json"
+    >>> _ = path.write_text('[{"a": 1}]')
+    >>> load_json(path, dict, "an object {image key: {ground_truth, human_judgement}}")
+    Traceback (most recent call last):
+    mmjudge.datasets._errors.DataError: flickr8k.json: expected an object {image key: {ground_truth,
+    human_judgement}} at the top level, but got a JSON array (of 1 entries).
+    """
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
+    if shape is not None and not isinstance(data, shape):
+        raise DataError(f"{path.name}: expected {layout or shape} at the top level, but got {json_kind(data)}.")
+    return data
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words, for messages.
+
+    >>> json_kind([1, 2]), json_kind({}), json_kind("x"), json_kind(None)
+    ('a JSON array (of 2 entries)', 'a JSON object (of 0 keys)', 'a JSON string', 'JSON null')
+    """
+    if isinstance(value, list):
+        return f"a JSON array (of {len(value)} entries)"
+    if isinstance(value, dict):
+        return f"a JSON object (of {len(value)} keys)"
+    if value is None:
+        return "JSON null"
+    if isinstance(value, bool):
+        return "a JSON boolean"
+    return "a JSON string" if isinstance(value, str) else "a JSON number"
 
 
 def image_folder(root: Path, name: str, needed: bool = False) -> Path | None:

@@ -147,22 +147,37 @@ def read_crowdflower_original(paths: dict[str, Path]) -> list[dict[str, Any]]:
     return by_image(rows)
 
 
+JSON_LAYOUT = 'an object {image key: {"ground_truth": [...], "human_judgement": [...]}} (FLEUR\'s layout)'
+JUDGEMENT_KEYS = ("image_path", "caption", "rating")
+
+
 def read_json(path: Path, prefix: str, low: float, high: float, per_caption: int | None) -> list[dict[str, Any]]:
-    data = load_json(path)
+    data = load_json(path, dict, JSON_LAYOUT)
     rows, skipped = [], 0
     for key, entry in data.items():
         if not isinstance(entry, dict) or "human_judgement" not in entry or "ground_truth" not in entry:
             raise DataError(f"{path.name}: entry {key!r} lacks 'human_judgement' / 'ground_truth'.")
+        judgements, refs = entry["human_judgement"], entry["ground_truth"]
+        if not isinstance(judgements, list) or not isinstance(refs, list):
+            raise DataError(f"{path.name}: entry {key!r}: expected lists for 'human_judgement' and 'ground_truth'.")
         grouped: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
-        for j in entry["human_judgement"]:
-            rating = float(j["rating"])
+        for j in judgements:
+            if not isinstance(j, dict) or any(k not in j for k in JUDGEMENT_KEYS):
+                raise DataError(
+                    f"{path.name}: entry {key!r}: expected judgements with {', '.join(JUDGEMENT_KEYS)}, but got "
+                    f"{str(j)[:80]!r}."
+                )
+            try:
+                rating = float(j["rating"])
+            except (TypeError, ValueError):
+                raise DataError(f"{path.name}: entry {key!r}: rating {j['rating']!r} is not a number.") from None
             if math.isnan(rating):
                 skipped += 1
                 continue
             grouped.setdefault((Path(j["image_path"]).name, squash(j["caption"])), []).append(
                 check_range(rating, low, high, f"{path.name}: {key!r}")
             )
-        refs = [squash(r) for r in entry["ground_truth"]]
+        refs = [squash(r) for r in refs]
         for (image_file, caption), ratings in grouped.items():
             if per_caption is not None and len(ratings) != per_caption:
                 raise DataError(

@@ -24,6 +24,7 @@ from mmjudge.datasets._base import (
     ImageLocator,
     content_ids,
     default_configs,
+    json_kind,
     load_json,
     squash,
 )
@@ -84,7 +85,8 @@ class FOIL(BenchmarkBuilder):
             pairs = self.read_json(paths[JSON["file"]])
         coco_refs: dict[int, list[str]] = defaultdict(list)
         if src.FOIL_FILES["coco_captions"] in paths:
-            for ann in load_json(paths[src.FOIL_FILES["coco_captions"]]).get("annotations", []):
+            captions = paths[src.FOIL_FILES["coco_captions"]]
+            for ann in _annotations(captions, ("image_id", "caption"), "MSCOCO's captions file"):
                 coco_refs[int(ann["image_id"])].append(squash(ann["caption"]))
         locate = ImageLocator(source, (src.FOIL_FILES["images"],), "MSCOCO val2014 images")
         ids = content_ids("foil", [(p["image_id"], p["original"], p["foil"]) for p in pairs])
@@ -106,8 +108,8 @@ class FOIL(BenchmarkBuilder):
         return {"test": rows}
 
     def read_original(self, path: Path) -> list[dict[str, Any]]:
-        annotations = load_json(path).get("annotations")
-        if not isinstance(annotations, list) or not annotations:
+        annotations = _annotations(path, ("id", "image_id", "caption"), "FOIL's release")
+        if not annotations:
             raise DataError(f"{path.name}: no 'annotations' list.")
         originals: dict[int, dict] = {}
         foils = []
@@ -212,3 +214,18 @@ def to_human_judgments(dataset: Any) -> HumanJudgments:
         items += [caption_item(row, good, row["original"]), caption_item(row, bad, row["foil"])]
         pairs.append({"task": "ic", "better": good, "worse": bad, "kind": "foil", "weight": 1.0})
     return HumanJudgments(name="foil", items=items, pairs=pairs, correlation="accuracy")
+
+
+def _annotations(path: Path, keys: tuple[str, ...], what: str) -> list[dict]:
+    """The ``annotations`` list of a COCO-style JSON file (``{"annotations": [{...}, …]}``), each entry checked
+    to be an object with ``keys``: a file of another shape is one line naming it and what was expected."""
+    data = load_json(path, dict, f'an object {{"annotations": [...]}} ({what})')
+    annotations = data.get("annotations", [])
+    if not isinstance(annotations, list):
+        raise DataError(f"{path.name}: expected 'annotations' to be a list, but got {json_kind(annotations)}.")
+    for n, ann in enumerate(annotations):
+        if not isinstance(ann, dict) or any(k not in ann for k in keys):
+            raise DataError(
+                f"{path.name}: annotations[{n}]: expected an object with {', '.join(keys)}, but got {str(ann)[:80]!r}."
+            )
+    return annotations

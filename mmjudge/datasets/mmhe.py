@@ -18,7 +18,7 @@ from typing import Any
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count
+from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, json_kind
 from mmjudge.datasets._judgments import rows_of
 from mmjudge.human_judgments import HumanJudgments
 from mmjudge.prompts import load_prompt_set
@@ -85,6 +85,8 @@ class MMHE(BenchmarkBuilder):
         per_task = dict.fromkeys(src.MMHE_TASKS, 0)
         for n, inst in enumerate(instances, 1):
             where = f"{path.name}: instance {n}"
+            if not isinstance(inst, dict):
+                raise DataError(f"{where}: expected an object (task, candidates…), but got {json_kind(inst)}.")
             task = str(inst.get(F["task"], "")).upper()
             if task not in per_task:
                 raise DataError(f"{where}: expected task in {list(src.MMHE_TASKS)}, but got {inst.get(F['task'])!r}.")
@@ -103,6 +105,8 @@ class MMHE(BenchmarkBuilder):
         if not instance_id:
             raise DataError(f"{where}: missing {F['instance_id']!r}.")
         candidates = inst.get(F["candidates"]) or []
+        if not isinstance(candidates, list) or any(not isinstance(c, dict) for c in candidates):
+            raise DataError(f"{where} ({task} {instance_id}): expected a list of candidate objects.")
         if len(candidates) != N["candidates_per_instance"]:
             raise DataError(f"{where} ({task} {instance_id}): expected 3 candidates, but got {len(candidates)}.")
         annotators = [str(a) for a in inst.get(F["annotators"]) or range(N["annotators"])]
@@ -125,6 +129,8 @@ class MMHE(BenchmarkBuilder):
         rows = []
         for k, cand in enumerate(candidates):
             ratings = cand.get(F["ratings"]) or {}
+            if not isinstance(ratings, dict):
+                raise DataError(f"{where} ({task} {instance_id}, candidate {k}): expected {{criterion: [ratings]}}.")
             row = {
                 "id": f"mmhe-{task.lower()}-{instance_id}-{k}",
                 "task": task,
@@ -163,7 +169,12 @@ def _read_instances(path: Path) -> list[dict]:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise DataError(f"{path.name} is not valid JSON ({err}); truncated download?") from None
-    return data if isinstance(data, list) else data.get("instances", [])
+    instances = data.get("instances") if isinstance(data, dict) else data
+    if not isinstance(instances, list):
+        raise DataError(
+            f'{path.name}: expected a list of instances (or {{"instances": [...]}}), but got {json_kind(data)}.'
+        )
+    return instances
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:

@@ -16,7 +16,7 @@ from typing import Any
 import datasets
 
 from mmjudge.datasets import _sources as src
-from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, check_range, image_folder
+from mmjudge.datasets._base import BenchmarkBuilder, DataError, check_count, check_range, image_folder, json_kind
 from mmjudge.datasets._judgments import caption_judgments
 from mmjudge.human_judgments import HumanJudgments
 
@@ -76,12 +76,17 @@ class THumB(BenchmarkBuilder):
         scores = paths[src.THUMB_FILES["scores"]]
         refs_path = next(paths[n] for n in src.THUMB_FILES["references"] if n in paths)
         refs = {}
-        for line in _lines(refs_path):
+        for n, line in enumerate(_lines(refs_path), 1):
+            if not isinstance(line.get("refs"), list) or "seg_id" not in line:
+                raise DataError(f"{refs_path.name}:{n}: expected an object with 'seg_id' and a 'refs' list.")
             refs[str(line["seg_id"])] = [str(r) for r in line["refs"]]
         images = image_folder(source, src.THUMB_FILES["images"])
         rows = []
         for n, line in enumerate(_lines(scores), 1):
             where = f"{scores.name}:{n}"
+            lacking = [k for k in ("seg_id", "SYS", "hyp", "image") if k not in line]
+            if lacking:
+                raise DataError(f"{where}: missing {', '.join(map(repr, lacking))} (THumB's mscoco_THumB-1.0.jsonl).")
             seg = str(line.get("seg_id"))
             if seg not in refs:
                 raise DataError(f"{where}: seg_id {seg!r} has no references in {refs_path.name}.")
@@ -121,11 +126,17 @@ class THumB(BenchmarkBuilder):
 
 
 def _lines(path: Path) -> list[dict]:
+    """The JSON objects of a JSON Lines file, one per line: a line that is not JSON, or not an object (a
+    ``.json`` file holding one list, say), is one line naming the file."""
     try:
         text = path.read_text(encoding="utf-8")
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
     except json.JSONDecodeError as err:
         raise DataError(f"{path.name} is not valid JSON lines ({err}); truncated download?") from None
+    for n, line in enumerate(lines, 1):
+        if not isinstance(line, dict):
+            raise DataError(f"{path.name}: expected one JSON object per line, but line {n} holds {json_kind(line)}.")
+    return lines
 
 
 def to_human_judgments(dataset: Any) -> HumanJudgments:

@@ -1,7 +1,8 @@
 """Checkpoint files written by other projects' code: found or named in one line, read without running
 their code, and named by their content.
 
-* :func:`require_file` — the file, or one ``FileNotFoundError`` line saying where to get it;
+* :func:`require_file` — the file, or one line saying where to get it (``FileNotFoundError``), or what the
+  path is instead (a ``ValueError``: a folder, a device such as ``/dev/zero``, a FIFO, a symbolic link loop);
 * :func:`read_torch_file` — ``torch.load`` for files that other projects pickled with their own classes in
   them (PyTorch Lightning's hyper-parameter dicts, ``argparse.Namespace``, callback states). Tensors and
   the containers PyTorch itself allows with ``weights_only=True`` load as usual; any other class becomes an
@@ -19,6 +20,10 @@ their code, and named by their content.
 >>> require_file(path.with_name("missing.pth"), "PAC-S checkpoint", "https://example.org/w.pth")
 Traceback (most recent call last):
 FileNotFoundError: PAC-S checkpoint '...missing.pth' does not exist: download it from https://example.org/w.pth.
+>>> require_file("/dev/zero", "PAC-S checkpoint", "https://example.org/w.pth")
+Traceback (most recent call last):
+ValueError: PAC-S checkpoint '/dev/zero' is a character device, not a regular file: give the checkpoint file
+(https://example.org/w.pth).
 """
 
 from __future__ import annotations
@@ -35,12 +40,17 @@ _READ_BLOCK = 1 << 22
 
 
 def require_file(path: str | os.PathLike, what: str, get_it: str) -> Path:
-    """``path`` as a ``Path`` when it is a file; otherwise one ``FileNotFoundError`` line naming ``what`` is
-    missing and ``get_it`` (where to download it)."""
+    """``path`` as a ``Path`` when it is a regular file; otherwise one line: ``FileNotFoundError`` naming
+    ``what`` is missing and ``get_it`` (where to download it), or ``ValueError`` saying what the path is instead
+    (checked with ``stat``, so a FIFO is never opened)."""
+    from mmjudge.paths import not_a_regular_file
+
     found = Path(path).expanduser()
+    problem = not_a_regular_file(found)  # /dev/zero, a FIFO, a folder, a link loop: said as such, never "missing"
+    if problem is not None:
+        raise ValueError(f"{what} {str(found)!r} is {problem}: give the checkpoint file ({get_it}).")
     if not found.is_file():
-        kind = "is a folder, not a file" if found.is_dir() else "does not exist"
-        raise FileNotFoundError(f"{what} {str(found)!r} {kind}: download it from {get_it}.")
+        raise FileNotFoundError(f"{what} {str(found)!r} does not exist: download it from {get_it}.")
     return found
 
 

@@ -45,7 +45,12 @@ def load_state_dict(checkpoint: str | os.PathLike | dict) -> dict[str, Any]:
     if isinstance(checkpoint, dict):
         state = checkpoint
     else:
+        from mmjudge.paths import not_a_regular_file
+
         path = Path(checkpoint).expanduser()
+        problem = not_a_regular_file(path)  # /dev/zero, a FIFO, a folder, a link loop: said as such
+        if problem is not None:
+            raise ValueError(f"CLIP checkpoint {str(path)!r} is {problem}; give the .pt file.")
         if not path.is_file():
             raise FileNotFoundError(f"CLIP checkpoint {str(path)!r} does not exist.")
         try:

@@ -9,6 +9,20 @@ from pathlib import Path
 from mmjudge.metaeval.result import MetaEvalResult
 from mmjudge.metaeval.tables import FORMATS, all_tables, check_formats, heatmap, records_csv
 
+TABLE_NAMES = ("accuracy", "criterion_correlation", "benchmarks")  # every table all_tables() can make
+
+
+def output_files(out_dir: str | Path, formats: Sequence[str] | str = FORMATS) -> list[Path]:
+    """Every file :func:`write_outputs` may write into ``out_dir`` (each table in each format, ``records.csv``,
+    ``results.json``, ``heatmap.png``): what a command checks against its inputs before anything is written.
+
+    >>> [p.name for p in output_files("out", "md")]
+    ['accuracy.md', 'criterion_correlation.md', 'benchmarks.md', 'records.csv', 'results.json', 'heatmap.png']
+    """
+    out = Path(out_dir)
+    tables = [out / f"{name}.{fmt}" for fmt in check_formats(formats) for name in TABLE_NAMES]
+    return [*tables, out / "records.csv", out / "results.json", out / "heatmap.png"]
+
 
 def write_outputs(
     results: Sequence[MetaEvalResult],

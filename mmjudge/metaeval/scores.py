@@ -129,9 +129,11 @@ def _is_fleur_text(path: Path) -> bool:
 def _read_fleur_text(path: Path) -> list[tuple[str, dict]]:
     """FLEUR's result text: an ``image file :`` line, then per caption ``caption :``, ``model score :`` and
     ``our score :`` lines (Pascal-50S files add ``label :`` and two captions per image). One row per caption,
-    keyed by (image, caption); a number that does not parse is a failed item (null)."""
+    keyed by (image, caption); a number that does not parse is a failed item (null), and such ``our score``
+    lines are counted in one warning (``mmjudge: note: …`` from the CLI)."""
     rows: list[tuple[str, dict]] = []
     image, row, where = None, None, ""
+    unreadable: list[tuple[int, str]] = []  # (line, text) of 'our score :' lines that hold no number
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             key, sep, value = line.rstrip("\n").partition(" : ")
@@ -150,9 +152,20 @@ def _read_fleur_text(path: Path) -> list[tuple[str, dict]]:
                     row[field] = float(value)
                 except ValueError:
                     row[field] = None
+                    if field == "score":
+                        unreadable.append((n, value.strip()))
     missing = [w for w, r in rows if "score" not in r]
     if missing:
         raise ValueError(f"{missing[0]}: a caption without an 'our score :' line (FLEUR's result format).")
+    if unreadable:  # a failed item each, as the format means; but said, not silent
+        import warnings
+
+        line, text = unreadable[0]
+        warnings.warn(
+            f"{path}: {len(unreadable)} of {len(rows)} 'our score :' lines hold no number (first: line {line}, "
+            f"{text[:40]!r}); those captions count as failed items (no score).",
+            stacklevel=3,
+        )
     return rows
 
 

@@ -169,6 +169,9 @@ class ChunkImages:
             key: self._decode_one(chunk[position]) if future is None else future.result()
             for key, (position, future) in decoding.items()
         }
+        # Where the first item with each image is, read before any item is replaced by its failed result below
+        # (two items sharing one unreadable image: the first is already an ItemResult when the second is met).
+        first_where = {key: chunk[position].where(self.spec) for key, (position, _) in decoding.items()}
         for position, item in enumerate(chunk):
             if not isinstance(item, Item) or item.image is None:
                 continue
@@ -176,8 +179,7 @@ class ChunkImages:
             answer = decoded[key]
             if isinstance(answer, ValueError):
                 # The message names the first item with this image; each item's own row names itself.
-                where = chunk[decoding[key][0]].where(self.spec)
-                message = str(answer).replace(where, item.where(self.spec), 1)
+                message = str(answer).replace(first_where[key], item.where(self.spec), 1)
                 if self.on_error == "raise":
                     raise ValueError(message)
                 chunk[position] = item.failed(message)

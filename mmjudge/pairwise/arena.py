@@ -271,9 +271,30 @@ def _manifest(metric: Any, outputs: SystemOutputs, schedule: AdaptiveSchedule) -
     return {
         "systems": outputs.names,
         "items": len(outputs.ids),
+        "inputs": inputs_digest(outputs),
         "signature": str(metric.signature),
         **schedule.settings(),
     }
+
+
+def inputs_digest(outputs: SystemOutputs) -> str:
+    """A digest of every system's texts and the items' shared fields: a finished round's rows are reused only
+    by a run on the same outputs (the same names and ids with other texts would mix two runs' battles)."""
+    import hashlib
+
+    blob = json.dumps(
+        [outputs.names, outputs.ids, outputs.texts, outputs.shared], sort_keys=True, default=lambda o: type(o).__name__
+    )
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def written_files(folder: str | Path, max_rounds: int = DEFAULT_MAX_ROUNDS) -> list[Path]:
+    """Every file a ranking run writes into (or, with ``overwrite``, deletes from) ``folder``: the rounds'
+    rows (and their part and merge files), the manifest, the ranking files."""
+    folder = Path(folder)
+    rounds = [round_path(folder, n) for n in range(max_rounds)]
+    fixed = [folder / n for n in (MANIFEST, "ranking.json", "ranking.md", "win_rates.csv")]
+    return list(dict.fromkeys([*rounds, *folder.glob("round-*.jsonl*"), *fixed]))
 
 
 def _prepare_folder(folder: Path, overwrite: bool, manifest: dict[str, Any]) -> None:
@@ -292,8 +313,16 @@ def _prepare_folder(folder: Path, overwrite: bool, manifest: dict[str, Any]) -> 
                     old.unlink()
         if path.exists():
             earlier = json.loads(path.read_text(encoding="utf-8"))
+            if "inputs" not in earlier:  # written before the inputs were recorded: checked as it was then
+                manifest = {k: v for k, v in manifest.items() if k != "inputs"}
             if earlier != manifest:
                 changed = next(k for k in {**earlier, **manifest} if earlier.get(k) != manifest.get(k))
+                if changed == "inputs":
+                    raise ValueError(
+                        f"{folder}: holds a ranking run on other system outputs (the same systems and items, other "
+                        "texts or images), whose battles would mix with this run's; pass --overwrite to start again, "
+                        "or another --output-dir."
+                    )
                 raise ValueError(
                     f"{folder}: holds a ranking run with another {changed} ({earlier.get(changed)!r}, this run: "
                     f"{manifest.get(changed)!r}); pass --overwrite to start again, or another --output-dir."

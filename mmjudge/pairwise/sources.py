@@ -34,11 +34,18 @@ def pair_item(a: dict, b: dict | None) -> dict:
     """The pair item of A's item ``a`` and B's item ``b`` at the same position (``None``: B has no item there).
 
     >>> a, b = {"id": "1", "text": "a dog", "_i": 0}, {"id": "2", "text": "a cat", "_i": 0}
-    >>> pair_item(a, b)["_error"]
-    "--a has id '1' here but --b has id '2': the two files must hold the same items in the same order."
+    >>> pair = pair_item(a, b)
+    >>> pair["id"], pair["_error"]
+    ('1', "--a has id '1' here but --b has id '2': the two files must hold the same items in the same order.")
     """
     source = f"{a.get('_source')}" if b is None else f"{a.get('_source')} | {b.get('_source')}"
     item: dict[str, Any] = {"_source": source, "_i": a.get("_i")}
+    # A pair that cannot be compared keeps A's id (else B's), so its row is found by the id the files give it,
+    # not by its position.
+    known = a.get("id") if a.get("id") is not None else (b or {}).get("id")
+    if known is not None:
+        item["id"] = known
+    item["text_a"], item["text_b"] = a.get("text"), (b or {}).get("text")
     if a.get("_error"):
         return {**item, "_error": f"--a: {a['_error']}"}
     if b is None:
@@ -57,10 +64,6 @@ def pair_item(a: dict, b: dict | None) -> dict:
             return {**item, "_error": f"--a and --b give this item different {key}s ({mine!r}, {theirs!r})."}
         if mine is not None or theirs is not None:
             item[key] = mine if mine is not None else theirs
-    item_id = a.get("id") if a.get("id") is not None else b.get("id")
-    if item_id is not None:
-        item["id"] = item_id
-    item["text_a"], item["text_b"] = a.get("text"), b.get("text")
     return item
 
 

@@ -149,6 +149,19 @@ def csv_text(run: Reproduction) -> str:
     return buffer.getvalue()
 
 
+OUTPUT_NAMES = ("cells.json", "cells.md", "cells.csv", "timing.json", "cells.progress.jsonl")
+
+
+def output_files(out: str | Path) -> list[Path]:
+    """Every file a run with ``out`` writes there: the cells in three formats, the timings, and the progress
+    file a killed run resumes from.
+
+    >>> [p.name for p in output_files("out")][:3]
+    ['cells.json', 'cells.md', 'cells.csv']
+    """
+    return [Path(out) / name for name in OUTPUT_NAMES]
+
+
 def write(run: Reproduction, out: str | Path) -> list[Path]:
     """``cells.json``, ``cells.md``, ``cells.csv`` (and ``timing.json`` when timed) into ``out``."""
     folder = Path(out)

@@ -35,7 +35,16 @@ from mmjudge.metrics.spec import item_id
 from mmjudge.metrics.statuses import add_failures
 from mmjudge.progress import optional_bar
 from mmjudge.report import result_row
-from mmjudge.stream.outputs import PartFile, existing_parts, merge_parts, output_format, remove_outputs
+from mmjudge.stream.outputs import (
+    PartFile,
+    check_output_spares_inputs,
+    check_same_items,
+    existing_parts,
+    item_digest,
+    merge_parts,
+    output_format,
+    remove_outputs,
+)
 from mmjudge.stream.seen_ids import SeenIds
 from mmjudge.stream.sources import ItemSource, open_source
 
@@ -123,6 +132,7 @@ def score_file(
     """
     rank, world = distributed.rank(), distributed.world_size()
     fmt = output_format(output, output_fmt)
+    check_output_spares_inputs(output, [("--input", source)], rank, world)  # before --overwrite deletes anything
     if overwrite and distributed.is_main():
         remove_outputs(output)
     distributed.barrier()
@@ -136,7 +146,8 @@ def score_file(
         if callable(source)
         else open_source(source, shard=(rank, world), **(source_options or {}))
     )
-    part = PartFile(output, rank, world, signature)
+    run = {"input": items.name, "options": run_options(task, keep, source_options, options)}
+    part = PartFile(output, rank, world, signature, run)
     if on_start is not None:
         on_start(part.path)
     try:
@@ -152,6 +163,18 @@ def score_file(
     distributed.barrier()
     summary.output = output
     return summary
+
+
+def run_options(task: str | None, keep: Sequence[str], source_options: dict | None, options: dict) -> dict:
+    """The settings a run's rows depend on besides the metric's signature, as a part's header records them:
+    the default task, the fields copied into rows, how the input is read (format, split, columns) and the
+    compute options (``explain`` …). The chunk size and progress bars change no row, so they are not here.
+
+    >>> run_options("ic", ("text",), {"kind": None, "split": None, "columns": {"text": "caption"}}, {})
+    {'task': 'ic', 'keep': ['text'], 'columns': {'text': 'caption'}}
+    """
+    read = {k: v for k, v in (source_options or {}).items() if v not in (None, {}, "")}
+    return {"task": task, "keep": list(keep), **read, **options}
 
 
 def stream_rows(
@@ -226,17 +249,29 @@ def _score_share(
     options: dict,
 ) -> RunSummary:
     summary = RunSummary(total=items.total or 0, resumed=part.done)
+    digests: dict[int, str] = {}  # input position -> its item's digest, for the items in flight
+
+    def digested(share: Iterator[dict]) -> Iterator[dict]:
+        for item in share:
+            if isinstance(item, dict):
+                digests[item.get("_i", -1)] = item_digest(item)
+            yield item
+
     with contextlib.ExitStack() as stack:
         if distributed.is_distributed():
             stack.enter_context(distributed.own_items())
+        # A part whose rows carry their items' digests is resumed only once each is the item now at its position
+        # (the items before are built and checked, not skipped); an older part's rows are skipped as before.
+        with_digests = part.done and next((d for _, d in part.digests()), None) is not None
+        share = check_same_items(part, items.items()) if with_digests else items.items(skip=part.done)
         total = (items.total or 0) - part.done
         bar = stack.enter_context(
             optional_bar(progress, total=total or None, desc="scoring", unit="item", smoothing=0.1)
         )
         for index, row in stream_rows(
-            metric, items.items(skip=part.done), task, strict, keep, chunk_size, seen=part.seen_ids, **options
+            metric, digested(share), task, strict, keep, chunk_size, seen=part.seen_ids, **options
         ):
-            part.write(row, index)
+            part.write(row, index, digests.pop(index, None))
             summary.count(row)
             if on_row is not None:
                 on_row(row)

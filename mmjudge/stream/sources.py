@@ -32,7 +32,7 @@ from typing import Any
 
 from mmjudge.images import parse_box
 from mmjudge.jsonl import JsonLineError, decode
-from mmjudge.paths import special_file_kind
+from mmjudge.paths import link_problem, special_file_kind
 
 FORMATS = ("jsonl", "csv", "parquet", "datasets")
 ITEM_KEYS = ("id", "text", "image", "question", "box", "references", "task")
@@ -122,6 +122,9 @@ def open_source(
     if not isinstance(spec, (str, os.PathLike)):
         return _dataset_source(spec, "dataset", mapping, rank, world)
     path = Path(spec).expanduser()
+    problem = link_problem(path)
+    if problem is not None:  # else a loop reads as "no such file", or a name looked up on the Hub
+        raise ValueError(f"{option} {spec}: {problem}; give the file it should lead to.")
     special = special_file_kind(path)
     if special is not None:  # checked before anything opens it: opening a FIFO waits for a writer
         raise ValueError(
@@ -380,6 +383,13 @@ def _load_dataset(spec: str, split: str | None, option: str = "--input") -> Any:
             data = datasets.load_from_disk(str(folder))
         else:
             data = datasets.load_dataset(str(folder) if folder.exists() else spec, split=split)
+    except datasets.exceptions.DatasetGenerationError as err:
+        # A folder of data files is read as ONE table: files with other columns fail deep in datasets' casting.
+        reason = _column_differences(folder) if folder.is_dir() else None
+        if reason is None:
+            cause = " ".join(str(err.__cause__ or err).split())[:300]
+            reason = f"datasets cannot read it as one table ({cause}); give one .jsonl, .csv or .parquet file."
+        raise ValueError(f"{option} {spec}: {reason}") from None
     except (FileNotFoundError, ValueError, ConnectionError, datasets.exceptions.DatasetNotFoundError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         if folder.is_dir():
@@ -397,6 +407,61 @@ def _load_dataset(spec: str, split: str | None, option: str = "--input") -> Any:
             raise ValueError(f"{option} {spec} has no split {split!r}; it has {', '.join(data)}.")
         data = data[split]
     return data
+
+
+_DATA_SUFFIXES = (".jsonl", ".json", ".ndjson", ".csv", ".tsv", ".parquet")
+
+
+def _columns_of(path: Path) -> list[str] | None:
+    """The columns of one data file, from its first line, header or schema (``None``: unreadable)."""
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            if path.suffix in (".csv", ".tsv"):
+                return next(csv.reader(f, delimiter="\t" if path.suffix == ".tsv" else ","), None)
+            first = next((line for line in f if line.strip()), "")
+        row = json.loads(first)
+        return sorted(row) if isinstance(row, dict) else None
+    except (OSError, ValueError, StopIteration, ImportError):
+        return None
+
+
+def _column_differences(folder: Path) -> str | None:
+    """One sentence naming the data files of ``folder`` whose columns differ, and how; ``None`` when they
+    all agree (or there are fewer than two).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "one.jsonl").write_text('{"id": "a", "text": "x"}\\n')
+    >>> _ = (d / "two.jsonl").write_text('{"id": "b", "caption": "y", "extra": 1}\\n')
+    >>> print(_column_differences(d))
+    its data files have different columns (a folder is read as one table: every file needs the same ones): two.jsonl
+    has caption, extra, which one.jsonl lacks, and lacks text; give one file as --input, or give every file the
+    same columns.
+    """
+    files = sorted(p for p in folder.rglob("*") if p.suffix.lower() in _DATA_SUFFIXES and p.is_file())
+    columns = {p: _columns_of(p) for p in files}
+    known = [(p, c) for p, c in columns.items() if c is not None]
+    if len(known) < 2:
+        return None
+    first, base = known[0]
+    differ = []
+    for path, cols in known[1:]:
+        added, missing = [c for c in cols if c not in base], [c for c in base if c not in cols]
+        if added or missing:
+            has = f"has {', '.join(added)}, which {first.relative_to(folder)} lacks" if added else ""
+            lacks = f"lacks {', '.join(missing)}" if missing else ""
+            differ.append(f"{path.relative_to(folder)} {', and '.join(filter(None, (has, lacks)))}")
+    if not differ:
+        return None
+    shown = "; ".join(differ[:3]) + (f"; and {len(differ) - 3} more files differ" if len(differ) > 3 else "")
+    return (
+        "its data files have different columns (a folder is read as one table: every file needs the same ones): "
+        f"{shown}; give one file as --input, or give every file the same columns."
+    )
 
 
 def _dataset_source(data: Any, name: str, mapping: Mapping[str, str], rank: int, world: int) -> ItemSource:

@@ -221,9 +221,11 @@ def test_cli_refuses_files_of_different_lengths_and_names_mismatched_items(files
     with open(files / "other.jsonl", "w") as f:
         for k in (0, 9, 2):
             f.write(json.dumps({"id": f"x{k}", "text": "x", "image": "p.png"}) + "\n")
-    assert main([*args, "--b", str(files / "other.jsonl"), "--format", "jsonl"]) == 0
+    # Every row is written; the pair that cannot be compared keeps A's id, and the status says so (as score's 4).
+    assert main([*args, "--b", str(files / "other.jsonl"), "--format", "jsonl"]) == 4
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert "--a has id 'x1' here but --b has id 'x9'" in rows[1]["error"] and rows[0].get("error") is None
+    assert [r["id"] for r in rows] == ["x0", "x1", "x2"]
 
 
 def test_cli_input_errors_name_the_flag_that_gave_the_file(files, capsys):

@@ -7,6 +7,7 @@ import csv
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,7 +125,8 @@ def test_the_arena_survives_a_killed_worker_with_nothing_lost(systems, tmp_path)
     with pytest.raises(KeyboardInterrupt):
         arena(quality_judge(fail_after=whole.judged), systems, tmp_path / "cut")  # dies half way (2 requests a battle)
     parts = (tmp_path / "cut").glob("round-*.jsonl*")
-    written = sum(1 for p in parts for line in p.read_text().splitlines() if line.strip())
+    lines = [line for p in parts for line in p.read_text().splitlines() if line.strip()]
+    written = sum(1 for line in lines if not line.startswith('{"_run": '))  # a part's header line is not a row
     assert 0 < written < whole.judged
     resumed_judge = quality_judge()
     resumed = arena(resumed_judge, systems, tmp_path / "cut")
@@ -140,6 +142,16 @@ def test_the_arena_refuses_to_mix_runs_with_other_settings(systems, tmp_path):
     with pytest.raises(ValueError, match="holds a ranking run with another items_per_pair"):
         he = HarmonicEval(judge=quality_judge(), criteria=["fluency"], cache=False)
         rank_systems(he.pairwise(), systems, tmp_path / "run", items_per_pair=4, bootstrap=200)
+
+
+def test_the_arena_refuses_to_mix_runs_on_edited_system_outputs(systems, tmp_path):
+    # Issue 41: the same systems and ids with other texts would reuse the finished rounds' battles of the old ones.
+    arena(quality_judge(), systems, tmp_path / "run")
+    path = Path(systems["sys2"])
+    path.write_text(path.read_text().replace("output 0 of", "an edited output 0 of"))
+    with pytest.raises(ValueError, match="holds a ranking run on other system outputs .* pass --overwrite"):
+        arena(quality_judge(), systems, tmp_path / "run")
+    assert arena(quality_judge(), systems, tmp_path / "run", overwrite=True).judged > 0
 
 
 def test_cli_ranking_and_its_mistakes(systems, tmp_path, capsys):

@@ -220,7 +220,9 @@ def test_cli_records_a_bad_line_and_strict_stops_there_keeping_the_rows_before(t
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # (the rest: the progress bar)
     assert len(err) == 1 and "items.jsonl:6: image: image file not found" in err[0] and "Traceback" not in err[0]
     part = next(tmp_path.glob("s.jsonl.part-0-of-1.jsonl"))
-    assert [json.loads(line)["id"] for line in part.read_text().splitlines()] == ["i0", "i1", "i2", "i3"]
+    header, *lines = part.read_text().splitlines()  # the header records what the rows are made from
+    assert json.loads(header)["_run"]["input"] == path
+    assert [json.loads(line)["id"] for line in lines] == ["i0", "i1", "i2", "i3"]
     # Resumes and records the bad item; the exit status says that an item was not scored (rows all written).
     assert main(["score", "--input", path, "--output", str(out), "--chunk-size", "2", *D]) == 4
     text = capsys.readouterr().out

@@ -123,6 +123,14 @@ def read_checkpoint(checkpoint: str | os.PathLike) -> tuple[VelaConfig, dict, Pa
             f"{str(path)!r} is a bare safetensors file, not an mmjudge VELA checkpoint folder. {FOREIGN_HINT}"
         )
     if not path.is_dir():
+        from mmjudge.paths import not_a_regular_file
+
+        problem = not_a_regular_file(path)  # a device such as /dev/zero, a FIFO, a link loop: not "missing"
+        if problem is not None or path.exists():
+            raise ValueError(
+                f"VELA checkpoint {str(path)!r} is {problem or 'a file'}, not a checkpoint folder (train one with "
+                "`mmjudge train-vela`)."
+            )
         raise FileNotFoundError(
             f"VELA checkpoint folder {str(path)!r} does not exist (train one with `mmjudge train-vela`)."
         )
