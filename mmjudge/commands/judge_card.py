@@ -46,6 +46,20 @@ def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
+def check_out_spares_inputs(out: str | None, settings) -> None:
+    """No file ``--out`` receives is a ``--verdicts`` file or a file of a ``--data-dir``: refused in one line
+    before anything is read or written (a card written over its own verdicts would destroy them)."""
+    from mmjudge.judge_card.output import OUTPUT_FILES
+    from mmjudge.paths import check_writes_spare_reads
+
+    if not out:
+        return
+    writes = [("--out", Path(out) / name, f"--out {out} (its {name})") for name in OUTPUT_FILES]
+    reads = [(f"--verdicts {name}", path) for name, path in settings.verdicts.items()]
+    reads += [(f"--data-dir {name}", folder) for name, folder in settings.data_dirs.items()]
+    check_writes_spare_reads(writes, reads)
+
+
 def run(args: argparse.Namespace) -> int:
     from mmjudge.judge_card.benchmarks import find_benchmarks
     from mmjudge.judge_card.output import card_markdown
@@ -70,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         name=args.name,
     )
+    check_out_spares_inputs(args.out, settings)
     options = judge_options(args)
     judge = options if (args.model or args.judge) else None
     if args.dry_run:

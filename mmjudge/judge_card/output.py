@@ -43,6 +43,7 @@ PERCENT = {
 }
 
 
+OUTPUT_FILES = ("card.json", "card.md", "card.png", "signature.json")
 NOTE = (
     "Shares and correlations ×100; `no_answer` is the share of items the judge gave no answer for (left out of "
     "every other figure); `samples_per_s` counts the items this run judged."

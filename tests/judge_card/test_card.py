@@ -216,3 +216,15 @@ def test_smollm2_compares_the_text_criteria_of_real_pairs(smollm2_gguf, vlrb, tm
     signature = json.loads((tmp_path / "lenient" / "signature.json").read_text())["signature"]
     assert "unrated=correctness,completeness" in signature and "min_mass=0.1" in signature
     assert "smollm2" in capsys.readouterr().out
+
+
+def test_a_card_written_over_its_own_verdicts_is_refused_before_anything_is_touched(vlrb, tmp_path, capsys):
+    out = tmp_path / "card"
+    out.mkdir()
+    verdicts = _write(out / "card.json", [{"id": "RLAIF-V-fx-1", "preferred": 0}])
+    before = (out / "card.json").read_bytes()
+    code = main(["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+                 "--verdicts", f"vl_rewardbench={verdicts}", "--out", str(out)])  # fmt: skip
+    assert code == 2 and (out / "card.json").read_bytes() == before
+    err = capsys.readouterr().err
+    assert "is the same file as --verdicts vl_rewardbench" in err and "give another --out" in err
