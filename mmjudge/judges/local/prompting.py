@@ -127,5 +127,12 @@ def images_per_prompt(requests: Sequence[RatingRequest]) -> list[list]:
 
 
 def to_device(inputs: dict, device: Any) -> dict:
-    """Every tensor of ``inputs`` on ``device`` (other values as they are)."""
-    return {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
+    """Every tensor of ``inputs`` on ``device`` (other values as they are); copies from pinned memory do not
+    wait (:func:`pin_inputs`)."""
+    return {k: v.to(device, non_blocking=True) if hasattr(v, "to") else v for k, v in inputs.items()}
+
+
+def pin_inputs(inputs: dict) -> dict:
+    """``inputs`` with every CPU tensor in pinned (page-locked) memory, so its copy to a CUDA device neither
+    waits nor blocks the launching thread (done in the preparing thread)."""
+    return {k: v.pin_memory() if hasattr(v, "pin_memory") and v.device.type == "cpu" else v for k, v in inputs.items()}
