@@ -14,7 +14,9 @@ share a token prefix covering the image (HarmonicEval's Correctness and Complete
 image) run that prefix once and branch from its KV cache (:mod:`~mmjudge.judges.local.prefix_sharing`,
 within each model's sliding windows, :mod:`~mmjudge.judges.local.attention`);
 CPU-side preparation of the next batch runs in a background thread while the model works
-(:class:`~mmjudge.judges.batched.BatchedJudge`); ``batch_size="auto"`` sizes batches from free GPU memory
+(:class:`~mmjudge.judges.batched.BatchedJudge`), pins its tensors for copies that do not wait and computes the
+vision tower's metadata there (:mod:`~mmjudge.judges.local.vision_metadata`); a long call starts with small
+batches so the GPU starts early; ``batch_size="auto"`` sizes batches from free GPU memory
 (:mod:`~mmjudge.judges.local.sizing`) and halves them on an out-of-memory error. None of this changes a
 result beyond float rounding (tested to 1e-7 against the plain path), and none of it enters cache keys or
 signatures. This module orchestrates; prompting, rating tokens, prefix sharing and sizing each live in
@@ -51,7 +53,7 @@ from mmjudge.judges.local.prepared import PreparedBatch, in_request_order, pin_b
 from mmjudge.judges.local.prompting import PromptRenderer, load_processor, split_processor, to_device
 from mmjudge.judges.local.ratings import rating_token_ids, read_ratings, reduce_on_device
 from mmjudge.judges.local.vision_attention import use_packed_vision_attention
-from mmjudge.judges.local.vision_metadata import vision_metadata
+from mmjudge.judges.local.vision_metadata import pixel_dtypes, vision_metadata
 from mmjudge.judges.requests import (
     GenerationRequest,
     RatingRequest,
@@ -327,7 +329,7 @@ class TransformersJudge(BatchedJudge):
         if batch.inputs is not None:
             batch.inputs.update(vision_metadata(self.model, batch.inputs))
         if str(self.model.device).startswith("cuda"):
-            pin_batch(batch)
+            pin_batch(batch, pixel_dtypes(self.model))
         self.stats.prepare_seconds += time.perf_counter() - started
         return batch
 

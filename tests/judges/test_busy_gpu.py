@@ -103,3 +103,26 @@ def test_one_read_back_per_batch_gives_each_scale_its_ratings(tiny_llava_dir):
         expected = _raw(judge.rate(alone, progress=False))
         got = np.array([res.raw for res, r in zip(mixed, requests) if tuple(r.choices) == scale])
         assert got.shape == expected.shape and np.abs(got - expected).max() < TOL
+
+
+def test_pinned_batches_with_pixels_cast_early_give_the_same_ratings(tiny_family_dir, tiny_qwen_dir, monkeypatch):
+    """What the preparing thread does on a GPU (every CPU tensor pinned, Qwen's pixel values cast to the vision
+    tower's dtype on the way), run here with pinning stood in by copies: the ratings of a bf16 model equal
+    those of the batch as prepared, bit for bit (the model casts the pixels first thing either way)."""
+    import torch
+
+    from mmjudge.judges.local.prepared import pin_batch
+    from mmjudge.judges.local.vision_metadata import pixel_dtypes
+
+    judge = load_judge("transformers", model=tiny_qwen_dir, batch_size=16, dtype="bfloat16")
+    requests = [r for r in _requests() if r.image is not None]
+    dtypes = pixel_dtypes(judge.model)
+    assert dtypes == {"pixel_values": torch.bfloat16}
+    expected = _raw(judge._rate_batch(judge._prepare_rating(requests)))
+    empty = torch.empty
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self.clone())  # no CUDA here: copies stand in
+    monkeypatch.setattr(torch, "empty", lambda *a, pin_memory=False, **k: empty(*a, **k))
+    batch = judge._prepare_rating(requests)
+    pin_batch(batch, dtypes)
+    assert batch.shared.prefix["pixel_values"].dtype == torch.bfloat16
+    assert np.array_equal(_raw(judge._rate_batch(batch)), expected)

@@ -36,14 +36,15 @@ def in_request_order(parts: list, count: int) -> Any:
     return out
 
 
-def pin_batch(batch: PreparedBatch) -> None:
+def pin_batch(batch: PreparedBatch, dtypes: dict | None = None) -> None:
     """Every CPU tensor of ``batch`` in pinned memory (in the preparing thread), so that the answering thread's
-    copies to the GPU neither wait for queued work nor block it."""
+    copies to the GPU neither wait for queued work nor block it; ``dtypes``: inputs cast on the way
+    (:func:`~mmjudge.judges.local.vision_metadata.pixel_dtypes`)."""
     if batch.inputs is not None:
-        batch.inputs = pin_inputs(batch.inputs)
+        batch.inputs = pin_inputs(batch.inputs, dtypes)
     shared = batch.shared
     if shared is not None:
-        shared.prefix, shared.suffix_inputs = pin_inputs(shared.prefix), pin_inputs(shared.suffix_inputs)
+        shared.prefix, shared.suffix_inputs = pin_inputs(shared.prefix, dtypes), pin_inputs(shared.suffix_inputs)
         shared.suffix_ids, shared.suffix_mask = shared.suffix_ids.pin_memory(), shared.suffix_mask.pin_memory()
         shared.row_of, shared.shift = shared.row_of.pin_memory(), shared.shift.pin_memory()
         if shared.mrope is not None:
