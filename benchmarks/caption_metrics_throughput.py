@@ -294,9 +294,16 @@ def main(argv: list[str] | None = None) -> int:
             for encoder in encoders(metric):
                 encoder._memory.clear()
             part = columns(metric, items[: args.profile])
-            row["profile"] = profile_call(lambda m=metric, p=part: m.compute(**p, progress=False), name, top=5)
+            try:
+                row["profile"] = profile_call(lambda m=metric, p=part: m.compute(**p, progress=False), name, top=5)
+            except Exception as err:  # the figures above are kept whatever the profiler does
+                print(f"  PROFILE FAILED: {err!r}")
         results.append(row)
         del metric
+        if args.json:  # after every row: a run cut off by its time limit keeps what it measured
+            import json
+
+            Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     if args.json:
         import json
 

@@ -94,7 +94,7 @@ for phase in ${@:-caption vela qwen2_vl qwen2_5_vl compile}; do
         --json "$out/qwen2_5_vl.json"
       ;;
     compile)
-      run compile 200 benchmarks/judge_throughput.py "${judge[@]}" --shape qwen2_vl_7b --naive-n 0 --compile \
+      run compile 200 benchmarks/judge_throughput.py "${judge[@]}" --shape qwen2_vl_7b --naive-n 0 --compile --bound \
         --json "$out/compile.json"
       ;;
     *) echo "unknown phase $phase" | tee -a "$log" ;;

@@ -457,6 +457,14 @@ def naive_loop(judge: TransformersJudge, he: HarmonicEval, samples: list[dict]) 
             [float(probs[ids].sum()) for ids in judge.choice_token_ids(prompts.scale)]
 
 
+def _save_partial(args, result: dict) -> None:
+    """The figures so far, written at once (a phase cut off by its time limit keeps what it measured)."""
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps([result], indent=1, default=str))
+
+
 def _time_rating(judge) -> dict:
     """Accumulate the seconds spent inside ``judge.rate`` in the returned dict's ``seconds``."""
     spent = {"seconds": 0.0}
@@ -622,6 +630,7 @@ def bench_shape(family: str, args) -> dict:
             f"{bound['mfu']:.2f} of {bound['peak_tflops']:.0f} TFLOP/s measured), / {result['tokens_per_sample']:.0f} "
             f"tokens per sample = {bound['samples_per_s']:.1f} samples/s; this run {result['share_of_bound']:.0%}"
         )
+    _save_partial(args, result)
     if args.ab_packed and judge.packed_vision:
         # The same run with the vision tower's attention one call per image/window (transformers' sdpa path).
         vision = judge.model.config.vision_config
@@ -658,15 +667,19 @@ def bench_shape(family: str, args) -> dict:
             + (f", {result['steady'] / result['bound']['samples_per_s']:.0%} of the bound" if args.bound else "")
             + f"; {judge.stats.wait_seconds:.2f} s waiting for preparation)"
         )
+    _save_partial(args, result)
     if args.profile:
         from gpu_profile import labelled, profile_call
 
         core = getattr(model, "model", model)
         vision = getattr(core, "visual", None) or getattr(core, "vision_tower", None)
-        with labelled(vision, "vision tower"):
-            result["profile"] = profile_call(
-                lambda he=he: run_harmonic_eval(he, samples[: args.profile]), f"{family}, {args.profile} samples"
-            )
+        try:
+            with labelled(vision, "vision tower"):
+                result["profile"] = profile_call(
+                    lambda he=he: run_harmonic_eval(he, samples[: args.profile]), f"{family}, {args.profile} samples"
+                )
+        except Exception as err:  # the figures above are kept whatever the profiler does
+            print(f"  PROFILE FAILED: {err!r}")
     del he, judge
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
