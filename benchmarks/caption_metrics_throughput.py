@@ -2,6 +2,8 @@
 
     python benchmarks/caption_metrics_throughput.py                              # CPU, tiny random weights
     python benchmarks/caption_metrics_throughput.py --device cuda --full-size    # GPU, full-size shapes
+    python benchmarks/caption_metrics_throughput.py --device cuda --full-size --only clip_score polos \
+        --n 2048 --check-sequential 512 --profile 512 --json out.json   # + equality with one batch at a time
 
 Every metric loads a checkpoint file written here in its authors' format (``torch.save({"state_dict"})``
 for PAC-S, a Lightning-style ``reprod.ckpt`` for Polos) with RANDOM weights: speed only, never quality.
@@ -15,7 +17,11 @@ a ~100-word candidate of ~6 sentences (LongCap-Arena's length) and 3 references;
 embedding is served from a cache. Batch size 64 (``--batch-size``). CLIP texts use OpenAI's BPE when
 ``open-clip-torch`` is installed, else a tiny BPE (more tokens per word: a slower, conservative figure);
 Polos's RoBERTa side always uses a tiny BPE (RoBERTa's vocabulary cannot be downloaded here).
-Prints one line per metric: samples/s, ms/sample, load seconds, and the device.
+Prints one line per metric: samples/s, ms/sample, load seconds, and the device. ``--check-sequential N``
+scores the first N items again with every CLIP encoder one batch at a time (``pipeline=False``: CPU-side
+normalisation, one batch on the device at a time) and prints the largest difference of any output (0 expected:
+the pipelined inputs equal the sequential ones bit for bit). ``--profile N`` profiles N items of each row
+(GPU busy share, kernels, synchronisations; ``benchmarks/gpu_profile.py``).
 """
 
 from __future__ import annotations
@@ -54,13 +60,13 @@ def clip_state(shape: dict, vocab: int, lora: int = 0, vision_layers: int | None
     return state
 
 
-def write_checkpoints(folder: Path, full: bool) -> dict[str, dict[str, Any]]:
-    """``{row name: mmjudge.load keyword arguments}`` for every metric of the run."""
+def write_checkpoints(folder: Path, full: bool, only: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``{row name: mmjudge.load keyword arguments}`` for every metric of the run (``only``: the checkpoints of
+    those rows are written, the others skipped: a ViT-L/14 state dict takes seconds to draw)."""
     import torch
     from transformers import AutoTokenizer
 
     from mmjudge.encoders.clip_tokenizer import installed_bpe_file
-    from mmjudge.tiny_models.checkpoints import polos_state, tiny_roberta_tokenizer
     from mmjudge.tiny_models.clip import tiny_clip
 
     tokenizer: Any = None if installed_bpe_file() is not None else tiny_clip(folder / "clip_tok")
@@ -74,9 +80,34 @@ def write_checkpoints(folder: Path, full: bool) -> dict[str, dict[str, Any]]:
             torch.save({"state_dict": state}, path)
         runs[f"{name}:{config}"] = dict(config=config, checkpoint=str(path), clip_tokenizer=tokenizer, **extra)
 
-    pac("pac_s_vitb32", clip_state(b32, vocab), "pac_s", backbone="ViT-B/32")
-    runs["pac_s_vitb32:ref_pac_s"] = dict(runs["pac_s_vitb32:pac_s"], config="ref_pac_s")
-    runs["pac_s_vitb32:pac_s_avg"] = dict(runs["pac_s_vitb32:pac_s"], config="pac_s_avg")
+    def wanted(*names: str) -> bool:
+        return only is None or any(n in only for n in names)
+
+    if wanted("pac_s_vitb32:pac_s", "pac_s_vitb32:ref_pac_s", "pac_s_vitb32:pac_s_avg"):
+        pac("pac_s_vitb32", clip_state(b32, vocab), "pac_s", backbone="ViT-B/32")
+        runs["pac_s_vitb32:ref_pac_s"] = dict(runs["pac_s_vitb32:pac_s"], config="ref_pac_s")
+        runs["pac_s_vitb32:pac_s_avg"] = dict(runs["pac_s_vitb32:pac_s"], config="pac_s_avg")
+    if wanted(*(f"{a}:{b}" for a in ("pac_s_vitl14", "pac_s_plus_vitl14") for b in ("pac_s", "pac_s_avg"))) or wanted(
+        "pac_s_plus_vitl14:pac_s_plus", "pac_s_plus_vitl14:pac_s_plus_avg"
+    ):
+        _write_vit_l(pac, runs, l14, vocab, full)
+    if wanted("polos"):
+        _write_polos(folder, runs, full, vocab, tokenizer)
+    if wanted("clip_score", "clip_score:clip_score_avg"):
+        clip_dir = folder / "clip_s"
+        if not (clip_dir / "config.json").exists():
+            from mmjudge.encoders.clip_tokenizer import clip_bpe_tokenizer
+            from mmjudge.encoders.longclip import convert_longclip
+
+            tok = clip_bpe_tokenizer(tokenizer).tokenizer
+            convert_longclip(clip_state(b32, vocab), clip_dir, tokenizer=tok)
+        runs["clip_score"] = dict(metric="clip_score", config="clip_score", model=str(clip_dir))
+        runs["clip_score:clip_score_avg"] = dict(metric="clip_score", config="clip_score_avg", model=str(clip_dir))
+    return runs
+
+
+def _write_vit_l(pac: Any, runs: dict, l14: dict, vocab: int, full: bool) -> None:
+    """PAC-S ViT-L/14 (OpenCLIP) and PAC-S++ ViT-L/14 (OpenAI + LoRA rank 4) rows."""
     pac(
         "pac_s_vitl14",
         clip_state(l14, vocab, vision_layers=24 if full else None),
@@ -87,7 +118,15 @@ def write_checkpoints(folder: Path, full: bool) -> dict[str, dict[str, Any]]:
     lora = clip_state(l14, vocab, lora=4, vision_layers=24 if full else None)
     pac("pac_s_plus_vitl14", lora, "pac_s_plus", backbone="ViT-L/14")
     runs["pac_s_plus_vitl14:pac_s_plus_avg"] = dict(runs["pac_s_plus_vitl14:pac_s_plus"], config="pac_s_plus_avg")
-    del lora
+
+
+def _write_polos(folder: Path, runs: dict, full: bool, vocab: int, tokenizer: Any) -> None:
+    """Polos's Lightning-style ``reprod.ckpt``: RoBERTa-base + CLIP ViT-B/32 + the head."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from mmjudge.tiny_models.checkpoints import polos_state, tiny_roberta_tokenizer
+
     text_tok = tiny_roberta_tokenizer(folder / "roberta")
     polos = polos_state(
         50265 if full else len(AutoTokenizer.from_pretrained(text_tok)),
@@ -112,16 +151,6 @@ def write_checkpoints(folder: Path, full: bool) -> dict[str, dict[str, Any]]:
         text_tokenizer=text_tok,
         clip_tokenizer=tokenizer,
     )
-    clip_dir = folder / "clip_s"
-    if not (clip_dir / "config.json").exists():
-        from mmjudge.encoders.clip_tokenizer import clip_bpe_tokenizer
-        from mmjudge.encoders.longclip import convert_longclip
-
-        tok = clip_bpe_tokenizer(tokenizer).tokenizer
-        convert_longclip(clip_state(b32, vocab), clip_dir, tokenizer=tok)
-    runs["clip_score"] = dict(metric="clip_score", config="clip_score", model=str(clip_dir))
-    runs["clip_score:clip_score_avg"] = dict(metric="clip_score", config="clip_score_avg", model=str(clip_dir))
-    return runs
 
 
 def make_items(n: int, size: tuple[int, int], seed: int = 0) -> list[dict]:
@@ -141,29 +170,62 @@ def make_items(n: int, size: tuple[int, int], seed: int = 0) -> list[dict]:
     ]
 
 
-def measure(run: dict, items: list[dict], device: str, batch_size: int) -> tuple[float, float]:
-    """(load seconds, scoring seconds for all items, after one warm-up chunk)."""
+def load_metric(run: dict, device: str, batch_size: int) -> tuple[Any, float]:
+    """(the metric, seconds it took to load)."""
     import mmjudge
 
     options = {k: v for k, v in run.items() if k not in ("metric", "config") and v is not None}
-    metric_name = run.get("metric", "pac_s")
     start = time.perf_counter()
-    metric = mmjudge.load(metric_name, run.get("config"), device=device, batch_size=batch_size, **options)
-    loaded = time.perf_counter() - start
-    refs = any(i.name == "references" for i in metric.spec.inputs)
+    metric = mmjudge.load(
+        run.get("metric", "pac_s"), run.get("config"), device=device, batch_size=batch_size, **options
+    )
+    return metric, time.perf_counter() - start
 
-    def columns(part: list[dict]) -> dict:
-        out = {"predictions": [it["text"] for it in part], "images": [it["image"] for it in part]}
-        if refs:
-            out["references"] = [it["references"] for it in part]
-        return out
 
-    metric.compute(**columns(make_items(batch_size, items[0]["image"].size, seed=99)), progress=False)  # warm-up
+def columns(metric: Any, part: list[dict]) -> dict:
+    out = {"predictions": [it["text"] for it in part], "images": [it["image"] for it in part]}
+    if any(i.name == "references" for i in metric.spec.inputs):
+        out["references"] = [it["references"] for it in part]
+    return out
+
+
+def encoders(metric: Any) -> list:
+    """The metric's CLIP encoders (their in-memory caches are cleared between timed runs)."""
+    from mmjudge.encoders.clip import ClipEncoder
+
+    return [part for part in metric.cached_parts() if isinstance(part, ClipEncoder)]
+
+
+def measure(metric: Any, items: list[dict], device: str, batch_size: int) -> float:
+    """Scoring seconds for all items, after one warm-up chunk of other items."""
+    metric.compute(**columns(metric, make_items(batch_size, items[0]["image"].size, seed=99)), progress=False)
+    for encoder in encoders(metric):
+        encoder._memory.clear()
     _sync(device)
     start = time.perf_counter()
-    metric.compute(**columns(items), progress=False)
+    metric.compute(**columns(metric, items), progress=False)
     _sync(device)
-    return loaded, time.perf_counter() - start
+    return time.perf_counter() - start
+
+
+def sequential_difference(metric: Any, items: list[dict], device: str) -> tuple[float, float]:
+    """(largest difference of any per-item output between the pipelined encoders and one batch at a time, the
+    samples/s of one batch at a time: the baseline, measured beside)."""
+    outputs, rate = {}, 0.0
+    for pipeline in (False, True):
+        for encoder in encoders(metric):
+            encoder._memory.clear()
+            encoder.pipeline = pipeline
+        _sync(device)
+        start = time.perf_counter()
+        outputs[pipeline] = metric.compute(**columns(metric, items), progress=False)
+        _sync(device)
+        rate = rate or len(items) / (time.perf_counter() - start)
+    worst = 0.0
+    for name, values in outputs[False].items():
+        if isinstance(values, list) and values and isinstance(values[0], float):
+            worst = max(worst, float(np.nanmax(np.abs(np.array(outputs[True][name]) - np.array(values)))))
+    return worst, rate
 
 
 def _sync(device: str) -> None:
@@ -183,6 +245,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--only", nargs="*", help="rows to run (names as printed)")
     parser.add_argument("--folder", help="where the random checkpoints are written (default: a temporary folder)")
+    parser.add_argument(
+        "--check-sequential",
+        type=int,
+        default=0,
+        metavar="N",
+        help="score the first N items again one batch at a time; print the largest difference",
+    )
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="profile N items of each row")
+    parser.add_argument("--json", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # truncation warnings: the ~100-word captions are longer than 77 tokens
     import torch
@@ -191,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(args.folder or tempfile.mkdtemp(prefix="caption-metrics-"))
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    runs = write_checkpoints(folder, args.full_size)
+    runs = write_checkpoints(folder, args.full_size, args.only)
     items = make_items(args.n, (480, 360) if args.full_size else (64, 48))
     device_name = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "CPU"
     shapes = "full-size" if args.full_size else "tiny"
@@ -200,11 +271,43 @@ def main(argv: list[str] | None = None) -> int:
         f"batch {args.batch_size}; checkpoints written in {time.perf_counter() - start:.1f} s"
     )
     print(f"{'row':36s} {'samples/s':>10s} {'ms/sample':>10s} {'load s':>7s}")
+    results = []
     for name, run in runs.items():
         if args.only and name not in args.only:
             continue
-        loaded, seconds = measure(run, items, args.device, args.batch_size)
+        metric, loaded = load_metric(run, args.device, args.batch_size)
+        seconds = measure(metric, items, args.device, args.batch_size)
+        row = {"row": name, "samples_per_s": args.n / seconds, "n": args.n, "load_s": loaded, "device": device_name}
         print(f"{name:36s} {args.n / seconds:10.1f} {1000 * seconds / args.n:10.2f} {loaded:7.1f}", flush=True)
+        if args.check_sequential:
+            diff, rate = sequential_difference(metric, items[: args.check_sequential], args.device)
+            row["max_diff_vs_sequential"], row["sequential_samples_per_s"] = diff, rate
+            print(
+                f"  {name}: one batch at a time {rate:.1f} samples/s; max |diff| of any output over "
+                f"{args.check_sequential} items: {diff:.3g}",
+                flush=True,
+            )
+        if args.profile:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from gpu_profile import profile_call
+
+            for encoder in encoders(metric):
+                encoder._memory.clear()
+            part = columns(metric, items[: args.profile])
+            try:
+                row["profile"] = profile_call(lambda m=metric, p=part: m.compute(**p, progress=False), name, top=5)
+            except Exception as err:  # the figures above are kept whatever the profiler does
+                print(f"  PROFILE FAILED: {err!r}")
+        results.append(row)
+        del metric
+        if args.json:  # after every row: a run cut off by its time limit keeps what it measured
+            import json
+
+            Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     return 0
 
 

@@ -85,6 +85,48 @@ _SYNC_OPS = (
 )
 
 
+def idle_gaps(intervals: list[tuple[float, float]], start: float, end: float, threshold: float = 1e-3) -> list:
+    """``(gap start, gap seconds)`` of every stretch of at least ``threshold`` seconds inside ``[start, end]``
+    in which no kernel ran, longest first.
+
+    >>> idle_gaps([(1.0, 2.0), (2.0005, 3.0), (3.5, 4.0)], 0.0, 5.0)
+    [(0.0, 1.0), (4.0, 1.0), (3.0, 0.5)]
+    """
+    gaps, cursor = [], start
+    for a, b in sorted(intervals):
+        if a - cursor >= threshold:
+            gaps.append((cursor, a - cursor))
+        cursor = max(cursor, b)
+    if end - cursor >= threshold:
+        gaps.append((cursor, end - cursor))
+    return sorted(gaps, key=lambda g: -g[1])
+
+
+def _gap_lines(prof: Any, intervals: list, label_names: set, wall: float) -> tuple[list[str], dict]:
+    """Where the GPU sat idle: time in gaps over 1 ms, and for the five longest the labelled CPU range that
+    was open at their middle (the innermost one), which says what the host was doing meanwhile."""
+    from torch.autograd import DeviceType
+
+    ranges = [
+        (e.time_range.start / 1e6, e.time_range.end / 1e6, e.name)
+        for e in prof.events()
+        if e.device_type == DeviceType.CPU and (e.name in label_names or e.name.startswith("mmjudge."))
+    ]
+    # From the first event the profiler recorded (the host's work before the first kernel is idle GPU time too).
+    first = min([e.time_range.start / 1e6 for e in prof.events()] + [a for a, _ in intervals])
+    gaps = idle_gaps(intervals, first, first + wall)
+    total = sum(seconds for _, seconds in gaps)
+    lines = [f"    idle gaps : {total:.2f} s in {len(gaps)} gaps of 1 ms or more (of {wall:.2f} s wall)"]
+    named = []
+    for at, seconds in gaps[:5]:
+        middle = at + seconds / 2
+        open_ranges = sorted((b - a, name) for a, b, name in ranges if a <= middle <= b)
+        named.append((seconds, open_ranges[0][1] if open_ranges else "no labelled range (the metric around the judge)"))
+    if named:
+        lines.append("    longest   : " + ", ".join(f"{s * 1000:.0f} ms in {n}" for s, n in named))
+    return lines, {"idle_gap_seconds": total, "idle_gaps": len(gaps), "longest_gaps": named}
+
+
 def profile_call(fn: Callable[[], Any], title: str, top: int = 10) -> dict:
     """Run ``fn`` once under the profiler and print the summary; returns the figures.
 
@@ -150,6 +192,18 @@ def profile_call(fn: Callable[[], Any], title: str, top: int = 10) -> dict:
         )
     print(cpu_line)
     print(sync_line)
+    gap_lines, gaps = _gap_lines(prof, intervals, label_names, wall)
+    for line in gap_lines:
+        print(line)
     for name, seconds in sorted(kernels.items(), key=lambda kv: -kv[1])[:top]:
         print(f"    {seconds:7.3f} s {seconds / busy_sum:5.1%}  {name[:110]}")
-    return {"wall": wall, "busy": busy, "families": families, "labels": labels, "syncs": syncs, "launches": launches}
+    return {
+        "wall": wall,
+        "busy": busy,
+        "busy_share": busy / wall,
+        "families": families,
+        "labels": labels,
+        "syncs": syncs,
+        "launches": launches,
+        **gaps,
+    }

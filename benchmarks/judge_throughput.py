@@ -5,6 +5,8 @@
     python benchmarks/judge_throughput.py --tiny --n 2          # tiny shapes on the CPU (smoke test)
     python benchmarks/judge_throughput.py --shape qwen2_vl_7b --n 256 --profile 64   # + where the GPU time goes
     python benchmarks/judge_throughput.py --shape qwen2_vl_7b --n 256 --compile      # regional torch.compile
+    python benchmarks/judge_throughput.py --shape qwen2_vl_7b --n 256 --bound --steady 2048 --profile 96 \
+        --json out.json                        # + the dense-forward bound, a long run and a profile, one process
 
 What runs: HarmonicEval with all five criteria over N MMHE-like samples (a 448x448 image; half image
 captions of 25-60 words, half VQA question + answer), with full-size architectures built from configs with
@@ -19,7 +21,12 @@ It prints, per shape:
   request at a time, ``generate`` of the rating, one call per criterion, the image re-preprocessed and
   re-encoded for every call; and the ratio;
 * prefill tokens/s actually run (prefixes once + suffixes) and the unshared-equivalent tokens/s;
-* peak GPU memory (torch.cuda.max_memory_allocated).
+* peak GPU memory (torch.cuda.max_memory_allocated);
+* with ``--bound``, the dense-forward bound measured in the same process: the language model alone over
+  8 x 512 random tokens (tokens/s, and MFU against a bf16 8192^3 matrix product timed beside it), divided by the
+  tokens the judge ran per sample: the samples/s the judge would reach if every token it runs went as fast
+  as a dense forward (the vision tower not counted); and the judge's share of it;
+* where the answering thread waited for a batch still being prepared (the GPU idle for that reason).
 
 Needs only torch, transformers, accelerate, numpy, pillow, tqdm (and torchvision for the Qwen2-VL
 processor: without it that shape is skipped with a message).
@@ -450,11 +457,80 @@ def naive_loop(judge: TransformersJudge, he: HarmonicEval, samples: list[dict]) 
             [float(probs[ids].sum()) for ids in judge.choice_token_ids(prompts.scale)]
 
 
+def _save_partial(args, result: dict) -> None:
+    """The figures so far, written at once (a phase cut off by its time limit keeps what it measured)."""
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps([result], indent=1, default=str))
+
+
+def _time_rating(judge) -> dict:
+    """Accumulate the seconds spent inside ``judge.rate`` in the returned dict's ``seconds``."""
+    spent = {"seconds": 0.0}
+    rate = judge.rate
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return rate(*args, **kwargs)
+        finally:
+            spent["seconds"] += time.perf_counter() - start
+
+    judge.rate = timed
+    return spent
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
 def _sync():
     import torch
 
     if torch.cuda.is_available():
         torch.cuda.synchronize()
+
+
+def dense_bound(model, device: str, batch: int = 8, length: int = 512, reps: int = 10) -> dict:
+    """Tokens/s of the language model alone (no vision tower, no LM head) over ``batch`` x ``length`` random
+    tokens, and its MFU against an 8192^3 matrix product in the model's dtype timed in the same process."""
+    import torch
+
+    core = getattr(model, "model", model)
+    lm = getattr(core, "language_model", None) or core
+    config = lm.config
+    vocab = int(config.vocab_size)
+    ids = torch.randint(10, vocab - 1, (batch, length), device=device, generator=torch.Generator(device).manual_seed(0))
+
+    def timed(fn, n: int) -> float:
+        for _ in range(3):
+            fn()
+        _sync()
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        _sync()
+        return (time.perf_counter() - start) / n
+
+    side = 8192 if str(device).startswith("cuda") else 256  # a CPU rehearsal times a small product instead
+    with torch.inference_mode():
+        per_pass = timed(lambda: lm(input_ids=ids, use_cache=False), reps)
+        a = torch.randn(side, side, device=device, dtype=model.dtype)
+        b = torch.randn(side, side, device=device, dtype=model.dtype)
+        peak = 2 * side**3 / timed(lambda: a @ b, 20)
+    params = sum(p.numel() for n, p in lm.named_parameters() if "embed_tokens" not in n)
+    layers, hidden = int(config.num_hidden_layers), int(config.hidden_size)
+    per_token = 2 * params + 2 * layers * length * hidden  # matrix products + causal attention (QK and PV)
+    tokens_per_s = batch * length / per_pass
+    return dict(
+        tokens_per_s=tokens_per_s,
+        mfu=tokens_per_s * per_token / peak,
+        peak_tflops=peak / 1e12,
+        shape=f"{batch}x{length}",
+    )
 
 
 def bench_shape(family: str, args) -> dict:
@@ -472,6 +548,7 @@ def bench_shape(family: str, args) -> dict:
         share_prefix=not args.no_share,
     )
     he = HarmonicEval(judge=judge, cache=False, min_mass=0)  # random weights: keep every rating (speed only)
+    rating = _time_rating(judge)  # seconds inside judge.rate: the rest of a run is the metric around the judge
     params = sum(p.numel() for p in model.parameters()) / 1e9
     print(
         f"\n=== {family} ({'tiny' if args.tiny else 'full-size'}, {params:.2f} B params, RANDOM weights, "
@@ -494,6 +571,7 @@ def bench_shape(family: str, args) -> dict:
     if torch.cuda.is_available() and device != "cpu":
         torch.cuda.reset_peak_memory_stats()
     judge.stats.__init__()
+    rating["seconds"] = 0.0
     t0 = time.perf_counter()
     run_harmonic_eval(he, samples)
     _sync()
@@ -504,12 +582,24 @@ def bench_shape(family: str, args) -> dict:
         family=family,
         samples=len(samples),
         fast=len(samples) / fast_s,
-        naive=len(naive_samples) / naive_s,
+        naive=len(naive_samples) / naive_s if naive_samples else float("nan"),  # --naive-n 0: not measured
         tokens_per_s=stats.tokens / fast_s,
         unshared_per_s=stats.unshared_tokens / fast_s,
         peak_gib=peak,
         batch_size=judge.batch_size,
         tokens_per_request=stats.unshared_tokens / max(1, stats.requests),
+        tokens_per_sample=stats.tokens / len(samples),
+        naive_n=len(naive_samples),
+        seconds=dict(
+            wall=fast_s,
+            forward=stats.model_seconds,
+            prepare=stats.prepare_seconds,
+            waiting_for_preparation=stats.wait_seconds,
+            in_judge_rate=rating["seconds"],
+        ),
+        batches=stats.batches,
+        transformers=_transformers_version(),
+        device=torch.cuda.get_device_name() if torch.cuda.is_available() and device != "cpu" else "cpu",
     )
     result["ratio"] = result["fast"] / result["naive"]
     print(
@@ -526,9 +616,21 @@ def bench_shape(family: str, args) -> dict:
     )
     print(f"  peak GPU  : {peak:8.2f} GiB (torch.cuda.max_memory_allocated)")
     print(
-        f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing batches "
-        "(images, tokens; in a background thread)"
+        f"  time split: {stats.model_seconds:.1f} s in forward passes, {stats.prepare_seconds:.1f} s preparing "
+        f"{stats.batches} batches (images, tokens; in a background thread), {stats.wait_seconds:.2f} s of the "
+        f"{fast_s:.1f} s waiting for a batch still being prepared, {fast_s - rating['seconds']:.2f} s outside "
+        "judge.rate (the metric around the judge)"
     )
+    if args.bound:
+        result["bound"] = bound = dense_bound(model, device, *((8, 512) if device != "cpu" else (2, 64)))
+        bound["samples_per_s"] = bound["tokens_per_s"] / result["tokens_per_sample"]
+        result["share_of_bound"] = result["fast"] / bound["samples_per_s"]
+        print(
+            f"  bound     : dense forward {bound['tokens_per_s']:.0f} tokens/s at {bound['shape']} (MFU "
+            f"{bound['mfu']:.2f} of {bound['peak_tflops']:.0f} TFLOP/s measured), / {result['tokens_per_sample']:.0f} "
+            f"tokens per sample = {bound['samples_per_s']:.1f} samples/s; this run {result['share_of_bound']:.0%}"
+        )
+    _save_partial(args, result)
     if args.ab_packed and judge.packed_vision:
         # The same run with the vision tower's attention one call per image/window (transformers' sdpa path).
         vision = judge.model.config.vision_config
@@ -558,19 +660,26 @@ def bench_shape(family: str, args) -> dict:
         run_harmonic_eval(he, longer)
         _sync()
         result["steady_n"], result["steady"] = len(longer), len(longer) / (time.perf_counter() - t0)
+        result["steady_waiting_for_preparation"] = judge.stats.wait_seconds
         print(
             f"  steady    : {result['steady']:8.2f} samples/s over {len(longer)} samples "
-            f"({result['steady'] / result['fast']:.2f} x the {len(samples)}-sample figure)"
+            f"({result['steady'] / result['fast']:.2f} x the {len(samples)}-sample figure"
+            + (f", {result['steady'] / result['bound']['samples_per_s']:.0%} of the bound" if args.bound else "")
+            + f"; {judge.stats.wait_seconds:.2f} s waiting for preparation)"
         )
+    _save_partial(args, result)
     if args.profile:
         from gpu_profile import labelled, profile_call
 
         core = getattr(model, "model", model)
         vision = getattr(core, "visual", None) or getattr(core, "vision_tower", None)
-        with labelled(vision, "vision tower"):
-            profile_call(
-                lambda he=he: run_harmonic_eval(he, samples[: args.profile]), f"{family}, {args.profile} samples"
-            )
+        try:
+            with labelled(vision, "vision tower"):
+                result["profile"] = profile_call(
+                    lambda he=he: run_harmonic_eval(he, samples[: args.profile]), f"{family}, {args.profile} samples"
+                )
+        except Exception as err:  # the figures above are kept whatever the profiler does
+            print(f"  PROFILE FAILED: {err!r}")
     del he, judge
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -583,7 +692,7 @@ def main() -> None:
         "--shape", choices=["qwen2_vl_7b", "qwen2_5_vl_7b", "llava_15_7b", "both", "all"], default="both"
     )
     parser.add_argument("--n", type=int, default=384, help="samples (x5 criteria) for the optimised judge")
-    parser.add_argument("--naive-n", type=int, default=8, help="samples for the naive reference loop")
+    parser.add_argument("--naive-n", type=int, default=32, help="samples for the naive reference loop")
     parser.add_argument("--warmup", type=int, default=64, help="samples run before timing (other images)")
     parser.add_argument("--batch-size", default="auto")
     parser.add_argument("--image-size", type=int, default=448)
@@ -604,6 +713,9 @@ def main() -> None:
         "--steady", type=int, default=0, metavar="N", help="then N more samples: is the rate steady over a long run?"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON")
+    parser.add_argument(
+        "--bound", action="store_true", help="also measure the dense-forward bound of the same shape (same process)"
+    )
     parser.add_argument(
         "--ab-packed",
         dest="ab_packed",
@@ -635,7 +747,7 @@ def main() -> None:
     if args.json:
         import json
 
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
     print("\nsummary (random weights: speed only, scores mean nothing)")
     print(f"  {'shape':10s} {'samples/s':>10s} {'naive':>8s} {'ratio':>7s} {'tokens/s':>10s} {'peak GiB':>9s}")
     for r in results:

@@ -450,6 +450,7 @@ def main(argv=None) -> int:
         action="store_true",
         help="score once with the CLIP branch on its own stream and once sequentially; print the largest difference",
     )
+    parser.add_argument("--json", help="also write VELA's figures as JSON")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     import torch
@@ -478,6 +479,9 @@ def main(argv=None) -> int:
         f"(≤248); words: candidate 100, reference 130"
     )
     metric = VELA(vela=vela, batch_size=batch_sizes[0], compile=args.compile)
+    summary: dict = {"n": n, "compile": args.compile, "batches": {}, "device": device}
+    if device.startswith("cuda"):
+        summary["device"] = torch.cuda.get_device_name()
     metric.compute(predictions=candidates[:2], images=images[:2], references=references[:2], progress=False)  # warm-up
     results = {}
     for bs in batch_sizes:
@@ -490,6 +494,9 @@ def main(argv=None) -> int:
         timings: dict = {}
         vela.score(candidates, images, references, batch_size=bs, timings=timings)
         results[bs] = seconds
+        summary["batches"][bs] = dict(
+            samples_per_s=n / seconds, ms_per_sample_apart={k: 1000 * v / n for k, v in timings.items()}
+        )
         parts = ", ".join(f"{k} {1000 * v / n:.2f}" for k, v in timings.items())
         print(
             f"VELA batch {bs:3d}: {n / seconds:8.1f} samples/s  {1000 * seconds / n:8.2f} ms/sample  "
@@ -503,23 +510,44 @@ def main(argv=None) -> int:
         overlapped = vela.score(candidates, images, references, batch_size=best_bs, overlap=True)
         vela.clip._memory.clear()
         sequential = vela.score(candidates, images, references, batch_size=best_bs, overlap=False)
+        summary["overlap_max_diff"] = float(np.abs(overlapped - sequential).max())
         print(
-            f"VELA overlap (CLIP on its own stream) vs sequential, {n} samples: max |diff| "
-            f"{float(np.abs(overlapped - sequential).max()):.3g}"
+            f"VELA overlap (CLIP on its own stream) vs sequential, {n} samples: "
+            f"max |diff| {summary['overlap_max_diff']:.3g}"
+        )
+        # The CLIP branch with its inputs prepared one batch at a time (the sequential path) gives the same scores.
+        vela.clip._memory.clear()
+        vela.clip.pipeline = False
+        one_at_a_time = vela.score(candidates, images, references, batch_size=best_bs)
+        vela.clip.pipeline = True
+        summary["clip_pipeline_max_diff"] = float(np.abs(overlapped - one_at_a_time).max())
+        print(
+            "VELA with CLIP inputs one batch at a time vs pipelined: "
+            f"max |diff| {summary['clip_pipeline_max_diff']:.3g}"
         )
     if args.profile:
         from gpu_profile import profile_call
 
         metric.batch_size = best_bs
         vela.clip._memory.clear()
-        profile_call(
-            lambda m=metric: m.compute(predictions=candidates, images=images, references=references, progress=False),
-            f"VELA batch {best_bs}, {n} samples",
-        )
+        try:
+            summary["profile"] = profile_call(
+                lambda m=metric: m.compute(
+                    predictions=candidates, images=images, references=references, progress=False
+                ),
+                f"VELA batch {best_bs}, {n} samples",
+            )
+        except Exception as err:  # the figures above are kept whatever the profiler does
+            print(f"PROFILE FAILED: {err!r}")
     print(
         f"VELA best: batch {best_bs}, {vela_ms:.2f} ms/sample = {260 / vela_ms:.1f}x faster than the published "
         "260 ms (RTX 3090)"
     )
+    summary["best"] = dict(batch_size=best_bs, samples_per_s=1000 / vela_ms)
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps(summary, indent=1, default=str))
     del metric, vela
     gc.collect()
     if device.startswith("cuda"):

@@ -6,6 +6,11 @@ L2-normalised embeddings. Images are preprocessed as OpenAI's CLIP does it: bicu
 side to the model's input size (PIL), centre crop, scale to [0, 1], normalise with the checkpoint's
 mean/std. Texts longer than the text tower are truncated (``<start> … <end>`` kept) with a warning.
 
+Inputs are prepared on every core a few batches ahead of the device (:mod:`mmjudge.encoders.clip_inputs`:
+images resized in a thread pool into pinned uint8 buffers and normalised on the device by a lookup table that
+equals the CPU arithmetic bit for bit; texts tokenised once; batch k+1 launched before batch k is read back);
+``pipeline=False`` runs one batch at a time with CPU-side normalisation, the reference the tests compare with.
+
 Embeddings are cached in memory per encoder, keyed by content hash (image pixels, exact text) and the
 encoder's identity, and optionally in a persistent :class:`~mmjudge.store.ResultStore` — the judge cache's
 store and its :func:`~mmjudge.store.cached_map`, with the encoder's own keys.
@@ -35,7 +40,16 @@ import numpy as np
 from PIL import Image
 
 from mmjudge.batching import progress_batches
-from mmjudge.errors import check_batch_size
+from mmjudge.encoders.clip_inputs import (
+    ImageBatch,
+    normalise_table,
+    padded_text_batch,
+    pipelined,
+    pixels_from_uint8,
+    preprocess_images,
+    token_rows,
+)
+from mmjudge.errors import check_batch_size, check_bool
 from mmjudge.images import image_digest
 from mmjudge.store import ResultStore, cached_map
 
@@ -47,40 +61,6 @@ PREPROCESS_VERSION = 1
 # OpenAI CLIP's normalisation, used when a checkpoint ships no image-processor config.
 OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
 OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
-
-
-def preprocess_images(images: Sequence[Image.Image], size: int, mean: Sequence[float], std: Sequence[float]):
-    """A float32 tensor ``(n, 3, size, size)``: bicubic short-side resize, centre crop, normalise.
-
-    >>> preprocess_images([Image.new("RGB", (64, 32), "white")], 16, (0.5,) * 3, (0.5,) * 3).shape
-    torch.Size([1, 3, 16, 16])
-    """
-    import torch
-
-    def one(image: Image.Image) -> np.ndarray:
-        width, height = image.size
-        short, long = min(width, height), max(width, height)
-        new_long = int(size * long / short)  # the short side becomes `size`, the long side is truncated
-        new_size = (size, new_long) if width <= height else (new_long, size)
-        resized = image.convert("RGB").resize(new_size, Image.BICUBIC)
-        left = int(round((resized.width - size) / 2.0))
-        top = int(round((resized.height - size) / 2.0))
-        cropped = resized.crop((left, top, left + size, top + size))
-        return np.asarray(cropped, dtype=np.float32) / 255.0
-
-    # PIL releases the GIL while resizing: a batch of large images is resized on all cores (same output).
-    workers = min(len(images), os.cpu_count() or 1, 16)
-    if workers > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(workers) as pool:
-            arrays = list(pool.map(one, images))
-    else:
-        arrays = [one(image) for image in images]
-    pixels = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2)
-    mean_t = torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1)
-    std_t = torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1)
-    return (pixels - mean_t) / std_t
 
 
 class ClipEncoder:
@@ -103,6 +83,8 @@ class ClipEncoder:
             the model gives them (``False``: Polos feeds raw CLIP features to its head).
         identity: more fields that determine the embeddings (e.g. a checkpoint's fingerprint when ``model``
             is a callable); they join the cache keys.
+        pipeline: prepare inputs on every core a few batches ahead of the device (default) or one batch at
+            a time (``False``); the embeddings are equal bit for bit.
     """
 
     def __init__(
@@ -118,6 +100,7 @@ class ClipEncoder:
         image_std: Sequence[float] | None = None,
         normalize: bool = True,
         identity: dict[str, Any] | None = None,
+        pipeline: bool = True,
     ):
         from transformers import CLIPModel
 
@@ -149,6 +132,8 @@ class ClipEncoder:
             self.mean = tuple(float(v) for v in (image_mean if image_mean is not None else self.mean))
             self.std = tuple(float(v) for v in (image_std if image_std is not None else self.std))
         self.normalize = bool(normalize)
+        self.pipeline = check_bool(pipeline, "pipeline")
+        self._tables: dict[str, Any] = {}  # the normalisation lookup table, per device
         self.extra_identity = dict(identity or {})
         self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
         self.store: ResultStore | None = None
@@ -223,6 +208,8 @@ class ClipEncoder:
             self._memory.popitem(last=False)
 
     def _cached(self, kind: str, contents: list[str], items: Sequence[Any], compute, progress: bool) -> np.ndarray:
+        """Embeddings of ``items`` keyed by ``contents``: the cached ones looked up, the others computed by
+        ``compute(batches of items)``, which yields one array per batch, in order."""
         keys = self._keys(kind, contents)
 
         def lookup(unique: list[str]) -> dict[str, np.ndarray]:
@@ -245,9 +232,10 @@ class ClipEncoder:
         def embed(todo: list[int], keep) -> list[np.ndarray]:
             batches = [todo[s : s + self.batch_size] for s in range(0, len(todo), self.batch_size)]
             vectors: list[np.ndarray] = []
-            for batch in progress_batches(batches, len(todo), progress, f"CLIP {kind} embeddings"):
+            blocks = compute([[items[i] for i in batch] for batch in batches])
+            for _, block in zip(progress_batches(batches, len(todo), progress, f"CLIP {kind} embeddings"), blocks):
                 done = len(vectors)
-                vectors.extend(compute([items[i] for i in batch]))
+                vectors.extend(block)
                 keep(list(range(done, len(vectors))), vectors[done:])
             self.computed += len(todo)
             return vectors
@@ -267,56 +255,136 @@ class ClipEncoder:
             if digests is not None
             else [image_digest(i) for i in images]
         )
-        return self._cached("image", keys, images, self._embed_images, progress)
+        return self._cached("image", keys, images, self._image_batches, progress)
 
     def encode_texts(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        """Text embeddings (unit length unless ``normalize=False``), ``(n, dim)`` float32; warns when texts are
-        truncated."""
-        lengths = [len(ids) for ids in self.tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]]
-        long = [i for i, n in enumerate(lengths) if n > self.max_text_positions]
+        """Text embeddings (unit length unless ``normalize=False``), ``(n, dim)`` float32; warns when texts it
+        embeds are truncated."""
+        texts = list(texts)
+        if not self.pipeline:
+            lengths = [len(ids) for ids in self.tokenizer(texts, add_special_tokens=True, verbose=False)["input_ids"]]
+            self._warn_truncated(texts, {t for t, n in zip(texts, lengths) if n > self.max_text_positions})
+            return self._cached("text", texts, texts, self._text_batches, progress)
+        cut: set[str] = set()  # the texts the pipelined batches truncated (it tokenises each text once)
+        vectors = self._cached("text", texts, texts, lambda batches: self._text_batches(batches, cut), progress)
+        self._warn_truncated(texts, cut)
+        return vectors
+
+    def _warn_truncated(self, texts: list[str], cut: set[str]) -> None:
+        long = [i for i, t in enumerate(texts) if t in cut]
         if long:
+            tokens = len(self.tokenizer(texts[long[0]], add_special_tokens=True, verbose=False)["input_ids"])
             warnings.warn(
                 f"{len(long)} of {len(texts)} texts are longer than the text encoder's {self.max_text_positions} "
-                f"tokens and are truncated (first: #{long[0]}, {lengths[long[0]]} tokens). A Long-CLIP checkpoint (248 "
+                f"tokens and are truncated (first: #{long[0]}, {tokens} tokens). A Long-CLIP checkpoint (248 "
                 "positions) reads longer captions.",
-                stacklevel=2,
+                stacklevel=3,
             )
-        return self._cached("text", list(texts), texts, self._embed_texts, progress)
 
-    def _embed_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+    # ------------------------------------------------------------------------------------ device work
+    def _image_batches(self, batches: list[list[Image.Image]]) -> Iterator[np.ndarray]:
+        """One embedding array per batch of images, in order (see the module's description)."""
         import torch
 
-        with torch.profiler.record_function("mmjudge.encoders.clip.preprocess"):  # labels for benchmarks' --profile
-            pixels = preprocess_images(images, self.image_size, self.mean, self.std).to(self.device, self.dtype)
-        with torch.inference_mode(), torch.profiler.record_function("mmjudge.encoders.clip.images"):
-            features = _pooled(self.model.get_image_features(pixel_values=pixels))
-        return _unit(features) if self.normalize else features.float().cpu().numpy()
+        if not self.pipeline:
+            for images in batches:
+                with torch.profiler.record_function("mmjudge.encoders.clip.preprocess"):  # --profile labels
+                    pixels = preprocess_images(images, self.image_size, self.mean, self.std).to(self.device, self.dtype)
+                yield self._read(self._launch(lambda p=pixels: self.model.get_image_features(pixel_values=p)))
+            return
+        cuda = torch.device(self.device).type == "cuda"
 
-    def _embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        def launch(buffer):
+            def forward():
+                pixels = buffer.to(self.device, non_blocking=True)
+                pixels = pixels_from_uint8(pixels, self._table()).to(self.dtype)
+                return self.model.get_image_features(pixel_values=pixels)
+
+            return self._launch(forward)
+
+        yield from pipelined(batches, lambda images: ImageBatch(images, self.image_size, pin=cuda), launch, self._read)
+
+    def _text_batches(self, batches: list[list[str]], cut: set | None = None) -> Iterator[np.ndarray]:
+        """One embedding array per batch of texts, in order; the pipelined path tokenises all of them at once
+        and adds the texts it truncated to ``cut``."""
         import torch
 
-        batch = self.tokenizer(
-            list(texts), padding=True, truncation=True, max_length=self.max_text_positions, return_tensors="pt"
-        )
-        ids = batch["input_ids"]
-        # Truncation must keep the end-of-text token: the text tower pools at it (as CLIP's own tokenizer).
-        eos = self.tokenizer.eos_token_id
-        full = batch["attention_mask"].sum(dim=1) == ids.shape[1]
-        ids[full, -1] = torch.where(ids[full, -1] == eos, ids[full, -1], torch.full_like(ids[full, -1], eos))
-        with torch.inference_mode(), torch.profiler.record_function("mmjudge.encoders.clip.texts"):
-            features = _pooled(
-                self.model.get_text_features(
-                    input_ids=ids.to(self.device), attention_mask=batch["attention_mask"].to(self.device)
+        pad, eos, side = self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self.tokenizer.padding_side
+        if not self.pipeline:
+            for texts in batches:
+                batch = self.tokenizer(
+                    texts, padding=True, truncation=True, max_length=self.max_text_positions, return_tensors="pt"
                 )
+                ids = batch["input_ids"]
+                # Truncation must keep the end-of-text token: the text tower pools at it (as CLIP's own tokenizer).
+                full = batch["attention_mask"].sum(dim=1) == ids.shape[1]
+                ids[full, -1] = torch.where(ids[full, -1] == eos, ids[full, -1], torch.full_like(ids[full, -1], eos))
+                yield self._read(self._launch(self._text_forward(ids, batch["attention_mask"])))
+            return
+        flat = [t for texts in batches for t in texts]
+        rows, truncated = token_rows(self.tokenizer, flat, self.max_text_positions)
+        if cut is not None:
+            cut.update(flat[k] for k in truncated)
+        cuda = torch.device(self.device).type == "cuda"
+        starts = np.cumsum([0] + [len(texts) for texts in batches])
+
+        def start(k: int) -> Any:
+            return _Ready(padded_text_batch(rows[starts[k] : starts[k + 1]], pad, eos, side, pin=cuda))
+
+        def launch(inputs):
+            return self._launch(self._text_forward(*inputs))
+
+        yield from pipelined(range(len(batches)), start, launch, self._read)
+
+    def _text_forward(self, ids, mask):
+        def forward():
+            return self.model.get_text_features(
+                input_ids=ids.to(self.device, non_blocking=True), attention_mask=mask.to(self.device, non_blocking=True)
             )
-        return _unit(features) if self.normalize else features.float().cpu().numpy()
+
+        return forward
+
+    def _table(self):
+        """The normalisation lookup table on the model's device (made once)."""
+        key = str(self.device)
+        if key not in self._tables:
+            self._tables[key] = normalise_table(self.mean, self.std).to(self.device)
+        return self._tables[key]
+
+    def _launch(self, forward) -> tuple:
+        """Queue ``forward()`` and the copy of its features to the CPU (pinned memory, on CUDA) without waiting:
+        ``(features on the CPU, an event to wait for or None)``."""
+        import torch
+
+        with torch.inference_mode(), torch.profiler.record_function("mmjudge.encoders.clip.forward"):
+            features = _pooled(forward()).float()
+            if features.device.type != "cuda":
+                return features, None
+            host = torch.empty(features.shape, dtype=torch.float32, pin_memory=True)
+            host.copy_(features, non_blocking=True)
+            done = torch.cuda.Event()
+            done.record()
+        return host, done
+
+    def _read(self, launched: tuple) -> np.ndarray:
+        """The features of a :meth:`_launch` once they are on the CPU: unit vectors unless ``normalize=False``."""
+        host, done = launched
+        if done is not None:
+            done.synchronize()
+        vectors = host.numpy()
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True) if self.normalize else vectors.copy()
+
+
+class _Ready:
+    """A value already computed, read the way a pending one is (``result()``)."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
 
 
 def _pooled(output) -> Any:
     # transformers 5 returns a model output whose pooler_output is the projected embedding; 4.x a tensor.
     return getattr(output, "pooler_output", output)
-
-
-def _unit(features) -> np.ndarray:
-    vectors = features.float().cpu().numpy()
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

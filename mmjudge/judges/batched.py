@@ -89,6 +89,10 @@ class BatchedJudge(Judge):
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         raise JudgeCapabilityError(f"The {self.backend!r} judge cannot generate text.")
 
+    def _waited(self, seconds: float) -> None:
+        """Called with the seconds the answering thread waited for a batch still being prepared (the model sat
+        idle); a backend may count them."""
+
     def _run(
         self,
         requests: Sequence,
@@ -102,7 +106,7 @@ class BatchedJudge(Judge):
         batches = self.plan(requests) if requests else []
         desc = f"{self.backend} judge {label}"
         with optional_bar(progress and len(batches) > 1, total=len(requests), desc=desc, unit="req") as bar:
-            for batch, answers in _answered(batches, requests, prepare, answer, self.prefetch):
+            for batch, answers in _answered(batches, requests, prepare, answer, self.prefetch, self._waited):
                 if len(answers) != len(batch):
                     raise RuntimeError(
                         f"{type(self).__name__} returned {len(answers)} answers for {len(batch)} requests."
@@ -124,22 +128,40 @@ def deliver_answers(out: list, batch: list[int], answers: list, bar: Any, on_bat
 
 
 def _answered(
-    batches: list[list[int]], requests: Sequence, prepare: Callable, answer: Callable, prefetch: bool
+    batches: list[list[int]],
+    requests: Sequence,
+    prepare: Callable,
+    answer: Callable,
+    prefetch: bool,
+    waited: Callable[[float], None] = lambda seconds: None,
 ) -> Iterator[tuple[list[int], list]]:
     """Yield ``(batch, answers)``; with ``prefetch``, batch k+1 is prepared in a background thread while
-    batch k is answered."""
+    batch k is answered, and ``waited(seconds)`` hears how long each answer waited for its preparation."""
     if not prefetch:
         for batch in batches:
             yield batch, answer(prepare([requests[i] for i in batch]))
         return
+    import time
     from concurrent.futures import ThreadPoolExecutor
+
+    try:  # a label for benchmarks' --profile: the model idle, waiting for preparation
+        from torch.profiler import record_function
+    except ImportError:  # a backend without torch
+        from contextlib import nullcontext as record_function
+
+    def ready(future: Any) -> Any:
+        started = time.perf_counter()
+        with record_function("mmjudge.judge.wait_for_preparation"):
+            prepared = future.result()
+        waited(time.perf_counter() - started)
+        return prepared
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mmjudge-prepare") as pool:
         pending = None
         for batch in batches:
             future = pool.submit(prepare, [requests[i] for i in batch])
             if pending is not None:
-                yield pending[0], answer(pending[1].result())
+                yield pending[0], answer(ready(pending[1]))
             pending = (batch, future)
         if pending is not None:
-            yield pending[0], answer(pending[1].result())
+            yield pending[0], answer(ready(pending[1]))

@@ -14,7 +14,9 @@ share a token prefix covering the image (HarmonicEval's Correctness and Complete
 image) run that prefix once and branch from its KV cache (:mod:`~mmjudge.judges.local.prefix_sharing`,
 within each model's sliding windows, :mod:`~mmjudge.judges.local.attention`);
 CPU-side preparation of the next batch runs in a background thread while the model works
-(:class:`~mmjudge.judges.batched.BatchedJudge`); ``batch_size="auto"`` sizes batches from free GPU memory
+(:class:`~mmjudge.judges.batched.BatchedJudge`), pins its tensors for copies that do not wait and computes the
+vision tower's metadata there (:mod:`~mmjudge.judges.local.vision_metadata`); a long call starts with small
+batches so the GPU starts early; ``batch_size="auto"`` sizes batches from free GPU memory
 (:mod:`~mmjudge.judges.local.sizing`) and halves them on an out-of-memory error. None of this changes a
 result beyond float rounding (tested to 1e-7 against the plain path), and none of it enters cache keys or
 signatures. This module orchestrates; prompting, rating tokens, prefix sharing and sizing each live in
@@ -38,7 +40,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mmjudge.errors import check_batch_size, check_bool
@@ -47,9 +49,11 @@ from mmjudge.judges.batched import BatchedJudge
 from mmjudge.judges.local import prefix_sharing, sizing
 from mmjudge.judges.local.attention import attention_layout
 from mmjudge.judges.local.placeholders import vision_token_ids
+from mmjudge.judges.local.prepared import PreparedBatch, in_request_order, pin_batch
 from mmjudge.judges.local.prompting import PromptRenderer, load_processor, split_processor, to_device
 from mmjudge.judges.local.ratings import rating_token_ids, read_ratings, reduce_on_device
 from mmjudge.judges.local.vision_attention import use_packed_vision_attention
+from mmjudge.judges.local.vision_metadata import pixel_dtypes, vision_metadata
 from mmjudge.judges.requests import (
     GenerationRequest,
     RatingRequest,
@@ -88,37 +92,14 @@ class ThroughputStats:
     padded_tokens: int = 0  # positions computed, padding included
     prepare_seconds: float = 0.0  # CPU-side preparation (in the background thread when prefetching)
     model_seconds: float = 0.0  # forward passes, until the probabilities are back on the CPU
+    wait_seconds: float = 0.0  # the answering thread waiting for a batch still being prepared (GPU idle)
+    batches: int = 0
 
     def add(self, requests: int, tokens: int, unshared: int | None = None, padded: int | None = None) -> None:
         self.padded_tokens += tokens if padded is None else padded
         self.requests += requests
         self.tokens += tokens
         self.unshared_tokens += tokens if unshared is None else unshared
-
-
-@dataclass
-class _PreparedBatch:
-    """One batch ready for the model: its requests, the prefix offsets asked for, the positions to read
-    (``keep``), a :class:`~mmjudge.judges.local.prefix_sharing.SharedPrefixBatch` for the requests that
-    share prefixes (``shared.rows``) and plain ``inputs`` for the others (``plain_rows``)."""
-
-    requests: list
-    offsets: list
-    keep: int
-    inputs: dict | None = None
-    shared: prefix_sharing.SharedPrefixBatch | None = None
-    plain_rows: list = field(default_factory=list)
-
-
-def _in_request_order(parts: list, count: int) -> Any:
-    """One logits tensor (requests, keep, vocab) from ``(rows, logits)`` parts answering different rows."""
-    import torch
-
-    first = parts[0][1]
-    out = first.new_empty((count, *first.shape[1:]))
-    for rows, logits in parts:
-        out[torch.tensor(rows, device=logits.device)] = logits
-    return out
 
 
 class TransformersJudge(BatchedJudge):
@@ -287,12 +268,21 @@ class TransformersJudge(BatchedJudge):
             if (
                 batches
                 and (requests[batches[-1][0]].image is None) == (requests[i].image is None)
-                and len(batches[-1]) < self.batch_size
+                and len(batches[-1]) < self._batch_cap(len(batches) - 1, len(requests))
             ):
                 batches[-1].append(i)
             else:
                 batches.append([i])
         return batches
+
+    def _batch_cap(self, index: int, total: int) -> int:
+        """Requests batch ``index`` may hold. With ``prefetch``, a call with more requests than two batches of at
+        least :data:`~mmjudge.judges.local.sizing.MIN_RAMP_BATCH` starts small (a quarter, then half a batch):
+        nothing is prepared ahead of the first batch, so the GPU waits for all of its preparation; a small first
+        batch starts the GPU early while the next, larger one is prepared. Results do not depend on batching."""
+        if not self.prefetch or self.batch_size < sizing.MIN_RAMP_BATCH or total <= 2 * self.batch_size or index > 1:
+            return self.batch_size
+        return max(1, self.batch_size // (4 if index == 0 else 2))
 
     def _size_batches(self, requests: Sequence[RatingRequest]) -> None:
         """``batch_size="auto"``: on CUDA, as many requests as the free memory holds at the token length of
@@ -316,6 +306,9 @@ class TransformersJudge(BatchedJudge):
             "batch_size='auto': %d requests per batch (%d tokens, %.1f GiB free)", self.batch_size, tokens, free / 2**30
         )
 
+    def _waited(self, seconds: float) -> None:
+        self.stats.wait_seconds += seconds
+
     # -------------------------------------------------------------------------------------- answering
     def rate(self, requests: Sequence[RatingRequest], progress: bool = True, on_batch=None) -> list[RatingResult]:
         import torch
@@ -325,16 +318,22 @@ class TransformersJudge(BatchedJudge):
         with torch.no_grad():
             return super().rate(requests, progress=progress, on_batch=on_batch)
 
-    def _prepare_rating(self, requests: Sequence[RatingRequest]) -> _PreparedBatch:
+    def _prepare_rating(self, requests: Sequence[RatingRequest]) -> PreparedBatch:
         """CPU-side work of one batch: render, tokenise, preprocess each distinct image once, and find the
         shared prefixes. Runs in a background thread while the previous batch is on the model."""
         started = time.perf_counter()
         with self._tokenizer_lock:
             batch = self._prepare_inputs(requests)
+        if batch.shared is not None and batch.shared.images:
+            batch.shared.prefix.update(vision_metadata(self.model, batch.shared.prefix))
+        if batch.inputs is not None:
+            batch.inputs.update(vision_metadata(self.model, batch.inputs))
+        if str(self.model.device).startswith("cuda"):
+            pin_batch(batch, pixel_dtypes(self.model))
         self.stats.prepare_seconds += time.perf_counter() - started
         return batch
 
-    def _prepare_inputs(self, requests: Sequence[RatingRequest]) -> _PreparedBatch:
+    def _prepare_inputs(self, requests: Sequence[RatingRequest]) -> PreparedBatch:
         for choices in dict.fromkeys(tuple(r.choices) for r in requests):
             self.choice_token_ids(choices)  # here, so reading the answers never tokenises on the main thread
         texts = [self.prompts.render(r) for r in requests]
@@ -342,7 +341,7 @@ class TransformersJudge(BatchedJudge):
             self.prompts.prefix_offsets(t, r.answer_prefix) if r.read_prefix else None for t, r in zip(texts, requests)
         ]
         keep = 1 + max((len(o) for o in offsets if o), default=0)
-        batch = _PreparedBatch(list(requests), offsets, keep)
+        batch = PreparedBatch(list(requests), offsets, keep)
         if self.share_prefix and (self.processor is not None or all(r.image is None for r in requests)):
             batch.shared = prefix_sharing.build(
                 requests,
@@ -364,7 +363,7 @@ class TransformersJudge(BatchedJudge):
                 batch.inputs["position_ids"] = mrope[0]
         return batch
 
-    def _rate_batch(self, batch: _PreparedBatch) -> list[RatingResult]:
+    def _rate_batch(self, batch: PreparedBatch) -> list[RatingResult]:
         import torch
         from torch.profiler import record_function  # labels for benchmarks' --profile; near-free otherwise
 
@@ -378,17 +377,18 @@ class TransformersJudge(BatchedJudge):
                 padded = shared.prefix["input_ids"].numel() + shared.suffix_ids.numel()
                 counts.append((len(shared.rows), shared.tokens, shared.unshared_tokens, padded))
             if batch.plain_rows:
+                ids = batch.inputs["input_ids"]  # counted on the CPU copy: on the device it would wait for the GPU
+                real = int(batch.inputs["attention_mask"].sum()) if "attention_mask" in batch.inputs else ids.numel()
                 inputs = to_device(batch.inputs, self.model.device)
-                ids = inputs["input_ids"]
-                real = int(inputs["attention_mask"].sum()) if "attention_mask" in inputs else ids.numel()
                 with record_function("mmjudge.judge.forward"):
                     parts.append((batch.plain_rows, self._last_logits(inputs, batch.keep)))
                 counts.append((len(batch.plain_rows), real, real, ids.numel()))
-            logits = parts[0][1] if len(parts) == 1 else _in_request_order(parts, len(batch.requests))
+            logits = parts[0][1] if len(parts) == 1 else in_request_order(parts, len(batch.requests))
             # Counted after the forward passes: a batch that runs out of memory is counted once, by the halves
             # that succeed.
             for count in counts:
                 self.stats.add(*count)
+            self.stats.batches += 1
         except torch.cuda.OutOfMemoryError:
             if len(batch.requests) == 1:
                 raise

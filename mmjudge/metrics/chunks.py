@@ -156,7 +156,7 @@ class ChunkImages:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor
 
-                self._pool = ThreadPoolExecutor(min(8, os.cpu_count() or 1), thread_name_prefix="mmjudge-decode")
+                self._pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="mmjudge-decode")
             return {
                 key: (position, self._pool.submit(self._decode_one, chunk[position])) for key, position in first.items()
             }

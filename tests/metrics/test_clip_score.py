@@ -11,7 +11,8 @@ import torch
 from PIL import Image
 
 import mmjudge
-from mmjudge.encoders.clip import ClipEncoder, preprocess_images
+from mmjudge.encoders.clip import ClipEncoder
+from mmjudge.encoders.clip_inputs import preprocess_images
 from mmjudge.metrics.clip_score import CLIPScore, clip_s, ref_clip_s
 from mmjudge.testing import tiny_clip
 

@@ -71,7 +71,8 @@ def checkpoint(vela, tmp_path_factory):
 def test_features_match_direct_recomputation(vela, tiny_lm_dir, long_clip_dir):
     from transformers import AutoModelForCausalLM, AutoTokenizer, CLIPModel
 
-    from mmjudge.encoders.clip import OPENAI_MEAN, OPENAI_STD, preprocess_images
+    from mmjudge.encoders.clip import OPENAI_MEAN, OPENAI_STD
+    from mmjudge.encoders.clip_inputs import preprocess_images
 
     cands, refs = TEXTS[:2], REFS[:2]
     imgs = [Image.new("RGB", (40, 30), c) for c in COLORS[:2]]

@@ -291,16 +291,18 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
 
     device = model.device
     kv_keyword = cache_keyword(model)  # (it inspects the signature: once a batch, not per forward)
-    prefix = {k: v.to(device) if hasattr(v, "to") else v for k, v in shared.prefix.items()}
-    row_of, shift = shared.row_of.to(device), shared.shift.to(device)
-    suffix_ids, suffix_mask = shared.suffix_ids.to(device), shared.suffix_mask.to(device)
+    # Inputs prepared in pinned memory (see TransformersJudge._prepare_rating) are copied without waiting.
+    prefix = {k: v.to(device, non_blocking=True) if hasattr(v, "to") else v for k, v in shared.prefix.items()}
+    row_of, shift = shared.row_of.to(device, non_blocking=True), shared.shift.to(device, non_blocking=True)
+    suffix_ids = shared.suffix_ids.to(device, non_blocking=True)
+    suffix_mask = shared.suffix_mask.to(device, non_blocking=True)
     core = getattr(model, "model", None)
     mrope = core is not None and hasattr(core, "rope_deltas")
     if mrope:
         core.rope_deltas = None  # never reuse M-RoPE offsets from an earlier call
     precomputed = shared.mrope  # M-RoPE positions computed on the CPU while preparing
     if precomputed is not None:
-        prefix["position_ids"] = precomputed[0].to(device)
+        prefix["position_ids"] = precomputed[0].to(device, non_blocking=True)
     elif not (mrope and shared.images):
         # Prefixes of different lengths are left-padded: count positions from each row's first real
         # token (as the suffix positions below do), not from the padded row's start.
@@ -315,14 +317,15 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
         out = model(**prefix, use_cache=True, logits_to_keep=1)
     cache = returned_cache(out)
     deltas = precomputed[1] if precomputed is not None else getattr(core, "rope_deltas", None)
-    prefix_mask = branch_cache(cache, prefix["attention_mask"], row_of, shift, layout.cross_attention_layers)
+    shifted = bool(shared.shift.any())  # read on the CPU copy: on the device it would wait for the prefix pass
+    prefix_mask = branch_cache(cache, prefix["attention_mask"], row_of, shift, layout.cross_attention_layers, shifted)
     mask = torch.cat([prefix_mask, suffix_mask], dim=1)
     # Positions continue from each prefix's real (unpadded, unshifted) length, as in the unshared prompt.
     positions = prefix_mask.sum(dim=1)[:, None] + suffix_mask.long().cumsum(dim=1) - 1
     positions = positions.masked_fill(suffix_mask == 0, 1)
     if deltas is not None:  # Qwen2-VL M-RoPE: text after the image is offset by rope_deltas, on 3 axes
         positions = (positions + deltas.to(device)[row_of]).unsqueeze(0).expand(3, -1, -1)
-    extra = {k: v.to(device) for k, v in shared.suffix_inputs.items()}
+    extra = {k: v.to(device, non_blocking=True) for k, v in shared.suffix_inputs.items()}
     with record_function("mmjudge.judge.suffix"):
         out = model(
             input_ids=suffix_ids,
@@ -339,15 +342,21 @@ def shared_logits(model: Any, shared: SharedPrefixBatch, keep: int, layout: Atte
 
 
 def branch_cache(
-    cache: Any, prefix_mask: Any, row_of: Any, shift: Any, cross_attention_layers: frozenset = frozenset()
+    cache: Any,
+    prefix_mask: Any,
+    row_of: Any,
+    shift: Any,
+    cross_attention_layers: frozenset = frozenset(),
+    shifted: bool | None = None,
 ) -> Any:
     """Make row ``i`` of ``cache`` the prefix of request ``i`` (row ``row_of[i]``), its last ``shift[i]``
     positions moved to the front and masked (the request runs those tokens again); returns the requests'
-    prefix attention mask. Cross-attention layers (image keys, not prompt positions) are only selected."""
+    prefix attention mask. Cross-attention layers (image keys, not prompt positions) are only selected.
+    ``shifted``: whether any ``shift`` is non-zero, when the caller knows it (else read from ``shift``)."""
     import torch
 
     mask = prefix_mask[row_of]
-    if not bool(shift.any()):
+    if not (bool(shift.any()) if shifted is None else shifted):
         cache.batch_select_indices(row_of)
         return mask
     length = prefix_mask.shape[1]

@@ -127,5 +127,23 @@ def images_per_prompt(requests: Sequence[RatingRequest]) -> list[list]:
 
 
 def to_device(inputs: dict, device: Any) -> dict:
-    """Every tensor of ``inputs`` on ``device`` (other values as they are)."""
-    return {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
+    """Every tensor of ``inputs`` on ``device`` (other values as they are); copies from pinned memory do not
+    wait (:func:`pin_inputs`)."""
+    return {k: v.to(device, non_blocking=True) if hasattr(v, "to") else v for k, v in inputs.items()}
+
+
+def pin_inputs(inputs: dict, dtypes: dict | None = None) -> dict:
+    """``inputs`` with every CPU tensor in pinned (page-locked) memory, so its copy to a CUDA device neither
+    waits nor blocks the launching thread (done in the preparing thread); ``dtypes``: inputs cast on the way
+    (the model would cast them first thing)."""
+    import torch
+
+    out = {}
+    for name, value in inputs.items():
+        if not hasattr(value, "pin_memory") or value.device.type != "cpu":
+            out[name] = value
+        elif name in (dtypes or {}):
+            out[name] = torch.empty(value.shape, dtype=dtypes[name], pin_memory=True).copy_(value)
+        else:
+            out[name] = value.pin_memory()
+    return out

@@ -64,6 +64,7 @@ def reduce_on_device(
     import torch
 
     ratings: list = [None] * len(requests)
+    parts = []  # (rows, their sums on the device), one per rating scale
     for choices in dict.fromkeys(tuple(r.choices) for r in requests):
         rows = [k for k, r in enumerate(requests) if tuple(r.choices) == choices]
         id_lists = choice_ids(choices)
@@ -72,10 +73,15 @@ def reduce_on_device(
         picked = probs if len(rows) == len(requests) else probs[torch.tensor(rows).to(probs.device, non_blocking=True)]
         picked = picked.index_select(-1, flat)
         sums = torch.zeros(*picked.shape[:-1], len(id_lists), dtype=picked.dtype, device=picked.device)
-        sums = sums.index_add_(-1, owner, picked).cpu()
+        parts.append((rows, sums.index_add_(-1, owner, picked)))
+    # Every result copied back without waiting, then ONE wait (a .cpu() per tensor would wait once each).
+    on_host = [t.to("cpu", non_blocking=True) for t in [sums for _, sums in parts] + [probs.argmax(dim=-1)]]
+    if probs.device.type == "cuda":
+        torch.cuda.current_stream(probs.device).synchronize()
+    for (rows, _), sums in zip(parts, on_host):
         for k, row in zip(rows, sums):
             ratings[k] = row
-    return ratings, probs.argmax(dim=-1).cpu()
+    return ratings, on_host[-1]
 
 
 def read_ratings(

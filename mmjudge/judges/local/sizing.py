@@ -19,6 +19,9 @@ from typing import Any
 CPU_AUTO_BATCH = 8
 MAX_AUTO_BATCH = int(os.environ.get("MMJUDGE_MAX_AUTO_BATCH", "256"))
 AUTO_MEMORY_FRACTION = 0.5
+# Batches at least this large start a long call with a quarter, then half a batch (TransformersJudge.plan): the
+# GPU then starts while the next batch is prepared. Smaller ones would split the requests that share a prefix.
+MIN_RAMP_BATCH = 32
 
 
 def text_config(model: Any) -> Any:
