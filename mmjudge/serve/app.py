@@ -319,6 +319,7 @@ class _StripSlash:
 def _error_response(err: RequestError):
     from starlette.responses import JSONResponse
 
-    # A 408 or 413 leaves part of the body unread: the connection cannot carry another request.
-    headers = {"connection": "close"} if err.status in (408, 413) else None
+    # A body too slow to arrive: the connection is closed. (After a 413 the client may go on sending the body
+    # it started, so that it reads the answer; the connection's header deadline closes it then.)
+    headers = {"connection": "close"} if err.status == 408 else None
     return JSONResponse(error_body(str(err), err.kind, err.param), status_code=err.status, headers=headers)

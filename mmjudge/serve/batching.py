@@ -1,9 +1,11 @@
 """Dynamic batching for ``mmjudge serve``: concurrent requests share forward passes of one local judge.
 
-Requests wait in one queue. The model thread takes the oldest, gathers for ``batch_wait`` seconds (a few
-milliseconds) whatever else arrives, and runs one batch of up to ``max_batch_size`` requests of the
-oldest one's kind (:attr:`~mmjudge.serve.protocol.ChatParams.batch_key`: one-token ratings apart from
-longer generations, requests with an image apart from text-only ones) through ``model.generate``.
+Requests wait in one queue, already rendered and tokenised in their own threads (:mod:`.inputs`): the
+model thread never tokenises a prompt, it only pads and stacks. It takes the oldest, gathers for
+``batch_wait`` seconds (a few milliseconds) whatever else arrives, and runs one batch of up to
+``max_batch_size`` requests of the oldest one's kind
+(:attr:`~mmjudge.serve.protocol.ChatParams.batch_key`: one-token ratings apart from longer generations,
+requests with an image apart from text-only ones) through ``model.generate``.
 Between two tokens it reads every row's step: the token, its distribution (only for rows that asked
 for logprobs), and whether the row is over: end of turn, its own ``max_tokens``, its client gone
 (:meth:`Job.cancel`) or its deadline passed. A finished row is answered at once, while the others go
@@ -265,12 +267,15 @@ class BatchingEngine:
             with self.tokenizer_lock:  # each prompt already fits the context: bounded work
                 inputs = self.judge.prompts.encode([job.params.request for job in kept], [j.params.text for j in kept])
         rows = []
-        for job in kept:
-            job.params.inputs = None  # the batch holds them now
+        for job in kept:  # (their own inputs stay: an out-of-memory retry stacks them again)
             answer = Answer(job.params, self.tokenizer.decode, self._token_text, self.special_ids)
             rows.append(_Row(job, answer, job.params.prompt_tokens))
             job.deliver(Started(job.params.prompt_tokens))
         return rows, inputs
+
+    def _refuse(self, job: Job, message: str) -> None:
+        self.stats.failed += 1
+        job.deliver(Failure(400, message, "invalid_request_error"))
 
     def _generate(self, rows: list[_Row], inputs: dict) -> None:
         from transformers import StoppingCriteriaList

@@ -91,6 +91,8 @@ def _decode_image(url: Any, where: str):
         image.load()
     except RequestError:
         raise
+    except Image.DecompressionBombError as err:  # over twice the pixel limit: PIL refuses to open it
+        raise RequestError(f"the image in {where} is too large to decode ({_plain(err)}).", "messages") from None
     except Exception as err:
         raise RequestError(f"the image in {where} is not a decodable image ({_plain(err)}).", "messages") from None
     return image.convert("RGB") if image.mode != "RGB" else image

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.client
+import io
 import json
 import logging
 import queue
@@ -29,7 +30,7 @@ from mmjudge.judges import load_judge
 from mmjudge.judges.local.prompting import PromptRenderer
 from mmjudge.serve.batching import Failure
 from mmjudge.serve.engine import ChatEngine
-from mmjudge.serve.protocol import Finished, RequestError
+from mmjudge.serve.protocol import Finished, RequestError, read_chat_body
 from mmjudge.serve.server import serve_in_thread
 from mmjudge.serve.settings import ServeSettings
 
@@ -105,13 +106,15 @@ def test_one_address_holds_at_most_its_cap_of_connections_so_others_are_served(l
     """520 connections sending a header byte a second used to take every slot: everyone else got 503.
     Here 10 slow connections from 127.0.0.2 against a server of 8 slots, at most 4 per address: 6 are
     refused at once with 429, the 4 others wait, and a client from 127.0.0.1 is answered meanwhile."""
-    server, url = serve_in_thread(local, api_key=KEY, max_connections=8, max_connections_per_client=4)
+    server, url = serve_in_thread(
+        local, api_key=KEY, max_connections=8, max_connections_per_client=4, header_timeout=60
+    )
     port = _port(url)
     slow = []
     try:
         for _ in range(10):
             conn = _connect(port, "127.0.0.2")
-            conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHo")  # and nothing more (the deadline is 10 s)
+            conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHo")  # and nothing more (the deadline is 60 s)
             slow.append(conn)
         status, answer = _post(url, {"messages": ASK, "max_tokens": 2})
         assert status == 200 and answer["usage"]["completion_tokens"] == 2
@@ -139,22 +142,23 @@ def test_headers_and_bodies_must_arrive_within_their_deadlines(local):
     server, url = serve_in_thread(local, api_key=KEY, header_timeout=1.0, body_timeout=1.0)
     port = _port(url)
     try:
+        started = time.monotonic()  # before the connections open: the server's deadlines start later
         partial, dribbler, idle = _connect(port), _connect(port), _connect(port)
         partial.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        dribbler.sendall(b"P")
         stop = threading.Event()
 
         def dribble() -> None:  # a byte every 0.2 s: alive, never done
             with contextlib.suppress(OSError):
-                for byte in b"POST /v1/chat/completions HTTP/1.1\r\nHost: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx":
+                for byte in b"OST /v1/chat/completions HTTP/1.1\r\nHost: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx":
                     if stop.wait(0.2):
                         return
                     dribbler.sendall(bytes([byte]))
 
-        started = time.monotonic()
         threading.Thread(target=dribble, daemon=True).start()
         replies = [_until_closed(conn) for conn in (partial, dribbler, idle)]
         stop.set()
-        assert time.monotonic() - started >= 0.9  # nobody was cut before the deadline
+        assert time.monotonic() - started >= 0.99  # nobody was cut before the deadline
         assert [_status(r) for r in replies] == [408, 408, None] and replies[2] == b""  # an idle one just closes
         assert _json_of(replies[0])["error"]["message"] == (
             "the request headers did not arrive within 1 s (mmjudge serve --header-timeout)."
@@ -264,6 +268,14 @@ def test_a_prompt_past_the_context_is_refused_before_it_reaches_the_model(local)
         with pytest.raises(RequestError, match="maximum context length is 2048 tokens") as caught:
             engine.read({"messages": ASK, "max_tokens": 2040})
         assert caught.value.status == 400 and engine.batcher.stats.requests == 0
+        # Queued unprepared (a caller of submit, not the server): checked alike before any forward pass.
+        body = {"messages": ASK, "max_tokens": 2040}
+        unprepared = read_chat_body(body, max_tokens_limit=4000, max_logprobs=5, vocab_size=engine.batcher.vocab_size)
+        events: queue.Queue = queue.Queue()
+        engine.submit(unprepared, events.put)
+        refused = events.get(timeout=HANG)
+        assert isinstance(refused, Failure) and refused.status == 400 and "maximum context length" in refused.message
+        assert engine.batcher.stats.tokens == 0
     finally:
         engine.close()
 
@@ -324,6 +336,8 @@ def test_in_range_sampling_settings_are_accepted_and_decoding_stays_greedy(serve
 
 
 def test_an_image_that_is_not_one_is_one_clear_line(served):
+    from PIL import Image
+
     def body(url: str) -> dict:
         parts = [{"type": "text", "text": "x"}, {"type": "image_url", "image_url": {"url": url}}]
         return {"messages": [{"role": "user", "content": parts}]}
@@ -334,6 +348,12 @@ def test_an_image_that_is_not_one_is_one_clear_line(served):
     assert message == "the image in messages[0].content[1] is not a decodable image (cannot identify image file)."
     status, message, _ = _error(served[1], body("data:image/png;base64,abc"))
     assert status == 400 and message.startswith("the image in messages[0].content[1] is not valid base64")
+    blob = io.BytesIO()  # 10000 x 10000 pixels in 12 kB: refused from its header, before decoding
+    Image.new("1", (10_000, 10_000)).save(blob, "PNG")
+    status, message, _ = _error(served[1], body("data:image/png;base64," + base64.b64encode(blob.getvalue()).decode()))
+    assert status == 400 and message == (
+        "the image in messages[0].content[1] is 10000x10000 pixels, above this server's limit of 89478485 pixels."
+    )
     status, message, _ = _error(served[1], body(5))  # not even a string
     assert status == 400 and message.startswith("only base64 `data:` image URLs")
 
