@@ -377,6 +377,7 @@ def _soak_server(folder: str, port: int) -> subprocess.Popen:
     }
     cmd = [sys.executable, "-m", "mmjudge.cli", "serve", "--model", folder, "--device", "cpu", "--port", str(port)]
     cmd += ["--max-tokens", "256", "--request-timeout", "240", "--max-logprobs", "5"]
+    cmd += ["--max-connections-per-client", "128"]  # 100 clients from one address: above the default 32
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
