@@ -1,4 +1,4 @@
-"""Hostile and awkward clients against `mmjudge serve` (issue 29 point 1): one row per probe.
+"""Hostile and awkward clients against `mmjudge serve` (issue 29 point 1, issue 41): one row per probe.
 
     python benchmarks/serve_red_team.py [--model DIR] [--out table.md]
 
@@ -13,6 +13,8 @@ only, never judging quality.
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
 import http.client
 import json
 import os
@@ -180,6 +182,128 @@ def probe_chunked(server: Server) -> str:
     return f"{reply.status}: {_message(reply.read())}"
 
 
+def probe_slow_headers(server: Server) -> str:
+    """520 connections from 127.0.0.2 (any 127.x reaches 127.0.0.1 on Linux) each sending one header byte a
+    second; then a good request from 127.0.0.1."""
+    conns, stop = [], threading.Event()
+    for _ in range(520):
+        try:
+            conn = socket.socket()
+            conn.bind(("127.0.0.2", 0))
+            conn.connect(("127.0.0.1", server.port))
+            conns.append(conn)
+        except OSError:
+            break
+
+    def dribble() -> None:
+        for k in range(60):
+            for conn in conns:
+                with contextlib.suppress(OSError):  # closed by the server
+                    conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x"[k : k + 1] or b"x")
+            if stop.wait(1.0):
+                return
+
+    threading.Thread(target=dribble, daemon=True).start()
+    time.sleep(2)
+    good = _good_latency(server, 60)
+    refused = held = 0
+    for conn in conns:
+        conn.settimeout(0.2)
+        try:
+            data = conn.recv(64)
+            refused += data.startswith(b"HTTP/1.1 429")
+        except TimeoutError:
+            held += 1
+        except OSError:
+            pass
+    stop.set()
+    for conn in conns:
+        conn.close()
+    return f"{len(conns)} opened, {refused} refused (429), {held} held; a good request: {good}"
+
+
+def probe_huge_prompt(server: Server) -> str:
+    """A 60 MB prompt (under the 64 MiB body cap) and, 1 s later, a 2-token request."""
+    body = {"messages": [{"role": "user", "content": "hello world " * 5_000_000}], "max_tokens": 2}
+    out: dict = {}
+
+    def big() -> None:
+        try:
+            status, blob, seconds = server.post(body, timeout=600)
+            out["big"] = f"{status} after {seconds:.1f} s ({_message(blob)[:70]})"
+        except OSError as err:
+            out["big"] = f"no answer ({err})"
+
+    thread = threading.Thread(target=big)
+    thread.start()
+    time.sleep(1)
+    small = _good_latency(server, 600)
+    thread.join()
+    return f"the 2-token request: {small}; the 60 MB prompt: {out['big']}"
+
+
+def probe_big_prompt_under_limit(server: Server) -> str:
+    """A 900,000-character prompt (under the default --max-prompt-chars) and a 2-token request meanwhile."""
+    body = {"messages": [{"role": "user", "content": "hello world " * 75_000}], "max_tokens": 2}
+    out: dict = {}
+    thread = threading.Thread(target=lambda: out.setdefault("big", server.post(body, timeout=600)))
+    thread.start()
+    time.sleep(0.3)
+    small = _good_latency(server, 600)
+    thread.join()
+    status, blob, seconds = out["big"]
+    return f"the 2-token request: {small}; the big prompt: {status} after {seconds:.1f} s ({_message(blob)[:60]})"
+
+
+def probe_nesting(server: Server) -> str:
+    status, blob, _ = server.post(b"[" * 100_000)
+    return f"{status}: {_message(blob)}"
+
+
+def probe_bad_values(server: Server) -> str:
+    out = []
+    for label, extra in (
+        ("temperature NaN", b'"temperature": NaN'),
+        ("temperature -1", b'"temperature": -1'),
+        ("logprobs 1", b'"logprobs": 1'),
+    ):
+        status, blob, _ = server.post(json.dumps(GOOD).encode()[:-1] + b", " + extra + b"}")
+        out.append(f"{label}: {status}" + (f" ({_message(blob)[:60]})" if status != 200 else ""))
+    return "; ".join(out)
+
+
+def probe_ten_mb_prompt(server: Server) -> str:
+    body = {"messages": [{"role": "user", "content": "word " * 2_000_000}], "max_tokens": 2}
+    status, blob, seconds = server.post(body, timeout=600)
+    return f"{status} after {seconds:.1f} s: {_message(blob)}"
+
+
+def probe_not_an_image(server: Server) -> str:
+    url = "data:image/png;base64," + base64.b64encode(b"not an image at all").decode()
+    parts = [{"type": "text", "text": "x"}, {"type": "image_url", "image_url": {"url": url}}]
+    status, blob, _ = server.post({"messages": [{"role": "user", "content": parts}]})
+    return f"{status}: {_message(blob)}"
+
+
+def probe_slow_body(server: Server) -> str:
+    """Headers in time, then 5 of the 100 body bytes promised, and nothing more (the client waits 90 s)."""
+    conn = socket.create_connection(("127.0.0.1", server.port), timeout=90)
+    head = "".join(f"{k}: {v}\r\n" for k, v in server.headers.items())
+    started = time.time()
+    conn.sendall(f'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n{head}Content-Length: 100\r\n\r\n{{"mes'.encode())
+    try:
+        data = chunk = conn.recv(4096)
+        while chunk:  # the answer may come in pieces: read until the server closes
+            chunk = conn.recv(4096)
+            data += chunk
+        reply = data.split(b"\r\n\r\n", 1)[-1]
+        return f"{data[9:12].decode()} after {time.time() - started:.1f} s: {_message(reply)}"
+    except TimeoutError:
+        return "no answer within 90 s"
+    finally:
+        conn.close()
+
+
 def _client(server: Server, key: str | None = None):
     import openai
 
@@ -232,7 +356,7 @@ def probe_open_host(model: str) -> str:
         server.close()
 
 
-# (row, probe, flags for a server that has --max-tokens): the hang-up probe lets 2000 tokens through.
+# (row, probe, flags for a server that has them): the hang-up probe lets 2000 tokens through.
 PROBES: list[tuple[str, Callable[[Server], str], tuple]] = [
     ("Authorization: wrong / missing", probe_keys, ()),
     ("max_tokens=100000 (client gives up at 10 s)", probe_huge_max_tokens, ()),
@@ -242,6 +366,14 @@ PROBES: list[tuple[str, Callable[[Server], str], tuple]] = [
     ("chunked body, no Content-Length", probe_chunked, ()),
     ("official openai client, stream=True + logprobs", probe_openai_stream, ()),
     ("official openai client: wrong key / max_tokens=100000", probe_openai_errors, ()),
+    ("520 connections sending a header byte a second, then a good request", probe_slow_headers, ()),
+    ("60 MB prompt, then a 2-token request", probe_huge_prompt, ()),
+    ("900,000-character prompt, then a 2-token request", probe_big_prompt_under_limit, ()),
+    ("10 MB prompt", probe_ten_mb_prompt, ()),
+    ("100,000 nested `[`", probe_nesting, ()),
+    ("temperature NaN / -1, logprobs 1", probe_bad_values, ()),
+    ("an image that is not one", probe_not_an_image, ()),
+    ("headers, then 5 of 100 body bytes (body deadline 5 s)", probe_slow_body, ("--body-timeout", "5")),
 ]
 
 
@@ -257,11 +389,13 @@ def main() -> None:
 
         model = tiny_text_lm(tempfile.mkdtemp())
     rows = [] if args.only else [("--host 0.0.0.0 and no key", probe_open_host(model))]
-    new_flags = "--max-tokens" in _cli("serve", "--help").stdout
+    help_text = _cli("serve", "--help").stdout
     for label, probe, flags in PROBES:
         if args.only and args.only not in label:
             continue
-        server = Server(model, flags if new_flags else ())
+        # (flag, value) pairs the server under test has: the same probes run against older versions
+        known = [x for pair in zip(flags[::2], flags[1::2]) if pair[0] in help_text for x in pair]
+        server = Server(model, tuple(known))
         try:
             server.wait()
             rows.append((label, probe(server)))

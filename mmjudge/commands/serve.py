@@ -16,6 +16,9 @@ import argparse
 import importlib.util
 import os
 
+# The limits that hold hostile clients off (ServeSettings' fields of the same names).
+_LIMITS = ("max_prompt_chars", "header_timeout", "body_timeout", "max_connections", "max_connections_per_client")
+
 
 def _api_key(args: argparse.Namespace) -> str | None:
     """The key from --api-key, else MMJUDGE_API_KEY; refuses to serve other machines without one unless
@@ -43,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
 
     # Every setting is checked here, before the model loads: a refusal costs nothing.
     key = _api_key(args)
-    settings = ServeSettings(key, args.max_tokens, args.max_logprobs, args.request_timeout, options=True)
+    limits = {name: getattr(args, name) for name in _LIMITS}
+    settings = ServeSettings(key, args.max_tokens, args.max_logprobs, args.request_timeout, **limits, options=True)
     if args.max_batch_size < 1:  # the model thread's own settings (it checks them once the model is loaded)
         raise ValueError(f"--max-batch-size must be a positive integer, but got {args.max_batch_size}.")
     if args.batch_wait_ms < 0:
@@ -58,10 +62,7 @@ def run(args: argparse.Namespace) -> int:
         args.host,
         args.port,
         args.served_model_name,
-        settings.max_logprobs,
-        api_key=key,
-        max_tokens=settings.max_tokens,
-        request_timeout=settings.request_timeout,
+        settings=settings,
         max_batch_size=args.max_batch_size,
         batch_wait=args.batch_wait_ms / 1000,
     )
@@ -110,6 +111,39 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--max-logprobs", type=int, default=20, help="largest top_logprobs a client may ask for (default %(default)s)"
+    )
+    p.add_argument(
+        "--max-prompt-chars",
+        type=int,
+        default=1_000_000,
+        help="most characters of text a request's messages may hold (also a /tokenize prompt); above it: 400, "
+        "before any tokenising (default %(default)s)",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a connection has to send a request's headers, from its opening or its previous answer; "
+        "then it is closed (408 if it had started) (default %(default)s)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=60.0,
+        help="seconds a request's body may take to arrive after its headers; then 408 (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=512,
+        help="open connections in all; beyond it: 503 (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=32,
+        help="open connections from one client address (an IPv6 /64); beyond it: 429 at once. Behind a reverse "
+        "proxy every client has the proxy's address: raise it to --max-connections (default %(default)s)",
     )
     p.add_argument(
         "--max-batch-size", type=int, default=16, help="requests run together in one batch (default %(default)s)"

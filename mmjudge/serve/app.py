@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import logging
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from mmjudge.serve.engine import ChatEngine
     from mmjudge.serve.settings import ServeSettings
 
+logger = logging.getLogger(__name__)
 SERVER_NAME = f"mmjudge-serve/{__version__}"  # the Server header: how clients recognise this server
 OPEN_PATHS = frozenset({"/health", ""})  # answered without the API key (liveness probes), trailing "/" stripped
 _GRACE = 30.0  # beyond a request's timeout, how long the HTTP side waits for a model step to end
@@ -108,20 +110,33 @@ def _too_large(size: int | None, limit: int) -> dict:
     return error_body(f"the request body is {told}; this server accepts at most {limit} bytes ({limit / 2**20:g} MiB).")
 
 
-async def _read_json(request, limit: int) -> Any:
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(_too_large(None, limit)["error"]["message"], status=413)
-        chunks.append(chunk)
+async def _read_json(request, settings: ServeSettings) -> Any:
+    """The body as JSON: at most ``max_body_bytes``, whole within ``body_timeout`` of the headers."""
+    import anyio
+    from starlette.requests import ClientDisconnect
+
+    chunks, size, limit = [], 0, settings.max_body_bytes
+    try:
+        with anyio.fail_after(settings.body_timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise RequestError(_too_large(None, limit)["error"]["message"], status=413)
+                chunks.append(chunk)
+    except TimeoutError:
+        message = f"the request body did not arrive within {settings.body_timeout:g} s (mmjudge serve --body-timeout)."
+        raise RequestError(message, status=408) from None
+    except ClientDisconnect:  # gone mid-body: the answer goes nowhere, and no traceback is logged
+        raise RequestError("the client disconnected before its body arrived.") from None
     if not size:
         raise RequestError("a JSON body is required.")
     blob = b"".join(chunks)
     try:
         return await asyncio.to_thread(json.loads, blob.decode("utf-8"))
+    except RecursionError:  # json's parser recurses once per level of nesting
+        raise RequestError("the body is nested too deeply to read.") from None
     except ValueError as err:  # JSONDecodeError and UnicodeDecodeError
-        raise RequestError(f"the body is not valid JSON ({err}).") from None
+        raise RequestError(f"the body is not valid JSON ({str(err)[:200]}).") from None
 
 
 class _Answer:
@@ -249,18 +264,23 @@ def create_app(engine: ChatEngine):
 
     async def tokenize(request):
         try:
-            body = await _read_json(request, settings.max_body_bytes)
+            body = await _read_json(request, settings)
             return JSONResponse(await run_in_threadpool(engine.tokenize, body))
         except RequestError as err:
             return _error_response(err)
 
     async def chat_completions(request):
         try:
-            body = await _read_json(request, settings.max_body_bytes)
-            # In a thread: decoding an image and hashing its pixels would stall every other client.
+            body = await _read_json(request, settings)
+            # In a thread: decoding an image and tokenising would stall every other client (the model thread
+            # never tokenises: a huge prompt costs its own request only).
             params = await run_in_threadpool(engine.read, body)
         except RequestError as err:
             return _error_response(err)
+        except Exception as err:  # a processor that fails on this request: it alone fails, in one line
+            logger.exception("preparing a request failed")
+            failed = RequestError(f"{type(err).__name__}: {str(err)[:300]}", status=500, kind="server_error")
+            return _error_response(failed)
         return _Answer(engine, params)
 
     async def http_error(request, exc: HTTPException):
@@ -299,4 +319,7 @@ class _StripSlash:
 def _error_response(err: RequestError):
     from starlette.responses import JSONResponse
 
-    return JSONResponse(error_body(str(err), err.kind, err.param), status_code=err.status)
+    # A body too slow to arrive: the connection is closed. (After a 413 the client may go on sending the body
+    # it started, so that it reads the answer; the connection's header deadline closes it then.)
+    headers = {"connection": "close"} if err.status == 408 else None
+    return JSONResponse(error_body(str(err), err.kind, err.param), status_code=err.status, headers=headers)

@@ -1,9 +1,11 @@
 """Dynamic batching for ``mmjudge serve``: concurrent requests share forward passes of one local judge.
 
-Requests wait in one queue. The model thread takes the oldest, gathers for ``batch_wait`` seconds (a few
-milliseconds) whatever else arrives, and runs one batch of up to ``max_batch_size`` requests of the
-oldest one's kind (:attr:`~mmjudge.serve.protocol.ChatParams.batch_key`: one-token ratings apart from
-longer generations, requests with an image apart from text-only ones) through ``model.generate``.
+Requests wait in one queue, already rendered and tokenised in their own threads (:mod:`.inputs`): the
+model thread never tokenises a prompt, it only pads and stacks. It takes the oldest, gathers for
+``batch_wait`` seconds (a few milliseconds) whatever else arrives, and runs one batch of up to
+``max_batch_size`` requests of the oldest one's kind
+(:attr:`~mmjudge.serve.protocol.ChatParams.batch_key`: one-token ratings apart from longer generations,
+requests with an image apart from text-only ones) through ``model.generate``.
 Between two tokens it reads every row's step: the token, its distribution (only for rows that asked
 for logprobs), and whether the row is over: end of turn, its own ``max_tokens``, its client gone
 (:meth:`Job.cancel`) or its deadline passed. A finished row is answered at once, while the others go
@@ -24,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mmjudge.serve.protocol import Answer, ChatParams, Finished, Piece
+from mmjudge.serve.inputs import RendererPool, collate, prepare
+from mmjudge.serve.protocol import Answer, ChatParams, Finished, Piece, RequestError
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +118,8 @@ class BatchingEngine:
         self.special_ids = frozenset(getattr(self.tokenizer, "all_special_ids", None) or ()) | self.stop_ids
         self.vocab_size = len(self.tokenizer)
         self.max_model_len = context_length(judge.model, self.tokenizer)
+        # Request threads tokenise with copies of their own: the model thread never waits for a prompt.
+        self.renderers = RendererPool(judge.prompts, lock=self.tokenizer_lock)
         self.stats = ServeStats()
         self._running: list[Job] = []
         self._token_texts: dict[int, str] = {}
@@ -234,40 +239,38 @@ class BatchingEngine:
             self.stats.failed += 1
             job.deliver(failure)
 
+    def prepare(self, params: ChatParams) -> ChatParams:
+        """Render and tokenise a request in the calling thread (a request's own, never the model's), refusing
+        with a :class:`RequestError` what the model cannot take: an image for a text-only model, or a prompt
+        that with its ``max_tokens`` exceeds the model's context (so no forward pass runs past it, whatever
+        the body held)."""
+        with self.renderers.borrow() as renderer:
+            prepare(params, renderer, self.max_model_len)
+        return params
+
     def _start_rows(self, jobs: list[Job]) -> tuple[list[_Row], dict]:
-        """Render and tokenise the batch. A request the model cannot take fails alone with 400: an image for
-        a text-only model, or a prompt that with its ``max_tokens`` exceeds the model's context (checked
-        here so no forward pass runs past it, whatever the body held)."""
-        texts, kept = [], []
-        with self.tokenizer_lock:
-            for job in jobs:
+        """The batch's inputs from its requests' own (:meth:`prepare`, done before they were queued): padded
+        and stacked, or, where a processor pads image tensors its own way, the batch encoded at once."""
+        kept = []
+        for job in jobs:
+            if job.params.inputs is None:  # queued unprepared (a caller of submit, not the server)
                 try:
-                    texts.append(self.judge.render(job.params.request))
-                    kept.append(job)
-                except ValueError as err:
+                    self.prepare(job.params)
+                except RequestError as err:
                     self._refuse(job, str(err))
-            if not kept:
-                return [], {}
-            inputs = self.judge.prompts.encode([job.params.request for job in kept], texts)
-        mask = inputs.get("attention_mask")
-        width = int(inputs["input_ids"].shape[1])
-        lengths = [int(n) for n in mask.sum(dim=1).tolist()] if mask is not None else [width] * len(kept)
-        limit = self.max_model_len
-        too_long = [k for k, (job, n) in enumerate(zip(kept, lengths)) if limit and n + job.params.max_tokens > limit]
-        for k in too_long:
-            tokens = kept[k].params.max_tokens
-            self._refuse(
-                kept[k],
-                f"This model's maximum context length is {limit} tokens. However, you requested "
-                f"{lengths[k] + tokens} tokens ({lengths[k]} in the messages, {tokens} in the completion).",
-            )
-        if too_long:  # the others again, without the refused rows' padding
-            return self._start_rows([job for k, job in enumerate(kept) if k not in too_long])
+                    continue
+            kept.append(job)
+        if not kept:
+            return [], {}
+        inputs = collate([job.params.inputs for job in kept], self.tokenizer.pad_token_id)
+        if inputs is None:
+            with self.tokenizer_lock:  # each prompt already fits the context: bounded work
+                inputs = self.judge.prompts.encode([job.params.request for job in kept], [j.params.text for j in kept])
         rows = []
-        for job, length in zip(kept, lengths):
+        for job in kept:  # (their own inputs stay: an out-of-memory retry stacks them again)
             answer = Answer(job.params, self.tokenizer.decode, self._token_text, self.special_ids)
-            rows.append(_Row(job, answer, length))
-            job.deliver(Started(length))
+            rows.append(_Row(job, answer, job.params.prompt_tokens))
+            job.deliver(Started(job.params.prompt_tokens))
         return rows, inputs
 
     def _refuse(self, job: Job, message: str) -> None:
@@ -309,9 +312,10 @@ class BatchingEngine:
         return text
 
     def tokenize(self, prompt: str, add_special_tokens: bool, token_strs: bool) -> tuple[list, list | None]:
-        with self.tokenizer_lock:
-            ids = self.tokenizer.encode(prompt, add_special_tokens=add_special_tokens)
-            return ids, (self.tokenizer.convert_ids_to_tokens(ids) if token_strs else None)
+        """vLLM's ``/tokenize``, in the calling thread with a tokenizer copy (never the model thread's)."""
+        with self.renderers.borrow() as renderer:
+            ids = renderer.tokenizer.encode(prompt, add_special_tokens=add_special_tokens)
+            return ids, (renderer.tokenizer.convert_ids_to_tokens(ids) if token_strs else None)
 
 
 class _EachStep:

@@ -10,7 +10,7 @@ from typing import Any
 
 from mmjudge._version import __version__
 from mmjudge.serve.batching import BatchingEngine, Failure, Job
-from mmjudge.serve.protocol import ChatParams, Finished, RequestError, completion_body, read_chat_body
+from mmjudge.serve.protocol import ChatParams, Finished, RequestError, completion_body, flag, read_chat_body
 from mmjudge.serve.settings import ServeSettings
 
 
@@ -33,12 +33,17 @@ class ChatEngine:
         self.batcher = BatchingEngine(judge, max_batch_size=max_batch_size, batch_wait=batch_wait)
 
     def read(self, body: Any) -> ChatParams:
-        return read_chat_body(
+        """A body checked, rendered and tokenised in the calling thread (the HTTP side calls it in a worker
+        thread: never on the event loop, never on the model thread); a refusal is a :class:`RequestError`."""
+        settings = self.settings
+        params = read_chat_body(
             body,
-            max_tokens_limit=self.settings.max_tokens,
-            max_logprobs=self.settings.max_logprobs,
+            max_tokens_limit=settings.max_tokens,
+            max_logprobs=settings.max_logprobs,
             vocab_size=self.batcher.vocab_size,
+            max_prompt_chars=settings.max_prompt_chars,
         )
+        return self.batcher.prepare(params)
 
     def submit(self, params: ChatParams, deliver) -> Job:
         job = Job(params, deliver, self.settings.request_timeout)
@@ -66,10 +71,16 @@ class ChatEngine:
         """vLLM's ``POST /tokenize`` for a ``prompt`` string."""
         if not isinstance(body, dict) or not isinstance(body.get("prompt"), str):
             raise RequestError("`prompt` must be a string (this server tokenizes text prompts only).", "prompt")
-        ids, strings = self.batcher.tokenize(
-            body["prompt"], bool(body.get("add_special_tokens", True)), bool(body.get("return_token_strs"))
-        )
-        # The limit the model thread enforces (prompt + max_tokens), -1 when the model says none.
+        prompt, limit = body["prompt"], self.settings.max_prompt_chars
+        if len(prompt) > limit:
+            raise RequestError(
+                f"the prompt holds {len(prompt)} characters, above this server's limit of {limit} "
+                "(mmjudge serve --max-prompt-chars).",
+                "prompt",
+            )
+        special = flag(body, "add_special_tokens", True)
+        ids, strings = self.batcher.tokenize(prompt, special, flag(body, "return_token_strs", False))
+        # The limit enforced before a request is queued (prompt + max_tokens), -1 when the model says none.
         limit = self.batcher.max_model_len
         answer: dict[str, Any] = {
             "count": len(ids),
@@ -88,6 +99,7 @@ class ChatEngine:
             "max_logprobs": self.settings.max_logprobs,
             "max_tokens": self.settings.max_tokens,
             "request_timeout": self.settings.request_timeout,
+            "max_prompt_chars": self.settings.max_prompt_chars,
             "max_batch_size": self.batcher.max_batch_size,
             "continue_final_message": True,
             "logprob_token_ids": True,

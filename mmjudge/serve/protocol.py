@@ -23,6 +23,8 @@ import binascii
 import io
 import json
 import math
+import re
+import reprlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +33,10 @@ from typing import Any
 from mmjudge.judges.requests import GenerationRequest, Turn
 
 DEFAULT_MAX_TOKENS = 16  # when a request names none (the legacy completions default; vLLM's too)
+MAX_MESSAGES = 2048  # messages in a request: a chat template renders each one (a million empty ones: 19 s)
+MAX_NAMED_IDS = 1024  # distinct logprob_token_ids a request may name (each is listed at every position)
+_QUOTE = reprlib.Repr()  # what an error message shows of a client's value: short, and never recursing
+_QUOTE.maxstring, _QUOTE.maxother, _QUOTE.maxlevel, _QUOTE.maxlist, _QUOTE.maxdict = 40, 40, 2, 4, 4
 
 
 class RequestError(ValueError):
@@ -51,47 +57,100 @@ def error_body(message: str, kind: str = "invalid_request_error", param: str | N
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def _decode_image(url: str):
+def quote(value: Any) -> str:
+    """``value`` as an error message quotes it: its repr, cut short (a body may hold megabytes).
+
+    >>> quote("x" * 1000), quote([[[[1]]]]), quote(float("nan"))
+    ("'xxxxxxxxxxxxxxxxx...xxxxxxxxxxxxxxxxxx'", '[[[...]]]', 'nan')
+    """
+    return _QUOTE.repr(value)
+
+
+def _plain(err: Exception) -> str:
+    """An exception's message without object reprs (``<_io.BytesIO object at 0x…>``), cut short."""
+    return re.sub(r"\s*<[^<>]* at 0x[0-9a-fA-F]+>", "", str(err)).strip()[:160] or type(err).__name__
+
+
+def _decode_image(url: Any, where: str):
     from PIL import Image
 
-    if not url.startswith("data:") or ";base64," not in url:
+    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
         raise RequestError("only base64 `data:` image URLs are accepted (this server fetches nothing).", "messages")
     try:
-        image = Image.open(io.BytesIO(base64.b64decode(url.split(";base64,", 1)[1])))
+        blob = base64.b64decode(url.split(";base64,", 1)[1])
+    except (binascii.Error, ValueError) as err:
+        raise RequestError(f"the image in {where} is not valid base64 ({_plain(err)}).", "messages") from None
+    try:
+        image = Image.open(io.BytesIO(blob))  # reads the header only: the size is known before any decoding
+        if image.width * image.height > (Image.MAX_IMAGE_PIXELS or math.inf):
+            raise RequestError(
+                f"the image in {where} is {image.width}x{image.height} pixels, above this server's limit of "
+                f"{Image.MAX_IMAGE_PIXELS} pixels.",
+                "messages",
+            )
         image.load()
-    except (OSError, ValueError, binascii.Error, Image.DecompressionBombError) as err:  # the client's data
-        raise RequestError(f"the image could not be decoded ({err}).", "messages") from None
+    except RequestError:
+        raise
+    except Image.DecompressionBombError as err:  # over twice the pixel limit: PIL refuses to open it
+        raise RequestError(f"the image in {where} is too large to decode ({_plain(err)}).", "messages") from None
+    except Exception as err:
+        raise RequestError(f"the image in {where} is not a decodable image ({_plain(err)}).", "messages") from None
     return image.convert("RGB") if image.mode != "RGB" else image
 
 
-def parse_messages(messages: Any, continue_final: bool) -> tuple[list[Turn], Any, str]:
-    """``(turns, image or None, answer_prefix)`` from OpenAI chat ``messages``."""
+def _texts_and_image(messages: Any) -> tuple[list[tuple[str, list[str]]], Any, str]:
+    """``([(role, texts)], image URL or None, where the image is)``: the messages' structure checked, no image
+    decoded yet."""
     if not isinstance(messages, list) or not messages:
         raise RequestError("`messages` must be a non-empty list.", "messages")
-    turns: list[Turn] = []
-    image = None
+    if len(messages) > MAX_MESSAGES:
+        raise RequestError(
+            f"`messages` holds {len(messages)} messages; this server takes at most {MAX_MESSAGES}.", "messages"
+        )
+    found: list[tuple[str, list[str]]] = []
+    image, where = None, ""
     for k, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in ("system", "user", "assistant"):
+        role = message.get("role") if isinstance(message, dict) else None
+        if not isinstance(role, str) or role not in ("system", "user", "assistant"):
             raise RequestError(f"messages[{k}] must be an object with role system, user or assistant.", "messages")
         content = message.get("content")
-        texts: list[str] = []
         if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            for part in content:
-                kind = part.get("type") if isinstance(part, dict) else None
-                if kind == "text":
-                    texts.append(str(part.get("text", "")))
-                elif kind == "image_url":
-                    if image is not None or turns or message["role"] != "user":
-                        raise RequestError("one image is supported, in the first message (a user turn).", "messages")
-                    url = part.get("image_url")
-                    image = _decode_image(url.get("url", "") if isinstance(url, dict) else str(url))
-                else:
-                    raise RequestError(f"messages[{k}]: unsupported content part {kind!r}.", "messages")
-        else:
+            found.append((role, [content]))
+            continue
+        if not isinstance(content, list):
             raise RequestError(f"messages[{k}].content must be a string or a list of parts.", "messages")
-        turns.append(Turn(message["role"], "".join(texts)))
+        texts: list[str] = []
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                text = part.get("text", "")
+                if not isinstance(text, str):
+                    raise RequestError(f"messages[{k}].content[{j}].text must be a string.", "messages")
+                texts.append(text)
+            elif kind == "image_url":
+                if where or found or role != "user":
+                    raise RequestError("one image is supported, in the first message (a user turn).", "messages")
+                url = part.get("image_url")
+                image, where = (url.get("url", "") if isinstance(url, dict) else url), f"messages[{k}].content[{j}]"
+            else:
+                raise RequestError(f"messages[{k}]: unsupported content part {quote(kind)}.", "messages")
+        found.append((role, texts))
+    return found, image, where
+
+
+def parse_messages(messages: Any, continue_final: bool, max_chars: int | None = None) -> tuple[list[Turn], Any, str]:
+    """``(turns, image or None, answer_prefix)`` from OpenAI chat ``messages``; more than ``max_chars``
+    characters of text are refused before the image is decoded."""
+    found, url, where = _texts_and_image(messages)
+    chars = sum(len(text) for _, texts in found for text in texts)
+    if max_chars is not None and chars > max_chars:
+        raise RequestError(
+            f"the messages hold {chars} characters of text, above this server's limit of {max_chars} "
+            "(mmjudge serve --max-prompt-chars).",
+            "messages",
+        )
+    turns = [Turn(role, "".join(texts)) for role, texts in found]
+    image = _decode_image(url, where) if where else None
     prefix = ""
     if continue_final:
         if turns[-1].role != "assistant":
@@ -117,6 +176,11 @@ class ChatParams:
     as_ids: bool = False
     stream: bool = False
     include_usage: bool = False
+    # Filled in the request's own thread (:meth:`~mmjudge.serve.batching.BatchingEngine.prepare`), never the
+    # model's: the rendered prompt, its model inputs (CPU tensors, batch of one) and its length in tokens.
+    text: str | None = field(default=None, repr=False)
+    inputs: dict | None = field(default=None, repr=False)
+    prompt_tokens: int = 0
 
     @property
     def kind(self) -> str:
@@ -139,7 +203,7 @@ def _max_tokens(body: dict, limit: int) -> int:
     if value is None:
         return min(DEFAULT_MAX_TOKENS, limit)
     if not _integer(value) or value < 1:
-        raise RequestError(f"{name} must be a positive integer, but got {value!r}.", name)
+        raise RequestError(f"{name} must be a positive integer, but got {quote(value)}.", name)
     if value > limit:
         raise RequestError(
             f"{name} is {value}, above this server's limit of {limit} tokens (mmjudge serve --max-tokens).", name
@@ -148,7 +212,8 @@ def _max_tokens(body: dict, limit: int) -> int:
 
 
 def _chosen_ids(value: Any, want_logprobs: bool, vocab_size: int) -> list[int] | None:
-    """vLLM's ``logprob_token_ids``: a non-empty list of ids inside the vocabulary, with logprobs=true."""
+    """vLLM's ``logprob_token_ids``: a non-empty list of ids inside the vocabulary, with logprobs=true; each id
+    once (in the order given), at most :data:`MAX_NAMED_IDS` of them (every position lists them all)."""
     if value is None:
         return None
     if not isinstance(value, list) or not value or not all(_integer(i) for i in value):
@@ -161,54 +226,113 @@ def _chosen_ids(value: Any, want_logprobs: bool, vocab_size: int) -> list[int] |
             f"`logprob_token_ids` holds ids outside the vocabulary of {vocab_size} tokens: {outside[:5]}.",
             "logprob_token_ids",
         )
+    ids = list(dict.fromkeys(value))
+    if len(ids) > MAX_NAMED_IDS:
+        raise RequestError(
+            f"`logprob_token_ids` names {len(ids)} distinct ids; this server lists at most {MAX_NAMED_IDS}.",
+            "logprob_token_ids",
+        )
+    return ids
+
+
+# name: (low, high, whether low itself is allowed), as OpenAI (and vLLM for its extras) accept them. Decoding
+# is greedy, so in-range values change nothing (accepted and ignored); out-of-range ones are the client's
+# mistake, said rather than ignored.
+_SAMPLING_RANGES = {
+    "temperature": (0.0, 2.0, True),
+    "top_p": (0.0, 1.0, True),
+    "frequency_penalty": (-2.0, 2.0, True),
+    "presence_penalty": (-2.0, 2.0, True),
+    "min_p": (0.0, 1.0, True),
+    "repetition_penalty": (0.0, math.inf, False),
+}
+
+
+def _check_sampling(body: dict) -> None:
+    """Sampling settings refused when out of range or of the wrong type (a NaN temperature is a mistake)."""
+    for name, (low, high, low_ok) in _SAMPLING_RANGES.items():
+        value = body.get(name)
+        if value is None:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if not number or value > high or value < low or (value == low and not low_ok):
+            rule = f"between {low:g} and {high:g}" if high < math.inf else f"above {low:g}"
+            raise RequestError(f"{name} must be a number {rule}, but got {quote(value)}.", name)
+    top_k = body.get("top_k")
+    if top_k is not None and (not _integer(top_k) or top_k < -1):
+        raise RequestError(f"top_k must be an integer, -1 or more, but got {quote(top_k)}.", "top_k")
+    seed = body.get("seed")
+    if seed is not None and not _integer(seed):
+        raise RequestError(f"seed must be an integer, but got {quote(seed)}.", "seed")
+
+
+def flag(body: dict, name: str, default: bool, where: str | None = None) -> bool:
+    """A boolean field: true, false or absent (null), never 1 or "yes" (OpenAI refuses those too).
+
+    >>> flag({"logprobs": True}, "logprobs", False), flag({"logprobs": None}, "logprobs", False)
+    (True, False)
+    """
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise RequestError(f"{where or name} must be true or false, but got {quote(value)}.", where or name)
     return value
 
 
 def _refuse_unsupported(body: dict) -> None:
     """Parameters that would change the answer and that this server does not implement: refused, never
-    silently ignored (sampling settings are accepted: decoding is greedy, as documented)."""
+    silently ignored (sampling settings in range are accepted: decoding is greedy, as documented)."""
     n = body.get("n")
+    if n is not None and not _integer(n):
+        raise RequestError(f"n must be an integer, but got {quote(n)}.", "n")
     if n is not None and n != 1:
-        raise RequestError(f"n is {n!r}: this server answers one choice per request (n=1).", "n")
+        raise RequestError(f"n is {n}: this server answers one choice per request (n=1).", "n")
     for name in ("stop", "tools", "functions", "response_format", "logit_bias"):
         if body.get(name) not in (None, [], {}):
             raise RequestError(f"`{name}` is not supported by mmjudge serve.", name)
+    _check_sampling(body)
 
 
-def read_chat_body(body: Any, *, max_tokens_limit: int, max_logprobs: int, vocab_size: int) -> ChatParams:
-    """A chat-completions body checked as OpenAI and vLLM check it (every mistake a :class:`RequestError`)."""
+def read_chat_body(
+    body: Any, *, max_tokens_limit: int, max_logprobs: int, vocab_size: int, max_prompt_chars: int | None = None
+) -> ChatParams:
+    """A chat-completions body checked as OpenAI and vLLM check it (every mistake a :class:`RequestError`);
+    ``max_prompt_chars``: the most characters of text its messages may hold, refused before the image is
+    decoded."""
     if not isinstance(body, dict):
         raise RequestError("the body must be a JSON object.")
     _refuse_unsupported(body)
-    continue_final = bool(body.get("continue_final_message", False))
-    add_prompt = bool(body.get("add_generation_prompt", not continue_final))
+    continue_final = flag(body, "continue_final_message", False)
+    add_prompt = flag(body, "add_generation_prompt", not continue_final)
     if continue_final and add_prompt:
         raise RequestError("continue_final_message and add_generation_prompt cannot both be true.")
     max_tokens = _max_tokens(body, max_tokens_limit)
-    want_logprobs = bool(body.get("logprobs", False))
-    top = body.get("top_logprobs") or 0
+    want_logprobs = flag(body, "logprobs", False)
+    top = body.get("top_logprobs")
+    top = 0 if top is None else top
     if not _integer(top) or top < 0 or top > max_logprobs:
         raise RequestError(
-            f"top_logprobs must be between 0 and {max_logprobs} (this server's --max-logprobs).", "top_logprobs"
+            f"top_logprobs must be between 0 and {max_logprobs} (this server's --max-logprobs), but got {quote(top)}.",
+            "top_logprobs",
         )
     if top and not want_logprobs:
         raise RequestError("top_logprobs needs logprobs=true.", "top_logprobs")
-    stream = body.get("stream") or False
-    if not isinstance(stream, bool):
-        raise RequestError(f"stream must be true or false, but got {stream!r}.", "stream")
+    stream = flag(body, "stream", False)
     options = body.get("stream_options")
     if options is not None and (not stream or not isinstance(options, dict)):
         raise RequestError("stream_options is an object, and only allowed with stream=true.", "stream_options")
-    turns, image, prefix = parse_messages(body.get("messages"), continue_final)
+    include_usage = flag(options or {}, "include_usage", False, "stream_options.include_usage")
+    turns, image, prefix = parse_messages(body.get("messages"), continue_final, max_prompt_chars)
     return ChatParams(
         request=GenerationRequest(turns=turns, image=image, answer_prefix=prefix, max_new_tokens=max_tokens),
         max_tokens=max_tokens,
         logprobs=want_logprobs,
         top_logprobs=top,
         chosen_ids=_chosen_ids(body.get("logprob_token_ids"), want_logprobs, vocab_size),
-        as_ids=bool(body.get("return_tokens_as_token_ids", False)),
+        as_ids=flag(body, "return_tokens_as_token_ids", False),
         stream=stream,
-        include_usage=bool((options or {}).get("include_usage", False)),
+        include_usage=include_usage,
     )
 
 

@@ -32,19 +32,26 @@ class Server:
     runs it in this thread (Ctrl-C or SIGTERM stops it), :meth:`start` in a daemon thread;
     :meth:`shutdown` stops it and the model thread."""
 
-    def __init__(self, engine: ChatEngine, host: str, port: int, limit_concurrency: int = 512):
+    def __init__(self, engine: ChatEngine, host: str, port: int):
         import uvicorn
 
+        from mmjudge.serve.app import SERVER_NAME
+        from mmjudge.serve.connections import guarded_protocol
+
         self.engine = engine
+        settings = engine.settings
         config = uvicorn.Config(
             create_app(engine),
             host=host,
             port=int(port),
+            # h11 with a deadline on each request's headers and a cap per client address (connections.py)
+            http=guarded_protocol(settings, SERVER_NAME),
+            ws="none",  # no WebSocket routes: an upgrade is an ordinary request (and stays counted)
             log_config=None,  # a library leaves the process's logging set-up alone
             log_level="warning",
             access_log=False,
             server_header=False,  # ours is set on every answer (mmjudge-serve/<version>)
-            limit_concurrency=limit_concurrency,  # beyond it: 503, before any work
+            limit_concurrency=settings.max_connections,  # beyond it: 503, before any work
             lifespan="off",
             timeout_graceful_shutdown=5,
         )
@@ -95,16 +102,23 @@ def make_server(
     max_batch_size: int = 16,
     batch_wait: float = 0.005,
     max_body_bytes: int = MAX_BODY_BYTES,
-    limit_concurrency: int = 512,
+    settings: ServeSettings | None = None,
+    **limits: Any,
 ) -> Server:
     """A bound, not yet serving :class:`Server`. ``model_name`` defaults to the judge's model identity (a Hub
-    id, or a fingerprint for folders); ``api_key`` ``None`` serves without a key."""
+    id, or a fingerprint for folders); ``api_key`` ``None`` serves without a key. ``settings`` (a
+    :class:`ServeSettings`) replaces the keyword settings; ``limits`` are more of its fields
+    (``max_prompt_chars``, ``header_timeout``, ``body_timeout``, ``max_connections``,
+    ``max_connections_per_client``)."""
     identity = getattr(judge, "model_identity", None)  # name@fingerprint: two local folders stay apart
     name = model_name or (identity.label() if identity is not None else judge.identity().get("model")) or "mmjudge"
-    settings = ServeSettings(api_key, int(max_tokens), int(max_logprobs), float(request_timeout), int(max_body_bytes))
+    if settings is None:
+        settings = ServeSettings(
+            api_key, int(max_tokens), int(max_logprobs), float(request_timeout), int(max_body_bytes), **limits
+        )
     engine = ChatEngine(judge, name, settings=settings, max_batch_size=max_batch_size, batch_wait=batch_wait)
     try:
-        return Server(engine, host, port, limit_concurrency)
+        return Server(engine, host, port)
     except BaseException:
         engine.close()
         raise

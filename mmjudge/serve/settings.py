@@ -3,10 +3,14 @@
 >>> ServeSettings(max_tokens=0, options=True)
 Traceback (most recent call last):
 ValueError: --max-tokens must be a positive integer, but got 0.
+>>> ServeSettings(header_timeout=float("nan"))
+Traceback (most recent call last):
+ValueError: Expected header_timeout to be above 0 seconds, but got nan.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +23,10 @@ API_KEY_ENV = "MMJUDGE_API_KEY"
 @dataclass
 class ServeSettings:
     """What a server allows: ``api_key`` (``None``: no key), ``max_tokens`` (the largest a request may ask
-    for), ``request_timeout`` (seconds), ``max_body_bytes`` and ``max_logprobs``. Checked on creation
+    for), ``request_timeout`` (seconds), ``max_body_bytes``, ``max_logprobs``, and what holds a hostile
+    client off: ``max_prompt_chars`` (a request's text, refused before any tokenising), ``header_timeout``
+    and ``body_timeout`` (seconds a connection has to send a request's headers, then its body),
+    ``max_connections`` (in all) and ``max_connections_per_client`` (from one address). Checked on creation
     (``ValueError``); ``options=True``: the errors name ``mmjudge serve``'s options (``--max-tokens``)."""
 
     api_key: str | None = None
@@ -27,17 +34,25 @@ class ServeSettings:
     max_logprobs: int = 20
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     max_body_bytes: int = MAX_BODY_BYTES
+    max_prompt_chars: int = 1_000_000
+    header_timeout: float = 10.0
+    body_timeout: float = 60.0
+    max_connections: int = 512
+    max_connections_per_client: int = 32
     options: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError(f"The API key is empty: give a non-empty --api-key (or {API_KEY_ENV}).")
-        for name in ("max_tokens", "max_logprobs", "max_body_bytes"):
+        counts = ("max_tokens", "max_logprobs", "max_body_bytes", "max_prompt_chars", "max_connections")
+        for name in (*counts, "max_connections_per_client"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 self._refuse(name, "a positive integer", value)
-        if not self.request_timeout > 0:
-            self._refuse("request_timeout", "above 0 seconds", self.request_timeout)
+        for name in ("request_timeout", "header_timeout", "body_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+                self._refuse(name, "above 0 seconds", value)
 
     def _refuse(self, name: str, rule: str, value: Any) -> None:
         if self.options:

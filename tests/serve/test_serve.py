@@ -29,7 +29,7 @@ from mmjudge.judges import load_judge  # noqa: E402
 from mmjudge.judges.requests import GenerationRequest, Turn  # noqa: E402
 from mmjudge.serve.batching import Failure, Job, Started  # noqa: E402
 from mmjudge.serve.engine import ChatEngine  # noqa: E402
-from mmjudge.serve.protocol import Finished, Piece, read_chat_body  # noqa: E402
+from mmjudge.serve.protocol import Finished, Piece, RequestError, read_chat_body  # noqa: E402
 from mmjudge.serve.server import serve_in_thread  # noqa: E402
 from mmjudge.serve.settings import ServeSettings  # noqa: E402
 from repo_paths import ROOT  # noqa: E402
@@ -228,13 +228,11 @@ def test_the_request_timeout_cuts_the_answer_and_a_request_past_it_before_its_tu
         done = _final(events)
         assert done.finish_reason == "length" and 0 < done.completion_tokens < 2000
         assert engine.batcher.stats.timed_out == 1
-        # Past the model's context (2048 positions): refused before any forward pass, OpenAI's words.
-        _collect(engine, _params(engine, "Why?", 2040), events)
-        refused = _final(events)
-        assert isinstance(refused, Failure) and refused.status == 400
-        assert (
-            "maximum context length is 2048 tokens" in refused.message and "2040 in the completion" in refused.message
-        )
+        # Past the model's context (2048 positions): refused before it is queued, OpenAI's words.
+        with pytest.raises(RequestError) as refused:
+            _params(engine, "Why?", 2040)
+        assert refused.value.status == 400 and "maximum context length is 2048 tokens" in str(refused.value)
+        assert "2040 in the completion" in str(refused.value)
         late: queue.Queue = queue.Queue()
         _collect(engine, _params(engine, "Hi", 2), late, created=time.monotonic() - 10)
         failure = _final(late)
@@ -258,10 +256,8 @@ def test_tokenize_answers_the_context_limit_the_server_enforces(served, local):
         events: queue.Queue = queue.Queue()
         _collect(engine, _params(engine, "Why?", 1), events)
         prompt_tokens = _final(events).prompt_tokens
-        _collect(engine, _params(engine, "Why?", limit - prompt_tokens + 1), events)  # one token past it
-        refused = _final(events)
-        assert isinstance(refused, Failure) and refused.status == 400
-        assert f"maximum context length is {limit} tokens" in refused.message
+        with pytest.raises(RequestError, match=f"maximum context length is {limit} tokens"):  # one token past it
+            _params(engine, "Why?", limit - prompt_tokens + 1)
         job = _collect(engine, _params(engine, "Why?", limit - prompt_tokens), events)  # exactly at it: taken
         first = events.get(timeout=300)
         job.cancel()
@@ -336,6 +332,11 @@ def test_a_client_that_hangs_up_stops_its_generation(local):
         (["--max-logprobs", "0"], {}, "--max-logprobs must be a positive integer"),
         (["--request-timeout", "0"], {}, "--request-timeout must be above 0 seconds"),
         (["--max-batch-size", "0"], {}, "--max-batch-size must be a positive integer"),
+        (["--max-prompt-chars", "0"], {}, "--max-prompt-chars must be a positive integer"),
+        (["--header-timeout", "0"], {}, "--header-timeout must be above 0 seconds"),
+        (["--body-timeout", "nan"], {}, "--body-timeout must be above 0 seconds"),
+        (["--max-connections", "0"], {}, "--max-connections must be a positive integer"),
+        (["--max-connections-per-client", "-1"], {}, "--max-connections-per-client must be a positive integer"),
     ],
 )
 def test_serve_refuses_unsafe_or_wrong_settings_in_one_line(tmp_path, flags, env, message):
@@ -376,6 +377,7 @@ def _soak_server(folder: str, port: int) -> subprocess.Popen:
     }
     cmd = [sys.executable, "-m", "mmjudge.cli", "serve", "--model", folder, "--device", "cpu", "--port", str(port)]
     cmd += ["--max-tokens", "256", "--request-timeout", "240", "--max-logprobs", "5"]
+    cmd += ["--max-connections-per-client", "128"]  # 100 clients from one address: above the default 32
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
