@@ -64,7 +64,8 @@ def download(args: argparse.Namespace) -> int:
 
     default = {"zip": "inputs.zip", "parquet": "inputs.parquet", "example": "example_submission.jsonl"}[args.format]
     out = Path(args.out or f"{args.benchmark}-{default}")
-    path = BoardClient(args.url).download(args.benchmark, out, args.format)
+    board = BoardClient(args.url, on_retry=lambda line: print(line, file=sys.stderr, flush=True))
+    path = board.download(args.benchmark, out, args.format)
     print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     return 0
 
@@ -142,8 +143,8 @@ def _add_client_parsers(p) -> None:
         "--retries",
         type=int,
         default=5,
-        help="times a dropped connection is tried again, waiting 1, 2, 4 … s (default %(default)d); "
-        "repeating an upload is safe: the board answers with its original receipt",
+        help="times a dropped connection (or a board not answering yet, e.g. restarting) is tried again, waiting "
+        "1, 2, 4 … s (default %(default)d); repeating an upload is safe: the board answers with its original receipt",
     )
     s.set_defaults(func=submit)
 
