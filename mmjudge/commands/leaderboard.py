@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if args.worker if args.worker is not None else args.demo:
         worker = Worker(Store(data_dir), settings, progress=False)
+        _log_jobs()
         threading.Thread(target=worker.run, kwargs={"poll_s": 1.0, "stop": stop}, daemon=True, name="worker").start()
         print(f"in-process worker {worker.worker_id} (judge={settings['judge']})")
     print(f"data dir: {data_dir}")
@@ -57,6 +58,18 @@ def run(args: argparse.Namespace) -> int:
     finally:
         stop.set()
     return 0
+
+
+def _log_jobs() -> None:
+    """The in-process worker's one line per job (claimed, done, re-queued) on stderr, as a separate worker's."""
+    import logging
+
+    jobs = logging.getLogger("mmjudge.leaderboard")
+    if not jobs.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        jobs.addHandler(handler)
+        jobs.setLevel(logging.INFO)
 
 
 def download(args: argparse.Namespace) -> int:
