@@ -109,6 +109,13 @@ def build_widget(metric: Any, title: str | None = None):
     )
 
 
-def launch_widget(metric: Any, **launch_kwargs: Any) -> None:
-    """Build and launch the widget (``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT`` are honoured)."""
-    build_widget(metric).launch(**launch_kwargs)
+# The largest upload (one image) the widget's web server takes: the Space's default (mmjudge.space.settings).
+MAX_UPLOAD_BYTES = 64 * 2**20
+
+
+def launch_widget(metric: Any, max_upload_bytes: int = MAX_UPLOAD_BYTES, **launch_kwargs: Any) -> Any:
+    """Build and launch the widget (``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT`` are honoured), uploads
+    capped at ``max_upload_bytes`` and none left behind (:func:`mmjudge.gradio_compat.launch_page`)."""
+    from mmjudge.gradio_compat import launch_page
+
+    return launch_page(build_widget(metric), max_upload_bytes, **launch_kwargs)

@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if args.worker if args.worker is not None else args.demo:
         worker = Worker(Store(data_dir), settings, progress=False)
+        _log_jobs()
         threading.Thread(target=worker.run, kwargs={"poll_s": 1.0, "stop": stop}, daemon=True, name="worker").start()
         print(f"in-process worker {worker.worker_id} (judge={settings['judge']})")
     print(f"data dir: {data_dir}")
@@ -59,12 +60,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_jobs() -> None:
+    """The in-process worker's one line per job (claimed, done, re-queued) on stderr, as a separate worker's."""
+    import logging
+
+    jobs = logging.getLogger("mmjudge.leaderboard")
+    if not jobs.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        jobs.addHandler(handler)
+        jobs.setLevel(logging.INFO)
+
+
 def download(args: argparse.Namespace) -> int:
     from mmjudge.leaderboard.client import BoardClient
 
     default = {"zip": "inputs.zip", "parquet": "inputs.parquet", "example": "example_submission.jsonl"}[args.format]
     out = Path(args.out or f"{args.benchmark}-{default}")
-    path = BoardClient(args.url).download(args.benchmark, out, args.format)
+    board = BoardClient(args.url, on_retry=lambda line: print(line, file=sys.stderr, flush=True))
+    path = board.download(args.benchmark, out, args.format)
     print(f"wrote {path} ({path.stat().st_size:,} bytes)")
     return 0
 
@@ -142,8 +156,8 @@ def _add_client_parsers(p) -> None:
         "--retries",
         type=int,
         default=5,
-        help="times a dropped connection is tried again, waiting 1, 2, 4 … s (default %(default)d); "
-        "repeating an upload is safe: the board answers with its original receipt",
+        help="times a dropped connection (or a board not answering yet, e.g. restarting) is tried again, waiting "
+        "1, 2, 4 … s (default %(default)d); repeating an upload is safe: the board answers with its original receipt",
     )
     s.set_defaults(func=submit)
 

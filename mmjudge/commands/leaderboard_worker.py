@@ -6,8 +6,9 @@ Examples::
     mmjudge leaderboard-worker --data-dir /data/board --judge transformers --model Qwen/Qwen2.5-VL-7B-Instruct
     mmjudge leaderboard-worker --data-dir /data/board --once     # drain the queue, then exit
 
-A worker killed mid-job loses nothing: the job goes back to the queue when its lease (``--lease``)
-runs out and another worker (or this one restarted) scores it again.
+A worker killed mid-job loses nothing: the job goes back to the queue when its lease (``--lease``, renewed
+by a heartbeat while the worker lives) runs out, or at once when a worker starts under the same
+``--worker-id``, and is scored again. Each job's claim, end and re-queueing is one log line.
 """
 
 from __future__ import annotations
@@ -64,5 +65,10 @@ def add_parser(sub) -> None:
     p.add_argument("--judge", help="override the judge backend of the settings (e.g. dummy, transformers)")
     p.add_argument("--model", help="override the judge model of the settings")
     p.add_argument("--batch-size", dest="batch_size", type=int, help="items per scoring batch")
-    p.add_argument("--worker-id", dest="worker_id", help="name of this worker (default host-pid-random)")
+    p.add_argument(
+        "--worker-id",
+        dest="worker_id",
+        help="name of this worker (default host-pid-random); restarted under the same name, it takes back at once "
+        "the jobs it held when it died (never give two live workers one name)",
+    )
     p.set_defaults(func=run)

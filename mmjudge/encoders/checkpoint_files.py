@@ -4,10 +4,15 @@ their code, and named by their content.
 * :func:`require_file` — the file, or one line saying where to get it (``FileNotFoundError``), or what the
   path is instead (a ``ValueError``: a folder, a device such as ``/dev/zero``, a FIFO, a symbolic link loop);
 * :func:`read_torch_file` — ``torch.load`` for files that other projects pickled with their own classes in
-  them (PyTorch Lightning's hyper-parameter dicts, ``argparse.Namespace``, callback states). Tensors and
-  the containers PyTorch itself allows with ``weights_only=True`` load as usual; any other class becomes an
-  inert :class:`ForeignObject` holding the arguments, items and state it was pickled with. Nothing from the
-  file is ever called, so a hostile file can do no more than a ``weights_only`` one;
+  them (PyTorch Lightning's hyper-parameter dicts, ``argparse.Namespace``, callback states) and for
+  TorchScript archives. Tensors and the containers PyTorch itself allows with ``weights_only=True`` load as
+  usual; any other class becomes an inert :class:`ForeignObject` holding the arguments, items and state it
+  was pickled with. Nothing from the file is ever called (a TorchScript archive's code included), so a
+  hostile file can do no more than a ``weights_only`` one; :func:`torchscript_tensors` names a TorchScript
+  module's tensors as its ``state_dict`` would;
+* :func:`read_torch_state` — ``torch.load(weights_only=True)`` for files mmjudge writes itself (a training
+  run's resume state): tensors, numbers, strings and containers, plus only the globals the caller names;
+  anything else is refused in one line, before any of it is built;
 * :func:`file_sha256` / :func:`checkpoint_fingerprint` — the whole file's SHA-256 (what model cards
   publish) and its short form for signatures (``sha256-<16 hex>``): the same file gives the same value
   wherever it lies and whatever it is called.
@@ -33,6 +38,7 @@ import hashlib
 import os
 import pickle
 import types
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +147,11 @@ _INERT_PICKLE = types.SimpleNamespace(
 
 
 def read_torch_file(path: str | os.PathLike) -> Any:
-    """What ``torch.save`` wrote to ``path``, on the CPU, with other projects' classes read as
-    :class:`ForeignObject` (see the module's description).
+    """What ``torch.save`` (or ``torch.jit.save``) wrote to ``path``, on the CPU, with other projects' classes
+    read as :class:`ForeignObject` (see the module's description). A TorchScript archive (OpenAI's CLIP ``.pt``
+    files) is read the same way, as data: its modules become ``ForeignObject`` objects named ``__torch__.…``
+    (:func:`torchscript_tensors` gives their tensors). ``torch.load`` would hand such an archive to
+    ``torch.jit.load``, which runs the archive's ``__setstate__`` methods — TorchScript, which can write files.
 
     Raises:
         ValueError: the file is not something ``torch.save`` wrote (one line, with PyTorch's reason).
@@ -150,10 +159,109 @@ def read_torch_file(path: str | os.PathLike) -> Any:
     import torch
 
     try:
+        with open(Path(path), "rb") as f, torch.serialization._open_zipfile_reader(f) as archive:
+            if _is_torchscript(archive):
+                # torch.load's own reading of a zip archive, minus its detour to torch.jit.load.
+                return torch.serialization._load(archive, "cpu", _INERT_PICKLE)
+    except RuntimeError:
+        pass  # not a zip archive: the legacy format, read below
+    except (pickle.UnpicklingError, EOFError, ValueError, OSError, AttributeError) as err:
+        raise ValueError(f"{str(path)!r} is not a PyTorch checkpoint ({_first_line(err)}).") from None
+    try:
         return torch.load(Path(path), map_location="cpu", weights_only=False, pickle_module=_INERT_PICKLE)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, OSError, AttributeError) as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ValueError(f"{str(path)!r} is not a PyTorch checkpoint ({reason}).") from None
+        raise ValueError(f"{str(path)!r} is not a PyTorch checkpoint ({_first_line(err)}).") from None
+
+
+def _is_torchscript(archive: Any) -> bool:
+    """A ``torch.jit.save`` archive holds ``constants.pkl`` (PyTorch's own test, ``_is_torchscript_zip``)."""
+    return any(name == "constants.pkl" or name.endswith("/constants.pkl") for name in archive.get_all_records())
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def torchscript_tensors(module: Any, prefix: str = "") -> dict[str, Any]:
+    """The tensors of a TorchScript module read by :func:`read_torch_file`, by attribute path, as
+    ``state_dict()`` names them (``visual.conv1.weight``). Its sub-modules are followed; a module that
+    pickled its own state (``__getstate__``) gives none.
+
+    >>> import torch
+    >>> leaf = _stand_in("__torch__.Linear")()
+    >>> leaf.foreign_state = {"weight": torch.ones(1), "training": True}
+    >>> top = _stand_in("__torch__.Model")()
+    >>> top.foreign_state = {"lin": leaf, "scale": torch.zeros(1)}
+    >>> sorted(torchscript_tensors(top))
+    ['lin.weight', 'scale']
+    """
+    import torch
+
+    out: dict[str, Any] = {}
+    state = module.foreign_state if isinstance(module, ForeignObject) else None
+    if not isinstance(state, dict):
+        return out
+    for name, value in state.items():
+        if isinstance(value, torch.Tensor):
+            out[prefix + str(name)] = value
+        elif isinstance(value, ForeignObject) and value.foreign_name.startswith("__torch__."):
+            out.update(torchscript_tensors(value, f"{prefix}{name}."))
+    return out
+
+
+def read_torch_state(path: str | os.PathLike, what: str, allowed: Sequence[Any] = ()) -> Any:
+    """What ``torch.save`` wrote to ``path``, on the CPU, read by PyTorch's ``weights_only`` unpickler: tensors,
+    numbers, strings, ``None`` and containers of them, plus the globals in ``allowed`` (objects, or
+    ``(object, "module.name")`` pairs for a name the object was pickled under). Nothing else is built or
+    called, so a ``__reduce__`` in the file never runs.
+
+    >>> import tempfile, pathlib, torch
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "state.pt"
+    >>> torch.save({"step": 3, "rng": torch.zeros(2, dtype=torch.uint8)}, path)
+    >>> read_torch_state(path, "training state")["step"]
+    3
+    >>> torch.save({"ok": print}, path)
+    >>> read_torch_state(path, "training state")
+    Traceback (most recent call last):
+    ValueError: '...state.pt' holds more than training state (GLOBAL print ...); it was not loaded, ... run code. ...
+
+    Raises:
+        ValueError: the file holds other objects, or is not something ``torch.save`` wrote (one line).
+    """
+    import torch
+
+    try:
+        with torch.serialization.safe_globals(list(allowed)):
+            return torch.load(Path(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        reason = _refusal_reason(str(err))
+        raise ValueError(
+            f"{str(path)!r} holds more than {what} ({reason}); it was not loaded, because loading it could run "
+            "code. Use a file this program wrote, or delete it to start over."
+        ) from None
+    except (RuntimeError, EOFError, ValueError, OSError, AttributeError) as err:
+        raise ValueError(f"{str(path)!r} is not a PyTorch file holding {what} ({_first_line(err)}).") from None
+
+
+def _refusal_reason(message: str) -> str:
+    """The line of PyTorch's ``weights_only`` refusal that names what was refused (the rest is advice to
+    load the file unsafely).
+
+    >>> _refusal_reason("Weights only load failed. Re-running ...\\n\\tWeightsUnpickler error: Unsupported global: "
+    ...                 "GLOBAL io.open was not an allowed global by default. Please use ...")
+    'GLOBAL io.open was not an allowed global by default'
+    """
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for line in lines:
+        found = line.find("GLOBAL ")
+        if found >= 0:
+            return line[found:].split(". ")[0].rstrip(".")
+    for line in lines:
+        if line.startswith("Unsupported") or "WeightsUnpickler error:" in line:
+            text = line.split("WeightsUnpickler error:")[-1].strip()
+            if text:
+                return text.split(". ")[0].rstrip(".")
+    return "objects other than tensors and plain values"
 
 
 def plain_fields(value: Any) -> dict[str, Any]:

@@ -22,7 +22,6 @@ tensor([0., 0., 1., 1.])
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +37,8 @@ def load_state_dict(checkpoint: str | os.PathLike | dict) -> dict[str, Any]:
         FileNotFoundError: no such file.
         ValueError: the file holds no CLIP state dict.
     """
-    import torch
 
-    from mmjudge.encoders.checkpoint_files import read_torch_file
+    from mmjudge.encoders.checkpoint_files import ForeignObject, read_torch_file, torchscript_tensors
 
     if isinstance(checkpoint, dict):
         state = checkpoint
@@ -53,17 +51,11 @@ def load_state_dict(checkpoint: str | os.PathLike | dict) -> dict[str, Any]:
             raise ValueError(f"CLIP checkpoint {str(path)!r} is {problem}; give the .pt file.")
         if not path.is_file():
             raise FileNotFoundError(f"CLIP checkpoint {str(path)!r} does not exist.")
-        try:
-            state = read_torch_file(path)
-        except ValueError:
-            try:  # TorchScript archives (OpenAI's own .pt files) are not plain pickles
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", FutureWarning)
-                    state = torch.jit.load(path, map_location="cpu").state_dict()
-            except Exception as err:
-                raise ValueError(
-                    f"{str(path)!r} is not a PyTorch checkpoint holding a CLIP state dict ({err})."
-                ) from None
+        # OpenAI's own .pt files are TorchScript archives: read as data too (never torch.jit.load, which runs
+        # the archive's TorchScript), their module tree named as its state_dict would be.
+        state = read_torch_file(path)
+        if isinstance(state, ForeignObject) and state.foreign_name.startswith("__torch__."):
+            state = torchscript_tensors(state)
     if isinstance(state, dict) and isinstance(state.get("state_dict"), dict):
         state = state["state_dict"]
     if hasattr(state, "state_dict") and not isinstance(state, dict):

@@ -48,15 +48,16 @@ def build_app(data_dir: str, settings: dict | None = None):
 
 def launch(demo: Any, host: str = "127.0.0.1", port: int | None = None, **kwargs: Any):
     """Launch with the board's CSS (Gradio 6 takes it at launch), the web server's upload cap (the
-    board's own limit: :func:`~mmjudge.leaderboard.intake.upload_cap`) and the exports folder (the
-    downloads) as the one folder outside the temp dir it may serve files from."""
-    from mmjudge.gradio_compat import launch_options
+    board's own limit: :func:`~mmjudge.leaderboard.intake.upload_cap`; a larger body is answered 413 and a
+    partial upload of a client that left is removed: :func:`mmjudge.gradio_compat.launch_page`) and the
+    exports folder (the downloads) as the one folder outside the temp dir it may serve files from."""
+    from mmjudge.gradio_compat import launch_page
     from mmjudge.leaderboard.layout import CSS
+    from mmjudge.leaderboard.validation import MAX_BYTES
 
-    kwargs = {**launch_options(), **kwargs}
-    cap = upload_cap(demo.lb_max_bytes) if hasattr(demo, "lb_max_bytes") else None
+    cap = upload_cap(getattr(demo, "lb_max_bytes", MAX_BYTES))
     allowed = list(kwargs.pop("allowed_paths", None) or [])
     if hasattr(demo, "lb_exports"):
         Path(demo.lb_exports).mkdir(parents=True, exist_ok=True)
         allowed.append(os.fspath(demo.lb_exports))
-    return demo.launch(server_name=host, server_port=port, css=CSS, max_file_size=cap, allowed_paths=allowed, **kwargs)
+    return launch_page(demo, cap, server_name=host, server_port=port, css=CSS, allowed_paths=allowed, **kwargs)

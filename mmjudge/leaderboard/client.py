@@ -2,7 +2,10 @@
 
 What ``mmjudge leaderboard download`` and ``mmjudge leaderboard submit`` call; nothing here needs the
 board's data dir — only its URL, as for any participant. A dropped connection is retried on a fresh
-one; an upload whose reply was lost is safe to repeat (the board gives the original receipt back).
+one, and so is the first connection (a board that is restarting is waited for, not taken for a wrong
+URL); an upload whose reply was lost is safe to repeat (the board gives the original receipt back).
+gradio_client's event-stream reader prints a traceback of its own when its connection breaks; that
+thread's output is dropped here, and the break is said once, in the retry's line.
 
 >>> parse_receipt("✅ received: submission 0123456789abcdef0123456789abcdef is PENDING; position 2 in the queue.")
 '0123456789abcdef0123456789abcdef'
@@ -16,8 +19,12 @@ ValueError: Not accepted — rate limit: your address (10.0.0.7) sent 5 submissi
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import re
 import shutil
+import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,10 +69,14 @@ def dropped_connection(err: BaseException) -> bool:
     return False
 
 
+class NotABoardError(ValueError):
+    """Something answered at the URL, but not as a board (not a Gradio app, or no board API)."""
+
+
 class BoardClient:
     """One board, reached at ``url`` (the page's address). A call whose connection drops (or whose reply
-    never comes) is made again on a fresh connection, up to ``retries`` times; an upload may be repeated
-    safely: the board answers a repeated upload with its original receipt."""
+    never comes), or that cannot connect at all, is made again on a fresh connection, up to ``retries``
+    times; an upload may be repeated safely: the board answers a repeated upload with its original receipt."""
 
     def __init__(
         self,
@@ -79,7 +90,7 @@ class BoardClient:
     ):
         self.url, self.retries, self.backoff_s, self.timeout_s = url, int(retries), float(backoff_s), float(timeout_s)
         self.on_retry, self.sleep = on_retry, sleep
-        self.client = client if client is not None else self._connect()
+        self.client = client  # connected by the first call, inside its retries
 
     def _connect(self) -> Any:
         try:
@@ -87,33 +98,59 @@ class BoardClient:
         except ModuleNotFoundError:
             raise ValueError("talking to a board needs gradio_client: pip install gradio_client") from None
         try:
-            return Client(self.url, verbose=False)
+            client = Client(self.url, verbose=False)
         except Exception as err:
-            raise ValueError(f"cannot reach a board at {self.url} ({type(err).__name__}: {err}); check --url.") from err
+            if dropped_connection(err):
+                raise  # nothing answers (yet): the caller's retries wait for the board
+            raise NotABoardError(
+                f"{self.url} does not answer as a board ({_reason(err)}); check --url (the board page's address)."
+            ) from None
+        _quiet_stream_reader(client)
+        return client
 
     def _call(self, *args: Any, api_name: str) -> Any:
+        started = time.monotonic()
         for attempt in range(self.retries + 1):
+            connected = self.client is not None
             try:
                 if self.client is None:
                     self.client = self._connect()
+                    connected = True
+                _stream_error(self.client)  # forget how an earlier call's stream ended
                 job = self.client.submit(*args, api_name=api_name)
                 return job.result(timeout=self.timeout_s)
+            except NotABoardError:
+                raise
             except Exception as err:
-                if attempt < self.retries and dropped_connection(err):
-                    wait = self.backoff_s * 2**attempt
-                    if self.on_retry is not None:
-                        self.on_retry(
-                            f"the connection to {self.url} dropped during {api_name} ({type(err).__name__}); "
-                            f"trying again in {wait:g} s ({attempt + 1} of {self.retries})"
-                        )
-                    self.sleep(wait)
-                    self.client = None  # a fresh connection (and session) for the next try
-                    continue
-                if isinstance(err, ValueError) and str(err).startswith("cannot reach a board"):
-                    raise
-                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-                raise ValueError(f"the board at {self.url} answered {api_name} with an error: {first}") from None
+                if not dropped_connection(err):
+                    raise ValueError(
+                        f"the board at {self.url} answered {api_name} with an error: {_reason(err)}"
+                    ) from None
+                reason = _stream_error(self.client) or _reason(err)
+                self._drop_client()
+                if attempt == self.retries:
+                    raise ValueError(
+                        f"the board at {self.url} is unreachable ({reason}) after {attempt + 1} tries over "
+                        f"{time.monotonic() - started:.0f} s; is it running? Try again once it is back "
+                        "(--retries waits longer)."
+                    ) from None
+                wait = self.backoff_s * 2**attempt
+                if self.on_retry is not None:
+                    what = (
+                        f"the connection to {self.url} dropped during {api_name}"
+                        if connected
+                        else f"the board at {self.url} is unreachable"
+                    )
+                    self.on_retry(f"{what} ({reason}); trying again in {wait:g} s ({attempt + 1} of {self.retries})")
+                self.sleep(wait)
         raise AssertionError("unreachable")
+
+    def _drop_client(self) -> None:
+        """Forget the connection (and session); the next try opens a fresh one."""
+        client, self.client = self.client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()  # stops its heartbeat thread
 
     def benchmarks(self) -> list[dict]:
         """Every benchmark with its track, items, tasks, line format and limits."""
@@ -182,6 +219,89 @@ class BoardClient:
                     f"see its page on the board, or wait longer with --timeout."
                 )
             time.sleep(poll_s)
+
+
+def _reason(err: BaseException) -> str:
+    """The error in a few words: the innermost one it was raised from (``ConnectError: [Errno 111] …``),
+    not a wrapper's name (``CancelledError``).
+
+    >>> try:
+    ...     try:
+    ...         raise ConnectionRefusedError(111, "Connection refused")
+    ...     except OSError as inner:
+    ...         raise ValueError("wrapped") from inner
+    ... except ValueError as err:
+    ...     _reason(err)
+    'ConnectionRefusedError: [Errno 111] Connection refused'
+    """
+    seen: BaseException = err
+    while seen.__cause__ is not None or (seen.__context__ is not None and not seen.__suppress_context__):
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+    text = str(seen).strip().splitlines()[0] if str(seen).strip() else ""
+    return f"{type(seen).__name__}: {text}" if text else type(seen).__name__
+
+
+# gradio_client's event-stream reader (Client.stream_messages, run on Client.stream_executor) calls
+# traceback.print_exc() before re-raising when its connection breaks other than by a clean close, so a
+# run that recovers through its retry printed a traceback first. Its thread is marked, and what it writes
+# to sys.stderr is dropped; the error itself still fails the call, which is retried and said in one line.
+_SILENT = threading.local()
+
+
+class _StderrGate:
+    """``sys.stderr`` as it was, for every thread except gradio_client's marked stream readers."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return len(text) if getattr(_SILENT, "on", False) else self._stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _StreamReaders(concurrent.futures.ThreadPoolExecutor):
+    """The one thread gradio_client reads a session's event stream on, marked silent; keeps the last error
+    it ended with (the retry line names it: ``ReadError: [Errno 104] Connection reset by peer``)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1, thread_name_prefix="board-events")
+        self.error: BaseException | None = None
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
+        return super().submit(self._silenced, fn, *args, **kwargs)
+
+    def _silenced(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        _SILENT.on = True
+        try:
+            return fn(*args, **kwargs)
+        except BaseException as err:
+            self.error = err
+            raise
+        finally:
+            _SILENT.on = False
+
+
+def _quiet_stream_reader(client: Any) -> None:
+    """Run ``client``'s event-stream reader on a :class:`_StreamReaders` thread (when this gradio_client has
+    one) and put the :class:`_StderrGate` in front of ``sys.stderr`` (once)."""
+    if not isinstance(getattr(client, "stream_executor", None), concurrent.futures.ThreadPoolExecutor):
+        return
+    client.stream_executor.shutdown(wait=False)
+    client.stream_executor = _StreamReaders()
+    if not isinstance(sys.stderr, _StderrGate):
+        sys.stderr = _StderrGate(sys.stderr)
+
+
+def _stream_error(client: Any) -> str | None:
+    """What ended ``client``'s event stream since last asked, in a few words (``None``: nothing)."""
+    readers = getattr(client, "stream_executor", None)
+    error = getattr(readers, "error", None)
+    if error is None:
+        return None
+    readers.error = None
+    return _reason(error)
 
 
 def _status(status: dict) -> Status:

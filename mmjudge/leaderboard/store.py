@@ -4,7 +4,9 @@ Every submission is made durable before the submitter is told "received": its fi
 a generated name and fsync'ed, then its row is committed (``synchronous=FULL``). Jobs move
 ``PENDING → RUNNING → DONE | FAILED``. A worker claims the oldest PENDING job atomically
 (``BEGIN IMMEDIATE`` + ``UPDATE … WHERE status='PENDING'``) under a lease that it renews with
-heartbeats; a job whose lease ran out (its worker was killed) goes back to PENDING. Results are keyed
+heartbeats; a job whose lease ran out (its worker was killed) goes back to PENDING, and so, at once, does
+a job still held under the id of a worker that is starting again (:meth:`Store.recover_expired` with
+``worker``). Each recovery is one log line. Results are keyed
 by submission id and written in the same transaction that sets DONE, and only by the worker that
 still holds the lease, so a job is never lost and never counted twice.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -41,8 +44,12 @@ from mmjudge.leaderboard.schema import create_or_migrate, open_connection
 
 DB_NAME = "leaderboard.sqlite"
 UPLOADS = "uploads"
-DEFAULT_LEASE_S = 60.0
+# A claimed job's lease: renewed by the worker's heartbeat every quarter of it, so it only needs to outlast a
+# few missed beats; it is how long a job whose worker died (and does not come back under its id) waits.
+DEFAULT_LEASE_S = 20.0
 MAX_ATTEMPTS = 10  # a job whose worker died this many times is failed rather than retried forever
+
+logger = logging.getLogger(__name__)
 
 
 class RateLimitedError(ValueError):
@@ -265,31 +272,33 @@ class Store:
         return out
 
     # ---------------------------------------------------------------------------------------- queue
-    def recover_expired(self, now: float | None = None) -> int:
+    def recover_expired(self, now: float | None = None, worker: str | None = None) -> int:
         """RUNNING jobs whose lease ran out (the worker died) go back to PENDING — or to FAILED after
-        :data:`MAX_ATTEMPTS` tries. Returns how many were re-queued or failed."""
+        :data:`MAX_ATTEMPTS` tries; with ``worker``, so do the jobs still held under that id, whatever their
+        lease (that worker is starting again: what it held died with its last run). One log line per job.
+        Returns how many were re-queued or failed."""
         now = time.time() if now is None else now
         running = Status.RUNNING.value
         with self.transaction() as db:
-            failed = db.execute(
-                "UPDATE submissions SET status=?, reason=?, worker=NULL, lease_until=NULL, finished_at=?, updated_at=?"
-                " WHERE status=? AND lease_until < ? AND attempts >= ?",
-                (
-                    Status.FAILED.value,
-                    f"the worker stopped {MAX_ATTEMPTS} times while scoring this submission",
-                    now,
-                    now,
-                    running,
-                    now,
-                    MAX_ATTEMPTS,
-                ),
-            ).rowcount
-            requeued = db.execute(
-                "UPDATE submissions SET status=?, reason='re-queued: the worker stopped (lease expired)',"
-                " worker=NULL, lease_until=NULL, updated_at=? WHERE status=? AND lease_until < ?",
-                (Status.PENDING.value, now, running, now),
-            ).rowcount
-        return failed + requeued
+            rows = db.execute(
+                "SELECT id, worker, lease_until, attempts FROM submissions WHERE status=? AND (lease_until < ? OR"
+                " (worker IS NOT NULL AND worker=?))",
+                (running, now, worker),
+            ).fetchall()
+            decided = [(row, *_recovery(row, worker, now)) for row in rows]
+            for row, status, reason, _ in decided:
+                db.execute(
+                    "UPDATE submissions SET status=?, reason=?, worker=NULL, lease_until=NULL, updated_at=?,"
+                    " finished_at=? WHERE id=? AND status=?",
+                    (status.value, reason, now, now if status is Status.FAILED else None, row["id"], running),
+                )
+        for row, status, _, why in decided:
+            if status is Status.FAILED:
+                logger.warning("job %s failed: %s, the %d-th time", row["id"], why, row["attempts"])
+            else:
+                logger.info("job %s re-queued: %s; attempt %d of %d is next", row["id"], why, row["attempts"] + 1,
+                            MAX_ATTEMPTS)  # fmt: skip
+        return len(decided)
 
     def claim(self, worker: str, lease_s: float = DEFAULT_LEASE_S, now: float | None = None) -> Submission | None:
         """Atomically take the oldest PENDING job for ``worker`` (None when the queue is empty)."""
@@ -424,6 +433,20 @@ class Store:
     def mark_synced(self, sid: str, when: float) -> None:
         with self.transaction() as db:
             db.execute("UPDATE submissions SET synced_at=? WHERE id=?", (when, sid))
+
+
+def _recovery(row: sqlite3.Row, worker: str | None, now: float) -> tuple[Status, str, str]:
+    """What becomes of a RUNNING job :meth:`Store.recover_expired` found: (status, the submitter's reason,
+    the log's reason)."""
+    if row["worker"] == worker and not (row["lease_until"] or 0) < now:
+        why = f"its worker {row['worker']} restarted"
+    else:
+        why = f"its worker {row['worker']} stopped (lease expired {now - (row['lease_until'] or now):.0f} s ago)"
+    if row["attempts"] >= MAX_ATTEMPTS:
+        return Status.FAILED, f"the worker stopped {MAX_ATTEMPTS} times while scoring this submission", why
+    if why.endswith("restarted"):
+        return Status.PENDING, "re-queued: its worker restarted", why
+    return Status.PENDING, "re-queued: the worker stopped (lease expired)", why
 
 
 def _count_recent(db: sqlite3.Connection, client: str, since: float) -> int:

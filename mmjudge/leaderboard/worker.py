@@ -5,11 +5,13 @@ the job runs. The job's track scores it (:meth:`mmjudge.leaderboard.tracks.Track
 outputs by HarmonicEval through the engine's judge and cache (``<data dir>/judge_cache.sqlite``) as a
 stream of rows, Metrics-track scores through :func:`mmjudge.metaeval.meta_evaluate`.
 Results are committed together with DONE, only while the lease is still this worker's. A killed
-worker's job is re-queued when its lease expires and scored again by the next worker: from the start
+worker's job is re-queued when its lease expires (the heartbeat lets the lease be short: 20 s by default),
+or at once when a worker starts under the id that held it, and scored again by the next worker: from the start
 (the judge cache makes the repeated work cheap), or, for a track that keeps its progress in the job's
 folder (:mod:`mmjudge.leaderboard.job_folder`; the Arena track's rounds of battles), from where it
 stopped. The folder is locked by the worker scoring the job and removed once the job is DONE or FAILED.
-Several workers may run at once on the same data dir.
+Several workers may run at once on the same data dir (each under its own id). Each job's claim, end and
+re-queueing is one log line.
 
 >>> import json, tempfile
 >>> from mmjudge.leaderboard.store import Store
@@ -78,6 +80,7 @@ class Worker:
         self.progress = progress
         self.hub = hub
         self.resources: dict[str, Any] = {}  # what a track loads once per worker (HarmonicEval and its judge)
+        self.took_back = False  # jobs still held under this id (a previous run of it died) re-queued yet?
 
     # ---------------------------------------------------------------------------------- the loop
     def run(
@@ -105,10 +108,17 @@ class Worker:
         return done
 
     def run_once(self) -> str | None:
-        """Claim and finish one job; returns its id, or None when nothing was queued."""
+        """Claim and finish one job; returns its id, or None when nothing was queued. The first call takes back
+        the jobs still held under this worker's id (its previous run died with them) instead of waiting out
+        their leases."""
+        if not self.took_back:
+            self.store.recover_expired(worker=self.worker_id)
+            self.took_back = True
         job = self.store.claim(self.worker_id, self.lease_s)
         if job is None:
             return None
+        started = time.monotonic()
+        logger.info("job %s claimed by %s (attempt %d)", job.id, self.worker_id, job.attempts)
         # The heartbeat starts before the Hub sync: a slow sync must not outlive the lease just claimed.
         beat = _Heartbeat(self.store, job.id, self.worker_id, self.lease_s)
         beat.start()
@@ -116,9 +126,11 @@ class Worker:
             self._sync()
             with locked(job_dir(self.store.data_dir, job.id), beat.check) as folder:
                 scored = self.score(job, beat, folder)
-                if not self.store.complete(
+                if self.store.complete(
                     job.id, self.worker_id, signature=scored.signature, summary=scored.summary, rows=scored.rows
                 ):
+                    logger.info("job %s done by %s in %.1f s", job.id, self.worker_id, time.monotonic() - started)
+                else:
                     logger.warning(
                         "job %s was re-queued while %s scored it; its results were not kept", job.id, self.worker_id
                     )
@@ -126,6 +138,7 @@ class Worker:
             logger.warning("job %s: lease lost by %s", job.id, self.worker_id)
         except ValueError as err:  # the engine's one-line errors: what is wrong with this submission
             self.store.fail(job.id, self.worker_id, f"scoring failed: {err}")
+            logger.info("job %s failed (%s): scoring failed: %s", job.id, self.worker_id, err)
         except Exception as err:
             logger.exception("job %s failed", job.id)
             self.store.fail(job.id, self.worker_id, f"internal error ({type(err).__name__}): {err}")
@@ -167,7 +180,8 @@ class Worker:
 
 
 class _Heartbeat:
-    """Renews the lease every third of it, in a thread with its own database connection."""
+    """Renews the lease every quarter of it, in a thread with its own database connection: three beats in a
+    row may fail (a busy database) before the lease runs out."""
 
     def __init__(self, store: Store, sid: str, worker: str, lease_s: float):
         self.store, self.sid, self.worker, self.lease_s = store, sid, worker, lease_s
@@ -179,7 +193,7 @@ class _Heartbeat:
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.lease_s / 3):
+        while not self._stop.wait(self.lease_s / 4):
             try:
                 if not self.store.heartbeat(self.sid, self.worker, self.lease_s):
                     self.lost = True

@@ -53,7 +53,8 @@ def limits_text(settings: Settings) -> str:
     """What the page accepts, stated in the user's terms (the same numbers the checks use)."""
     side = int((settings.max_pixels * 4 / 3) ** 0.5)  # a 4:3 picture at the limit
     return (
-        f"**Limits**: images up to {settings.max_pixels / 1e6:g} megapixels (e.g. {side:,} × {side * 3 // 4:,}); "
+        f"**Limits**: images up to {settings.max_pixels / 1e6:g} megapixels (e.g. {side:,} × {side * 3 // 4:,}) "
+        f"and {settings.max_upload_mb:,} MB per file; "
         f"texts, questions and references up to {settings.max_chars:,} characters each, at most "
         f"{settings.max_references} references. Requests scored at once: {settings.concurrency}; waiting in line "
         f"at most: {settings.max_queue}; beyond that the page answers that the Space is busy: try again in a minute. "
@@ -344,7 +345,13 @@ def build_demo(settings: Settings | None = None, scorer: Scorer | None = None):
 
 def launch(settings: Settings | None = None, host: str = "127.0.0.1", port: int | None = None, **kwargs: Any):
     """Build and serve the page (blocks until stopped unless ``prevent_thread_lock=True``)."""
-    from mmjudge.gradio_compat import launch_options
+    settings = settings or Settings.from_env()
+    return serve(build_demo(settings), settings, host=host, port=port, **kwargs)
 
-    demo = build_demo(settings)
-    return demo.launch(server_name=host, server_port=port, **{**launch_options(), **kwargs})
+
+def serve(demo: Any, settings: Settings, host: str = "127.0.0.1", port: int | None = None, **kwargs: Any):
+    """Serve a built page with the settings' upload cap (a larger body is answered 413; a partial upload
+    of a client that left is removed: :func:`mmjudge.gradio_compat.launch_page`)."""
+    from mmjudge.gradio_compat import launch_page
+
+    return launch_page(demo, settings.max_upload_bytes, server_name=host, server_port=port, **kwargs)

@@ -13,6 +13,8 @@ overridden by ``mmjudge space`` flags. Every variable is optional:
 ``MMJUDGE_SPACE_CONCURRENCY``       scoring requests run at once (default 1: one GPU, one judge)
 ``MMJUDGE_SPACE_QUEUE_SIZE``        requests allowed to wait; beyond it the page says it is busy
 ``MMJUDGE_SPACE_MAX_CHARS``         longest text, question or reference accepted (characters)
+``MMJUDGE_SPACE_MAX_UPLOAD_MB``     largest upload accepted, in MB (2**20 bytes; default 64): a larger body
+                                    is answered 413 and nothing of it is kept
 ``MMJUDGE_SPACE_METRIC_OPTIONS``    JSON ``{"metric name" or "name:config": {option: value}}`` for ``mmjudge.load``
                                     (e.g. a VELA checkpoint: a metric whose spec ``requires`` options
                                     appears only once they are given)
@@ -51,6 +53,9 @@ DEFAULT_MAX_QUEUE = 16
 DEFAULT_MAX_REFERENCES = 20
 # Larger images are refused before decoding (PIL's own bomb limit is ~89 Mpx; a Space has less memory).
 DEFAULT_MAX_PIXELS = 40_000_000
+# The largest upload (one image file) the web server takes, in MB of 2**20 bytes: a 40-megapixel photo is
+# about 10-25 MB as JPEG and up to ~60 MB as PNG; the same cap as an image URL's download (mmjudge.images).
+DEFAULT_MAX_UPLOAD_MB = 64
 
 # The metric configurations the page offers, by their label (MetricSpec.label), in page order. Which
 # metric and configuration a label is, whether it is judged and what it requires come from the engine's
@@ -115,6 +120,7 @@ class Settings:
         max_chars: longest text / question / reference accepted.
         max_references: most reference texts accepted.
         max_pixels: largest image accepted.
+        max_upload_mb: largest upload the web server takes (MB of 2**20 bytes; :attr:`max_upload_bytes`).
         metric_options: per-metric keyword arguments for :func:`mmjudge.load`.
         cache: judge cache file, or ``False``.
         metrics: labels of the metric configurations offered, in page order.
@@ -130,12 +136,13 @@ class Settings:
     max_chars: int = DEFAULT_MAX_CHARS
     max_references: int = DEFAULT_MAX_REFERENCES
     max_pixels: int = DEFAULT_MAX_PIXELS
+    max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB
     metric_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     cache: Any = False
     metrics: tuple[str, ...] = DEFAULT_METRICS
 
     def __post_init__(self) -> None:
-        for name in ("concurrency", "max_queue", "max_chars", "max_references", "max_pixels"):
+        for name in ("concurrency", "max_queue", "max_chars", "max_references", "max_pixels", "max_upload_mb"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"Settings.{name}: expected a whole number >= 1, but got {value!r}.")
@@ -149,7 +156,13 @@ class Settings:
             value = env.get(_PREFIX + name.upper(), "").strip()
             if value:
                 kwargs[name] = value
-        for name, var in (("concurrency", "CONCURRENCY"), ("max_queue", "QUEUE_SIZE"), ("max_chars", "MAX_CHARS")):
+        whole = (
+            ("concurrency", "CONCURRENCY"),
+            ("max_queue", "QUEUE_SIZE"),
+            ("max_chars", "MAX_CHARS"),
+            ("max_upload_mb", "MAX_UPLOAD_MB"),
+        )
+        for name, var in whole:
             if env.get(_PREFIX + var, "").strip():
                 kwargs[name] = _whole(env[_PREFIX + var], _PREFIX + var)
         if env.get(_PREFIX + "METRIC_OPTIONS", "").strip():
@@ -162,6 +175,15 @@ class Settings:
         demo = env.get(_PREFIX + "DEMO", "").strip().lower() in ("1", "true", "yes", "on")
         settings = cls(**kwargs)
         return settings.as_demo() if demo else settings
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """:attr:`max_upload_mb` in bytes (the web server's ``max_file_size``).
+
+        >>> Settings().max_upload_bytes, Settings.from_env({"MMJUDGE_SPACE_MAX_UPLOAD_MB": "8"}).max_upload_bytes
+        (67108864, 8388608)
+        """
+        return self.max_upload_mb * 2**20
 
     def as_demo(self) -> Settings:
         """The offline demo: the :func:`demo_model` judge (and the tiny CLIP) unless a backend was chosen

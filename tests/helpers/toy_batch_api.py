@@ -5,7 +5,8 @@ same toy server's chat route, so a batch's answers are exactly the synchronous o
 Shapes follow OpenAI's API reference: ``POST /v1/files`` (multipart: ``purpose``, ``file``) → a file object;
 ``GET /v1/files/{id}/content`` → its bytes; ``POST /v1/batches`` → a batch (``validating``); ``GET
 /v1/batches/{id}`` → it, moving to ``in_progress`` and then, unless ``hold`` is set, to ``completed`` (or
-``expired`` after ``expire_after`` lines) with an output file of ``{"id", "custom_id", "response":
+``expired`` after ``expire_after`` lines; ``tear = (line, chars)`` cuts that output line after ``chars``
+characters, as a torn write leaves it) with an output file of ``{"id", "custom_id", "response":
 {"status_code", "body"}, "error"}`` lines and an error file for the lines ``fail(body)`` rejects;
 ``GET /v1/batches`` → the list.
 """
@@ -32,6 +33,7 @@ class BatchAPI:
         self.fail = fail
         self.hold = threading.Event()
         self.expire_after: int | None = None
+        self.tear: tuple[int, int] | None = None  # (output line, characters kept) of the next batch to finish
         self.files: dict[str, tuple[str, bytes]] = {}  # id -> (purpose, content)
         self.batches: dict[str, dict] = {}
         self.created: list[str] = []  # batch ids, in creation order (POST /v1/batches)
@@ -138,7 +140,12 @@ class BatchAPI:
         for name, rows in (("output_file_id", outputs), ("error_file_id", errors)):
             if rows:
                 file_id = f"file-{next(self._ids)}"
-                self.files[file_id] = ("batch_output", "".join(json.dumps(r) + "\n" for r in rows).encode())
+                lines = [json.dumps(r) for r in rows]
+                if name == "output_file_id" and self.tear is not None:
+                    line, kept = self.tear
+                    lines[line] = lines[line][:kept]
+                    self.tear = None  # one torn line; the next batches are whole
+                self.files[file_id] = ("batch_output", "".join(x + "\n" for x in lines).encode())
                 batch[name] = file_id
         batch["status"] = "expired" if expired else "completed"
         self.expire_after = None  # one batch expires; the next ones complete

@@ -183,6 +183,27 @@ def test_an_expired_batch_resubmits_only_what_it_left(toy, tmp_path):
     assert len(resent) == 6 and server.batch_api.lines_answered == 10
 
 
+@pytest.mark.parametrize("kept", [150, 30], ids=["custom_id-readable", "custom_id-torn-off"])
+def test_a_torn_output_line_is_an_error_row_and_the_next_run_resends_only_it(toy, tmp_path, kept):
+    """Issue 41.8: one torn line in a batch's output file stopped the run ('Expecting ':' delimiter'), kept no
+    row, and every re-run collected the same batch and stopped the same way. Now that request is an error row
+    (named by its custom_id when the torn line still holds it, else as unanswered), the batch's other answers
+    are kept, and the next run sends only that request again."""
+    server = toy()
+    server.batch_api.tear = (2, kept)
+    judge = CachedJudge(OpenAIJudge(base_url=server.url, mode="batch", poll_interval=0.01), tmp_path / "c.sqlite")
+    results = judge.rate(_requests(5), progress=False)
+    failed = [k for k, r in enumerate(results) if r.error is not None]
+    assert len(failed) == 1 and all(r.error is None for k, r in enumerate(results) if k not in failed)
+    why = results[failed[0]].error
+    assert ("damaged line" in why) if kept == 150 else ("without answering it" in why), why
+    again = CachedJudge(OpenAIJudge(base_url=server.url, mode="batch", poll_interval=0.01), tmp_path / "c.sqlite")
+    assert all(r.error is None for r in again.rate(_requests(5), progress=False))
+    first, second = server.batch_api.created
+    resent = server.batch_api.files[server.batch_api.batches[second]["input_file_id"]][1].decode().splitlines()
+    assert len(resent) == 1 and server.batch_api.lines_answered == 6
+
+
 def test_batch_mode_needs_the_cache_and_one_server(toy):
     server = toy()
     with pytest.raises(ValueError, match="mode='batch' needs the cache"):

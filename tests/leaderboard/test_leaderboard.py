@@ -695,3 +695,36 @@ def test_metric_rows_carry_the_headline_interval_and_paired_separability(tmp_pat
     assert all(r["ci_low"] <= r["headline"] <= r["ci_high"] for r in rows)
     assert rows[0]["separable"] is None and rows[1]["separable"] is False and rows[2]["separable"] is True
     assert len(store.done("metrics")[0].summary["headline"]["resamples"]) == 300
+
+
+def test_a_worker_restarted_under_its_id_takes_its_job_back_at_once_and_each_step_is_logged(tmp_path, caplog):
+    """Issue 41 (board c): a job whose worker died waited out the whole lease (60 s), and no log line said it
+    was recovered. A worker restarted under the same id re-queues its own RUNNING job at once (it was that
+    worker's, and that worker is starting: nothing else is scoring it), and every job's claim, end and
+    re-queueing is one log line."""
+    import logging
+
+    store = Store(tmp_path)
+    data = jsonl(demo_outputs(0))
+    held = submit(store, track="models", benchmark="demo-inputs", name="held", submitter="s", data=data).id
+    assert store.claim("w1", lease_s=600).id == held  # w1 dies holding it: its lease runs for ten minutes
+    caplog.set_level(logging.INFO, logger="mmjudge.leaderboard")
+    started = time.monotonic()
+    worker = Worker(store, {"judge": "dummy", "explain_examples": 0}, worker_id="w1", lease_s=600, progress=False)
+    assert worker.run(once=True) == 1
+    assert time.monotonic() - started < 60 and store.get(held).status == "DONE"
+    lines = [r.getMessage() for r in caplog.records if held in r.getMessage()]
+    assert len(lines) == 3, lines
+    assert lines[0].startswith(f"job {held} re-queued: its worker w1 restarted")
+    assert lines[1].startswith(f"job {held} claimed by w1 (attempt 2)")
+    assert lines[2].startswith(f"job {held} done by w1 in ")
+    # A dead worker under another id: its job comes back when its (heartbeat-renewed, so short) lease ends.
+    caplog.clear()
+    other = submit(
+        store, track="models", benchmark="demo-inputs", name="other", submitter="s", data=jsonl(demo_outputs(1))
+    ).id
+    assert store.claim("gone", lease_s=0.2).id == other
+    time.sleep(0.3)
+    assert Worker(store, {"judge": "dummy", "explain_examples": 0}, worker_id="w2", progress=False).run(once=True) == 1
+    lines = [r.getMessage() for r in caplog.records if other in r.getMessage()]
+    assert lines[0].startswith(f"job {other} re-queued: its worker gone stopped (lease expired") and len(lines) == 3

@@ -532,3 +532,142 @@ def test_submit_retries_a_lost_reply_and_gets_the_original_receipt(tmp_path, cap
     finally:
         proxy.close()
         demo.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:gradio.queueing")
+def test_submit_started_while_the_board_restarts_waits_for_it(tmp_path, capsys):
+    """Issue 41 (board a): `leaderboard submit` started while the board restarted exited 2 at once with
+    "check --url": --retries covered only the calls after the first connection. The first one is retried too."""
+    import threading
+    import time
+
+    from mmjudge.cli import main
+    from mmjudge.leaderboard.app import build_app, launch
+
+    port = _free_port()
+    demo = build_app(str(tmp_path / "board"), {**DEFAULTS, "demo": True, "judge": "dummy", "bootstrap": 20})
+    started = threading.Event()
+
+    def come_back() -> None:  # the board is back two seconds after the CLI started
+        time.sleep(2.0)
+        launch(demo, host="127.0.0.1", port=port, prevent_thread_lock=True, quiet=True)
+        started.set()
+
+    (tmp_path / "out.jsonl").write_text("".join(json.dumps(r) + "\n" for r in demo_outputs(1)))
+    threading.Thread(target=come_back, daemon=True).start()
+    try:
+        code = main(
+            ["leaderboard", "submit", "--url", f"http://127.0.0.1:{port}", "--benchmark", "demo-inputs",
+             "--file", str(tmp_path / "out.jsonl"), "--name", "late", "--no-wait"]
+        )  # fmt: skip
+        out, err = capsys.readouterr()
+        assert code == 0 and started.is_set(), err
+        [stored] = Store(tmp_path / "board").submissions()
+        assert out.splitlines() == [f"accepted: submission {stored.id}"]
+        assert f"the board at http://127.0.0.1:{port} is unreachable" in err and "trying again in 1 s (1 of 5)" in err
+        assert "check --url" not in err and "Traceback" not in err
+    finally:
+        started.wait(60)
+        demo.close()
+
+
+def test_a_board_that_never_comes_back_is_unreachable_in_one_line(tmp_path, capsys):
+    from mmjudge.cli import main
+
+    url = f"http://127.0.0.1:{_free_port()}"
+    (tmp_path / "out.jsonl").write_text("".join(json.dumps(r) + "\n" for r in demo_outputs(1)))
+    code = main(
+        ["leaderboard", "submit", "--url", url, "--benchmark", "demo-inputs", "--file", str(tmp_path / "out.jsonl"),
+         "--name", "never", "--no-wait", "--retries", "1"]
+    )  # fmt: skip
+    _, err = capsys.readouterr()
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and last.startswith(f"mmjudge leaderboard: error: the board at {url} is unreachable (ConnectError")
+    assert "after 2 tries" in last and "check --url" not in last and "Traceback" not in err
+
+
+class StreamResetProxy:
+    """A loopback TCP proxy in front of the board that resets (TCP RST) the first event stream carrying a
+    finished event, as a board restarting under a reading client does. One thread per connection (select):
+    a reset needs the socket closed while no other thread is blocked reading it."""
+
+    def __init__(self, upstream_port: int, marker: bytes = b"process_completed"):
+        import socket
+        import threading
+
+        self.upstream_port, self.marker, self.cut = upstream_port, marker, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                downstream, _ = self.sock.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            threading.Thread(target=self._pump, args=(downstream, upstream), daemon=True).start()
+
+    def _pump(self, downstream, upstream) -> None:
+        import select
+        import socket
+        import struct
+
+        try:
+            while True:
+                readable, _, _ = select.select([downstream, upstream], [], [])
+                for source in readable:
+                    data = source.recv(65536)
+                    if not data:
+                        raise OSError("closed")
+                    if source is upstream and self.cut == 0 and self.marker in data:
+                        self.cut = 1
+                        downstream.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        downstream.close()  # RST: the client reads "Connection reset by peer"
+                        upstream.close()
+                        return
+                    (upstream if source is downstream else downstream).sendall(data)
+        except OSError:
+            pass
+        for s in (downstream, upstream):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:gradio.queueing")
+def test_a_reset_event_stream_is_retried_without_gradio_clients_traceback(tmp_path, capsys):
+    """Issue 41 (board b): a CLI run that recovered through its retry printed gradio_client's own traceback
+    first (its event-stream reader thread calls traceback.print_exc() on a reset connection)."""
+    from mmjudge.cli import main
+
+    demo, client = launched(tmp_path / "board")
+    proxy = StreamResetProxy(int(client.src.rstrip("/").rsplit(":", 1)[1]))
+    (tmp_path / "out.jsonl").write_text("".join(json.dumps(r) + "\n" for r in demo_outputs(1)))
+    try:
+        code = main(
+            ["leaderboard", "submit", "--url", f"http://127.0.0.1:{proxy.port}", "--benchmark", "demo-inputs",
+             "--file", str(tmp_path / "out.jsonl"), "--name", "reset", "--no-wait"]
+        )  # fmt: skip
+        out, err = capsys.readouterr()
+        assert code == 0 and proxy.cut == 1 and out.startswith("accepted: submission ")
+        assert "dropped during /benchmarks" in err and "trying again in 1 s (1 of 5)" in err
+        assert "Traceback" not in err and "Connection reset by peer" in err  # said once, in the retry line
+    finally:
+        proxy.close()
+        demo.close()

@@ -237,6 +237,57 @@ def test_resumed_training_equals_uninterrupted(tiny_lm_dir, long_clip_dir, tmp_p
     assert resumed["history"] == full["history"]
 
 
+class _RunsCode:
+    """What a hostile training_state.pt holds: unpickling it calls ``open(marker, "w")``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_training_state_that_would_run_code_is_refused(tiny_lm_dir, long_clip_dir, tmp_path):
+    """Issue 41.3: resuming read last/training_state.pt with torch.load(weights_only=False), so a __reduce__ in
+    it ran. Now the file is read as plain data (tensors, numbers, containers): refused in one line, nothing run."""
+    from dataclasses import asdict
+
+    marker = tmp_path / "ran.txt"
+    last = tmp_path / "run" / "last"
+    last.mkdir(parents=True)
+    config = TrainConfig(epochs=1, save_every=0)
+    torch.save({"settings": asdict(config), "epoch": 0, "payload": _RunsCode(marker)}, last / "training_state.pt")
+    common = dict(llm=tiny_lm_dir, clip_model=long_clip_dir, device="cpu", progress=False, projection_dim=16)
+    with pytest.raises(ValueError) as err:
+        train_vela(items(3), items(2), tmp_path / "run", config=config, **common)
+    message = str(err.value)
+    assert not marker.exists()
+    assert "\n" not in message and "training_state.pt" in message and "GLOBAL io.open" in message
+    assert "could run code" in message and "delete" in message
+
+
+def test_training_state_holds_only_plain_data_and_earlier_files_still_resume(tmp_path):
+    """The state file is tensors, numbers and containers (PyTorch names no global it would need); a state file
+    of an earlier mmjudge (Python's tuple and NumPy's array as they were) still restores every generator."""
+    import random
+
+    from mmjudge.metrics.vela.training import _read_state, _rng_state, _set_rng_state
+
+    def draws():
+        return random.random(), float(np.random.rand()), float(torch.rand(1))
+
+    def earlier() -> dict:
+        return {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+
+    for name, state in (("now.pt", _rng_state), ("earlier.pt", earlier)):
+        rng = state()  # taken here: the draws below follow it
+        torch.save({"settings": {"seed": 1}, "rng": rng, "history": [{"mean_tau_c": float("nan")}]}, tmp_path / name)
+        expected = draws()
+        _set_rng_state(_read_state(tmp_path / name)["rng"])
+        assert draws() == expected, name
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(tmp_path / "now.pt") == []
+
+
 def test_bad_inputs_fail_clearly(vela, checkpoint, tiny_lm_dir, long_clip_dir, tmp_path):
     metric = VELA(vela=vela)
     img = Image.new("RGB", (40, 30), "red")

@@ -9,7 +9,9 @@ uploaded (``files.create(purpose="batch")``), submitted (``batches.create``), an
 (:class:`mmjudge.store.BatchLedger`) from the moment its file is uploaded, so a process killed while a batch
 is pending, run again, collects that same batch and never pays twice. A batch that expired, failed or was
 cancelled has its missing requests submitted once more (only those); a request the batch rejected becomes a
-failed result (an ``error`` row) with the batch's reason, is not cached, and is retried by the next run.
+failed result (an ``error`` row) with the batch's reason, is not cached, and is retried by the next run. So is a
+request whose answer line in the output file is damaged (a torn line, not JSON, not an answer's shape): one bad
+line never stops the collection of the rest of its batch.
 
 >>> split_limits()
 (50000, 199000000)
@@ -20,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,6 +39,8 @@ MAX_REQUESTS_PER_FILE = 50_000  # the Batch API's limits per input file
 MAX_BYTES_PER_FILE = 199_000_000  # 200 MB, less a margin
 COMPLETION_WINDOW = "24h"
 TERMINAL = ("completed", "failed", "expired", "cancelled")
+DAMAGED = "mmjudge_damaged"  # the key of what _lines yields for a line that is not a JSON object
+_CUSTOM_ID = re.compile(rb'"custom_id"\s*:\s*"([^"\\]{1,200})"')
 
 
 def split_limits() -> tuple[int, int]:
@@ -274,7 +279,7 @@ class BatchRunner:
                 if _unfinished(line):
                     continue  # expired or cancelled before it ran: missing, so sent again
                 seen.add(key)
-                ok, value = self._read(line, entries[key], batch.id)
+                ok, value = self._read_safely(line, entries[key], batch.id)
                 asked = wanted is not None and key in wanted  # (a whole input's answers only fill the cache)
                 if asked:
                     answers[key] = (ok, value)
@@ -310,6 +315,19 @@ class BatchRunner:
                            len(errors), errors[0][1])  # fmt: skip
         return resubmitted
 
+    def _read_safely(self, line: dict, meta: dict, batch_id: str) -> tuple[bool, Any]:
+        """:meth:`_read`, with a line that cannot be read as an answer (torn, or not an answer's shape) turned
+        into a failure of that request alone: an error row now, sent again by the next run. An exception here
+        would stop the collection before the ledger says collected, and every run would stop on it again."""
+        if DAMAGED in line:
+            why = f"batch {batch_id} returned a damaged line for it ({line[DAMAGED]}); the next run sends it again"
+            return False, self.judge.transport.scrub(why)
+        try:
+            return self._read(line, meta, batch_id)
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as err:
+            why = f"batch {batch_id} returned an unreadable answer for it ({type(err).__name__}: {err})"
+            return False, self.judge.transport.scrub(why[:300])
+
     def _read(self, line: dict, meta: dict, batch_id: str) -> tuple[bool, Any]:
         response = line.get("response") or {}
         body, status, error = response.get("body"), response.get("status_code"), line.get("error")
@@ -335,7 +353,7 @@ class BatchRunner:
         wanted = set(missing)
         self.resubmitted |= wanted
         row = self.ledger.get(number)
-        lines = (line for line in self._lines(row["input_file_id"]) if line.get("custom_id") in wanted)
+        lines = (x for x in self._lines(row["input_file_id"]) if DAMAGED not in x and x.get("custom_id") in wanted)
         numbers = self.submit_all(
             Entry(d["custom_id"], json.dumps(d, separators=(",", ":")).encode(), entries[d["custom_id"]]) for d in lines
         )
@@ -343,15 +361,16 @@ class BatchRunner:
         return numbers
 
     def _lines(self, file_id: str | None) -> Iterator[dict]:
-        """The JSON lines of a file on the server, streamed (an output file can be large)."""
+        """The JSON lines of a file on the server, streamed (an output file can be large). A line that is not a
+        JSON object comes as ``{DAMAGED: why, "custom_id": …}``, with the id when the line still holds it."""
         if not file_id:
             return
         stream = self.client.files.with_streaming_response.content(file_id)
         reply = self._api("download a batch file", stream.__enter__)
         try:
-            for raw in reply.iter_lines():
+            for number, raw in enumerate(reply.iter_lines(), 1):
                 if raw.strip():
-                    yield json.loads(raw)
+                    yield _parsed(raw, number, file_id)
         finally:
             stream.__exit__(None, None, None)
 
@@ -394,6 +413,28 @@ class _Handover:
         if rest and self.on_batch is not None:
             self.handed.update(rest)
             self.on_batch(rest, [results[i] for i in rest])
+
+
+def _parsed(raw: str | bytes, number: int, file_id: str) -> dict:
+    """One line of a batch file as a dict; a damaged one (a torn write, not an object) as ``{DAMAGED: why}``
+    with its ``custom_id`` when that much of it is still there.
+
+    >>> damaged = _parsed('{"custom_id": "k1", "response": {"status_co', 3, "file-9")
+    >>> damaged["custom_id"], damaged[DAMAGED]
+    ('k1', 'line 3 of file-9 is not JSON (Unterminated string starting at: line 1 column 34)')
+    >>> _parsed('[1, 2]', 4, "file-9")
+    {'mmjudge_damaged': 'line 4 of file-9 is a JSON list, not an object', 'custom_id': None}
+    """
+    try:
+        line = json.loads(raw)
+    except ValueError as err:
+        why = f"line {number} of {file_id} is not JSON ({str(err).split(' (char')[0]})"
+    else:
+        if isinstance(line, dict):
+            return line
+        why = f"line {number} of {file_id} is a JSON {type(line).__name__}, not an object"
+    found = _CUSTOM_ID.search(raw.encode("utf-8", "replace") if isinstance(raw, str) else raw)
+    return {DAMAGED: why, "custom_id": found.group(1).decode("utf-8", "replace") if found else None}
 
 
 def _unfinished(line: dict) -> bool:

@@ -51,7 +51,10 @@ class PolosCheckpoint:
 def _yaml_fields(path: Path) -> dict[str, Any]:
     import yaml
 
-    class Loader(yaml.SafeLoader):  # Lightning may tag values with Python types: read them as plain data
+    # A SafeLoader (builds only plain YAML types), not yaml.Loader: Lightning may tag values with Python types
+    # (!!python/object:…), and those tags are read below as the plain mapping, list or text they hold —
+    # no class named in the file is imported or called.
+    class Loader(yaml.SafeLoader):
         pass
 
     def plain(loader: Any, suffix: str, node: Any) -> Any:

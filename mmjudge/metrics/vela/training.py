@@ -111,22 +111,61 @@ def optimizer_groups(vela: VelaModel, config: TrainConfig) -> list[dict]:
 
 
 def _rng_state() -> dict:
+    """Every generator's state as tensors and numbers only, so that the state file reads back with PyTorch's
+    ``weights_only`` loader and nothing else (:func:`_read_state`)."""
     import torch
 
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    version, mt, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)
+    state = {
+        "torch": torch.get_rng_state(),
+        "python": {"version": int(version), "state": torch.tensor(mt, dtype=torch.int64), "gauss": gauss},
+        "numpy": {
+            "kind": str(kind),
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
 def _set_rng_state(state: dict) -> None:
+    """Restore :func:`_rng_state`'s generators (also from a state file of an earlier mmjudge, which held
+    Python's tuple and NumPy's array as they are)."""
     import torch
 
     torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    python, numpy_state = state["python"], state["numpy"]
+    if isinstance(python, dict):
+        python = (python["version"], tuple(int(v) for v in python["state"].tolist()), python["gauss"])
+    random.setstate(python)
+    if isinstance(numpy_state, dict):
+        keys = numpy_state["keys"].numpy().astype(np.uint32)
+        numpy_state = (numpy_state["kind"], keys, numpy_state["pos"], numpy_state["has_gauss"],
+                       numpy_state["cached_gaussian"])  # fmt: skip
+    np.random.set_state(numpy_state)
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _read_state(path: Path) -> dict:
+    """``last/training_state.pt`` through the ``weights_only`` reader: tensors, numbers, strings and
+    containers; from a state file of an earlier mmjudge also NumPy's generator state, an array (its three
+    reconstruction globals are the whole allow-list). Anything else is refused in one line, never run."""
+    from mmjudge.encoders.checkpoint_files import read_torch_state
+
+    numpy_array = [np.ndarray, np.dtype, type(np.dtype(np.uint32))]
+    reconstruct = np.ndarray.__reduce__(np.zeros(1))[0]  # NumPy's own array-rebuilding function
+    for name in ("numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct"):
+        numpy_array.append((reconstruct, name))
+    saved = read_torch_state(path, "VELA training state", allowed=numpy_array)
+    if not isinstance(saved, dict) or not isinstance(saved.get("settings"), dict):
+        raise ValueError(f"{str(path)!r} is not VELA training state (no settings); delete its folder to start over.")
+    return saved
 
 
 def evaluate_tau(vela: VelaModel, items: Sequence[dict], features: Any, batch_size: int) -> dict[str, float]:
@@ -280,11 +319,9 @@ def _resume(last: Path, config: TrainConfig, vela: VelaModel, optimizer, schedul
     state (its random-number generators are restored later, where the uninterrupted run had them)."""
     if not (last / STATE_FILE).is_file():
         return None
-    import torch
-
     from mmjudge.metrics.vela.loading import read_checkpoint
 
-    saved = torch.load(last / STATE_FILE, map_location="cpu", weights_only=False)
+    saved = _read_state(last / STATE_FILE)
     mine = {k: v for k, v in asdict(config).items() if k not in ("save_every", "eval_batch_size")}
     theirs = {k: v for k, v in saved["settings"].items() if k not in ("save_every", "eval_batch_size")}
     if mine != theirs:
