@@ -15,6 +15,10 @@ What the base does, from the engine metric's declaration (:class:`mmjudge.metric
 * **the other declared inputs** (HarmonicEval's ``questions`` and ``boxes``, a reference-free
   configuration's ``references``) are accepted by ``add_batch`` and ``compute`` too and kept beside
   the buffer, row-aligned (``None`` where a batch did not give them);
+* **``compute(predictions=..., …)`` with nothing added before**, in one process, hands the columns to
+  ``_compute`` as given: the Arrow buffer is there to gather ``add_batch`` batches and processes, and its
+  round trip encoded and decoded every row in Python (1.4x the engine for BLEU + ROUGE-L + CIDEr-D on
+  Flickr8k-Expert's 16,992 rows); ``add_batch`` and ``num_process > 1`` still go through it;
 * **compute keywords** (``task``, ``explain``, ``progress`` …) pass straight to the engine's
   ``compute``; an unknown one is a ``ValueError`` naming it;
 * **``_compute`` names its inputs**, as every module of the ``evaluate`` repository does (its own common
@@ -58,6 +62,15 @@ def _stored_image(value: Any) -> str:
         else getattr(value, "filename", None) or getattr(value, "path", None)
     )
     return str(path) if isinstance(path, (str, os.PathLike)) and path else ""
+
+
+def _as_list(column: Any) -> Any:
+    """A column as the Arrow round trip returned it: a list, rows that are arrays as lists."""
+    if hasattr(column, "tolist"):
+        return column.tolist()
+    if any(hasattr(row, "tolist") for row in column):
+        return [row.tolist() if hasattr(row, "tolist") else row for row in column]
+    return column
 
 
 def feature_for(kind: str):
@@ -191,9 +204,29 @@ class EngineMetric(evaluate.Metric):
             raise ValueError(f"{self.ENGINE}: give `predictions` with {sorted(side)}.")
         self._computing = True
         try:
+            if predictions is not None and self.writer is None and self.num_process == 1:
+                return self._compute_given(predictions, references, kwargs)
             return super().compute(predictions=predictions, references=references, **kwargs)
         finally:
             self._side, self._rows, self._computing = {}, 0, False
+
+    def _compute_given(self, predictions: Any, references: Any, kwargs: dict) -> dict:
+        """``compute(predictions=..., …)`` with nothing added before, in one process: the columns go to
+        ``_compute`` as given. The Arrow buffer is there to gather batches (``add_batch``) and processes
+        (``num_process``); a round trip through it here encoded and decoded every row in Python, which cost
+        more than BLEU + ROUGE-L + CIDEr-D themselves on Flickr8k-Expert (16,992 rows of 5 references).
+        Array-like columns (numpy, pandas) become lists, as the round trip made them."""
+        from datasets.utils.py_utils import temp_seed
+
+        given = {"predictions": predictions, "references": references, **kwargs}
+        missing = [name for name in self._feature_names() if given.get(name) is None]
+        if missing:
+            required = list(self._feature_names())
+            raise ValueError(f"Evaluation module inputs are missing: {missing}. All required inputs are {required}")
+        inputs = {name: _as_list(given[name]) for name in self._feature_names()}
+        options = {k: v for k, v in kwargs.items() if k not in inputs}
+        with temp_seed(self.seed):
+            return self._compute(**inputs, **options)
 
     def _engine_compute(self, **inputs: Any) -> dict:
         """What a shell's ``_compute`` returns: the engine's ``compute`` over evaluate's columns, with the

@@ -115,8 +115,9 @@ def add_parser(sub) -> None:
     p.add_argument("--out", help="export folder (export) or JSON file (judgments)")
     p.add_argument(
         "--layout",
-        choices=["original", "json", "parquet"],
-        help="which copy to read when --data-dir holds several (the original release, the JSON file, Hub Parquet)",
+        choices=["original", "json", "parquet", "csv"],
+        help="which copy to read when --data-dir holds several (the original release, the JSON file, Hub Parquet, "
+        "LongCap-Arena's CSV files)",
     )
     p.add_argument(
         "--config",

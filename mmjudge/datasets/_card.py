@@ -77,6 +77,12 @@ def _layouts_text(layouts: Any) -> str:
         + f" — from {lay.source}"
         for lay in layouts
     ]
+    if layouts[0].name != "original":
+        others = " or ".join(f'`layout="{lay.name}"`' for lay in layouts[1:])
+        return (
+            f"\n\nEvery layout gives the same rows and ids; when a folder holds several, the {layouts[0].name} "
+            f"layout is read ({others} picks another):\n\n" + "\n".join(lines)
+        )
     return (
         "\n\nEither layout gives the same rows and ids; when a folder holds both, the original release is read "
         '(`layout="json"` picks the other):\n\n' + "\n".join(lines)

@@ -48,6 +48,18 @@ LONGCAP_REVISION = "main"
 LONGCAP_SPLITS = {"train": "train", "validation": "val", "testA": "dci_val", "testB": "dci_test"}
 LONGCAP_CRITERIA = {"descriptiveness": "desc", "relevance": "rel", "fluency": "flu"}
 LONGCAP_COLUMNS = {"image_name": "file_name", "image": "image", "references": "refs", "text": "cand", "score": "score"}
+# The authors' CSV files, one per (criterion, upstream split), as CaptionEvalKit reads them locally
+# (capevalkit/infrastructure/benchmarks/legacy.py: desc_dci_val.csv … flu_dci_test.csv, columns imgid, mt (or
+# cand), refs (a Python list literal), score; images in an images/ folder beside them). train/val names are
+# assumed by analogy (no reader of them was found).
+LONGCAP_CSV = "{criterion}_{prefix}.csv"
+LONGCAP_CSV_COLUMNS = {
+    "image_name": ("imgid", "image", "image_path"),
+    "text": ("mt", "cand"),
+    "references": ("refs",),
+    "score": ("score",),
+}
+LONGCAP_IMAGE_FOLDER = "images"
 # Paper figures (approximate by the issue's own warning; not used as hard checks).
 LONGCAP_PAPER_COUNTS = {"train": 11971, "validation": 1309, "testA": 294, "testB": 324}
 
@@ -340,12 +352,33 @@ LAYOUTS: dict[str, tuple[Layout, ...]] = {
     "mllm_judge": (Layout("original", (tuple(MLLMJ_FILES.values()),), f"Dataset/Benchmark/ of {MLLMJ_REPO}"),),
     "multi_crit": (Layout("parquet", (), f"the Hub dataset {MULTICRIT_REPO}", parquet=""),),
     "caparena": (Layout("original", ((CAPARENA_FILE,),), f"the human-battle zip linked from {CAPARENA_REPO}"),),
+    "longcap_arena": (
+        Layout("parquet", (), f"the Hub dataset {LONGCAP_REPO}", parquet=""),
+        Layout(
+            "csv",
+            (
+                tuple(
+                    LONGCAP_CSV.format(criterion=short, prefix=LONGCAP_SPLITS[split])
+                    for split in ("testA", "testB")
+                    for short in LONGCAP_CRITERIA.values()
+                ),
+            ),
+            "the authors' CSV files (what CaptionEvalKit reads locally), images in an `images/` folder beside them",
+            optional=tuple(
+                LONGCAP_CSV.format(criterion=short, prefix=LONGCAP_SPLITS[split])
+                for split in ("train", "validation")
+                for short in LONGCAP_CRITERIA.values()
+            ),
+        ),
+    ),
 }
 
 # What was checked against real upstream files (from public mirrors; nothing else could be downloaded):
 VERIFIED: dict[str, Any] = {
     "mmhe": "layout ASSUMED (release not visible here); counts from the paper",
-    "longcap_arena": "columns/split names from the project lead's notes; train/val prefixes assumed",
+    "longcap_arena": "Parquet columns/split names from the project lead's notes and CaptionEvalKit's loader; CSV "
+    "columns and test file names from CaptionEvalKit's loader (legacy.py); train/val prefixes (and so their CSV "
+    "names) assumed; fixtures only",
     "flickr8k_expert": "flickr8k.json loaded from FLEUR's real file (5,664 rows, 16,992 judgments); text-file layout "
     "from public preprocessing code (CLIPScore), on fixtures only; Hub Parquet columns from CaptionEvalKit's loader, "
     "on fixtures only",

@@ -65,6 +65,32 @@ def test_harmonic_eval_add_batch_with_images_equals_one_compute():
     np.testing.assert_allclose(batched["overall"], engine["overall"], rtol=0, atol=0)
 
 
+def test_compute_with_its_inputs_skips_the_arrow_round_trip(monkeypatch):
+    """``compute(predictions=..., references=...)`` with nothing added before hands the columns to the engine
+    as given (the round trip encoded and decoded every row in Python, 1.4x the engine on Flickr8k-Expert);
+    batches still go through Arrow. Both give the engine's numbers; array columns become lists as before."""
+    from mmjudge.metrics.baselines import Baselines
+    from mmjudge.metrics.baselines.synthetic import flickr8k_expert_shaped
+
+    texts, refs = flickr8k_expert_shaped(images=20, pairs=30, judgments=2, seed=1)
+    engine = Baselines("coco").compute(predictions=texts, references=refs, progress=False)
+    module = _load("baselines", "coco")
+
+    def no_arrow(*args, **kwargs):
+        raise AssertionError("the rows went through the Arrow buffer")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(evaluate.EvaluationModule, "add_batch", no_arrow)
+        assert module.compute(predictions=texts, references=refs, progress=False) == engine
+        as_arrays = module.compute(predictions=np.array(texts), references=np.array(refs), progress=False)
+        assert as_arrays == engine
+    module.add_batch(predictions=texts[:25], references=refs[:25])
+    module.add_batch(predictions=texts[25:], references=refs[25:])
+    assert module.compute(progress=False) == engine
+    with pytest.raises(ValueError, match=r"inputs are missing: \['references'\]"):
+        module.compute(predictions=texts)
+
+
 def test_side_inputs_questions_and_boxes_through_add_batch():
     he = _load("harmonic_eval", judge="dummy", cache=False)
     boxes = [[2, 2, 20, 20], [5, 5, 10, 10], [0, 0, 48, 40]]

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 import mmjudge.datasets as md
-from benchmark_releases import CRITERIA, SMALL_MMHE, load, mmhe_instance
+from benchmark_releases import CRITERIA, SMALL_MMHE, load, mmhe_instance, same_rows
 from mmjudge.datasets._base import DataError
 from repo_paths import ROOT
 
@@ -83,29 +83,57 @@ def test_truncated_or_broken_files_fail(mmhe_dir, tmp_path):
 
 
 # --- LongCap-Arena -----------------------------------------------------------------------------------
+def longcap_rows(prefix="dci_val", n=3, drop=None):
+    """Our content, one table per criterion: ``{short: [row]}`` with the Parquet layout's columns. Texts carry
+    what a CSV must quote (commas, double quotes, an apostrophe, a line break)."""
+    buf = io.BytesIO()
+    Image.new("RGB", (5, 5), (0, 90, 0)).save(buf, format="PNG")
+    return {
+        short: [
+            {
+                "file_name": f"img{i}.jpg",
+                "image": {"bytes": buf.getvalue(), "path": f"img{i}.jpg"},
+                "refs": [f"long reference {i}, with a comma", f'it\'s the "second" one of {prefix}'],
+                "cand": f"candidate {i} of {prefix}" + (', "quoted",\nand on a second line' if i == 1 else ""),
+                "score": base + i + 0.25,
+            }
+            for i in range(n)
+            if not (drop == short and i == 0)
+        ]
+        for short, base in (("desc", 1.0), ("rel", 2.0), ("flu", 3.0))
+    }
+
+
 def write_longcap(root: Path, prefix="dci_val", n=3, drop=None, readme_counts=None):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     root.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    Image.new("RGB", (5, 5), (0, 90, 0)).save(buf, format="PNG")
-    for short, base in (("desc", 1.0), ("rel", 2.0), ("flu", 3.0)):
-        rows = [
-            {
-                "file_name": f"img{i}.jpg",
-                "image": {"bytes": buf.getvalue(), "path": f"img{i}.jpg"},
-                "refs": [f"long reference {i}"],
-                "cand": f"candidate {i}",
-                "score": base + i,
-            }
-            for i in range(n)
-            if not (drop == short and i == 0)
-        ]
+    for short, rows in longcap_rows(prefix, n, drop).items():
         pq.write_table(pa.Table.from_pylist(rows), root / f"{prefix}.{short}-00000-of-00001.parquet")
     if readme_counts:
         yaml = "".join(f"  - name: {k}\n    num_bytes: 10\n    num_examples: {v}\n" for k, v in readme_counts.items())
         (root / "README.md").write_text(f"---\ndataset_info:\n  splits:\n{yaml}---\n")
+
+
+def write_longcap_csv(root: Path, prefix="dci_val", n=3, images=True):
+    """The same content in the authors' CSV layout, where CaptionEvalKit finds it: ``<root>/test/desc_dci_val.csv``
+    (``imgid``, ``mt``, ``refs`` as a Python list literal, ``score``), images in ``<root>/images/``; one image id
+    bare (``img2``: the reader finds ``img2.jpg``)."""
+    import csv
+
+    (root / "test").mkdir(parents=True, exist_ok=True)
+    for short, rows in longcap_rows(prefix, n).items():
+        with (root / "test" / f"{short}_{prefix}.csv").open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["imgid", "mt", "refs", "score"])
+            for row in rows:
+                imgid = row["file_name"].removesuffix(".jpg") if row["file_name"] == "img2.jpg" else row["file_name"]
+                writer.writerow([imgid, row["cand"], repr(row["refs"]), repr(row["score"])])
+        if images:
+            for row in rows:
+                (root / "images").mkdir(exist_ok=True)
+                (root / "images" / row["file_name"]).write_bytes(row["image"]["bytes"])
 
 
 def test_longcap_joins_three_criteria(tmp_path):
@@ -114,8 +142,9 @@ def test_longcap_joins_three_criteria(tmp_path):
     ds = load("longcap_arena", tmp_path / "lc", tmp_path)
     assert set(ds) == {"testA", "testB"} and ds["testA"].num_rows == 3 and ds["testB"].num_rows == 2
     row = ds["testA"][1]
-    assert (row["descriptiveness"], row["relevance"], row["fluency"]) == (2.0, 3.0, 4.0)
-    assert row["references"] == ["long reference 1"] and row["image"].size == (5, 5)
+    assert (row["descriptiveness"], row["relevance"], row["fluency"]) == (2.25, 3.25, 4.25)
+    assert row["references"] == ["long reference 1, with a comma", 'it\'s the "second" one of dci_val']
+    assert row["image"].size == (5, 5)
     hj = md.human_judgments("longcap_arena", ds)
     assert len(hj.items) == 5 and len(hj.ratings) == 15 and hj.criteria == ["descriptiveness", "relevance", "fluency"]
 
@@ -126,10 +155,48 @@ def test_longcap_missing_candidate_in_one_criterion_fails(tmp_path):
         load("longcap_arena", tmp_path / "lc", tmp_path)
 
 
-def test_longcap_has_one_layout(tmp_path):
-    write_longcap(tmp_path / "lc")
-    with pytest.raises(DataError, match="LongCap-Arena is read from one copy only: drop argument `layout`"):
-        load("longcap_arena", tmp_path / "lc", tmp_path, layout="json")
+def test_longcap_csv_layout_gives_the_parquet_layouts_rows_and_ids(tmp_path):
+    """The authors' CSV files (what CaptionEvalKit reads locally) and the Hub Parquet files, written from the same
+    content, load to the same rows: ids, references, candidates, the three scores, TestA = dci_val and
+    TestB = dci_test, and the images."""
+    for prefix, n in (("dci_val", 3), ("dci_test", 2)):
+        write_longcap(tmp_path / "parquet", prefix=prefix, n=n)
+        write_longcap_csv(tmp_path / "csv" / "longcaparena", prefix=prefix, n=n)
+    from_parquet = load("longcap_arena", tmp_path / "parquet", tmp_path)
+    from_csv = load("longcap_arena", tmp_path / "csv", tmp_path)
+    assert set(from_csv) == set(from_parquet) == {"testA", "testB"}
+    for split in ("testA", "testB"):
+        same_rows(from_parquet[split], from_csv[split])
+        assert [r.size for r in from_csv[split]["image"]] == [r.size for r in from_parquet[split]["image"]]
+    row = from_csv["testA"][1]
+    assert row["text"] == 'candidate 1 of dci_val, "quoted",\nand on a second line'
+    assert row["references"] == ["long reference 1, with a comma", 'it\'s the "second" one of dci_val']
+    assert (row["descriptiveness"], row["relevance"], row["fluency"]) == (2.25, 3.25, 4.25)
+    assert from_csv["testA"]["image_name"] == ["img0.jpg", "img1.jpg", "img2.jpg"]  # img2 was a bare id
+    assert from_csv["testB"][0]["text"] == "candidate 0 of dci_test"
+    hj = md.human_judgments("longcap_arena", from_csv)
+    assert len(hj.items) == 5 and len(hj.ratings) == 15
+
+
+def test_longcap_layout_is_chosen_or_named(tmp_path):
+    write_longcap(tmp_path / "both")
+    write_longcap_csv(tmp_path / "both", n=2)
+    assert load("longcap_arena", tmp_path / "both", tmp_path)["testA"].num_rows == 3  # the Parquet files first
+    assert load("longcap_arena", tmp_path / "both", tmp_path, layout="csv")["testA"].num_rows == 2
+    with pytest.raises(DataError, match=r"`layout` to be one of \['parquet', 'csv'\] for LongCap-Arena"):
+        load("longcap_arena", tmp_path / "both", tmp_path, layout="json")
+    with pytest.raises(DataError, match=r"the csv layout needs `desc_dci_val.csv` or"):
+        load("longcap_arena", (tmp_path / "nothing-here").mkdir() or tmp_path / "nothing-here", tmp_path)
+
+
+def test_longcap_csv_without_images_and_with_bad_cells(tmp_path):
+    write_longcap_csv(tmp_path / "lc", images=False)
+    ds = load("longcap_arena", tmp_path / "lc", tmp_path)["testA"]
+    assert ds["image"] == [None, None, None] and ds["image_name"] == ["img0.jpg", "img1.jpg", "img2.jpg"]
+    path = tmp_path / "lc" / "test" / "rel_dci_val.csv"
+    path.write_text(path.read_text().replace("['long reference 0", "__import__('os')#['long reference 0", 1))
+    with pytest.raises(DataError, match=r"rel_dci_val.csv:2: references .*are not a list of strings"):
+        load("longcap_arena", tmp_path / "lc", tmp_path / "again")
 
 
 def test_longcap_row_count_checked_against_hub_metadata(tmp_path):

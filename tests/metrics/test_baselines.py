@@ -237,3 +237,48 @@ def test_baselines_means_leave_out_nan_like_every_metric():
     out = metric.compute(predictions=["a", "b", "c"], references=[["a"], ["b"], ["c"]], progress=False)
     assert out["bertscore_f1"][0] == 0.5 and math.isnan(out["bertscore_f1"][1])
     assert out["mean_bertscore_f1"] == pytest.approx(0.6, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------- repeated items, once
+def test_ptb_tokenize_tokenises_each_distinct_text_once(monkeypatch):
+    import mmjudge.metrics.baselines.tokenize as tokenize
+
+    seen = []
+    real = tokenize.tokenize_line
+    monkeypatch.setattr(tokenize, "tokenize_line", lambda text: seen.append(text) or real(text))
+    texts = ["A dog runs.", "Two cats!", "A dog runs.", "A dog runs.", "two cats!"]
+    assert ptb_tokenize(texts) == ["a dog runs", "two cats", "a dog runs", "a dog runs", "two cats"]
+    assert seen == ["A dog runs.", "Two cats!", "two cats!"]
+
+
+def test_count_ngrams_with_repeats_equals_counting_every_sentence():
+    from mmjudge.metrics.baselines.ngrams import _count_distinct, count_ngrams
+
+    sentences = ["a dog runs", "", "a cat", "a dog runs", "a cat sleeps on a mat", "", "a cat", "x"]
+    repeated, every = count_ngrams(sentences), _count_distinct(sentences, 4)
+    for field in ("sentence", "gram", "order", "count", "lengths"):
+        assert getattr(repeated, field).tolist() == getattr(every, field).tolist(), field
+    assert repeated.n_grams == every.n_grams == 23  # 8 words, 7 bigrams, 5 trigrams, 3 4-grams
+
+
+def test_repeated_rows_score_as_if_each_were_scored():
+    """Flickr8k-Expert's shape: each pair repeated per judgment, candidates found among the references. Each
+    distinct item is scored once and counted as often as it occurs: BLEU's pooled counts, CIDEr-D's number of
+    items and document frequencies. The plain functions over every row are the yardstick, to the last bit."""
+    from mmjudge.metrics.baselines.synthetic import flickr8k_expert_shaped
+
+    texts, references = flickr8k_expert_shaped(images=60, pairs=150, judgments=3, seed=5)
+    out = Baselines("coco").compute(predictions=texts, references=references, progress=False)
+    cands = ptb_tokenize(texts)
+    refs = [ptb_tokenize(group) for group in references]
+    bleu_corpus, bleu_items = compute_bleu(cands, refs)
+    rouge_corpus, rouge_items = compute_rouge_l(cands, refs)
+    cider_corpus, cider_items = compute_cider_d(cands, refs)
+    for k in range(4):
+        assert out[f"bleu_{k + 1}"] == bleu_items[k].tolist()
+        assert out[f"corpus_bleu_{k + 1}"] == bleu_corpus[k]
+    assert out["rouge_l"] == rouge_items.tolist() and out["corpus_rouge_l"] == rouge_corpus
+    assert out["cider"] == cider_items.tolist() and out["corpus_cider"] == cider_corpus
+    # counting each distinct pair once (not as often as it occurs) gives other CIDEr-D numbers: the test can fail
+    once = Baselines("cider").compute(predictions=texts[::3], references=references[::3], progress=False)
+    assert once["cider"] != out["cider"][::3]

@@ -108,3 +108,33 @@ def test_meteor_without_java_names_the_fix(monkeypatch):
     monkeypatch.setattr(meteor.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="install a Java runtime"):
         meteor.MeteorScorer()
+
+
+@needs_java
+def test_flickr8k_expert_shaped_rows_identical_to_pycocoevalcap():
+    """Repeated pairs (one row per judgment) and candidates that are references: the shape where the engine
+    scores each distinct item once. Per row and corpus figures equal pycocoevalcap's, which scores every row."""
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.rouge.rouge import Rouge
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    from mmjudge.metrics.baselines import Baselines
+    from mmjudge.metrics.baselines.synthetic import flickr8k_expert_shaped
+
+    candidates, references = flickr8k_expert_shaped(images=200, pairs=600, judgments=3, seed=11)
+    tokenizer = PTBTokenizer()
+    gts = tokenizer.tokenize({i: [{"caption": r} for r in refs] for i, refs in enumerate(references)})
+    res = tokenizer.tokenize({i: [{"caption": c}] for i, c in enumerate(candidates)})
+    out = Baselines("coco").compute(predictions=candidates, references=references, progress=False)
+    ref_bleu, ref_bleu_items = Bleu(4).compute_score(gts, res, verbose=0)
+    for k in range(4):
+        assert out[f"corpus_bleu_{k + 1}"] == pytest.approx(ref_bleu[k], abs=1e-12)
+        np.testing.assert_allclose(out[f"bleu_{k + 1}"], ref_bleu_items[k], rtol=0, atol=1e-6)
+    ref_rouge, ref_rouge_items = Rouge().compute_score(gts, res)
+    assert out["corpus_rouge_l"] == pytest.approx(ref_rouge, abs=1e-12)
+    np.testing.assert_allclose(out["rouge_l"], ref_rouge_items, rtol=0, atol=1e-6)
+    ref_cider, ref_cider_items = Cider().compute_score(gts, res)
+    assert out["corpus_cider"] == pytest.approx(ref_cider, abs=1e-9)
+    np.testing.assert_allclose(out["cider"], ref_cider_items, rtol=0, atol=1e-6)
+    assert np.std(out["cider"]) > 0.5

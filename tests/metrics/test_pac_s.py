@@ -109,6 +109,41 @@ def test_pac_s_matches_open_clip_and_the_authors_formula(tmp_path, images, backb
     assert np.max(np.abs(other_cos - cos)) > 1e-3
 
 
+def test_weights_are_used_as_stored_as_the_authors_scripts_load_them(tmp_path, images):
+    """Their scripts call model.float() before load_state_dict(checkpoint): the checkpoint's float32 weights are
+    used as stored. open_clip's OpenAI builder rounds the linear, convolution and attention weights and the two
+    projections to float16 as OpenAI's clip.load(<file>) does; fp16_weights=True reproduces that path, and the
+    difference is larger than the tolerance, so either comparison can fail."""
+    state = openai_clip_state(VOCAB, seed=4)
+    checkpoint = _save(state, tmp_path / "pac.pth")
+    mean, std = open_clip.OPENAI_DATASET_MEAN, open_clip.OPENAI_DATASET_STD
+    _, pac, ref = _peer_scores(_peer_model(state, False), images, mean, std)
+    rounded = open_clip.model.build_model_from_openai_state_dict({k: v.clone() for k, v in state.items()}).float()
+    _, pac16, ref16 = _peer_scores(rounded.eval(), images, mean, std)
+    assert max(np.abs(pac16 - pac).max(), np.abs(ref16 - ref).max()) > 1e-4  # the rounding shows
+
+    stored = mmjudge.load("pac_s", "ref_pac_s", checkpoint=checkpoint)
+    out = stored.compute(predictions=CAPTIONS, images=images, references=REFERENCES, progress=False)
+    np.testing.assert_allclose(out["pac_s"], pac, atol=2e-6, rtol=0)
+    np.testing.assert_allclose(out["ref_pac_s"], ref, atol=2e-6, rtol=0)
+    assert "fp16_weights" not in str(stored.signature)
+
+    as_clip_load = mmjudge.load("pac_s", "ref_pac_s", checkpoint=checkpoint, fp16_weights=True)
+    out16 = as_clip_load.compute(predictions=CAPTIONS, images=images, references=REFERENCES, progress=False)
+    np.testing.assert_allclose(out16["pac_s"], pac16, atol=2e-6, rtol=0)
+    np.testing.assert_allclose(out16["ref_pac_s"], ref16, atol=2e-6, rtol=0)
+    assert "fp16_weights=1" in str(as_clip_load.signature)
+    assert as_clip_load.encoder.model_identity != stored.encoder.model_identity  # embeddings cached apart
+
+    plus = _save(openai_clip_state(VOCAB, lora_rank=4, seed=4), tmp_path / "PAC++.pth")
+    with pytest.raises(ValueError, match=r"never loaded that way: drop fp16_weights"):
+        mmjudge.load("pac_s", "pac_s_plus", checkpoint=plus, fp16_weights=True)
+    with pytest.raises(ValueError, match=r"never loaded that way"):
+        mmjudge.load("pac_s", checkpoint=checkpoint, backbone="open_clip_ViT-L/14", fp16_weights=True)
+    with pytest.raises(ValueError, match=r"Expected argument `fp16_weights` to be true or false"):
+        mmjudge.load("pac_s", checkpoint=checkpoint, fp16_weights="yes")
+
+
 def _folded_by_hand(state):
     """The authors' LoRA CLIP at evaluation: attention in/out projections and the patch convolution add
     B·A·(lora_alpha / r) = B·A / 4; the MLP layers are marked merged when their model is built, so their

@@ -27,12 +27,23 @@ _SMALL = 1e-9
 
 
 def compute_bleu(
-    candidates: Sequence[str], references: Sequence[Sequence[str]], n: int = 4, counts: NgramCounts | None = None
+    candidates: Sequence[str],
+    references: Sequence[Sequence[str]],
+    n: int = 4,
+    counts: NgramCounts | None = None,
+    multiplicity: np.ndarray | None = None,
 ) -> tuple[list[float], np.ndarray]:
     """Corpus BLEU-1..n (list of ``n`` floats) and per-item BLEU-1..n (array of shape ``(n, items)``).
 
     ``counts``: the call's n-gram counts from :func:`mmjudge.metrics.baselines.count_pair_ngrams`, to share the
-    counting with CIDEr-D (computed here when not given)."""
+    counting with CIDEr-D (computed here when not given). ``multiplicity``: how many rows each item stands
+    for (:mod:`mmjudge.metrics.baselines.distinct`); the corpus figure pools each item's counts that often.
+
+    >>> cands, refs = ["a dog runs", "a cat"], [["a dog runs fast"], ["one cat sleeps"]]
+    >>> corpus, _ = compute_bleu(cands, refs, multiplicity=[2, 1])
+    >>> corpus == compute_bleu([cands[0], *cands], [refs[0], *refs])[0] != compute_bleu(cands, refs)[0]
+    True
+    """
     n_items = len(candidates)
     item_of_ref, counts = pair_counts(candidates, references, n, counts)
     grams = max(counts.n_grams, 1)
@@ -59,8 +70,13 @@ def compute_bleu(
     group_starts = np.concatenate([[0], np.cumsum([len(r) for r in references])[:-1]])
     ref_lengths = (np.minimum.reduceat(keyed, group_starts) % tie_break).astype(np.float64)
     per_item = _bleu_from_stats(correct, guess, test_lengths, ref_lengths)
+    # pooled statistics (integers held as floats: the weighted sums are exact)
+    weight = np.ones(n_items) if multiplicity is None else np.asarray(multiplicity, dtype=np.float64)
     corpus = _bleu_from_stats(
-        correct.sum(0)[None], guess.sum(0)[None], test_lengths.sum()[None], ref_lengths.sum()[None]
+        (correct * weight[:, None]).sum(0)[None],
+        (guess * weight[:, None]).sum(0)[None],
+        (test_lengths * weight).sum()[None],
+        (ref_lengths * weight).sum()[None],
     )
     return [float(x) for x in corpus[:, 0]], per_item
 

@@ -53,20 +53,32 @@ def compute_cider_d(
     n: int = 4,
     sigma: float = 6.0,
     counts: NgramCounts | None = None,
+    multiplicity: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
     """Mean CIDEr-D and per-item CIDEr-D (array of length ``items``); see the module docstring on idf.
 
     ``counts``: the call's n-gram counts from :func:`mmjudge.metrics.baselines.count_pair_ngrams`, to share the
-    counting with BLEU (computed here when not given)."""
+    counting with BLEU (computed here when not given). ``multiplicity``: how many rows each item stands
+    for (:mod:`mmjudge.metrics.baselines.distinct`): the number of items, the document frequencies and the
+    mean count each item that often, so the scores are those of the repeated rows.
+
+    >>> _, once = compute_cider_d(["a dog", "a cat"], [["a dog runs"], ["a cat"]], multiplicity=[2, 1])
+    >>> _, rows = compute_cider_d(["a dog", "a dog", "a cat"], [["a dog runs"], ["a dog runs"], ["a cat"]])
+    >>> once.tolist() == rows[[0, 2]].tolist()
+    True
+    """
     n_items = len(candidates)
     item_of_ref, counts = pair_counts(candidates, references, n, counts)
     grams = max(counts.n_grams, 1)
     is_ref = counts.sentence >= n_items
     ref_sentence = counts.sentence[is_ref] - n_items
     ref_item = item_of_ref[ref_sentence]
-    # document frequency: in how many items' reference sets each n-gram occurs
-    df = np.bincount(distinct(ref_item * grams + counts.gram[is_ref]) % grams, minlength=grams)
-    log_items = math.log(float(n_items))
+    weight = np.ones(n_items) if multiplicity is None else np.asarray(multiplicity, dtype=np.float64)
+    # document frequency: in how many items' reference sets each n-gram occurs (an item counted as many
+    # times as it stands for; whole numbers held as floats, so the sums are exact)
+    item_grams = distinct(ref_item * grams + counts.gram[is_ref])
+    df = np.bincount(item_grams % grams, weight[item_grams // grams], minlength=grams)
+    log_items = math.log(float(weight.sum()))
     idf = log_items - np.log(np.maximum(1.0, df))
     weights = counts.count * idf[counts.gram]
     norms = np.sqrt(
@@ -92,4 +104,5 @@ def compute_cider_d(
     per_ref = (cosines * penalty[:, None]).sum(axis=1)
     refs_per_item = np.array([len(r) for r in references], dtype=np.float64)
     scores = np.bincount(item_of_ref, per_ref, minlength=n_items) / n / refs_per_item * 10.0
-    return float(np.mean(scores)), scores
+    mean = np.mean(scores) if multiplicity is None else np.average(scores, weights=weight)
+    return float(mean), scores

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from mmjudge.metrics.base import Metric
-from mmjudge.metrics.baselines import bartscore, bertscore, bleu, cider, meteor, ngrams, rouge, tokenize
+from mmjudge.metrics.baselines import bartscore, bertscore, bleu, cider, distinct, meteor, ngrams, rouge, tokenize
 from mmjudge.metrics.spec import ChunkScores, InputSpec, Item, MetricSpec, OutputSpec
 
 CONFIGS = ("bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco")
@@ -221,21 +221,7 @@ class Baselines(Metric):
         out: dict[str, Any] = {}
         config = self.config_name
         if config in TOKENIZED:
-            cands, refs = _tokenize(texts, references)
-            counts = ngrams.count_pair_ngrams(cands, refs) if config == "coco" else None  # shared by BLEU, CIDEr-D
-            if config in ("bleu", "coco"):
-                corpus, per_item = bleu.compute_bleu(cands, refs, counts=counts)
-                for k in range(4):
-                    self._put(out, f"bleu_{k + 1}", per_item[k], corpus[k])
-            parts = {
-                "rouge_l": lambda: rouge.compute_rouge_l(cands, refs),
-                "cider": lambda: cider.compute_cider_d(cands, refs, counts=counts),
-                "meteor": lambda: self.scorer.compute_score(cands, refs),
-            }
-            wanted = ["rouge_l", "cider"] + (["meteor"] if self.with_meteor else []) if config == "coco" else [config]
-            for name in (n for n in wanted if n in parts):
-                corpus, per_item = parts[name]()
-                self._put(out, name, per_item, corpus)
+            self._score_tokenized(texts, references, out)
         elif config == "bertscore":
             scores = self.scorer.compute_score(texts, references, progress=progress)
             for part in ("precision", "recall", "f1"):
@@ -253,6 +239,27 @@ class Baselines(Metric):
             out["cider_note"] = [CIDER_ALONE if alone else ""] * len(items)
         values = {k: v for k, v in out.items() if not k.startswith("corpus_")}
         return ChunkScores(values, {k: v for k, v in out.items() if k.startswith("corpus_")})
+
+    def _score_tokenized(self, texts: list[str], references: list[list[str]], out: dict[str, Any]) -> None:
+        """BLEU, ROUGE-L, CIDEr-D (each distinct item once, counted as often as it occurs) and METEOR (every
+        row: its corpus figure is the jar's, over the rows) into ``out``."""
+        config = self.config_name
+        rows = distinct.distinct_items(texts, references)
+        cands, refs = _tokenize(rows.candidates, rows.references)
+        counts = ngrams.count_pair_ngrams(cands, refs) if config == "coco" else None  # shared by BLEU, CIDEr-D
+        if config in ("bleu", "coco"):
+            corpus, per_item = bleu.compute_bleu(cands, refs, counts=counts, multiplicity=rows.multiplicity)
+            for k in range(4):
+                self._put(out, f"bleu_{k + 1}", per_item[k][rows.index], corpus[k])
+        if config in ("rouge_l", "coco"):
+            per_item = rouge.compute_rouge_l(cands, refs)[1][rows.index]
+            self._put(out, "rouge_l", per_item, np.mean(per_item))  # the mean over the rows, as pycocoevalcap's
+        if config in ("cider", "coco"):
+            per_item = cider.compute_cider_d(cands, refs, counts=counts, multiplicity=rows.multiplicity)[1]
+            self._put(out, "cider", per_item[rows.index], np.mean(per_item[rows.index]))
+        if self.with_meteor:
+            corpus, per_item = self.scorer.compute_score([cands[i] for i in rows.index], [refs[i] for i in rows.index])
+            self._put(out, "meteor", per_item, corpus)
 
     @staticmethod
     def _put(out: dict, key: str, per_item: np.ndarray, corpus: float) -> None:

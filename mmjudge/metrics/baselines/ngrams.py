@@ -42,7 +42,45 @@ class NgramCounts:
 
 
 def count_ngrams(sentences: Sequence[str], n: int = 4) -> NgramCounts:
-    """Split on whitespace and count 1..n-grams of every sentence, ids shared across the list."""
+    """Split on whitespace and count 1..n-grams of every sentence, ids shared across the list.
+
+    Each distinct sentence is counted once and its row copied for every repeat (a meta-evaluation gives
+    the same references with every candidate of an image); the ids are those of counting every sentence,
+    since the distinct sentences, in order of first appearance, meet the words in the same order.
+
+    >>> counts = count_ngrams(["a dog", "a cat", "a dog"], n=2)
+    >>> counts.sentence.tolist(), counts.gram.tolist(), counts.lengths.tolist()
+    ([0, 0, 0, 1, 1, 1, 2, 2, 2], [0, 1, 3, 0, 2, 4, 0, 1, 3], [2, 2, 2])
+    """
+    position: dict[str, int] = {}
+    which = np.fromiter(
+        (position.setdefault(sentence, len(position)) for sentence in sentences), dtype=np.int64, count=len(sentences)
+    )
+    if len(position) == len(sentences):
+        return _count_distinct(sentences, n)
+    return _repeat_rows(_count_distinct(list(position), n), which)
+
+
+def _repeat_rows(counts: NgramCounts, which: np.ndarray) -> NgramCounts:
+    """The counts of sentences ``which`` (indices into the rows of ``counts``), as one row each."""
+    sizes = np.bincount(counts.sentence, minlength=len(counts.lengths))
+    starts = np.cumsum(sizes) - sizes  # entries are sorted by sentence: each row is one block
+    row_sizes = sizes[which]
+    row_of_entry = np.repeat(np.arange(len(which), dtype=np.int64), row_sizes)
+    within = np.arange(len(row_of_entry), dtype=np.int64) - np.repeat(np.cumsum(row_sizes) - row_sizes, row_sizes)
+    source = starts[which][row_of_entry] + within
+    return NgramCounts(
+        row_of_entry,
+        counts.gram[source],
+        counts.order[source],
+        counts.count[source],
+        counts.lengths[which],
+        counts.n_grams,
+    )
+
+
+def _count_distinct(sentences: Sequence[str], n: int) -> NgramCounts:
+    """:func:`count_ngrams` of every sentence given (no repeats looked for)."""
     with paused_gc():
         split = [sentence.split() for sentence in sentences]
         lengths = np.fromiter(map(len, split), dtype=np.int64, count=len(split))

@@ -233,3 +233,30 @@ def synthetic_captions(n: int, refs_per_item: int = 5, seed: int = 0) -> tuple[l
         references.append(refs)
         candidates.append(_candidate(rng, refs))
     return candidates, references
+
+
+def flickr8k_expert_shaped(
+    images: int = 1000, pairs: int = 5664, judgments: int = 3, refs_per_image: int = 5, seed: int = 0
+) -> tuple[list[str], list[list[str]]]:
+    """A corpus shaped like Flickr8k-Expert's meta-evaluation: ``images`` images with ``refs_per_image``
+    captions each; ``pairs`` (image, candidate) pairs whose candidate is one of the corpus's captions
+    (mostly another image's), each repeated once per human judgment, with the image's captions as its
+    references. The default is the real shape: 5,664 pairs x 3 judgments = 16,992 rows, 5,000 captions.
+
+    >>> candidates, references = flickr8k_expert_shaped(images=4, pairs=6, judgments=3, seed=0)
+    >>> len(candidates), len(references[0]), candidates[0] == candidates[1] == candidates[2]
+    (18, 5, True)
+    >>> big, refs = flickr8k_expert_shaped()
+    >>> len(big), len({text for group in refs for text in group} | set(big))  # rows, distinct texts
+    (16992, 4993)
+    """
+    rng = random.Random(seed)
+    captions = [[_caption(rng) for _ in range(refs_per_image)] for _ in range(images)]
+    candidates, references = [], []
+    for _ in range(pairs):
+        image = rng.randrange(images)
+        source = image if rng.random() < 0.2 else rng.randrange(images)  # its own caption, or another image's
+        candidate = rng.choice(captions[source])
+        candidates += [candidate] * judgments
+        references += [captions[image]] * judgments
+    return candidates, references

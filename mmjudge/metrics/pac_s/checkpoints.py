@@ -14,6 +14,16 @@ the attention input/output projections and the patch convolution add their LoRA 
 marked merged when their model is built, so at evaluation they use the stored weights as they are and their
 LoRA factors play no part — here neither.
 
+**Precision.** Their evaluation scripts (``compute_correlations.py``, ``compute_correlations_pac++.py``,
+``compute_metrics.py``; Polos's ``validate/compute_correlations.py`` and CaptionEvalKit's ``pacscore_metric.py``
+alike) build the base CLIP with ``clip.load``, call ``model.float()``, and only then
+``model.load_state_dict(checkpoint["state_dict"])``: the checkpoint's weights are used at full precision, and
+so they are here. OpenAI's ``convert_weights`` (run by ``build_model`` inside ``clip.load``) rounds the base
+model's linear, convolution and attention weights and the two projections to float16, but every one of them is
+then overwritten by the checkpoint. Only a checkpoint handed to ``clip.load(<file>)`` itself keeps that rounding
+(measured on tiny random float32 weights: up to 3.7e-4 on RefPAC-S, 2e-4 on the text embeddings);
+:func:`round_like_clip_load` reproduces it (``fp16_weights=True``).
+
 >>> import torch
 >>> state = {"a.attn.in_proj_weight": torch.zeros(6, 2), "a.attn.in_proj_weight_lora_A": torch.ones(1, 2),
 ...          "a.attn.in_proj_weight_lora_B": torch.ones(6, 1)}
@@ -77,6 +87,33 @@ def fold_lora(state: dict[str, Any]) -> dict[str, Any]:
         if LORA in key and key not in used and ".mlp.c_fc." not in key and ".mlp.c_proj." not in key:
             raise ValueError(f"Unexpected LoRA weight {key!r}: not a PAC-S++ checkpoint layout mmjudge knows.")
     return out
+
+
+# The tensors OpenAI's `convert_weights` stores in float16 (their models/clip/model.py): nn.Linear and nn.Conv2d
+# weights and biases, nn.MultiheadAttention's input projection, and the parameters named text_projection / proj.
+_FP16_SUFFIXES = tuple(
+    f".{module}.{part}" for module in ("out_proj", "c_fc", "c_proj") for part in ("weight", "bias")
+) + (".attn.in_proj_weight", ".attn.in_proj_bias")
+_FP16_KEYS = ("visual.conv1.weight", "text_projection", "visual.proj")
+
+
+def round_like_clip_load(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` as OpenAI's ``clip.load(<file>)`` leaves it on the CPU: the tensors its ``convert_weights``
+    makes float16 rounded to float16 and back to float32 (``model.float()`` does not bring the bits back),
+    the embeddings, layer norms and ``logit_scale`` untouched. Not what the authors' evaluation scripts do (see
+    the module's description): for reproducing numbers of a pipeline that loads the checkpoint that way.
+
+    >>> import torch
+    >>> state = {"visual.proj": torch.tensor([1 / 3]), "ln_final.weight": torch.tensor([1 / 3])}
+    >>> {k: f"{v.item():.9f}" for k, v in round_like_clip_load(state).items()}
+    {'visual.proj': '0.333251953', 'ln_final.weight': '0.333333343'}
+    """
+    import torch
+
+    return {
+        key: value.to(torch.float16).to(torch.float32) if key in _FP16_KEYS or key.endswith(_FP16_SUFFIXES) else value
+        for key, value in state.items()
+    }
 
 
 def read_pac_checkpoint(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmjudge.errors import check_batch_size
+from mmjudge.errors import check_batch_size, check_bool
 from mmjudge.images import DEFAULT_MAX_PIXELS
 from mmjudge.metrics.base import Metric
 from mmjudge.metrics.building import given_once
@@ -85,6 +85,11 @@ class PACScore(Metric):
             Hub's ``openai/clip-vit-base-patch32``; or a tokenizer folder, Hub id or ``.txt.gz`` file.
         w, prefix: 2.0 and ``"A photo depicts "``, as published.
         device, dtype, batch_size: float32 on every device by default (the authors' ``model.float()``).
+        fp16_weights: ``False`` (default): the checkpoint's weights as stored, as the authors' evaluation scripts
+            load them (``model.float()`` before ``load_state_dict``). ``True``: rounded as OpenAI's
+            ``clip.load(<checkpoint file>)`` rounds them (``checkpoints.round_like_clip_load``), to reproduce
+            a pipeline that loads it that way; PAC-S on an OpenAI backbone only. Recorded in the signature
+            (``fp16_weights=1``).
         max_pixels: larger images are refused as possible decompression bombs.
         cache: ``False`` (default), ``True`` or a path: also keep embeddings in that SQLite file.
         model: another name for ``checkpoint`` (the CLI's ``--model``).
@@ -107,6 +112,7 @@ class PACScore(Metric):
         max_pixels: int = DEFAULT_MAX_PIXELS,
         cache: Any = False,
         model: str | None = None,
+        fp16_weights: bool = False,
     ):
         self.config_name = self.check_config(config_name)
         plus, self.with_references, self.sentence_average, label = _FLAVOURS[self.config_name]
@@ -120,16 +126,22 @@ class PACScore(Metric):
         w = check_w(w)
         check_batch_size(batch_size)
         self.w, self.prefix, self.max_pixels = float(w), str(prefix), int(max_pixels)
+        self.fp16_weights = check_bool(fp16_weights, "fp16_weights")
         from mmjudge.encoders.checkpoint_files import checkpoint_fingerprint
         from mmjudge.encoders.openai_clip import encoder_from_state
-        from mmjudge.metrics.pac_s.checkpoints import read_pac_checkpoint
+        from mmjudge.metrics.pac_s.checkpoints import read_pac_checkpoint, round_like_clip_load
 
         state, self.backbone = read_pac_checkpoint(checkpoint, plus, backbone)
+        if self.fp16_weights and (plus or self.backbone.hidden_act != "quick_gelu"):
+            raise ValueError(
+                f"fp16_weights=True reproduces OpenAI's clip.load(<checkpoint file>), which builds PAC-S on an OpenAI "
+                f"backbone only; {label} on {self.backbone.name} is never loaded that way: drop fp16_weights."
+            )
         self.checkpoint_id = checkpoint_fingerprint(checkpoint)
         self.encoder = encoder_from_state(
-            state,
+            round_like_clip_load(state) if self.fp16_weights else state,
             self.backbone,
-            self.checkpoint_id,
+            self.checkpoint_id + ("+fp16-weights" if self.fp16_weights else ""),  # embeddings cached apart
             clip_tokenizer,
             device=device,
             dtype=dtype,
@@ -159,6 +171,8 @@ class PACScore(Metric):
         }
         if self.sentence_average:
             fields["sentences"] = SPLIT_VERSION
+        if self.fp16_weights:  # (absent: the weights as stored, the authors' scripts)
+            fields["fp16_weights"] = 1
         return fields
 
     def _score_chunk(self, items: list[Item], progress: bool = False) -> ChunkScores:
