@@ -45,6 +45,9 @@ class Row:
     tools: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     requires_note: str = ""
+    # "module:function" telling whether files the metric reads outside Python are present (SPICE's CoreNLP jars):
+    # called with the row's options it names, it returns (what is needed, the missing sentence or None)
+    check: str = ""
     unavailable: str = ""
     what: str = ""
     note: str = ""

@@ -95,8 +95,8 @@ def test_dry_run_lists_every_cell_of_the_four_tables_with_what_it_needs(capsys, 
     assert len(lines) == 220
     bleu = next(line for line in lines if line.startswith("harmonic_eval_8 · BLEU · F-EX"))
     assert "✓ metric baselines:bleu" in bleu and "✓ data flickr8k_expert" in bleu and bleu.endswith("→ runnable")
-    spice = next(line for line in lines if line.startswith("harmonic_eval_8 · SPICE · F-EX"))
-    assert "not runnable: SPICE is not in mmjudge" in spice
+    tiger = next(line for line in lines if line.startswith("harmonic_eval_8 · TIGEr · F-EX"))
+    assert "not runnable: TIGEr has no implementation in mmjudge" in tiger
     gpt = next(line for line in lines if line.startswith("harmonic_eval_8 · GPT-FLEUR · F-CF"))
     assert "✗ judge openai:gpt-4o-2024-08-06" in gpt and "no data: pass --data-dir flickr8k_cf=DIR" in gpt
     assert "runnable here" in out and "not runnable: no implementation in this mmjudge" in out
@@ -107,12 +107,39 @@ def test_the_dry_run_tells_an_unregistered_metric_from_one_without_implementatio
     from mmjudge.reproduce.output import cell_kind
 
     monkeypatch.setattr(needs_module, "_registered", lambda metric: metric != "baselines")
-    run = plan("harmonic_eval_8", ["bleu", "spice"], ["flickr8k_expert"])
+    run = plan("harmonic_eval_8", ["bleu", "tiger"], ["flickr8k_expert"])
     kinds = {c.row.key: cell_kind(run.needs[c.key]) for c in run.cells}
     assert kinds == {
         "bleu": "not runnable: metric or configuration not registered in this mmjudge",
-        "spice": "not runnable: no implementation in this mmjudge",
+        "tiger": "not runnable: no implementation in this mmjudge",
     }
+
+
+def test_the_dry_run_shows_what_spice_needs_the_corenlp_jars_and_where_they_go(tmp_path, monkeypatch):
+    from mmjudge.metrics.baselines.spice import CORENLP_JARS
+    from mmjudge.reproduce.output import cell_kind
+
+    monkeypatch.setenv("MMJUDGE_CORENLP_DIR", str(tmp_path))
+    run = plan(
+        "harmonic_eval_8",
+        ["spice"],
+        ["flickr8k_expert"],
+        settings(tmp_path, data_dirs={"flickr8k_expert": str(FIXTURE)}),
+    )
+    [cell] = run.cells
+    files = next(n for n in run.needs[cell.key] if n.what == "files")
+    assert files.detail == f"the CoreNLP 3.6.0 jars in {tmp_path}" and files.present is False
+    assert files.missing.startswith("SPICE needs Stanford CoreNLP 3.6.0 (stanford-corenlp-3.6.0.jar and ")
+    assert cell_kind(run.needs[cell.key]) == "runnable with files"
+    for name in CORENLP_JARS:
+        (tmp_path / name).write_bytes(b"")
+    run = plan(
+        "harmonic_eval_8",
+        ["spice"],
+        ["flickr8k_expert"],
+        settings(tmp_path, data_dirs={"flickr8k_expert": str(FIXTURE)}),
+    )
+    assert next(n for n in run.needs[cell.key] if n.what == "files").present is True
 
 
 # --- running cells ------------------------------------------------------------------------------------
@@ -304,16 +331,16 @@ def test_cells_that_cannot_run_say_why(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     s = settings(tmp_path, data_dirs={"flickr8k_expert": str(FIXTURE)})
     run = reproduce(
-        "harmonic_eval_8", ["spice", "polos", "gpt_fleur", "fleur", "clip_s"], ["flickr8k_expert", "composite"], s
+        "harmonic_eval_8", ["tiger", "polos", "gpt_fleur", "fleur", "clip_s"], ["flickr8k_expert", "composite"], s
     )
     why = {key.split("/", 1)[1]: r.reason for key, r in run.results.items()}
     assert all(r.status == "not_run" for r in run.results.values())
-    assert why["spice/f_ex"].startswith("SPICE is not in mmjudge")
+    assert why["tiger/f_ex"] == "TIGEr has no implementation in mmjudge"
     assert why["polos/f_ex"].endswith("pass --option polos:checkpoint=FILE (metrics/polos/README.md)")
     assert why["gpt_fleur/f_ex"].startswith("no images: ")  # the fixture has no image folder
     assert why["gpt_fleur/com"] == "no data: pass --data-dir composite=DIR"
     md = markdown(run)
-    assert "— (1)" in md and "1. SPICE is not in mmjudge" in md
+    assert "— (1)" in md and "1. TIGEr has no implementation in mmjudge" in md
 
 
 def test_longcap_cells_read_their_split_and_criterion_and_times_are_measured(tmp_path):
