@@ -21,6 +21,7 @@ DATASETS = Registry(
         "flickr8k_expert": "mmjudge.datasets.flickr8k_expert:Flickr8kExpert",
         "foil": "mmjudge.datasets.foil:FOIL",
         "longcap_arena": "mmjudge.datasets.longcap_arena:LongCapArena",
+        "detailcaps": "mmjudge.datasets.detailcaps:DetailCaps",
         "mmhe": "mmjudge.datasets.mmhe:MMHE",
         "nebula": "mmjudge.datasets.nebula:Nebula",
         "pascal50s": "mmjudge.datasets.pascal50s:Pascal50S",
