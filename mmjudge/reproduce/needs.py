@@ -25,7 +25,7 @@ from typing import Any
 from mmjudge.reproduce.tables import Cell, Row
 
 # Benchmarks a loader can fetch from the Hugging Face Hub when no data folder is given.
-HUB_BENCHMARKS = ("longcap_arena", "nebula", "polaris")
+HUB_BENCHMARKS = ("longcap_arena", "nebula", "polaris", "detailcaps")
 # Where each benchmark's images are (folder names, anywhere under its data folder), besides Parquet files
 # that embed them.
 IMAGE_FOLDERS = {
