@@ -122,6 +122,33 @@ def debian_wordnet(target: Path, source: Path | None = None) -> Path | None:
     return target
 
 
+def data_need(nltk_data: str | os.PathLike | None = None) -> tuple[str, str | None]:
+    """``(what is needed, the missing sentence or None)`` for ``mmjudge reproduce``'s dry run: NLTK and its three
+    data packages (WordNet may be Debian's), found without loading any of them."""
+    import importlib.util
+
+    what = "NLTK with punkt_tab, averaged_perceptron_tagger_eng and wordnet"
+    if importlib.util.find_spec("nltk") is None:
+        return what, "CAPTURE needs NLTK: pip install 'nltk>=3.9'"
+    import nltk
+
+    paths = ([str(Path(nltk_data).expanduser())] if nltk_data else []) + list(nltk.data.path)
+    missing = [name for name, resource in RESOURCES.items() if not _found_in(nltk, resource, paths)]
+    if not _found_in(nltk, "corpora/wordnet", paths) and not (DEBIAN_WORDNET / "index.sense").is_file():
+        missing.append("wordnet")
+    if not missing:
+        return what, None
+    return what, f"CAPTURE needs NLTK data that is not here: {', '.join(missing)} (`{DOWNLOAD}`, then nltk_data=)"
+
+
+def _found_in(nltk: Any, resource: str, paths: list[str]) -> bool:
+    try:
+        nltk.data.find(resource, paths=paths)
+    except LookupError:
+        return False
+    return True
+
+
 class TextTools:
     """Sentences, nouns, lemmas and synonyms through NLTK, its data checked when built.
 
