@@ -50,6 +50,8 @@ EXTRAS = {
     # rescaling reads the bert-score package's files.
     "baselines": ["pycocoevalcap>=1.2", "bert-score>=0.3.13"],
     "metaeval": ["matplotlib>=3.7"],
+    # CAPTURE's sentence splitting, tagging and WordNet (its data: metrics/capture/README.md).
+    "capture": ["nltk>=3.9"],
     "space": ["gradio>=6.0", "pandas>=2.0"],
     "leaderboard": ["gradio>=6.0", "pandas>=2.0", "huggingface-hub>=0.30"],
     "vela": ["peft>=0.13", "safetensors>=0.4"],
@@ -65,6 +67,7 @@ EXTRAS = {
     # check Long-CLIP conversion against open_clip, and train VELA with peft.
     "test": [
         "pytest>=8",
+        "nltk>=3.9",
         "matplotlib>=3.7",
         "gguf>=0.10",
         "pycocoevalcap>=1.2",

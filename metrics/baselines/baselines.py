@@ -29,8 +29,9 @@ Reference-based captioning metrics with the numbers captioning papers report. BL
 (beta 1.2), CIDEr-D (sigma 6) and METEOR 1.5 reproduce pycocoevalcap exactly, PTB tokenisation and
 lower-casing included (tokenisation, BLEU, ROUGE-L and CIDEr-D in pure Python; METEOR runs the official
 jar, which needs Java). BERTScore (default roberta-large, layer 17) and BARTScore (default
-facebook/bart-large-cnn) load models with transformers. Configurations: bleu, rouge_l, meteor, cider,
-bertscore, bartscore. CIDEr-D's document frequencies come from the references of the whole call.
+facebook/bart-large-cnn) load models with transformers. SPICE runs pycocoevalcap's spice-1.0.jar (Java and
+Stanford CoreNLP 3.6.0's two jars, which you provide). Configurations: bleu, rouge_l, meteor, cider, spice,
+bertscore, bartscore, coco. CIDEr-D's document frequencies come from the references of the whole call.
 """
 
 _KWARGS_DESCRIPTION = """
@@ -40,6 +41,7 @@ Args:
 Returns (per configuration; every per-sample list comes with `corpus_<key>` and `mean_<key>`):
     bleu: bleu_1 .. bleu_4 (`list` of `float`); corpus_bleu_k is pycocoevalcap's corpus BLEU.
     rouge_l: rouge_l. cider: cider (CIDEr-D). meteor: meteor (corpus_meteor from pooled statistics).
+    spice: spice (the "All" F-score) and spice_object .. spice_size (NaN where the references lack the category).
     bertscore: bertscore_precision, bertscore_recall, bertscore_f1. bartscore: bartscore.
     signature (`str`): package version, configuration, tokenizer, model and options.
 Examples:

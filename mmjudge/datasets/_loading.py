@@ -24,6 +24,7 @@ DATASETS = Registry(
         "longcap_arena": "mmjudge.datasets.longcap_arena:LongCapArena",
         "mllm_judge": "mmjudge.datasets.mllm_judge:MLLMJudge",
         "mm_rewardbench": "mmjudge.datasets.mm_rewardbench:MMRewardBench",
+        "detailcaps": "mmjudge.datasets.detailcaps:DetailCaps",
         "mmhe": "mmjudge.datasets.mmhe:MMHE",
         "multi_crit": "mmjudge.datasets.multi_crit:MultiCrit",
         "nebula": "mmjudge.datasets.nebula:Nebula",

@@ -169,6 +169,14 @@ POLARIS_COLUMNS = ("refs", "cand", "img", "human_score")
 # Split names as a Hub repository spells them in its files: <split>-*.parquet, or a folder per split.
 HUB_SPLITS = {"train": ("train",), "validation": ("validation", "val"), "test": ("test",)}
 
+# --- DetailCaps-4870 (Dong et al. 2024, the CAPTURE paper) ------------------------------------------------
+# One Parquet file, one row per image (columns as lmms-eval's detailcaps task and public loaders read them);
+# licence cc-by-nc-sa-4.0 (the Hub card).
+DETAILCAPS_REPO = "foundation-multimodal-models/DetailCaps-4870"
+DETAILCAPS_COLUMNS = {"image": "image", "source": "source", "binary": "binary", "scores": "GPT4_Eval"}
+DETAILCAPS_REFERENCES = ("GT_Caption_GPT4O", "GT_Caption_GPT4V", "GT_Caption_Gemini15Pro")
+DETAILCAPS_MODELS = ("CogVLM", "ShareCaptioner", "LLaVA_v15")
+
 # --- THumB 1.0 (Kasai et al. 2022) ----------------------------------------------------------------------
 THUMB_REPO = "https://github.com/jungokasai/THumB"
 THUMB_URLS = {
@@ -371,6 +379,7 @@ LAYOUTS: dict[str, tuple[Layout, ...]] = {
             ),
         ),
     ),
+    "detailcaps": (Layout("parquet", (), f"the Hub dataset {DETAILCAPS_REPO}", parquet=""),),
 }
 
 # What was checked against real upstream files (from public mirrors; nothing else could be downloaded):
@@ -407,4 +416,6 @@ VERIFIED: dict[str, Any] = {
     "(a tie) not seen; fixtures only",
     "caparena": "fields from the authors' code (vlm_as_a_judge.py, caparena_metrics.py @ c251cdd); the file itself "
     "(box.nju.edu.cn) not reachable here; fixtures only",
+    "detailcaps": "columns from public loaders (lmms-eval's detailcaps task: the three GT_Caption_* references; a "
+    "public loader: binary, the candidate columns, GPT4_Eval); the file itself not read here; fixtures only",
 }

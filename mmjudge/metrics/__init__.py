@@ -17,6 +17,7 @@ METRICS = Registry(
     "metric",
     {
         "baselines": "mmjudge.metrics.baselines:Baselines",
+        "capture": "mmjudge.metrics.capture:CAPTURE",
         "clip_score": "mmjudge.metrics.clip_score:CLIPScore",
         "fleur": "mmjudge.metrics.fleur:FLEUR",
         "harmonic_eval": "mmjudge.metrics.harmonic_eval:HarmonicEval",

@@ -1,14 +1,15 @@
 """What a cell needs to be recomputed, and which of those are here: the benchmark's data folder (and its
 images, for metrics that look at them), the metric itself, its weights, a judge behind an API, a GPU, a
-program (Java for METEOR), options only the user can give. Nothing is loaded or downloaded to find out:
-weights are looked up in the local Hugging Face cache, an API judge by its key's environment variable.
+program (Java for METEOR), files a metric reads outside Python (SPICE's CoreNLP jars), options only the user
+can give. Nothing is loaded or downloaded to find out: weights are looked up in the local Hugging Face cache,
+an API judge by its key's environment variable.
 
 >>> from mmjudge.reproduce.tables import load_tables
->>> cell = next(c for c in load_tables()["harmonic_eval_8"].cells() if c.row.key == "spice")
+>>> cell = next(c for c in load_tables()["harmonic_eval_8"].cells() if c.row.key == "tiger")
 >>> [(n.what, n.present) for n in cell_needs(cell, data_dirs={}, options={}, scored=False)][:2]
 [('metric', False), ('data', False)]
 >>> first_missing(cell_needs(cell, data_dirs={}, options={}, scored=False))
-'SPICE is not in mmjudge: it needs Stanford CoreNLP models downloaded at run time (docs/baselines.md)'
+'TIGEr has no implementation in mmjudge'
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from mmjudge.reproduce.tables import Cell, Row
 
 # Benchmarks a loader can fetch from the Hugging Face Hub when no data folder is given.
-HUB_BENCHMARKS = ("longcap_arena", "nebula", "polaris")
+HUB_BENCHMARKS = ("longcap_arena", "nebula", "polaris", "detailcaps")
 # Where each benchmark's images are (folder names, anywhere under its data folder), besides Parquet files
 # that embed them.
 IMAGE_FOLDERS = {
@@ -81,7 +82,22 @@ def cell_needs(cell: Cell, data_dirs: Mapping[str, str], options: Mapping[str, A
     for tool in cell.row.tools:
         found = shutil.which(tool) is not None
         needs.append(Need("tool", tool, found, f"{cell.row.label} needs `{tool}` on PATH (not found)"))
+    if cell.row.check:
+        needs.append(_files_need(cell.row.check, options))
     return needs
+
+
+def _files_need(check: str, options: Mapping[str, Any]) -> Need:
+    """The catalogue's ``check = "module:function"``: called with the options it names, it answers
+    ``(what is needed, the missing sentence or None)`` without loading anything."""
+    import importlib
+    import inspect
+
+    module, _, name = check.partition(":")
+    function = getattr(importlib.import_module(module), name)
+    wanted = inspect.signature(function).parameters
+    detail, missing = function(**{k: v for k, v in options.items() if k in wanted})
+    return Need("files", detail, missing is None, missing or "")
 
 
 def _registered(metric: str | None) -> bool:

@@ -123,7 +123,7 @@ def cell_kind(needs) -> str:
     >>> from mmjudge.reproduce.needs import Need
     >>> cell_kind([Need("metric", "PAC-S", False, "pac_s is not registered", unregistered=True)])
     'not runnable: metric or configuration not registered in this mmjudge'
-    >>> cell_kind([Need("metric", "SPICE", False, "SPICE is not in mmjudge"), Need("data", "x", False)])
+    >>> cell_kind([Need("metric", "TIGEr", False, "TIGEr is not in mmjudge"), Need("data", "x", False)])
     'not runnable: no implementation in this mmjudge'
     >>> cell_kind([Need("metric", "BLEU", True), Need("data", "x", False), Need("images", "y", False)])
     'runnable with data + images'

@@ -85,9 +85,9 @@ def reproduce(
     """Recompute the selected cells (see the module); ``settings.out`` also receives ``cells.json``, ``cells.md``
     and ``cells.csv`` (:func:`mmjudge.reproduce.output.write`).
 
-    >>> r = reproduce("harmonic_eval_8", metrics=["spice"], settings=Settings(progress=False))
-    >>> [(res.status, res.reason[:24]) for res in r.results.values()][0]
-    ('not_run', 'SPICE is not in mmjudge:')
+    >>> r = reproduce("harmonic_eval_8", metrics=["tiger"], settings=Settings(progress=False))
+    >>> [(res.status, res.reason) for res in r.results.values()][0]
+    ('not_run', 'TIGEr has no implementation in mmjudge')
     """
     from mmjudge.reproduce import scoring
 

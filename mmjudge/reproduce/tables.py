@@ -2,11 +2,12 @@
 printed numbers) and one catalogue of how each row is computed (``tables/catalogue.toml``).
 
 A **cell** is one published number: a row (a metric) × a column (a benchmark, its split and human criterion,
-a measure, and how many references the metric sees). Its ``source`` says where the number is printed.
+a measure, and how many references the metric sees). Its ``source`` says where the number is printed: the
+table's source, or the row's own where a table gathers rows from several papers (``beyond_1``).
 
 >>> tables = load_tables()
 >>> sorted(tables)
-['fleur_1', 'harmonic_eval_8', 'harmonic_eval_9', 'vela_1']
+['beyond_1', 'fleur_1', 'harmonic_eval_8', 'harmonic_eval_9', 'vela_1']
 >>> cell = next(c for c in tables["harmonic_eval_8"].cells() if c.row.key == "bleu" and c.column.key == "f_ex")
 >>> cell.benchmark, cell.measure, cell.published, cell.source
 ('flickr8k_expert', 'tau_c', 30.8, 'HarmonicEval paper (Ohi et al.), Table 8, row BLEU, column F-EX τc')
@@ -24,8 +25,8 @@ from typing import Any
 from mmjudge.prompts import read_toml
 
 HERE = Path(__file__).parent / "tables"
-MEASURES = ("tau_b", "tau_c", "accuracy")
-MEASURE_LABELS = {"tau_b": "τ-b", "tau_c": "τ-c", "accuracy": "accuracy"}
+MEASURES = ("tau_b", "tau_c", "pearson", "accuracy")
+MEASURE_LABELS = {"tau_b": "τ-b", "tau_c": "τ-c", "pearson": "Pearson r", "accuracy": "accuracy"}
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,15 @@ class Row:
     tools: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     requires_note: str = ""
+    # "module:function" telling whether files the metric reads outside Python are present (SPICE's CoreNLP jars):
+    # called with the row's options it names, it returns (what is needed, the missing sentence or None)
+    check: str = ""
     unavailable: str = ""
     what: str = ""
     note: str = ""
     time_ms: float | None = None
     cell_notes: dict = field(default_factory=dict)  # column key -> what is known about that cell's number
+    source: str = ""  # where this row's numbers are printed, when not the table's own source (rows from other papers)
 
     @property
     def name(self) -> str:
@@ -129,7 +134,7 @@ class Table:
                     column=column,
                     published=float(value),
                     spread=self.spread[row.key].get(column.key),
-                    source=f"{self.source}, row {row.label}, column {column.label}",
+                    source=f"{row.source or self.source}, row {row.label}, column {column.label}",
                 )
 
 
@@ -169,6 +174,7 @@ def load_table(path: str | Path, catalogue: dict[str, dict[str, Any]] | None = N
                 note=entry.get("note", ""),
                 time_ms=entry.get("time_ms"),
                 cell_notes=dict(entry.get("cell_notes", {})),
+                source=entry.get("source", ""),
                 **how,
             )
         )

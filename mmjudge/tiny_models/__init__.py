@@ -16,6 +16,7 @@ never quality.
 from __future__ import annotations
 
 from mmjudge.tiny_models._tokenizers import PathLike
+from mmjudge.tiny_models.capture import tiny_nltk_data, tiny_scene_graph_parser, tiny_sentence_encoder
 from mmjudge.tiny_models.checks import TransformersCheck, check_with_transformers
 from mmjudge.tiny_models.clip import tiny_clip
 from mmjudge.tiny_models.text import tiny_text_lm
@@ -25,6 +26,9 @@ __all__ = [
     "tiny_text_lm",
     "tiny_vlm",
     "tiny_clip",
+    "tiny_scene_graph_parser",
+    "tiny_sentence_encoder",
+    "tiny_nltk_data",
     "tiny_answering_llava",
     "tiny_answering_vlm",
     "build",
@@ -34,7 +38,7 @@ __all__ = [
     "TransformersCheck",
 ]
 
-FAMILIES = (*VLM_FAMILIES, "clip", "long_clip", "text_lm")
+FAMILIES = (*VLM_FAMILIES, "clip", "long_clip", "text_lm", "scene_graph_t5", "sentence_encoder")
 
 
 def build(directory: PathLike, family: str, seed: int = 0) -> str:
@@ -47,4 +51,8 @@ def build(directory: PathLike, family: str, seed: int = 0) -> str:
         return tiny_clip(directory, max_position_embeddings=248, seed=seed)
     if family == "text_lm":
         return tiny_text_lm(directory, seed=seed)
+    if family == "scene_graph_t5":
+        return tiny_scene_graph_parser(directory, seed=seed)
+    if family == "sentence_encoder":
+        return tiny_sentence_encoder(directory, seed=seed)
     raise ValueError(f"Unknown tiny model family {family!r}. Expected one of: {', '.join(FAMILIES)}.")

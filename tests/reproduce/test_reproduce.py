@@ -71,7 +71,7 @@ def fixture_judgments(tmp_path):
 def test_every_table_cell_has_a_measure_a_number_and_a_source():
     tables = load_tables()
     counts = {name: sum(1 for _ in t.cells()) for name, t in tables.items()}
-    assert counts == {"fleur_1": 6, "harmonic_eval_8": 84, "harmonic_eval_9": 10, "vela_1": 120}
+    assert counts == {"beyond_1": 14, "fleur_1": 6, "harmonic_eval_8": 84, "harmonic_eval_9": 10, "vela_1": 120}
     by = {(c.table, c.row.key, c.column.key): c for t in tables.values() for c in t.cells()}
     # Spot checks against the papers (HarmonicEval Tables 8, 9; VELA Table 1; FLEUR Table 1).
     assert by[("harmonic_eval_8", "meteor", "f_ex")].published == 41.8
@@ -84,7 +84,8 @@ def test_every_table_cell_has_a_measure_a_number_and_a_source():
     assert by[("vela_1", "bleu", "b_rel")].published == -10.1
     assert by[("fleur_1", "fleur", "f_ex")].source.startswith("FLEUR paper (Lee et al., ACL 2024), Table 1")
     for cell in by.values():
-        assert cell.measure in ("tau_b", "tau_c", "accuracy") and cell.source and math.isfinite(cell.published)
+        assert cell.measure in ("tau_b", "tau_c", "pearson", "accuracy")
+        assert cell.source and math.isfinite(cell.published)
 
 
 def test_dry_run_lists_every_cell_of_the_four_tables_with_what_it_needs(capsys, tmp_path, monkeypatch):
@@ -92,14 +93,64 @@ def test_dry_run_lists_every_cell_of_the_four_tables_with_what_it_needs(capsys, 
     assert main(["reproduce", "--dry-run", "--table", "all", "--data-dir", f"flickr8k_expert={FIXTURE}"]) == 0
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if " → " in line]
-    assert len(lines) == 220
+    assert len(lines) == 234
     bleu = next(line for line in lines if line.startswith("harmonic_eval_8 · BLEU · F-EX"))
     assert "✓ metric baselines:bleu" in bleu and "✓ data flickr8k_expert" in bleu and bleu.endswith("→ runnable")
-    spice = next(line for line in lines if line.startswith("harmonic_eval_8 · SPICE · F-EX"))
-    assert "not runnable: SPICE is not in mmjudge" in spice
+    tiger = next(line for line in lines if line.startswith("harmonic_eval_8 · TIGEr · F-EX"))
+    assert "not runnable: TIGEr has no implementation in mmjudge" in tiger
     gpt = next(line for line in lines if line.startswith("harmonic_eval_8 · GPT-FLEUR · F-CF"))
     assert "✗ judge openai:gpt-4o-2024-08-06" in gpt and "no data: pass --data-dir flickr8k_cf=DIR" in gpt
     assert "runnable here" in out and "not runnable: no implementation in this mmjudge" in out
+
+
+def test_beyond_1_rows_name_their_own_source_and_capture_cells_run_from_scores(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = load_tables()
+    capture = {c.column.key: c for c in tables["beyond_1"].cells() if c.row.key == "capture"}
+    assert (capture["dc_pcc"].published, capture["dc_tau"].published) == (50.91, 38.61)
+    assert (capture["dc_pcc"].measure, capture["dc_tau"].measure) == ("pearson", "tau_b")
+    assert capture["dc_tau"].source == (
+        "CAPTURE README (github foundation-multimodal-models/CAPTURE @ 0985003), consistency table, row CAPTURE, "
+        "column DetailCaps τ"
+    )
+    assert "DetailCaps-100 (not public)" in capture["dc_pcc"].note
+    # A DetailCaps fixture in the upstream columns (ours) and someone's per-item CAPTURE scores
+    rng = np.random.default_rng(3)
+    root = tmp_path / "dc"
+    root.mkdir()
+    models = ("CogVLM", "ShareCaptioner", "LLaVA_v15")
+    rows = [
+        {
+            "image": f"img{i}.jpg",
+            "source": "COCO",
+            "binary": None,
+            **{k: f"reference {k} {i}" for k in ("GT_Caption_GPT4O", "GT_Caption_GPT4V", "GT_Caption_Gemini15Pro")},
+            **{m: f"caption by {m} of image {i}" for m in models},
+            "GPT4_Eval": json.dumps({m: float(rng.integers(1, 6)) for m in models}),
+        }
+        for i in range(12)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), root / "DetailCaps-4870.parquet")
+    from mmjudge.datasets import human_judgments
+
+    hj = human_judgments("detailcaps", data_dir=str(root), cache_dir=str(tmp_path / "hf"))
+    scores = {item["id"]: float(rng.random()) for item in hj.items}
+    path = tmp_path / "capture.jsonl"
+    path.write_text("".join(json.dumps({"id": k, "score": v}) + "\n" for k, v in scores.items()))
+    s = settings(
+        tmp_path,
+        data_dirs={"detailcaps": str(root)},
+        dataset_options={"detailcaps": {"cache_dir": str(tmp_path / "hf")}},
+        scores={("capture", "detailcaps"): [str(path)]},
+    )
+    run = reproduce("beyond_1", ["capture"], ["detailcaps"], s)
+    metric = [scores[r["id"]] for r in hj.ratings]
+    human = [r["score"] for r in hj.ratings]
+    pcc, tau = run.results["beyond_1/capture/dc_pcc"], run.results["beyond_1/capture/dc_tau"]
+    assert pcc.ours == pytest.approx(100 * scipy.stats.pearsonr(metric, human)[0], abs=1e-3)
+    assert tau.ours == pytest.approx(100 * scipy.stats.kendalltau(metric, human, variant="b")[0], abs=1e-3)
 
 
 def test_the_dry_run_tells_an_unregistered_metric_from_one_without_implementation(monkeypatch):
@@ -107,12 +158,39 @@ def test_the_dry_run_tells_an_unregistered_metric_from_one_without_implementatio
     from mmjudge.reproduce.output import cell_kind
 
     monkeypatch.setattr(needs_module, "_registered", lambda metric: metric != "baselines")
-    run = plan("harmonic_eval_8", ["bleu", "spice"], ["flickr8k_expert"])
+    run = plan("harmonic_eval_8", ["bleu", "tiger"], ["flickr8k_expert"])
     kinds = {c.row.key: cell_kind(run.needs[c.key]) for c in run.cells}
     assert kinds == {
         "bleu": "not runnable: metric or configuration not registered in this mmjudge",
-        "spice": "not runnable: no implementation in this mmjudge",
+        "tiger": "not runnable: no implementation in this mmjudge",
     }
+
+
+def test_the_dry_run_shows_what_spice_needs_the_corenlp_jars_and_where_they_go(tmp_path, monkeypatch):
+    from mmjudge.metrics.baselines.spice import CORENLP_JARS
+    from mmjudge.reproduce.output import cell_kind
+
+    monkeypatch.setenv("MMJUDGE_CORENLP_DIR", str(tmp_path))
+    run = plan(
+        "harmonic_eval_8",
+        ["spice"],
+        ["flickr8k_expert"],
+        settings(tmp_path, data_dirs={"flickr8k_expert": str(FIXTURE)}),
+    )
+    [cell] = run.cells
+    files = next(n for n in run.needs[cell.key] if n.what == "files")
+    assert files.detail == f"the CoreNLP 3.6.0 jars in {tmp_path}" and files.present is False
+    assert files.missing.startswith("SPICE needs Stanford CoreNLP 3.6.0 (stanford-corenlp-3.6.0.jar and ")
+    assert cell_kind(run.needs[cell.key]) == "runnable with files"
+    for name in CORENLP_JARS:
+        (tmp_path / name).write_bytes(b"")
+    run = plan(
+        "harmonic_eval_8",
+        ["spice"],
+        ["flickr8k_expert"],
+        settings(tmp_path, data_dirs={"flickr8k_expert": str(FIXTURE)}),
+    )
+    assert next(n for n in run.needs[cell.key] if n.what == "files").present is True
 
 
 # --- running cells ------------------------------------------------------------------------------------
@@ -304,16 +382,16 @@ def test_cells_that_cannot_run_say_why(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     s = settings(tmp_path, data_dirs={"flickr8k_expert": str(FIXTURE)})
     run = reproduce(
-        "harmonic_eval_8", ["spice", "polos", "gpt_fleur", "fleur", "clip_s"], ["flickr8k_expert", "composite"], s
+        "harmonic_eval_8", ["tiger", "polos", "gpt_fleur", "fleur", "clip_s"], ["flickr8k_expert", "composite"], s
     )
     why = {key.split("/", 1)[1]: r.reason for key, r in run.results.items()}
     assert all(r.status == "not_run" for r in run.results.values())
-    assert why["spice/f_ex"].startswith("SPICE is not in mmjudge")
+    assert why["tiger/f_ex"] == "TIGEr has no implementation in mmjudge"
     assert why["polos/f_ex"].endswith("pass --option polos:checkpoint=FILE (metrics/polos/README.md)")
     assert why["gpt_fleur/f_ex"].startswith("no images: ")  # the fixture has no image folder
     assert why["gpt_fleur/com"] == "no data: pass --data-dir composite=DIR"
     md = markdown(run)
-    assert "— (1)" in md and "1. SPICE is not in mmjudge" in md
+    assert "— (1)" in md and "1. TIGEr has no implementation in mmjudge" in md
 
 
 def test_longcap_cells_read_their_split_and_criterion_and_times_are_measured(tmp_path):

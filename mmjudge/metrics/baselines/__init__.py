@@ -14,7 +14,8 @@ tokenisation, lower-casing and punctuation removal, without Java) and pass the r
 * :func:`compute_meteor` — METEOR 1.5 via the official jar (needs Java; one long-lived process).
 * :class:`BERTScorer`, :class:`BARTScorer` — model-based scores (transformers).
 
-SPICE is left out: it needs Stanford CoreNLP models downloaded at run time.
+* :class:`SpiceScorer` — SPICE 1.0 via the official jar (Java and Stanford CoreNLP 3.6.0's two jars, which
+  no registry ships: :mod:`mmjudge.metrics.baselines.spice` says where they go).
 
 >>> from mmjudge.metrics.baselines import ptb_tokenize, compute_bleu, compute_cider_d
 >>> cands = ptb_tokenize(["A dog runs on the beach.", "Two cats sleep."])
@@ -35,6 +36,7 @@ from mmjudge.metrics.baselines.meteor import MeteorScorer, compute_meteor
 from mmjudge.metrics.baselines.metric import Baselines
 from mmjudge.metrics.baselines.ngrams import NgramCounts, count_pair_ngrams
 from mmjudge.metrics.baselines.rouge import compute_rouge_l, lcs_length
+from mmjudge.metrics.baselines.spice import SpiceScorer
 from mmjudge.metrics.baselines.tokenize import PUNCTUATIONS, ptb_tokenize
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "BARTScorer",
     "BERTScorer",
     "MeteorScorer",
+    "SpiceScorer",
     "PUNCTUATIONS",
     "check_pairs",
     "compute_bleu",

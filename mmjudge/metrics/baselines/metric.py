@@ -1,9 +1,10 @@
 """Classic reference-based metrics as one mmjudge metric with a configuration per metric.
 
 ``config_name`` is one of ``bleu`` (BLEU-1..4), ``rouge_l``, ``meteor``, ``cider`` (CIDEr-D),
-``bertscore`` and ``bartscore``, or ``coco``: BLEU-1..4, ROUGE-L and CIDEr-D in one call, as the COCO
+``spice`` (the official jar: Java and Stanford CoreNLP 3.6.0's jars, :mod:`.spice`), ``bertscore`` and
+``bartscore``, or ``coco``: BLEU-1..4, ROUGE-L and CIDEr-D in one call, as the COCO
 caption evaluation suite reports them (tokenised once, n-grams counted once for BLEU and CIDEr-D;
-``meteor=True`` adds METEOR). BLEU, ROUGE-L, CIDEr-D and METEOR reproduce pycocoevalcap's numbers
+``meteor=True`` adds METEOR). BLEU, ROUGE-L, CIDEr-D, METEOR and SPICE reproduce pycocoevalcap's numbers
 (PTB tokenisation and lower-casing first); BERTScore and BARTScore read the raw texts. The maths lives
 in :mod:`mmjudge.metrics.baselines`.
 
@@ -30,13 +31,25 @@ from typing import Any
 import numpy as np
 
 from mmjudge.metrics.base import Metric
-from mmjudge.metrics.baselines import bartscore, bertscore, bleu, cider, distinct, meteor, ngrams, rouge, tokenize
+from mmjudge.metrics.baselines import (
+    bartscore,
+    bertscore,
+    bleu,
+    cider,
+    distinct,
+    meteor,
+    ngrams,
+    rouge,
+    spice,
+    tokenize,
+)
 from mmjudge.metrics.spec import ChunkScores, InputSpec, Item, MetricSpec, OutputSpec
 
-CONFIGS = ("bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco")
-TOKENIZED = ("bleu", "rouge_l", "cider", "meteor", "coco")  # PTB-tokenised first, as in pycocoevalcap
+CONFIGS = ("bleu", "rouge_l", "meteor", "cider", "spice", "bertscore", "bartscore", "coco")
+TOKENIZED = ("bleu", "rouge_l", "cider", "meteor", "spice", "coco")  # PTB-tokenised first, as in pycocoevalcap
 _MODEL_OPTIONS = {
     "coco": {"meteor"},
+    "spice": {"spice_dir", "corenlp_dir", "cache_dir", "memory", "java"},
     "bertscore": {
         "model",
         "num_layers",
@@ -57,6 +70,7 @@ LABELS = {
     "rouge_l": "ROUGE-L",
     "meteor": "METEOR",
     "cider": "CIDEr-D",
+    "spice": "SPICE",
     "bertscore": "BERTScore",
     "bartscore": "BARTScore",
     "coco": "COCO caption metrics",
@@ -84,6 +98,18 @@ _SCORES = {
     "rouge_l": OutputSpec("rouge_l", "score", "ROUGE-L F (beta 1.2)", True, (0.0, 1.0), _CORPUS),
     "cider": OutputSpec("cider", "score", "CIDEr-D (idf from the call's references)", True, (0.0, 10.0), _CORPUS),
     "meteor": OutputSpec("meteor", "score", "METEOR 1.5", True, (0.0, 1.0), _CORPUS),
+    "spice": OutputSpec("spice", "score", "SPICE 1.0: F-score of scene-graph tuples", True, (0.0, 1.0), _CORPUS),
+    **{
+        f"spice_{key}": OutputSpec(
+            f"spice_{key}",
+            "score",
+            f"SPICE's F-score on {name} tuples (NaN when the references have none)",
+            True,
+            (0.0, 1.0),
+            ("mean",),
+        )
+        for name, key in spice.CATEGORIES.items()
+    },
     **{
         f"bertscore_{p}": OutputSpec(f"bertscore_{p}", "score", f"BERTScore {p}", True, aggregates=_CORPUS)
         for p in ("precision", "recall", "f1")
@@ -108,6 +134,7 @@ _CONFIG_OUTPUTS = {
     "rouge_l": (["rouge_l"], "rouge_l"),
     "meteor": (["meteor"], "meteor"),
     "cider": (["cider"], "cider"),
+    "spice": (["spice", *(f"spice_{key}" for key in spice.CATEGORIES.values())], "spice"),
     "bertscore": (["bertscore_precision", "bertscore_recall", "bertscore_f1"], "bertscore_f1"),
     "bartscore": (["bartscore"], "bartscore"),
     "coco": (["bleu_1", "bleu_2", "bleu_3", "bleu_4", "rouge_l", "cider", "meteor"], "cider"),
@@ -158,6 +185,8 @@ class Baselines(Metric):
                 )
         self.with_meteor = bool(options.pop("meteor", False)) if config_name == "coco" else config_name == "meteor"
         self._scorer: Any = None
+        if config_name == "spice":  # the jar, CoreNLP and Java are checked now, before any input is read
+            self._scorer = spice.SpiceScorer(**options)
 
     # ------------------------------------------------------------------------------------------ model
     @property
@@ -206,6 +235,8 @@ class Baselines(Metric):
             fields.update(n=4, sigma=6)
         elif self.config_name == "meteor":
             fields.update(version="1.5", language="en", norm=True)
+        elif self.config_name == "spice":
+            fields.update(self.scorer.signature_fields)
         elif self.config_name == "coco":
             fields.update(metrics="bleu4,rouge_l,cider_d" + (",meteor1.5" if self.with_meteor else ""))
         elif self.config_name == "bertscore":
@@ -260,6 +291,12 @@ class Baselines(Metric):
         if self.with_meteor:
             corpus, per_item = self.scorer.compute_score([cands[i] for i in rows.index], [refs[i] for i in rows.index])
             self._put(out, "meteor", per_item, corpus)
+        if config == "spice":  # the jar over every row, as pycocoevalcap runs it: its corpus figure is over the rows
+            corpus, per_category = self.scorer.compute_score(
+                [cands[i] for i in rows.index], [refs[i] for i in rows.index]
+            )
+            self._put(out, "spice", per_category.pop("spice"), corpus)
+            out.update({f"spice_{key}": [float(x) for x in values] for key, values in per_category.items()})
 
     @staticmethod
     def _put(out: dict, key: str, per_item: np.ndarray, corpus: float) -> None:

@@ -1,0 +1,104 @@
+"""SPICE through the jar path, end to end, on a stand-in jar of ours (tests/helpers/spice_standin.py): the
+input file, the command line, the class path, the output parsing ("All" -> f, categories, null -> NaN), the
+per-item and corpus values and the cache folder. The real spice-1.0.jar cannot run here (no registry ships
+Stanford CoreNLP 3.6.0's jars, and Java 17 has no Nashorn): what its absence and that failure look like is
+tested too."""
+
+import math
+
+import numpy as np
+import pytest
+
+from mmjudge.errors import MissingDependencyError
+from mmjudge.metrics.baselines import ptb_tokenize
+from mmjudge.metrics.baselines.metric import Baselines
+from mmjudge.metrics.baselines.spice import CORENLP_JARS, SpiceScorer, missing_corenlp
+from spice_standin import build_spice_folder, expected_scores, java_tools_available
+
+pytestmark = pytest.mark.skipif(not java_tools_available(), reason="needs java and javac (CI installs Java 17)")
+
+CANDIDATES = ["Two red cars on the street.", "A big dog.", "A cat sleeps in the sun!"]
+REFERENCES = [
+    ["Two red cars are parked on a street.", "A blue car near a wall."],
+    ["A small dog runs.", "The dog is big."],
+    ["A cat is sleeping."],
+]
+
+
+@pytest.fixture(scope="module")
+def standin(tmp_path_factory):
+    return build_spice_folder(tmp_path_factory.mktemp("spice"))
+
+
+def test_spice_runs_the_jar_as_pycocoevalcap_does_and_reads_every_score(standin, tmp_path):
+    spice_dir, _ = standin
+    cache = tmp_path / "spice-cache"
+    metric = Baselines("spice", spice_dir=str(spice_dir), cache_dir=str(cache), memory="1G")
+    out = metric.compute(predictions=CANDIDATES, references=REFERENCES)
+    cands, refs = ptb_tokenize(CANDIDATES), [ptb_tokenize(r) for r in REFERENCES]
+    expected = [expected_scores(c, r) for c, r in zip(cands, refs)]
+    assert out["spice"] == pytest.approx(expected, abs=1e-12)
+    assert min(expected) > 0 and max(expected) < 1  # values that could have been wrong
+    assert out["corpus_spice"] == pytest.approx(np.mean(expected), abs=1e-12)
+    for category in ("Object", "Attribute", "Relation", "Cardinality", "Color", "Size"):
+        want = [expected_scores(c, r, category) for c, r in zip(cands, refs)]
+        got = out[f"spice_{category.lower()}"]
+        assert [math.isnan(x) for x in got] == [math.isnan(x) for x in want], category
+        assert [x for x in got if not math.isnan(x)] == pytest.approx([x for x in want if not math.isnan(x)])
+    assert math.isnan(out["spice_color"][2]) and out["spice_color"][0] == pytest.approx(2 / 3)  # null -> NaN
+    # pycocoevalcap's command line, run in the jar's folder; the cache is SPICE's -cache folder
+    argv = (cache / "argv.txt").read_text().splitlines()
+    assert argv[0].endswith("input.json") and argv[1:] == [
+        "-cache",
+        str(cache),
+        "-out",
+        argv[4],
+        "-subset",
+        "-silent",
+    ]
+    assert "spice_jar=" in out["signature"] and "corenlp=3.6.0" in out["signature"]
+    assert "tokenizer=ptb-python@1" in out["signature"]
+
+
+def test_corenlp_jars_outside_lib_join_the_class_path(tmp_path, monkeypatch):
+    spice_dir, corenlp = build_spice_folder(tmp_path, corenlp_in_lib=False)
+    scorer = SpiceScorer(spice_dir=spice_dir, corenlp_dir=corenlp, cache_dir=tmp_path / "c")
+    assert scorer.command("in.json", "out.json")[1:4] == ["-Xmx8G", "-cp", scorer.command("i", "o")[3]]
+    corpus, per_item = scorer.compute_score(["a red dog"], [["a dog"]])
+    assert per_item["spice"][0] == pytest.approx(expected_scores("a red dog", ["a dog"]))
+    # the environment variable names the folder too
+    monkeypatch.setenv("MMJUDGE_CORENLP_DIR", str(corenlp))
+    assert SpiceScorer(spice_dir=spice_dir, cache_dir=tmp_path / "c").corenlp == corenlp
+
+
+def test_missing_corenlp_jars_are_one_line_naming_them_and_where_they_go(tmp_path):
+    spice_dir, corenlp = build_spice_folder(tmp_path)
+    (corenlp / CORENLP_JARS[1]).unlink()
+    with pytest.raises(MissingDependencyError) as err:
+        Baselines("spice", spice_dir=str(spice_dir))
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(
+        "SPICE needs Stanford CoreNLP 3.6.0 (stanford-corenlp-3.6.0.jar and stanford-corenlp-3.6.0-models.jar): "
+        f"stanford-corenlp-3.6.0-models.jar not found in {corenlp}"
+    )
+    assert "corenlp_dir=" in message and "MMJUDGE_CORENLP_DIR" in message
+    assert missing_corenlp(spice_dir=spice_dir) == message
+
+
+def test_the_java_15_nashorn_failure_is_said_in_one_line(standin, tmp_path, monkeypatch):
+    spice_dir, _ = standin
+    monkeypatch.setenv("SPICE_STANDIN_FAIL", "nashorn")
+    metric = Baselines("spice", spice_dir=str(spice_dir), cache_dir=str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"^SPICE 1\.0 writes its output through the Nashorn JavaScript engine"):
+        metric.compute(predictions=["a dog"], references=[["a dog"]])
+
+
+def test_spice_options_are_checked_before_java_runs(standin):
+    spice_dir, _ = standin
+    with pytest.raises(ValueError, match=r"Expected argument `memory` to be a Java heap size such as '8G'"):
+        Baselines("spice", spice_dir=str(spice_dir), memory="lots")
+    with pytest.raises(MissingDependencyError, match=r"'no-such-java' is not an executable here"):
+        Baselines("spice", spice_dir=str(spice_dir), java="no-such-java")
+    with pytest.raises(ValueError, match=r"Options \['idf'\] do not apply to the 'spice' configuration"):
+        Baselines("spice", idf=True)
