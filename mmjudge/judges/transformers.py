@@ -145,6 +145,10 @@ class TransformersJudge(BatchedJudge):
         gguf_file: load a GGUF checkpoint from ``model`` (de-quantised by transformers).
         trust_remote_code: passed to ``from_pretrained``.
         model_kwargs: extra ``from_pretrained`` keyword arguments (e.g. ``attn_implementation``).
+        adapter: a LoRA adapter (folder or Hub id; ``peft``'s layout or the LLaVA repository's) merged into the
+            model's weights after loading (:mod:`~mmjudge.judges.local.adapters`); named in cache keys and
+            signatures by its Hub id and commit or its folder's content fingerprint.
+        adapter_revision: the adapter's Hub revision.
     """
 
     backend = "transformers"
@@ -167,8 +171,12 @@ class TransformersJudge(BatchedJudge):
         prefetch: bool = True,
         compile: bool = False,
         packed_vision: bool = True,
+        adapter: str | None = None,
+        adapter_revision: str | None = None,
     ):
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+        from mmjudge.judges.local.adapters import apply_adapter, resolve_adapter
 
         self.auto_batch = check_batch_size(batch_size, auto=True) == "auto"
         self.batch_size = sizing.CPU_AUTO_BATCH if self.auto_batch else batch_size
@@ -178,6 +186,8 @@ class TransformersJudge(BatchedJudge):
         compile = check_bool(compile, "compile")
         packed_vision = check_bool(packed_vision, "packed_vision")
         trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
+        # Found (or fetched) before the model loads: a wrong adapter path must not cost loading a 13B model.
+        adapter_source = resolve_adapter(str(adapter), adapter_revision) if adapter is not None else None
 
         def classes(processor):
             vlm = hasattr(processor, "image_processor")
@@ -195,7 +205,8 @@ class TransformersJudge(BatchedJudge):
             gguf_file=gguf_file,
             model_kwargs=model_kwargs,
         )
-        self.model = loaded.model
+        self.model = apply_adapter(loaded.model, adapter_source) if adapter_source is not None else loaded.model
+        self.adapter = adapter_source.identity if adapter_source is not None else None
         self.gguf_file = loaded.gguf_file
         self.processor, self.tokenizer = split_processor(loaded.processor)
         if self.processor is None:  # a text-only model (no image processor): metrics rate what needs no image
@@ -242,7 +253,15 @@ class TransformersJudge(BatchedJudge):
             "gguf_file": self.gguf_file,
             "dtype": self.model_identity.dtype,
             "torch": torch.__version__.split("+")[0],
+            # Only when set: the keys of judges without an adapter stay what they were.
+            **({"adapter": self.adapter} if self.adapter else {}),
         }
+
+    def signature_fields(self) -> dict[str, Any]:
+        out = super().signature_fields()
+        if self.adapter:
+            out["adapter"] = self.adapter
+        return out
 
     def render(self, request: RatingRequest) -> str:
         """The exact text fed to the model (chat template + teacher-forced answer prefix)."""
@@ -433,6 +452,7 @@ class TransformersJudge(BatchedJudge):
                 output_logits=True,
                 return_dict_in_generate=True,
                 pad_token_id=self.tokenizer.pad_token_id,
+                **self._stopping(getattr(request, "stop", ())),
             )
         new_ids = generated.sequences[0, inputs["input_ids"].shape[1] :].tolist()
         texts = [self.tokenizer.decode(new_ids[: k + 1], skip_special_tokens=True) for k in range(len(new_ids))]
@@ -450,19 +470,35 @@ class TransformersJudge(BatchedJudge):
         out = []
         for request in requests:
             trace = self.generate_trace(request)
+            # A tracked string's token is the last of its own encoding (EXPERT's `tokenizer.encode("5")[-1]`).
+            with self._tokenizer_lock:
+                tracked = [self.tokenizer.encode(str(t))[-1] for t in request.token_probs]
             tokens, before = [], ""
-            for text, probs in zip(trace.texts, trace.probs):
+            for token_id, text, probs in zip(trace.token_ids, trace.texts, trace.probs):
                 piece, before = text[len(before) :], text
                 values, ids = torch.topk(probs, min(int(request.top_logprobs), probs.numel()))
                 top = [(self.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values, ids)]
-                if piece:
-                    tokens.append(ScoredToken(piece, top))
+                if piece:  # a token that adds no text (end of turn, a lone word-boundary mark) is not listed
+                    exact = [float(probs[i]) for i in tracked] if tracked else None
+                    index = tracked.index(token_id) if token_id in tracked else None
+                    tokens.append(ScoredToken(piece, top, exact, index))
             out.append(ScoredText("".join(t.token for t in tokens), tokens))
         return out
+
+    def _stopping(self, stop: Sequence[str]) -> dict:
+        """``generate`` keywords that end a row once its text ends with one of ``stop`` (none: ``{}``)."""
+        return {"stop_strings": list(stop), "tokenizer": self.tokenizer} if stop else {}
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         import torch
 
+        stops = list(dict.fromkeys(tuple(r.stop) for r in requests))
+        if len(stops) > 1:  # stop strings apply to a whole generate call: one call per set of them
+            texts: dict[int, str] = {}
+            for stop in stops:
+                rows = [k for k, r in enumerate(requests) if tuple(r.stop) == stop]
+                texts.update(zip(rows, self._generate_batch([requests[k] for k in rows])))
+            return [texts[k] for k in range(len(requests))]
         with self._tokenizer_lock:
             inputs = to_device(self.prompts.encode(requests), self.model.device)
         with torch.no_grad():
@@ -471,9 +507,10 @@ class TransformersJudge(BatchedJudge):
                 max_new_tokens=max(r.max_new_tokens for r in requests),
                 do_sample=False,
                 pad_token_id=self.tokenizer.pad_token_id,
+                **self._stopping(stops[0]),
             )
         new = output[:, inputs["input_ids"].shape[1] :]
-        texts = []
+        texts_out = []
         for request, ids in zip(requests, new):
-            texts.append(self.tokenizer.decode(ids[: request.max_new_tokens], skip_special_tokens=True).strip())
-        return texts
+            texts_out.append(self.tokenizer.decode(ids[: request.max_new_tokens], skip_special_tokens=True).strip())
+        return texts_out

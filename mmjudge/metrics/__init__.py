@@ -18,6 +18,7 @@ METRICS = Registry(
     {
         "baselines": "mmjudge.metrics.baselines:Baselines",
         "clip_score": "mmjudge.metrics.clip_score:CLIPScore",
+        "expert": "mmjudge.metrics.expert:EXPERT",
         "fleur": "mmjudge.metrics.fleur:FLEUR",
         "harmonic_eval": "mmjudge.metrics.harmonic_eval:HarmonicEval",
         "pac_s": "mmjudge.metrics.pac_s:PACScore",

@@ -27,6 +27,7 @@ IMG = Image.new("RGB", (32, 32), "red")
 CONFIGS = {
     "harmonic_eval": ["harmonic_eval"],
     "fleur": ["fleur", "reffleur"],
+    "expert": ["expert"],
     "clip_score": ["clip_score", "ref_clip_score", "clip_score_avg"],
     "baselines": ["bleu", "rouge_l", "meteor", "cider", "bertscore", "bartscore", "coco"],
     "vela": ["vela"],
@@ -46,6 +47,7 @@ PRIMARY = {
     "harmonic_eval": "overall",
     "fleur": "score",
     "reffleur": "score",
+    "expert": "score",
     "clip_score": "clip_score",
     "ref_clip_score": "ref_clip_score",
     "bleu": "bleu_4",
@@ -131,6 +133,10 @@ def test_metric_outputs_match_their_declaration(tmp_path):
         (
             mmjudge.load("fleur", "reffleur", judge="dummy", cache=False),
             dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]]),
+        ),
+        (
+            mmjudge.load("expert", judge="dummy", adapter=None, cache=False),
+            dict(predictions=["a", "b"], images=[IMG, IMG], explain=True),
         ),
         (
             mmjudge.load("clip_score", "ref_clip_score", model=tiny_clip(tmp_path / "c")),
