@@ -6,7 +6,7 @@ a measure, and how many references the metric sees). Its ``source`` says where t
 
 >>> tables = load_tables()
 >>> sorted(tables)
-['fleur_1', 'harmonic_eval_8', 'harmonic_eval_9', 'vela_1']
+['beyond_1', 'fleur_1', 'harmonic_eval_8', 'harmonic_eval_9', 'vela_1']
 >>> cell = next(c for c in tables["harmonic_eval_8"].cells() if c.row.key == "bleu" and c.column.key == "f_ex")
 >>> cell.benchmark, cell.measure, cell.published, cell.source
 ('flickr8k_expert', 'tau_c', 30.8, 'HarmonicEval paper (Ohi et al.), Table 8, row BLEU, column F-EX τc')

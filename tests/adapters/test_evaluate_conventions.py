@@ -23,7 +23,7 @@ from repo_paths import ROOT
 evaluate = pytest.importorskip("evaluate")
 
 METRICS = ROOT / "metrics"
-NAMES = ("harmonic_eval", "fleur", "clip_score", "baselines", "pac_s", "polos", "prompt_judge")
+NAMES = ("harmonic_eval", "fleur", "expert", "clip_score", "baselines", "pac_s", "polos", "prompt_judge")
 
 
 pytestmark = pytest.mark.usefixtures("offline")  # conftest.py: offline, private caches
@@ -40,7 +40,7 @@ REFS = [["a red square"], ["a blue square"], ["a green square", "green"]]
 
 @pytest.mark.parametrize("name", NAMES)
 def test_module_folder_loads_offline_as_its_own_class(name, tmp_path):
-    kwargs = {"judge": "dummy", "cache": False} if name in ("harmonic_eval", "fleur", "prompt_judge") else {}
+    kwargs = {"judge": "dummy", "cache": False} if name in ("harmonic_eval", "fleur", "expert", "prompt_judge") else {}
     if name == "clip_score":
         kwargs = {"model": "tiny-random", "cache": False}
     if name in ("pac_s", "polos"):  # tiny random checkpoints in the authors' formats
