@@ -21,6 +21,7 @@ METRICS = Registry(
         "expert": "mmjudge.metrics.expert:EXPERT",
         "fleur": "mmjudge.metrics.fleur:FLEUR",
         "harmonic_eval": "mmjudge.metrics.harmonic_eval:HarmonicEval",
+        "infometic": "mmjudge.metrics.infometic:InfoMetIC",
         "pac_s": "mmjudge.metrics.pac_s:PACScore",
         "polos": "mmjudge.metrics.polos:Polos",
         "prompt_judge": "mmjudge.metrics.prompt_judge:PromptJudge",
