@@ -23,7 +23,7 @@ from repo_paths import ROOT
 evaluate = pytest.importorskip("evaluate")
 
 METRICS = ROOT / "metrics"
-NAMES = ("harmonic_eval", "fleur", "expert", "clip_score", "baselines", "pac_s", "polos", "prompt_judge")
+NAMES = ("harmonic_eval", "fleur", "expert", "clip_score", "baselines", "pac_s", "polos", "infometic", "prompt_judge")
 
 
 pytestmark = pytest.mark.usefixtures("offline")  # conftest.py: offline, private caches
@@ -47,6 +47,10 @@ def test_module_folder_loads_offline_as_its_own_class(name, tmp_path):
         from mmjudge.tiny_models.checkpoints import tiny_pac_s, tiny_polos
 
         kwargs = (tiny_pac_s if name == "pac_s" else tiny_polos)(tmp_path / name)
+    if name == "infometic":  # a tiny random checkpoint and region features in the authors' layout
+        from mmjudge.tiny_models.infometic import tiny_infometic
+
+        kwargs = tiny_infometic(tmp_path / name)
     module = _load(name, **kwargs)
     assert type(module).__name__ != "EngineMetric" and type(module).__module__ != "mmjudge.adapters.evaluate_metric"
     assert module.engine.name == name
