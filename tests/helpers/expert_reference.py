@@ -16,6 +16,10 @@ Written here from the authors' steps (their repository has no licence, so none o
 * the number: the answer's digits and dots, dots at both ends stripped, ``float``; the digit positions
   found with ``(output_ids[0, 1:] == rate2token[d]).nonzero().squeeze()`` and their rules for several
   matches; the arithmetic on the softmax of ``scores`` in float32 torch.
+
+At development time mmjudge's EXPERT was also checked against the authors' code path itself (LLaVA @ c121f04 under
+transformers 4.37.2 and their unmodified ``expert.py``, on the same tiny scripted LLaVAs + random LoRA converted to
+LLaVA's model class): max |Δ| 2.1e-7 over 25 scores (answers 0.85, 1.0, 0.05, 0.80, 0.37).
 """
 
 from __future__ import annotations
