@@ -45,10 +45,12 @@ from mmjudge.errors import check_batch_size, check_bool
 from mmjudge.judges.base import Capabilities
 from mmjudge.judges.batched import BatchedJudge
 from mmjudge.judges.local import prefix_sharing, sizing
+from mmjudge.judges.local.adapters import apply_adapter, resolve_adapter
 from mmjudge.judges.local.attention import attention_layout
 from mmjudge.judges.local.placeholders import vision_token_ids
 from mmjudge.judges.local.prompting import PromptRenderer, load_processor, split_processor, to_device
 from mmjudge.judges.local.ratings import rating_token_ids, read_ratings, reduce_on_device
+from mmjudge.judges.local.scored import scored_text, stopping
 from mmjudge.judges.local.vision_attention import use_packed_vision_attention
 from mmjudge.judges.requests import (
     GenerationRequest,
@@ -56,7 +58,6 @@ from mmjudge.judges.requests import (
     RatingResult,
     ScoredGenerationRequest,
     ScoredText,
-    ScoredToken,
 )
 from mmjudge.models import ModelSource, compile_repeated_blocks, load_pretrained
 
@@ -176,8 +177,6 @@ class TransformersJudge(BatchedJudge):
     ):
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-        from mmjudge.judges.local.adapters import apply_adapter, resolve_adapter
-
         self.auto_batch = check_batch_size(batch_size, auto=True) == "auto"
         self.batch_size = sizing.CPU_AUTO_BATCH if self.auto_batch else batch_size
         # Strict: `--set prefetch=no` arrives as the string "no", which bool() would read as true.
@@ -186,8 +185,7 @@ class TransformersJudge(BatchedJudge):
         compile = check_bool(compile, "compile")
         packed_vision = check_bool(packed_vision, "packed_vision")
         trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
-        # Found (or fetched) before the model loads: a wrong adapter path must not cost loading a 13B model.
-        adapter_source = resolve_adapter(str(adapter), adapter_revision) if adapter is not None else None
+        adapter_source = resolve_adapter(str(adapter), adapter_revision) if adapter else None  # before a 13B loads
 
         def classes(processor):
             vlm = hasattr(processor, "image_processor")
@@ -452,7 +450,7 @@ class TransformersJudge(BatchedJudge):
                 output_logits=True,
                 return_dict_in_generate=True,
                 pad_token_id=self.tokenizer.pad_token_id,
-                **self._stopping(getattr(request, "stop", ())),
+                **stopping(self.tokenizer, getattr(request, "stop", ())),
             )
         new_ids = generated.sequences[0, inputs["input_ids"].shape[1] :].tolist()
         texts = [self.tokenizer.decode(new_ids[: k + 1], skip_special_tokens=True) for k in range(len(new_ids))]
@@ -462,32 +460,14 @@ class TransformersJudge(BatchedJudge):
         )
 
     def _generate_scored_batch(self, requests: Sequence[ScoredGenerationRequest]) -> list[ScoredText]:
-        """Each request's greedy generation (:meth:`generate_trace`, one at a time) with the ``top_logprobs``
-        most probable tokens of the full-vocabulary softmax at every step; token texts are the pieces the
-        decoded text grew by, so they concatenate to it (the end-of-turn token, empty, is dropped)."""
-        import torch
-
+        """Each request's greedy generation (:meth:`generate_trace`, one at a time) read token by token
+        (:func:`~mmjudge.judges.local.scored.scored_text`)."""
         out = []
         for request in requests:
             trace = self.generate_trace(request)
-            # A tracked string's token is the last of its own encoding (EXPERT's `tokenizer.encode("5")[-1]`).
             with self._tokenizer_lock:
-                tracked = [self.tokenizer.encode(str(t))[-1] for t in request.token_probs]
-            tokens, before = [], ""
-            for token_id, text, probs in zip(trace.token_ids, trace.texts, trace.probs):
-                piece, before = text[len(before) :], text
-                values, ids = torch.topk(probs, min(int(request.top_logprobs), probs.numel()))
-                top = [(self.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values, ids)]
-                if piece:  # a token that adds no text (end of turn, a lone word-boundary mark) is not listed
-                    exact = [float(probs[i]) for i in tracked] if tracked else None
-                    index = tracked.index(token_id) if token_id in tracked else None
-                    tokens.append(ScoredToken(piece, top, exact, index))
-            out.append(ScoredText("".join(t.token for t in tokens), tokens))
+                out.append(scored_text(request, trace, self.tokenizer))
         return out
-
-    def _stopping(self, stop: Sequence[str]) -> dict:
-        """``generate`` keywords that end a row once its text ends with one of ``stop`` (none: ``{}``)."""
-        return {"stop_strings": list(stop), "tokenizer": self.tokenizer} if stop else {}
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         import torch
@@ -507,7 +487,7 @@ class TransformersJudge(BatchedJudge):
                 max_new_tokens=max(r.max_new_tokens for r in requests),
                 do_sample=False,
                 pad_token_id=self.tokenizer.pad_token_id,
-                **self._stopping(stops[0]),
+                **stopping(self.tokenizer, stops[0]),
             )
         new = output[:, inputs["input_ids"].shape[1] :]
         texts_out = []
