@@ -63,6 +63,10 @@ EXTRAS = {
     # the copy open-clip-torch installs (so nothing is downloaded); Polos reads the hparams.yaml beside its file.
     "pac-s": ["ftfy>=6.1", "open-clip-torch>=3.0"],
     "polos": ["ftfy>=6.1", "open-clip-torch>=3.0", "pyyaml>=6.0"],
+    # InfoMetIC reads the authors' region features from their LMDB; captions tokenize as OpenAI's clip.tokenize.
+    "infometic": ["lmdb>=1.4", "ftfy>=6.1", "open-clip-torch>=3.0"],
+    # EXPERT merges its LoRA adapter into the LLaVA judge with peft.
+    "expert": ["peft>=0.13", "safetensors>=0.4"],
     # Tests drive the apps through gradio_client and a real Chromium (selenium + Debian's chromium-driver),
     # check Long-CLIP conversion against open_clip, and train VELA with peft.
     "test": [
@@ -82,6 +86,7 @@ EXTRAS = {
         "open-clip-torch>=3.0",
         "ftfy>=6.1",
         "pyyaml>=6.0",
+        "lmdb>=1.4",  # InfoMetIC's region features (a tiny LMDB in the authors' layout)
         "num2words>=0.5",  # SmolVLM's processor, for the tiny model of every judge family
         "starlette>=0.27",
         "uvicorn>=0.23",

@@ -13,6 +13,13 @@ rendered by that format instead of the chat template.
 >>> render_conversation("llava_v1", [Turn("user", "Rate."), Turn("assistant", "0.8"), Turn("user", "Why?")],
 ...                     image_token=None)[-51:]
 'USER: Rate. ASSISTANT: 0.8</s>USER: Why? ASSISTANT:'
+
+LLaVA's older ``llava_v0`` format (``"###"`` after the system sentence and after every turn, ``Human:`` /
+``Assistant:`` roles) is the one EXPERT's released script runs (it infers ``llava_v0`` from its model's name):
+
+>>> render_conversation("llava_v0", [Turn("user", "Rate."), Turn("assistant", "0.8</s>"), Turn("user", "Why?")],
+...                     image_token="<image>")[-71:]
+'###Human: <image>\\nRate.###Assistant: 0.8</s>###Human: Why?###Assistant:'
 """
 
 from __future__ import annotations
@@ -46,7 +53,20 @@ def _llava_v1(turns: Sequence[Turn], image_token: str | None) -> str:
     return text + "ASSISTANT:"
 
 
-CONVERSATIONS: dict[str, Renderer] = {"llava_v1": _llava_v1}
+def _llava_v0(turns: Sequence[Turn], image_token: str | None) -> str:
+    # LLaVA's "single separator" style (SeparatorStyle.SINGLE, sep "###"): the system sentence and every
+    # turn end with "###"; a turn is "<Role>: <text>", the open assistant turn "Assistant:" (no space).
+    text = LLAVA_V1_SYSTEM + "###"
+    roles = {"user": "Human", "assistant": "Assistant"}
+    for k, turn in enumerate(turns):
+        if turn.role not in roles:
+            raise ValueError(f"The llava_v0 conversation has no role {turn.role!r}; expected 'user' or 'assistant'.")
+        body = f"{image_token}\n{turn.text}" if k == 0 and image_token else turn.text
+        text += f"{roles[turn.role]}: {body}###"
+    return text + "Assistant:"
+
+
+CONVERSATIONS: dict[str, Renderer] = {"llava_v0": _llava_v0, "llava_v1": _llava_v1}
 
 
 def render_conversation(name: str, turns: Sequence[Turn], image_token: str | None = None) -> str:

@@ -105,13 +105,18 @@ class RatingRequest(_Conversation):
 
 @dataclass
 class GenerationRequest(_Conversation):
-    """Greedy continuation of the conversation, at most ``max_new_tokens`` tokens."""
+    """Greedy continuation of the conversation, at most ``max_new_tokens`` tokens; generation also ends once
+    the text ends with one of the ``stop`` strings (kept in the text), as LLaVA's scripts stop at their
+    conversation separator (``"###"`` in ``llava_v0``)."""
 
     max_new_tokens: int = 128
+    stop: tuple[str, ...] = ()
 
     def payload(self) -> dict:
         data = self._conversation_payload()
         data["max_new_tokens"] = self.max_new_tokens
+        if self.stop:  # only when set: the keys of requests without stop strings stay what they were
+            data["stop"] = list(self.stop)
         return data
 
 
@@ -124,21 +129,34 @@ class ScoredGenerationRequest(_Conversation):
 
     max_new_tokens: int = 128
     top_logprobs: int = 20
+    stop: tuple[str, ...] = ()
+    # Strings whose own token (the last token of the tokenizer's encoding of the string alone: how reference
+    # code such as EXPERT's looks a digit's id up) is followed at every generated position: each
+    # ScoredToken then carries their exact probabilities (`probs`) and which of them it is (`index`).
+    token_probs: tuple[str, ...] = ()
 
     def payload(self) -> dict:
         data = self._conversation_payload()
         data["max_new_tokens"] = self.max_new_tokens
         data["top_logprobs"] = self.top_logprobs
+        if self.stop:  # only when set, as for GenerationRequest
+            data["stop"] = list(self.stop)
+        if self.token_probs:
+            data["token_probs"] = list(self.token_probs)
         return data
 
 
 @dataclass
 class ScoredToken:
     """One generated token: its text and the listed alternatives at its position, ``(text, probability)``
-    pairs, most probable first (the generated token among them when it was listed)."""
+    pairs, most probable first (the generated token among them when it was listed). For a request with
+    ``token_probs``: ``probs``, the full-vocabulary probability of each of those strings' tokens at this
+    position, and ``index``, which of them this token is (``None``: none)."""
 
     token: str
     top: list[tuple[str, float]]
+    probs: list[float] | None = None
+    index: int | None = None
 
 
 @dataclass
@@ -158,14 +176,25 @@ class ScoredText:
     error: str | None = None
 
     def to_json(self) -> dict:
-        return {"text": self.text, "tokens": [[t.token, [[a, p] for a, p in t.top]] for t in self.tokens]}
+        tokens = []
+        for t in self.tokens:  # [token, top] or, with token_probs, [token, top, probs, index]
+            tokens.append([t.token, [[a, p] for a, p in t.top]] + ([t.probs, t.index] if t.probs is not None else []))
+        return {"text": self.text, "tokens": tokens}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ScoredText:
-        return cls(
-            text=str(data["text"]),
-            tokens=[ScoredToken(str(tok), [(str(a), float(p)) for a, p in top]) for tok, top in data["tokens"]],
-        )
+        tokens = []
+        for tok, top, *tracked in data["tokens"]:
+            probs, index = (tracked + [None, None])[:2]
+            tokens.append(
+                ScoredToken(
+                    str(tok),
+                    [(str(a), float(p)) for a, p in top],
+                    [float(p) for p in probs] if probs is not None else None,
+                    int(index) if index is not None else None,
+                )
+            )
+        return cls(text=str(data["text"]), tokens=tokens)
 
 
 @dataclass

@@ -47,11 +47,13 @@ from mmjudge.errors import check_batch_size, check_bool
 from mmjudge.judges.base import Capabilities
 from mmjudge.judges.batched import BatchedJudge
 from mmjudge.judges.local import prefix_sharing, sizing
+from mmjudge.judges.local.adapters import apply_adapter, resolve_adapter
 from mmjudge.judges.local.attention import attention_layout
 from mmjudge.judges.local.placeholders import vision_token_ids
 from mmjudge.judges.local.prepared import PreparedBatch, in_request_order, pin_batch
 from mmjudge.judges.local.prompting import PromptRenderer, load_processor, split_processor, to_device
 from mmjudge.judges.local.ratings import rating_token_ids, read_ratings, reduce_on_device
+from mmjudge.judges.local.scored import scored_text, stopping
 from mmjudge.judges.local.vision_attention import use_packed_vision_attention
 from mmjudge.judges.local.vision_metadata import pixel_dtypes, vision_metadata
 from mmjudge.judges.requests import (
@@ -60,7 +62,6 @@ from mmjudge.judges.requests import (
     RatingResult,
     ScoredGenerationRequest,
     ScoredText,
-    ScoredToken,
 )
 from mmjudge.models import ModelSource, compile_repeated_blocks, load_pretrained
 
@@ -126,6 +127,10 @@ class TransformersJudge(BatchedJudge):
         gguf_file: load a GGUF checkpoint from ``model`` (de-quantised by transformers).
         trust_remote_code: passed to ``from_pretrained``.
         model_kwargs: extra ``from_pretrained`` keyword arguments (e.g. ``attn_implementation``).
+        adapter: a LoRA adapter (folder or Hub id; ``peft``'s layout or the LLaVA repository's) merged into the
+            model's weights after loading (:mod:`~mmjudge.judges.local.adapters`); named in cache keys and
+            signatures by its Hub id and commit or its folder's content fingerprint.
+        adapter_revision: the adapter's Hub revision.
     """
 
     backend = "transformers"
@@ -148,6 +153,8 @@ class TransformersJudge(BatchedJudge):
         prefetch: bool = True,
         compile: bool = False,
         packed_vision: bool = True,
+        adapter: str | None = None,
+        adapter_revision: str | None = None,
     ):
         from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
@@ -159,6 +166,7 @@ class TransformersJudge(BatchedJudge):
         compile = check_bool(compile, "compile")
         packed_vision = check_bool(packed_vision, "packed_vision")
         trust_remote_code = check_bool(trust_remote_code, "trust_remote_code")
+        adapter_source = resolve_adapter(str(adapter), adapter_revision) if adapter else None  # before a 13B loads
 
         def classes(processor):
             vlm = hasattr(processor, "image_processor")
@@ -176,7 +184,8 @@ class TransformersJudge(BatchedJudge):
             gguf_file=gguf_file,
             model_kwargs=model_kwargs,
         )
-        self.model = loaded.model
+        self.model = apply_adapter(loaded.model, adapter_source) if adapter_source is not None else loaded.model
+        self.adapter = adapter_source.identity if adapter_source is not None else None
         self.gguf_file = loaded.gguf_file
         self.processor, self.tokenizer = split_processor(loaded.processor)
         if self.processor is None:  # a text-only model (no image processor): metrics rate what needs no image
@@ -223,7 +232,15 @@ class TransformersJudge(BatchedJudge):
             "gguf_file": self.gguf_file,
             "dtype": self.model_identity.dtype,
             "torch": torch.__version__.split("+")[0],
+            # Only when set: the keys of judges without an adapter stay what they were.
+            **({"adapter": self.adapter} if self.adapter else {}),
         }
+
+    def signature_fields(self) -> dict[str, Any]:
+        out = super().signature_fields()
+        if self.adapter:
+            out["adapter"] = self.adapter
+        return out
 
     def render(self, request: RatingRequest) -> str:
         """The exact text fed to the model (chat template + teacher-forced answer prefix)."""
@@ -433,6 +450,7 @@ class TransformersJudge(BatchedJudge):
                 output_logits=True,
                 return_dict_in_generate=True,
                 pad_token_id=self.tokenizer.pad_token_id,
+                **stopping(self.tokenizer, getattr(request, "stop", ())),
             )
         new_ids = generated.sequences[0, inputs["input_ids"].shape[1] :].tolist()
         texts = [self.tokenizer.decode(new_ids[: k + 1], skip_special_tokens=True) for k in range(len(new_ids))]
@@ -442,27 +460,25 @@ class TransformersJudge(BatchedJudge):
         )
 
     def _generate_scored_batch(self, requests: Sequence[ScoredGenerationRequest]) -> list[ScoredText]:
-        """Each request's greedy generation (:meth:`generate_trace`, one at a time) with the ``top_logprobs``
-        most probable tokens of the full-vocabulary softmax at every step; token texts are the pieces the
-        decoded text grew by, so they concatenate to it (the end-of-turn token, empty, is dropped)."""
-        import torch
-
+        """Each request's greedy generation (:meth:`generate_trace`, one at a time) read token by token
+        (:func:`~mmjudge.judges.local.scored.scored_text`)."""
         out = []
         for request in requests:
             trace = self.generate_trace(request)
-            tokens, before = [], ""
-            for text, probs in zip(trace.texts, trace.probs):
-                piece, before = text[len(before) :], text
-                values, ids = torch.topk(probs, min(int(request.top_logprobs), probs.numel()))
-                top = [(self.tokenizer.decode([int(i)]), float(v)) for v, i in zip(values, ids)]
-                if piece:
-                    tokens.append(ScoredToken(piece, top))
-            out.append(ScoredText("".join(t.token for t in tokens), tokens))
+            with self._tokenizer_lock:
+                out.append(scored_text(request, trace, self.tokenizer))
         return out
 
     def _generate_batch(self, requests: Sequence[GenerationRequest]) -> list[str]:
         import torch
 
+        stops = list(dict.fromkeys(tuple(r.stop) for r in requests))
+        if len(stops) > 1:  # stop strings apply to a whole generate call: one call per set of them
+            texts: dict[int, str] = {}
+            for stop in stops:
+                rows = [k for k, r in enumerate(requests) if tuple(r.stop) == stop]
+                texts.update(zip(rows, self._generate_batch([requests[k] for k in rows])))
+            return [texts[k] for k in range(len(requests))]
         with self._tokenizer_lock:
             inputs = to_device(self.prompts.encode(requests), self.model.device)
         with torch.no_grad():
@@ -471,9 +487,10 @@ class TransformersJudge(BatchedJudge):
                 max_new_tokens=max(r.max_new_tokens for r in requests),
                 do_sample=False,
                 pad_token_id=self.tokenizer.pad_token_id,
+                **stopping(self.tokenizer, stops[0]),
             )
         new = output[:, inputs["input_ids"].shape[1] :]
-        texts = []
+        texts_out = []
         for request, ids in zip(requests, new):
-            texts.append(self.tokenizer.decode(ids[: request.max_new_tokens], skip_special_tokens=True).strip())
-        return texts
+            texts_out.append(self.tokenizer.decode(ids[: request.max_new_tokens], skip_special_tokens=True).strip())
+        return texts_out

@@ -310,6 +310,8 @@ class Item:
         source: where it came from, for messages (``items.jsonl:7``); ``None`` in ``compute``.
         position: its position in the whole input (the stream item's ``_i``: a resumed run or a process's
             share is part of a larger input), else ``index``.
+        prepared: what the metric's ``_prepare_item`` derived from the inputs for its scoring (InfoMetIC: the
+            image's precomputed region features, read in place of its pixels).
     """
 
     index: int
@@ -323,6 +325,7 @@ class Item:
     digest: str | None = None
     source: str | None = None
     position: int | None = None  # ``index`` when not given (set in __post_init__)
+    prepared: Any = None
 
     def __post_init__(self) -> None:
         if self.position is None:

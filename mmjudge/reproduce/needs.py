@@ -206,7 +206,7 @@ def _in_hub_cache(repo_id: str) -> bool:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return False
-    for name in ("config.json", "model_index.json", "open_clip_config.json"):
+    for name in ("config.json", "model_index.json", "open_clip_config.json", "adapter_config.json"):
         if isinstance(try_to_load_from_cache(repo_id, name), str):
             return True
     return False

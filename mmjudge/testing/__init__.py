@@ -1,7 +1,8 @@
 """Helpers for tests, doctests and benchmarks (not for scoring).
 
 * the tiny random-weight models of :mod:`mmjudge.tiny_models`, re-exported (plumbing and speed only),
-  including checkpoint files in the PAC-S and Polos authors' formats (``tiny_pac_s``, ``tiny_polos``);
+  including checkpoint files in the PAC-S, Polos and InfoMetIC authors' formats (``tiny_pac_s``, ``tiny_polos``,
+  ``tiny_infometic``: its checkpoint and region features);
 * :class:`ScriptedJudge`: a judge whose rating distributions are given, so a metric's exact output can
   be worked out by hand and asserted end to end;
 
@@ -22,6 +23,7 @@ from mmjudge.tiny_models import (
     tiny_vlm,
 )
 from mmjudge.tiny_models.checkpoints import tiny_pac_s, tiny_polos
+from mmjudge.tiny_models.infometic import tiny_infometic
 
 __all__ = [
     "ScriptedJudge",
@@ -30,6 +32,7 @@ __all__ = [
     "tiny_answering_llava",
     "tiny_answering_vlm",
     "tiny_clip",
+    "tiny_infometic",
     "tiny_pac_s",
     "tiny_polos",
     "tiny_text_lm",

@@ -23,7 +23,7 @@ from repo_paths import ROOT
 evaluate = pytest.importorskip("evaluate")
 
 METRICS = ROOT / "metrics"
-NAMES = ("harmonic_eval", "fleur", "clip_score", "baselines", "pac_s", "polos", "prompt_judge")
+NAMES = ("harmonic_eval", "fleur", "expert", "clip_score", "baselines", "pac_s", "polos", "infometic", "prompt_judge")
 
 
 pytestmark = pytest.mark.usefixtures("offline")  # conftest.py: offline, private caches
@@ -40,13 +40,17 @@ REFS = [["a red square"], ["a blue square"], ["a green square", "green"]]
 
 @pytest.mark.parametrize("name", NAMES)
 def test_module_folder_loads_offline_as_its_own_class(name, tmp_path):
-    kwargs = {"judge": "dummy", "cache": False} if name in ("harmonic_eval", "fleur", "prompt_judge") else {}
+    kwargs = {"judge": "dummy", "cache": False} if name in ("harmonic_eval", "fleur", "expert", "prompt_judge") else {}
     if name == "clip_score":
         kwargs = {"model": "tiny-random", "cache": False}
     if name in ("pac_s", "polos"):  # tiny random checkpoints in the authors' formats
         from mmjudge.tiny_models.checkpoints import tiny_pac_s, tiny_polos
 
         kwargs = (tiny_pac_s if name == "pac_s" else tiny_polos)(tmp_path / name)
+    if name == "infometic":  # a tiny random checkpoint and region features in the authors' layout
+        from mmjudge.tiny_models.infometic import tiny_infometic
+
+        kwargs = tiny_infometic(tmp_path / name)
     module = _load(name, **kwargs)
     assert type(module).__name__ != "EngineMetric" and type(module).__module__ != "mmjudge.adapters.evaluate_metric"
     assert module.engine.name == name

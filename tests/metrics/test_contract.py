@@ -27,6 +27,8 @@ IMG = Image.new("RGB", (32, 32), "red")
 CONFIGS = {
     "harmonic_eval": ["harmonic_eval"],
     "fleur": ["fleur", "reffleur"],
+    "expert": ["expert"],
+    "infometic": ["infometic", "infometic_plus", "infoclip"],
     "clip_score": ["clip_score", "ref_clip_score", "clip_score_avg"],
     "baselines": ["bleu", "rouge_l", "meteor", "cider", "spice", "bertscore", "bartscore", "coco"],
     "capture": ["capture"],
@@ -47,6 +49,10 @@ PRIMARY = {
     "harmonic_eval": "overall",
     "fleur": "score",
     "reffleur": "score",
+    "expert": "score",
+    "infometic": "infometic",
+    "infometic_plus": "infometic_plus",
+    "infoclip": "infoclip",
     "clip_score": "clip_score",
     "ref_clip_score": "ref_clip_score",
     "bleu": "bleu_4",
@@ -134,6 +140,10 @@ def test_metric_outputs_match_their_declaration(tmp_path):
         (
             mmjudge.load("fleur", "reffleur", judge="dummy", cache=False),
             dict(predictions=["a", "b"], images=[IMG, IMG], references=[["r"], ["s"]]),
+        ),
+        (
+            mmjudge.load("expert", judge="dummy", adapter=None, cache=False),
+            dict(predictions=["a", "b"], images=[IMG, IMG], explain=True),
         ),
         (
             mmjudge.load("clip_score", "ref_clip_score", model=tiny_clip(tmp_path / "c")),

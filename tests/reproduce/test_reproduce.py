@@ -71,13 +71,16 @@ def fixture_judgments(tmp_path):
 def test_every_table_cell_has_a_measure_a_number_and_a_source():
     tables = load_tables()
     counts = {name: sum(1 for _ in t.cells()) for name, t in tables.items()}
-    assert counts == {"beyond_1": 14, "fleur_1": 6, "harmonic_eval_8": 84, "harmonic_eval_9": 10, "vela_1": 120}
+    assert counts == {"beyond_1": 17, "fleur_1": 6, "harmonic_eval_8": 84, "harmonic_eval_9": 10, "vela_1": 120}
     by = {(c.table, c.row.key, c.column.key): c for t in tables.values() for c in t.cells()}
     # Spot checks against the papers (HarmonicEval Tables 8, 9; VELA Table 1; FLEUR Table 1).
     assert by[("harmonic_eval_8", "meteor", "f_ex")].published == 41.8
     assert by[("harmonic_eval_8", "gpt_fleur", "pas")].published == 82.6
     assert by[("harmonic_eval_8", "polos", "f_cf")].measure == "tau_b"
     assert ("harmonic_eval_8", "tiger", "f_cf") not in by  # "–" in the paper
+    assert (
+        by[("beyond_1", "expert", "nebula")].published == 54.9 and by[("beyond_1", "expert", "com")].measure == "tau_c"
+    )
     assert by[("harmonic_eval_9", "polos", "ref1")].published == 93.3
     vela = by[("vela_1", "gpt4o_no_refs", "a_rel")]
     assert (vela.published, vela.spread, vela.column.split, vela.column.criterion) == (36.8, 6.3, "testA", "relevance")
@@ -93,7 +96,7 @@ def test_dry_run_lists_every_cell_of_the_four_tables_with_what_it_needs(capsys, 
     assert main(["reproduce", "--dry-run", "--table", "all", "--data-dir", f"flickr8k_expert={FIXTURE}"]) == 0
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if " → " in line]
-    assert len(lines) == 234
+    assert len(lines) == 237
     bleu = next(line for line in lines if line.startswith("harmonic_eval_8 · BLEU · F-EX"))
     assert "✓ metric baselines:bleu" in bleu and "✓ data flickr8k_expert" in bleu and bleu.endswith("→ runnable")
     tiger = next(line for line in lines if line.startswith("harmonic_eval_8 · TIGEr · F-EX"))
