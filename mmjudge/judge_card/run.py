@@ -173,7 +173,9 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
         he = metric.get()
         run = _run_path(settings, bench, he, folder)
         P.write_items(found, run.with_suffix(".items.jsonl"))
+        before = he.judge.usage_report()
         rows, speed = _judge_run(bench.name, he.pairwise(), run.with_suffix(".items.jsonl"), run, settings)
+        speed += usage_rows(bench.name, before, he.judge.usage_report())
         items = P.judged_items(found, iter(rows), bench)
         out = figures(bench.name, items, bench.rules, **common)
         out[-1:-1] = judge_diagnostics(bench.name, rows, he.criteria) + speed
@@ -189,7 +191,9 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
     he = metric.get()
     run = _run_path(settings, bench, he, folder)
     _write_rating_items(judgments, run.with_suffix(".items.jsonl"))
+    before = he.judge.usage_report()
     rows, speed = _judge_run(bench.name, he, run.with_suffix(".items.jsonl"), run, settings)
+    speed += usage_rows(bench.name, before, he.judge.usage_report())
     scores = {str(r.get("id")): {"overall": _number(r.get("overall"))} for r in rows}
     out = R.correlation_rows(bench, judgments, scores, "overall", **common)
     out[-1:-1] = speed
@@ -211,6 +215,34 @@ def _judge_run(
     rows = list(output_rows(output))
     speed = [row(benchmark, "", "samples_per_s", done / seconds, None, None, done)] if done and seconds > 0 else []
     return rows, speed
+
+
+TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "batch_prompt_tokens", "batch_completion_tokens")
+
+
+def usage_rows(benchmark: str, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[dict]:
+    """What one benchmark's run cost an API judge (its usage report after the run less before it): the tokens
+    paid for (``n``: the requests) and, where the model has a list price, the estimated US dollars. Nothing for
+    a local judge (it reports no usage) or a run answered from the cache.
+
+    >>> rows = usage_rows("vl", {"requests": 2, "prompt_tokens": 10, "completion_tokens": 2, "cost_usd": 0.5},
+    ...                   {"requests": 5, "prompt_tokens": 40, "completion_tokens": 5, "cost_usd": 0.75})
+    >>> [(r["measure"], r["value"], r["n"]) for r in rows]
+    [('tokens', 33.0, 3), ('cost_usd', 0.25, 3)]
+    """
+    if not after:
+        return []
+    before = before or {}
+    requests = int(after.get("requests", 0)) - int(before.get("requests", 0))
+    requests += int(after.get("batch_requests", 0)) - int(before.get("batch_requests", 0))
+    if requests <= 0:
+        return []
+    tokens = sum(int(after.get(k, 0)) - int(before.get(k, 0)) for k in TOKEN_FIELDS)
+    out = [row(benchmark, "", "tokens", float(tokens), None, None, requests)]
+    if after.get("cost_usd") is not None:
+        cost = float(after["cost_usd"]) - float(before.get("cost_usd") or 0.0)
+        out.append(row(benchmark, "", "cost_usd", cost, None, None, requests))
+    return out
 
 
 def _run_path(settings: Settings, bench: JudgeBenchmark, metric: Any, folder: str | None) -> Path:

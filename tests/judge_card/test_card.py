@@ -228,3 +228,22 @@ def test_a_card_written_over_its_own_verdicts_is_refused_before_anything_is_touc
     assert code == 2 and (out / "card.json").read_bytes() == before
     err = capsys.readouterr().err
     assert "is the same file as --verdicts vl_rewardbench" in err and "give another --out" in err
+
+
+@pytest.mark.slow
+def test_an_api_judge_on_a_real_llama_cpp_server_reports_its_tokens(llama_server, vlrb, tmp_path):
+    """The API path against a real OpenAI-compatible server (llama.cpp over SmolLM2): every pair compared in
+    both orders through the server, the card counting the requests and tokens it paid for (no list price for a
+    local model: no dollar row), and the usage in signature.json — plumbing, not a judgement of SmolLM2."""
+    out = tmp_path / "card"
+    argv = ["judge-card", "--judge", "openai", "--set", f"base_url={llama_server}", "--set", "prefill=auto"]
+    argv += ["--set", 'criteria=["fluency"]', "--set", "max_concurrency=1", "--no-cache", "--benchmarks"]
+    argv += ["vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}", "--limit", "2", "--bootstrap", "0"]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 0
+    rows = json.loads((out / "card.json").read_text())
+    tokens = _by(rows, "tokens")
+    assert tokens["n"] == 2 * 2 and tokens["value"] > 0  # pairs × both orders, one criterion
+    assert not [r for r in rows if r["measure"] == "cost_usd"]
+    assert _by(rows, "no_answer")["n"] == 2 and 0.0 <= _by(rows, "no_answer")["value"] <= 1.0
+    signed = json.loads((out / "signature.json").read_text())
+    assert signed["usage"]["requests"] == 4 and "judge=openai:" in signed["signature"]
