@@ -261,6 +261,17 @@ def test_count_ngrams_with_repeats_equals_counting_every_sentence():
     assert repeated.n_grams == every.n_grams == 23  # 8 words, 7 bigrams, 5 trigrams, 3 4-grams
 
 
+def test_a_corpus_of_texts_shorter_than_its_longest_ngram_is_counted():
+    """Every text shorter than three words (so no 4-gram anywhere, and the 4-gram pass shifts by more words than
+    the corpus holds): counted, not a broadcasting error — the case a one-reference, two-word corpus hits."""
+    from mmjudge.metrics.baselines.ngrams import count_ngrams
+
+    counts = count_ngrams(["a dog"], 4)
+    assert counts.n_grams == 3 and counts.lengths.tolist() == [2]  # 2 words, 1 bigram, no trigram or 4-gram
+    out = Baselines("bleu").compute(predictions=["a dog"], references=[["a dog"]], progress=False)
+    assert out["bleu_1"] == [pytest.approx(1.0)]
+
+
 def test_repeated_rows_score_as_if_each_were_scored():
     """Flickr8k-Expert's shape: each pair repeated per judgment, candidates found among the references. Each
     distinct item is scored once and counted as often as it occurs: BLEU's pooled counts, CIDEr-D's number of
