@@ -180,9 +180,9 @@ def _prompt_accuracy(benchmark, items, credit, answered, bootstrap, seed, confid
     by_prompt: dict[str, list[int]] = {}
     for k, it in enumerate(items):
         by_prompt.setdefault(it.prompt or it.id, []).append(k)
-    kept = [ks for ks in by_prompt.values() if all(answered[k] for k in ks)]
-    right = np.array([float(all(credit[k] == 1.0 for k in ks)) for ks in kept])
-    n = len(kept)
+    whole = [ks for ks in by_prompt.values() if all(answered[k] for k in ks)]
+    right = np.array([float(all(credit[k] == 1.0 for k in ks)) for ks in whole])
+    n = len(whole)
     value = float(right.mean()) if n else math.nan
     low = high = None
     if bootstrap and n:

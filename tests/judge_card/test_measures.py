@@ -111,3 +111,14 @@ def test_each_figure_keeps_its_bootstrap_values_and_every_judge_gets_the_same_re
         percentile_interval(whole, 0.95)
     )
     assert np.allclose(whole + kept_second[("toy", "", "accuracy")], 1.0) and whole.std() > 0
+
+
+def test_prompt_accuracy_keeps_its_bootstrap_values():
+    """With a bootstrap, prompt-level accuracy gets an interval and hands its values to ``replicates`` (it once
+    raised a TypeError: the dict was shadowed by the list of answered prompts)."""
+    items = [Item(f"p{k}-{c}", 0, 0.9 if k % 3 else 0.1, prompt=f"p{k}") for k in range(9) for c in "ab"]
+    kept: dict = {}
+    row = _by(figures("mc", items, Rules(prompt_accuracy=True), bootstrap=100, replicates=kept), "prompt_accuracy")
+    assert row["value"] == pytest.approx(6 / 9) and row["n"] == 9
+    values = kept[("mc", "", "prompt_accuracy")]
+    assert values.shape == (100,) and row["low"] < 6 / 9 < row["high"]
