@@ -176,22 +176,18 @@ class _Figure:
 
 def _prompt_accuracy(benchmark, items, credit, answered, bootstrap, seed, confidence, kept=None) -> dict:
     """Multi-Crit's PAcc: a prompt counts as right only when every criterion of it is judged right (credit 1);
-    a prompt with an unanswered criterion is left out."""
+    a prompt with an unanswered criterion is left out. The resamples are drawn over every prompt of the
+    benchmark (not only the answered ones), so two judges' values pair up as the item figures' do."""
     by_prompt: dict[str, list[int]] = {}
     for k, it in enumerate(items):
         by_prompt.setdefault(it.prompt or it.id, []).append(k)
-    whole = [ks for ks in by_prompt.values() if all(answered[k] for k in ks)]
-    right = np.array([float(all(credit[k] == 1.0 for k in ks)) for ks in whole])
-    n = len(whole)
-    value = float(right.mean()) if n else math.nan
-    low = high = None
-    if bootstrap and n:
-        counts = resample_counts(n, bootstrap, rng_for(seed, "judge_card", benchmark, "prompts"))
-        values = (counts @ right) / n
-        low, high = percentile_interval(values, confidence)
-        if kept is not None:
-            kept[(benchmark, "", "prompt_accuracy")] = values
-    return row(benchmark, "", "prompt_accuracy", value, low, high, n)
+    prompts = list(by_prompt.values())
+    whole = np.array([all(answered[k] for k in ks) for ks in prompts])
+    right = np.array([float(all(credit[k] == 1.0 for k in ks)) for ks in prompts])
+    rng = rng_for(seed, "judge_card", benchmark, "prompts")
+    counts = resample_counts(len(prompts), bootstrap, rng) if bootstrap else None
+    figure = _Figure(benchmark, right, whole, counts, confidence, kept)
+    return figure.accuracy("", "prompt_accuracy", np.ones(len(prompts), dtype=bool))
 
 
 def _groups(items: Sequence[Item], key: str) -> dict[str, np.ndarray]:

@@ -122,3 +122,26 @@ def test_prompt_accuracy_keeps_its_bootstrap_values():
     assert row["value"] == pytest.approx(6 / 9) and row["n"] == 9
     values = kept[("mc", "", "prompt_accuracy")]
     assert values.shape == (100,) and row["low"] < 6 / 9 < row["high"]
+
+
+def test_prompt_accuracy_resamples_pair_up_across_judges_that_leave_out_different_prompts():
+    """Prompt accuracy's resamples are drawn over every prompt, so a judge that gave no answer on one prompt is
+    resampled like one that answered all: where they agree on every answered prompt, their values are equal in
+    each resample that leaves the unanswered prompt out."""
+
+    def judge(silent: bool):
+        return [Item(f"p{k}-{c}", 0, math.nan if silent and k == 0 else (0.9 if k % 3 else 0.1), prompt=f"p{k}")
+                for k in range(9) for c in "ab"]  # fmt: skip
+
+    all_answered, one_silent = {}, {}
+    figures("mc", judge(False), Rules(prompt_accuracy=True), bootstrap=200, replicates=all_answered)
+    row = _by(figures("mc", judge(True), Rules(prompt_accuracy=True), bootstrap=200, replicates=one_silent),
+              "prompt_accuracy")  # fmt: skip
+    assert row["value"] == pytest.approx(6 / 8) and row["n"] == 8
+    from mmjudge.metaeval.bootstrap import resample_counts, rng_for
+
+    counts = resample_counts(9, 200, rng_for(0, "judge_card", "mc", "prompts"))
+    without_p0 = counts[:, 0] == 0
+    key = ("mc", "", "prompt_accuracy")
+    assert without_p0.sum() > 10
+    assert np.allclose(all_answered[key][without_p0], one_silent[key][without_p0])
