@@ -118,9 +118,14 @@ def figures(
     figure = _Figure(benchmark, credit, answered, counts, confidence, replicates)
     everything = np.ones(len(items), dtype=bool)
     rows = [figure.accuracy("", rules.measure, everything)]
+    shown: dict[str, tuple[str, np.ndarray]] = {}  # a subset name -> the key and items of its row
     for key in rules.subsets:
         groups = _groups(items, key)
         for name, mask in groups.items():
+            if name in shown:  # card.json and the board key a figure by (benchmark, subset, measure): one row
+                _same_subset(benchmark, name, shown[name], (key, mask))
+                continue
+            shown[name] = (key, mask)
             rows.append(figure.accuracy(name, rules.measure, mask))
         if key == rules.macro_over:
             rows.append(figure.macro(f"macro_{rules.measure}", list(groups.values())))
@@ -188,6 +193,16 @@ def _prompt_accuracy(benchmark, items, credit, answered, bootstrap, seed, confid
     counts = resample_counts(len(prompts), bootstrap, rng) if bootstrap else None
     figure = _Figure(benchmark, right, whole, counts, confidence, kept)
     return figure.accuracy("", "prompt_accuracy", np.ones(len(prompts), dtype=bool))
+
+
+def _same_subset(benchmark: str, name: str, first: tuple[str, np.ndarray], again: tuple[str, np.ndarray]) -> None:
+    """A subset name under two keys is one figure when it holds the same items (Multimodal RewardBench's
+    unsplit categories are their own reporting category); other items under the same name are refused."""
+    if not np.array_equal(first[1], again[1]):
+        raise ValueError(
+            f"{benchmark}: subset {name!r} is a value of both {first[0]!r} and {again[0]!r} with different items; "
+            "its figures could not be told apart."
+        )
 
 
 def _groups(items: Sequence[Item], key: str) -> dict[str, np.ndarray]:

@@ -228,3 +228,24 @@ def test_a_card_written_over_its_own_verdicts_is_refused_before_anything_is_touc
     assert code == 2 and (out / "card.json").read_bytes() == before
     err = capsys.readouterr().err
     assert "is the same file as --verdicts vl_rewardbench" in err and "give another --out" in err
+
+
+def test_a_multimodal_rewardbench_card_is_accepted_by_the_board(tmp_path):
+    """The card judge-card writes for Multimodal RewardBench (an unsplit category is its own reporting category)
+    holds each figure once, so the board's card check takes it as written."""
+    from types import SimpleNamespace
+
+    from judge_benchmarks import write_mm_rewardbench
+    from mmjudge.leaderboard.judge_uploads import read_judge_upload
+
+    data = str(write_mm_rewardbench(tmp_path / "mmrb"))
+    verdicts = _write(tmp_path / "v.jsonl", [{"id": "nocaps_101", "preferred": 1}, {"id": "pairs_7", "preferred": 1}])
+    out = tmp_path / "card"
+    assert main(["judge-card", "--benchmarks", "mm_rewardbench", "--data-dir", f"mm_rewardbench={data}",
+                 "--verdicts", f"mm_rewardbench={verdicts}", "--out", str(out), "--bootstrap", "20"]) == 0  # fmt: skip
+    rows = json.loads((out / "card.json").read_text())
+    keys = [(r["subset"], r["measure"]) for r in rows]
+    assert len(keys) == len(set(keys)) and keys.count(("open_generation/correctness_task", "accuracy")) == 1
+    subsets = tuple(sorted({r["subset"] for r in rows if r["subset"]}))
+    board = SimpleNamespace(card_name="mm_rewardbench", kind="pairs", ids=[], subsets=subsets)
+    assert read_judge_upload((out / "card.json").read_bytes(), board, None)["rows"] == rows

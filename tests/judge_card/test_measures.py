@@ -145,3 +145,22 @@ def test_prompt_accuracy_resamples_pair_up_across_judges_that_leave_out_differen
     key = ("mc", "", "prompt_accuracy")
     assert without_p0.sum() > 10
     assert np.allclose(all_answered[key][without_p0], one_silent[key][without_p0])
+
+
+def test_a_subset_name_under_two_keys_is_one_row():
+    """Multimodal RewardBench reports by `reporting_category` and `category`, and an unsplit category is its own
+    reporting category: one row for it (card.json and the board key a figure by benchmark, subset and measure);
+    the same name holding other items under another key is refused in one line."""
+    items = [
+        Item("1", 0, 0.9, {"reporting": "safety/bias", "category": "safety"}),
+        Item("2", 0, 0.1, {"reporting": "safety/toxicity", "category": "safety"}),
+        Item("3", 1, 0.1, {"reporting": "correctness", "category": "correctness"}),
+    ]
+    rows = figures("mm", items, Rules(subsets=("reporting", "category")), bootstrap=0)
+    assert [(r["subset"], r["value"], r["n"]) for r in rows if r["measure"] == "accuracy"] == [
+        ("", 2 / 3, 3), ("correctness", 1.0, 1), ("safety/bias", 1.0, 1), ("safety/toxicity", 0.0, 1),
+        ("safety", 0.5, 2),
+    ]  # fmt: skip
+    clash = [Item("1", 0, 0.9, {"a": "x", "b": "y"}), Item("2", 0, 0.9, {"a": "y", "b": "y"})]
+    with pytest.raises(ValueError, match=r"^mm: subset 'y' is a value of both 'a' and 'b' with different items"):
+        figures("mm", clash, Rules(subsets=("a", "b")), bootstrap=0)
