@@ -137,7 +137,8 @@ def chart(judge: str, rows: Sequence[Mapping], path: Path) -> bool:
     axes.set_xticks(range(len(bars)))
     axes.set_xticklabels([f"{b['benchmark']}\n{b['measure']}" for b in bars], fontsize=7)
     axes.set_ylabel("×100")
-    axes.set_title(f"Judge card: {judge}"[:80], fontsize=9)
+    # The name is the user's: a `$…$` in it would be parsed as mathtext (and a bad one fail the whole card).
+    axes.set_title(f"Judge card: {judge}"[:80].replace("$", r"\$"), fontsize=9)
     figure.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     figure.savefig(tmp)

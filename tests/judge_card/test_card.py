@@ -249,3 +249,15 @@ def test_a_multimodal_rewardbench_card_is_accepted_by_the_board(tmp_path):
     subsets = tuple(sorted({r["subset"] for r in rows if r["subset"]}))
     board = SimpleNamespace(card_name="mm_rewardbench", kind="pairs", ids=[], subsets=subsets)
     assert read_judge_upload((out / "card.json").read_bytes(), board, None)["rows"] == rows
+
+
+@pytest.mark.parametrize("name", [r"$\frac{a}$", r"$\undefinedcmd$", "cost $5 vs $6"])
+def test_a_judge_name_that_looks_like_mathtext_is_drawn_as_text(tmp_path, name):
+    """The chart's title holds the judge's name as given: matplotlib must not parse it (a malformed `$…$` made
+    the card fail after card.json was written)."""
+    from mmjudge.judge_card.output import chart
+
+    rows = [{"benchmark": "vl_rewardbench", "subset": "", "measure": "accuracy", "value": 0.6, "low": 0.5,
+             "high": 0.7, "n": 10}]  # fmt: skip
+    assert chart(name, rows, tmp_path / "card.png") is True
+    assert (tmp_path / "card.png").stat().st_size > 1000
