@@ -64,14 +64,14 @@ def run(args: argparse.Namespace) -> int:
     from mmjudge.judge_card.benchmarks import find_benchmarks
     from mmjudge.judge_card.output import card_markdown
     from mmjudge.judge_card.run import Settings, judge_card, plan
+    from mmjudge.paths import check_out_folder
 
     benchmarks = find_benchmarks(args.benchmarks)
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be a positive integer, but got {args.limit}.")
     if args.bootstrap < 0:
         raise ValueError(f"--bootstrap must be 0 or more, but got {args.bootstrap}.")
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out}: is a file; give a folder.")
+    check_out_folder(args.out)
     settings = Settings(
         data_dirs=_pairs(args.data_dir, "--data-dir"),
         verdicts=_pairs(args.verdicts, "--verdicts"),

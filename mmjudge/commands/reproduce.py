@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge.commands._judge_flags import key_values
-from mmjudge.paths import not_a_regular_file
+from mmjudge.paths import check_out_folder, not_a_regular_file
 
 EXAMPLES = """\
 examples:
@@ -101,8 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()] if args.benchmarks else None
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out}: is a file; give a folder.")
+    check_out_folder(args.out)
     if args.bootstrap < 0 or args.timing_samples < 1:
         raise ValueError("--bootstrap must be 0 or more and --timing-samples at least 1.")
     cells = select_cells(load_tables(), args.table, metrics, benchmarks)

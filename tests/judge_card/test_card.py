@@ -261,3 +261,13 @@ def test_a_judge_name_that_looks_like_mathtext_is_drawn_as_text(tmp_path, name):
              "high": 0.7, "n": 10}]  # fmt: skip
     assert chart(name, rows, tmp_path / "card.png") is True
     assert (tmp_path / "card.png").stat().st_size > 1000
+
+
+def test_an_out_folder_under_a_file_is_one_line_before_any_work(vlrb, tmp_path, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    code = main(["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+                 "--judge", "dummy", "--out", str(blocker / "card")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and f"{blocker} is a file, so no folder can be made there; give a folder path." in err
+    assert len(err.strip().splitlines()) == 1 and blocker.read_text() == "x"
