@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmjudge.commands._judge_flags import add_judge_options, judge_options, key_values
+from mmjudge.commands._judge_flags import add_judge_options, judge_options, named_key_values
 
 EXAMPLES = """\
 examples:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(
         data_dirs=_pairs(args.data_dir, "--data-dir"),
         verdicts=_pairs(args.verdicts, "--verdicts"),
-        dataset_options={k: key_values([v], "--dataset-option") for k, v in _options(args.dataset_option)},
+        dataset_options=_dataset_options(args.dataset_option),
         limit=args.limit,
         bootstrap=args.bootstrap,
         seed=args.seed,
@@ -103,13 +103,14 @@ def run(args: argparse.Namespace) -> int:
     return 0 if card.rows else 2
 
 
-def _options(values: list[str] | None) -> list[tuple[str, str]]:
-    out = []
-    for value in values or []:
-        name, found, setting = value.partition(":")
-        if not found or not name or not setting:
-            raise ValueError(f"--dataset-option expects BENCHMARK:KEY=VALUE, but got {value!r}.")
-        out.append((name, setting))
+def _dataset_options(values: list[str] | None) -> dict[str, dict]:
+    """``--dataset-option BENCHMARK:KEY=VALUE``, every option of a benchmark kept; an unknown benchmark is one line
+    with a "did you mean" (not an option silently never used)."""
+    from mmjudge.judge_card.benchmarks import find_benchmarks
+
+    out = named_key_values(values, "--dataset-option")
+    for name in out:
+        find_benchmarks(name)
     return out
 
 

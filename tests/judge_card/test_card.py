@@ -271,3 +271,17 @@ def test_an_out_folder_under_a_file_is_one_line_before_any_work(vlrb, tmp_path, 
     err = capsys.readouterr().err
     assert code == 2 and f"{blocker} is a file, so no folder can be made there; give a folder path." in err
     assert len(err.strip().splitlines()) == 1 and blocker.read_text() == "x"
+
+
+def test_every_dataset_option_of_a_benchmark_reaches_its_loader(vlrb, tmp_path, capsys):
+    """Two --dataset-option for one benchmark both reach the loader (the second used to replace the first, so
+    this unknown option was silently dropped); an option for an unknown benchmark is one line."""
+    verdicts = _write(tmp_path / "v.jsonl", [{"id": "RLAIF-V-fx-1", "preferred": 0}])
+    argv = ["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+            "--verdicts", f"vl_rewardbench={verdicts}", "--bootstrap", "0", "--quiet"]  # fmt: skip
+    options = ["--dataset-option", "vl_rewardbench:no_such_key=1", "--dataset-option", "vl_rewardbench:layout=null"]
+    assert main([*argv, *options]) == 2
+    assert "vl_rewardbench: not run: " in (err := capsys.readouterr().err) and "'no_such_key'" in err
+    assert main([*argv, "--dataset-option", "vl_rewardbnech:check_images=false"]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown judge benchmark 'vl_rewardbnech'. Did you mean 'vl_rewardbench'?" in err
