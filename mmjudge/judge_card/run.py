@@ -107,6 +107,10 @@ def judge_card(benchmarks: list[str], settings: Settings, judge: Any = None) -> 
     """Score ``judge`` (HarmonicEval options as a dict, a ready ``HarmonicEval``, or ``None`` for verdicts only)
     on ``benchmarks`` (:data:`~mmjudge.judge_card.benchmarks.JUDGE_BENCHMARKS` names). With ``settings.out``,
     writes ``card.json``, ``card.md``, ``card.png`` and ``signature.json`` there."""
+    from mmjudge.metaeval.bootstrap import check_confidence, check_resamples
+
+    check_resamples(settings.bootstrap)  # a bad setting is one line before anything runs, not every benchmark's
+    check_confidence(settings.confidence)  # reason for not running
     plans = plan(benchmarks, settings, judge is not None)
     metric = _Lazy(judge)
     card = Card(settings.name or "", "", [], plans)

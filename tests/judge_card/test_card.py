@@ -285,3 +285,13 @@ def test_every_dataset_option_of_a_benchmark_reaches_its_loader(vlrb, tmp_path, 
     assert main([*argv, "--dataset-option", "vl_rewardbnech:check_images=false"]) == 2
     err = capsys.readouterr().err
     assert "Unknown judge benchmark 'vl_rewardbnech'. Did you mean 'vl_rewardbench'?" in err
+
+
+def test_a_confidence_outside_zero_and_one_is_one_line_before_any_benchmark(vlrb, capsys):
+    """--confidence 1.5 used to reach numpy's quantile and come back as every benchmark's reason for not running
+    ('Quantiles must be in the range [0, 1]')."""
+    code = main(["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+                 "--judge", "dummy", "--confidence", "1.5"])  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 2 and "Expected argument `confidence` to be in (0, 1), but got 1.5." in printed.err
+    assert printed.out == "" and "not run" not in printed.err
