@@ -26,6 +26,7 @@ from typing import Any
 
 from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, JudgeBenchmark
 from mmjudge.judge_card.measures import figures, judge_diagnostics, row
+from mmjudge.paths import not_a_regular_file
 
 # A failure these raise is a benchmark that cannot be scored (its reason is the message), not a crash.
 BENCHMARK_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, ImportError)
@@ -87,8 +88,10 @@ def plan(benchmarks: list[str], settings: Settings, judge: bool) -> list[Plan]:
         needs = [_data_need(bench, folder)]
         verdict_file = settings.verdicts.get(name)
         if verdict_file:
-            present = Path(verdict_file).expanduser().is_file()
-            needs.append(("verdicts", present, f"--verdicts {name}={verdict_file}: no such file"))
+            path = Path(verdict_file).expanduser()
+            problem = not_a_regular_file(path)  # a FIFO, a folder, /dev/zero: said as such, never "no such file"
+            present = problem is None and path.is_file()
+            needs.append(("verdicts", present, f"--verdicts {name}={verdict_file}: {problem or 'no such file'}"))
             source = "verdicts"
         else:
             needs.append(("judge", judge, f"no judge and no verdicts: give --judge/--model, or --verdicts {name}=FILE"))

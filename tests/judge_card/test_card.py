@@ -295,3 +295,15 @@ def test_a_confidence_outside_zero_and_one_is_one_line_before_any_benchmark(vlrb
     printed = capsys.readouterr()
     assert code == 2 and "Expected argument `confidence` to be in (0, 1), but got 1.5." in printed.err
     assert printed.out == "" and "not run" not in printed.err
+
+
+def test_a_verdict_path_that_is_no_regular_file_is_said_as_such(vlrb, tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    argv = ["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}", "--dry-run"]
+    for path, said in ((fifo, "a named pipe (FIFO), not a regular file"), (tmp_path, "a folder, not a file"),
+                       (tmp_path / "none.jsonl", "no such file")):  # fmt: skip
+        assert main([*argv, "--verdicts", f"vl_rewardbench={path}"]) == 0
+        assert f"missing: --verdicts vl_rewardbench={path}: {said}" in capsys.readouterr().out
