@@ -50,7 +50,8 @@ def read_verdicts(path: str | os.PathLike, kind: str) -> dict[str, float]:
     file = Path(path).expanduser()
     if not file.exists():
         raise FileNotFoundError(f"verdict file {str(file)!r}: no such file.")
-    with io.TextIOWrapper(open_regular_file(file), encoding="utf-8", errors="replace") as f:
+    # utf-8-sig: a byte-order mark (Windows editors write one) is read as the board's reader reads it (jsonl.decode)
+    with io.TextIOWrapper(open_regular_file(file), encoding="utf-8-sig", errors="replace") as f:
         out = parse_verdicts(f, kind, str(file))
     if not out:
         raise ValueError(f"{file}: no verdicts (the file is empty).")

@@ -307,3 +307,14 @@ def test_a_verdict_path_that_is_no_regular_file_is_said_as_such(vlrb, tmp_path, 
                        (tmp_path / "none.jsonl", "no such file")):  # fmt: skip
         assert main([*argv, "--verdicts", f"vl_rewardbench={path}"]) == 0
         assert f"missing: --verdicts vl_rewardbench={path}: {said}" in capsys.readouterr().out
+
+
+def test_a_verdict_file_with_a_byte_order_mark_reads_as_on_the_board(tmp_path):
+    """The board's reader drops a UTF-8 byte-order mark (mmjudge.jsonl.decode); --verdicts reads the same file the
+    same way instead of calling line 1 'not JSON'."""
+    from mmjudge.judge_card.verdicts import read_verdicts
+
+    path = tmp_path / "v.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "preferred": 1}\n{"id": "b", "preferred": null}\n')
+    verdicts = read_verdicts(path, "pairs")
+    assert verdicts["a"] == 1.0 and math.isnan(verdicts["b"]) and list(verdicts) == ["a", "b"]
