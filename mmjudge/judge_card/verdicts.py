@@ -36,6 +36,8 @@ from mmjudge.inputs import is_number
 from mmjudge.paths import open_regular_file
 
 FIELD = {"pairs": "preferred", "ratings": "score"}
+# A verdict line is one short object; a file whose "line" is longer is no verdict file, and is not read whole.
+MAX_LINE_CHARS = 1 << 20
 
 
 def read_verdicts(path: str | os.PathLike, kind: str) -> dict[str, float]:
@@ -52,7 +54,7 @@ def read_verdicts(path: str | os.PathLike, kind: str) -> dict[str, float]:
         raise FileNotFoundError(f"verdict file {str(file)!r}: no such file.")
     # utf-8-sig: a byte-order mark (Windows editors write one) is read as the board's reader reads it (jsonl.decode)
     with io.TextIOWrapper(open_regular_file(file), encoding="utf-8-sig", errors="replace") as f:
-        out = parse_verdicts(f, kind, str(file))
+        out = parse_verdicts(_short_lines(f, str(file)), kind, str(file))
     if not out:
         raise ValueError(f"{file}: no verdicts (the file is empty).")
     return out
@@ -85,6 +87,18 @@ def parse_verdicts(lines: Iterable[str], kind: str, source: str = "") -> dict[st
             raise ValueError(f"{where}: expected `{key}`, but the object has {sorted(row)}.")
         out[item] = _value(row[key], key, where)
     return out
+
+
+def _short_lines(f: io.TextIOWrapper, source: str) -> Iterable[str]:
+    """The lines of text file ``f``, none held longer than :data:`MAX_LINE_CHARS` (a one-line gigabyte is refused
+    after reading that much, not after reading it all)."""
+    for number, line in enumerate(iter(lambda: f.readline(MAX_LINE_CHARS + 1), ""), 1):
+        if len(line.rstrip("\r\n")) > MAX_LINE_CHARS:
+            raise ValueError(
+                f"{source} line {number}: longer than {MAX_LINE_CHARS:,} characters; a verdict line is one JSON "
+                'object such as {"id": ..., "preferred": 0}.'
+            )
+        yield line
 
 
 def _object(line: str, where: str) -> dict[str, Any]:

@@ -318,3 +318,14 @@ def test_a_verdict_file_with_a_byte_order_mark_reads_as_on_the_board(tmp_path):
     path.write_bytes(b'\xef\xbb\xbf{"id": "a", "preferred": 1}\n{"id": "b", "preferred": null}\n')
     verdicts = read_verdicts(path, "pairs")
     assert verdicts["a"] == 1.0 and math.isnan(verdicts["b"]) and list(verdicts) == ["a", "b"]
+
+
+def test_a_verdict_file_of_one_endless_line_is_refused_without_reading_it_whole(tmp_path):
+    from mmjudge.judge_card.verdicts import MAX_LINE_CHARS, read_verdicts
+
+    path = tmp_path / "v.jsonl"
+    path.write_text('{"id": "a", "preferred": 1}\n{"id": "' + "x" * (MAX_LINE_CHARS + 5) + '"}\n')
+    with pytest.raises(ValueError, match=r"v\.jsonl line 2: longer than 1,048,576 characters; a verdict line is"):
+        read_verdicts(path, "pairs")
+    path.write_text('{"id": "a", "preferred": 1}\r\n{"id": "b", "preferred": 0}')  # CRLF, no final newline
+    assert read_verdicts(path, "pairs") == {"a": 1.0, "b": 0.0}
