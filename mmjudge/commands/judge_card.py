@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     card = judge_card(benchmarks, settings, judge)
     for name, why in card.not_run.items():
         print(f"{name}: not run: {why}", file=sys.stderr)
-    print(card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage), end="")
+    print(card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage, args.confidence), end="")
     if args.out:
         print(f"wrote card.json, card.md, card.png, signature.json to {args.out}")
     return 0 if card.rows else 2

@@ -56,7 +56,8 @@ def write_card(card: Any, settings: Any) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     _atomic(out / "card.json", json.dumps(card.rows, indent=1, allow_nan=False) + "\n")
     _atomic(out / "signature.json", json.dumps(signature(card, settings), indent=1, sort_keys=True) + "\n")
-    _atomic(out / "card.md", card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage))
+    text = card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage, settings.confidence)
+    _atomic(out / "card.md", text)
     chart(card.judge, card.rows, out / "card.png")
     return out
 
@@ -82,10 +83,17 @@ def signature(card: Any, settings: Any) -> dict[str, Any]:
 
 
 def card_markdown(
-    judge: str, rows: Sequence[Mapping], not_run: Mapping[str, str], signature: str = "", usage: Any = None
+    judge: str,
+    rows: Sequence[Mapping],
+    not_run: Mapping[str, str],
+    signature: str = "",
+    usage: Any = None,
+    confidence: float = 0.95,
 ) -> str:
-    """The card as one Markdown table (user-given names escaped), then what did not run and why."""
-    lines = [f"# Judge card: {markdown_text(judge)}", "", "| benchmark | subset | measure | value | 95% interval | n |"]
+    """The card as one Markdown table (user-given names escaped; the intervals' coverage in the header), then what
+    did not run and why."""
+    header = f"| benchmark | subset | measure | value | {100 * confidence:g}% interval | n |"
+    lines = [f"# Judge card: {markdown_text(judge)}", "", header]
     lines.append("|---|---|---|---|---|---|")
     for r in rows:
         shown = _shown(r["measure"], r["value"])

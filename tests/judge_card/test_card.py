@@ -329,3 +329,13 @@ def test_a_verdict_file_of_one_endless_line_is_refused_without_reading_it_whole(
         read_verdicts(path, "pairs")
     path.write_text('{"id": "a", "preferred": 1}\r\n{"id": "b", "preferred": 0}')  # CRLF, no final newline
     assert read_verdicts(path, "pairs") == {"a": 1.0, "b": 0.0}
+
+
+def test_the_card_table_names_the_coverage_its_intervals_were_drawn_at(vlrb, tmp_path, capsys):
+    verdicts = _write(tmp_path / "v.jsonl", [{"id": "RLAIF-V-fx-1", "preferred": 0}])
+    out = tmp_path / "card"
+    assert main(["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+                 "--verdicts", f"vl_rewardbench={verdicts}", "--bootstrap", "20", "--confidence", "0.9",
+                 "--out", str(out), "--quiet"]) == 0  # fmt: skip
+    header = "| benchmark | subset | measure | value | 90% interval | n |"
+    assert header in capsys.readouterr().out and header in (out / "card.md").read_text()
