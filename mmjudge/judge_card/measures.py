@@ -240,7 +240,7 @@ def judge_diagnostics(benchmark: str, rows: Sequence[Mapping], criteria: Sequenc
     bias, following = [], []
     for found in rows:
         for criterion in criteria:
-            b, f = _number(found.get(f"{criterion}_position_bias")), _number(found.get(f"{criterion}_slot_following"))
+            b, f = number(found.get(f"{criterion}_position_bias")), number(found.get(f"{criterion}_slot_following"))
             if b == b:
                 bias.append(b)
             if f == f:
@@ -253,7 +253,13 @@ def judge_diagnostics(benchmark: str, rows: Sequence[Mapping], criteria: Sequenc
     return out
 
 
-def _number(value: object) -> float:
+def number(value: object) -> float:
+    """A judge-run cell as a float: NaN for ``None``, a bool or anything that is not a number (a run's
+    rows hold numbers or ``null``).
+
+    >>> number(0.25), number(None), number(True), number("x")
+    (0.25, nan, nan, nan)
+    """
     try:
         return math.nan if value is None or isinstance(value, bool) else float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):

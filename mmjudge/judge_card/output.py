@@ -17,7 +17,6 @@ published figures the card reproduced).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -65,8 +64,13 @@ def write_card(card: Any, settings: Any) -> Path:
 def signature(card: Any, settings: Any) -> dict[str, Any]:
     """What the card's figures depend on: enough to reproduce them (verdict files by sha256, never by content)."""
     from mmjudge._version import __version__
+    from mmjudge.encoders.checkpoint_files import file_sha256
 
-    verdicts = {name: _sha256(path) for name, path in settings.verdicts.items() if Path(path).expanduser().is_file()}
+    verdicts = {
+        name: file_sha256(Path(path).expanduser())
+        for name, path in settings.verdicts.items()
+        if Path(path).expanduser().is_file()
+    }
     return {
         "mmjudge": __version__,
         "judge": card.judge,
@@ -152,14 +156,6 @@ def chart(judge: str, rows: Sequence[Mapping], path: Path) -> bool:
     figure.savefig(tmp)
     tmp.replace(path)
     return True
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(Path(path).expanduser(), "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _atomic(path: Path, text: str) -> None:

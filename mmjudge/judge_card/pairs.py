@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge.judge_card.benchmarks import JudgeBenchmark
-from mmjudge.judge_card.measures import Item
+from mmjudge.judge_card.measures import Item, number
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def judged_items(pairs: Sequence[Pair], rows: Iterator[Mapping[str, Any]], bench
         key = "overall"
         if pair.criterion is not None:
             key = _criterion(pair.criterion, bench.criteria) or "overall"
-        out.append(_item(pair, _number(row.get(key)) if not row.get("error") else math.nan))
+        out.append(_item(pair, number(row.get(key)) if not row.get("error") else math.nan))
     return out
 
 
@@ -141,10 +141,3 @@ def _criterion(name: str, mapping: Mapping[str, str]) -> str | None:
 
 def _item(pair: Pair, preference: float) -> Item:
     return Item(pair.id, pair.preferred, preference, pair.subsets, pair.prompt)
-
-
-def _number(value: Any) -> float:
-    try:
-        return math.nan if value is None or isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        return math.nan

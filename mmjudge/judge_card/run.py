@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, JudgeBenchmark
-from mmjudge.judge_card.measures import figures, judge_diagnostics, row
+from mmjudge.judge_card.measures import figures, judge_diagnostics, number, row
 from mmjudge.paths import not_a_regular_file
 
 # A failure these raise is a benchmark that cannot be scored (its reason is the message), not a crash.
@@ -197,7 +196,7 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
     run = _run_path(settings, bench, he, folder)
     _write_rating_items(judgments, run.with_suffix(".items.jsonl"))
     rows, speed = _judge_run(bench.name, he, run.with_suffix(".items.jsonl"), run, settings)
-    scores = {str(r.get("id")): {"overall": _number(r.get("overall"))} for r in rows}
+    scores = {str(r.get("id")): {"overall": number(r.get("overall"))} for r in rows}
     out = R.correlation_rows(bench, judgments, scores, "overall", **common)
     out[-1:-1] = speed
     return out, f"judge {he.judge.describe()}"
@@ -246,13 +245,6 @@ def _write_rating_items(judgments: Any, path: Path) -> None:
             item_row = {k: item.get(k) for k in ("id", "task", "text", "image") if item.get(k) is not None}
             f.write(json.dumps(item_row, ensure_ascii=False) + "\n")
     tmp.replace(path)
-
-
-def _number(value: Any) -> float:
-    try:
-        return math.nan if value is None or isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def _line(err: BaseException) -> str:
