@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mmjudge.judge_card.benchmarks import JudgeBenchmark
@@ -83,18 +82,6 @@ def pair_item(pair: Pair) -> dict[str, Any]:
     if pair.query:
         item["question"] = pair.query
     return item
-
-
-def write_items(pairs: Sequence[Pair], path: Path) -> None:
-    """The pairs as the JSON Lines input of a judge run (written once; the run resumes over it)."""
-    import json
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for pair in pairs:
-            f.write(json.dumps(pair_item(pair), ensure_ascii=False) + "\n")
-    tmp.replace(path)
 
 
 def verdict_items(pairs: Sequence[Pair], verdicts: Mapping[str, float]) -> list[Item]:

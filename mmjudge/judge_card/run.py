@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,7 +178,7 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
             return figures(bench.name, items, bench.rules, **common), f"verdicts {verdict_file}"
         he = metric.get()
         run = _run_path(settings, bench, he, folder)
-        P.write_items(found, run.with_suffix(".items.jsonl"))
+        write_items((P.pair_item(pair) for pair in found), run.with_suffix(".items.jsonl"))
         rows, speed = _judge_run(bench.name, he.pairwise(), run.with_suffix(".items.jsonl"), run, settings)
         items = P.judged_items(found, iter(rows), bench)
         out = figures(bench.name, items, bench.rules, **common)
@@ -194,7 +194,9 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
         return R.correlation_rows(bench, judgments, scores, "score", **common), f"verdicts {verdict_file}"
     he = metric.get()
     run = _run_path(settings, bench, he, folder)
-    _write_rating_items(judgments, run.with_suffix(".items.jsonl"))
+    fields = ("id", "task", "text", "image")
+    items = ({k: it.get(k) for k in fields if it.get(k) is not None} for it in judgments.items)
+    write_items(items, run.with_suffix(".items.jsonl"))
     rows, speed = _judge_run(bench.name, he, run.with_suffix(".items.jsonl"), run, settings)
     scores = {str(r.get("id")): {"overall": number(r.get("overall"))} for r in rows}
     out = R.correlation_rows(bench, judgments, scores, "overall", **common)
@@ -237,14 +239,23 @@ def _run_path(settings: Settings, bench: JudgeBenchmark, metric: Any, folder: st
     return base / "runs" / f"{bench.name}-{digest}.jsonl"
 
 
-def _write_rating_items(judgments: Any, path: Path) -> None:
+def write_items(items: Iterable[Mapping[str, Any]], path: Path) -> None:
+    """The items of a judge run as its JSON Lines input, written whole or not at all. The temporary file is this
+    call's own: under ``torchrun`` every process writes the same items, and a shared one let one process rename
+    it away while another still wrote it (whose rename then failed, so it skipped the run the others waited in)."""
+    import os
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for item in judgments.items:
-            item_row = {k: item.get(k) for k in ("id", "task", "text", "image") if item.get(k) is not None}
-            f.write(json.dumps(item_row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with open(fd, "w", encoding="utf-8") as f:
+            for item in items:
+                f.write(json.dumps(item, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _line(err: BaseException) -> str:

@@ -339,3 +339,23 @@ def test_the_card_table_names_the_coverage_its_intervals_were_drawn_at(vlrb, tmp
                  "--out", str(out), "--quiet"]) == 0  # fmt: skip
     header = "| benchmark | subset | measure | value | 90% interval | n |"
     assert header in capsys.readouterr().out and header in (out / "card.md").read_text()
+
+
+def test_items_written_by_two_processes_at_once_both_land_whole(tmp_path):
+    """Under torchrun every process writes a judge run's items file. Here a second writer runs to the end while
+    the first is half way (as another process would): both finish, no temporary file is left, the file is whole.
+    With one shared temporary name the first writer's rename failed (its file had been renamed away)."""
+    from mmjudge.judge_card.run import write_items
+
+    path = tmp_path / "runs" / "b.items.jsonl"
+    rows = [{"id": f"i{k}", "text": "x" * 100} for k in range(50)]
+
+    def first_writer():
+        for k, item in enumerate(rows):
+            if k == 25:
+                write_items(iter(rows), path)  # the other process, start to end
+            yield item
+
+    write_items(first_writer(), path)
+    assert [json.loads(line)["id"] for line in path.read_text().splitlines()] == [r["id"] for r in rows]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["b.items.jsonl"]
