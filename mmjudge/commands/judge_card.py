@@ -17,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from mmjudge import distributed
 from mmjudge.commands._judge_flags import add_judge_options, judge_options, named_key_values
 
 EXAMPLES = """\
@@ -95,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{p.benchmark}: from {p.source}; {needs} — {state}")
         return 0
     card = judge_card(benchmarks, settings, judge)
+    if not distributed.is_main():  # under torchrun one process prints (the others computed the same card)
+        return 0 if card.rows else 2
     for name, why in card.not_run.items():
         print(f"{name}: not run: {why}", file=sys.stderr)
     print(card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage, args.confidence), end="")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmjudge import distributed
 from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, JudgeBenchmark
 from mmjudge.judge_card.measures import figures, judge_diagnostics, number, row
 from mmjudge.paths import not_a_regular_file
@@ -134,7 +135,7 @@ def judge_card(benchmarks: list[str], settings: Settings, judge: Any = None) -> 
         card.judge = card.judge or metric.built.judge.describe()
         card.usage = metric.built.judge.usage_report()
     card.judge = card.judge or "verdicts"
-    if settings.out:
+    if settings.out and distributed.is_main():  # under torchrun one process writes (the others computed the same)
         from mmjudge.judge_card.output import write_card
 
         write_card(card, settings)

@@ -359,3 +359,20 @@ def test_items_written_by_two_processes_at_once_both_land_whole(tmp_path):
     write_items(first_writer(), path)
     assert [json.loads(line)["id"] for line in path.read_text().splitlines()] == [r["id"] for r in rows]
     assert sorted(p.name for p in path.parent.iterdir()) == ["b.items.jsonl"]
+
+
+def test_under_a_launcher_only_the_main_process_writes_and_prints_the_card(vlrb, tmp_path, capsys, monkeypatch):
+    """Every torchrun process computes the same card; only rank 0 writes card.json … and prints it (each one
+    writing them raced on the same files)."""
+    verdicts = _write(tmp_path / "v.jsonl", [{"id": "RLAIF-V-fx-1", "preferred": 0}])
+    argv = ["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+            "--verdicts", f"vl_rewardbench={verdicts}", "--bootstrap", "0", "--quiet"]  # fmt: skip
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert main([*argv, "--out", str(tmp_path / "rank1")]) == 0
+    assert not (tmp_path / "rank1").exists() and "accuracy" not in capsys.readouterr().out
+    monkeypatch.setenv("RANK", "0")
+    assert main([*argv, "--out", str(tmp_path / "rank0")]) == 0
+    assert (
+        tmp_path / "rank0" / "card.json"
+    ).is_file() and "| vl_rewardbench | — | accuracy |" in capsys.readouterr().out
