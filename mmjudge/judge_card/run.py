@@ -143,17 +143,25 @@ def judge_card(benchmarks: list[str], settings: Settings, judge: Any = None) -> 
 
 
 class _Lazy:
-    """The judge's HarmonicEval, built the first time a benchmark needs it (a card of verdicts loads none)."""
+    """The judge's HarmonicEval, built the first time a benchmark needs it (a card of verdicts loads none). A
+    judge that cannot be built is tried once: each later benchmark gets the same reason, not another load."""
 
     def __init__(self, judge: Any):
         self.judge, self.built = judge, None
+        self.failed: BaseException | None = None
 
     def get(self) -> Any:
+        if self.failed is not None:
+            raise self.failed
         if self.built is None:
             if isinstance(self.judge, Mapping):
                 from mmjudge.metrics.harmonic_eval.metric import HarmonicEval
 
-                self.built = HarmonicEval(**dict(self.judge))
+                try:
+                    self.built = HarmonicEval(**dict(self.judge))
+                except BENCHMARK_ERRORS as err:
+                    self.failed = err
+                    raise
             else:
                 self.built = self.judge
         return self.built
@@ -168,6 +176,7 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
     common = dict(
         bootstrap=settings.bootstrap, seed=settings.seed, confidence=settings.confidence, replicates=replicates
     )
+    he = None if verdict_file else metric.get()  # a judge that cannot be built fails before the data is read
     if bench.kind == PAIRS:
         from mmjudge.judge_card import pairs as P
 
@@ -177,7 +186,6 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
 
             items = P.verdict_items(found, read_verdicts(verdict_file, "pairs"))
             return figures(bench.name, items, bench.rules, **common), f"verdicts {verdict_file}"
-        he = metric.get()
         run = _run_path(settings, bench, he, folder)
         write_items((P.pair_item(pair) for pair in found), run.with_suffix(".items.jsonl"))
         rows, speed = _judge_run(bench.name, he.pairwise(), run.with_suffix(".items.jsonl"), run, settings)
@@ -193,7 +201,6 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
 
         scores = R.verdict_scores(judgments, read_verdicts(verdict_file, "ratings"))
         return R.correlation_rows(bench, judgments, scores, "score", **common), f"verdicts {verdict_file}"
-    he = metric.get()
     run = _run_path(settings, bench, he, folder)
     fields = ("id", "task", "text", "image")
     items = ({k: it.get(k) for k in fields if it.get(k) is not None} for it in judgments.items)

@@ -376,3 +376,25 @@ def test_under_a_launcher_only_the_main_process_writes_and_prints_the_card(vlrb,
     assert (
         tmp_path / "rank0" / "card.json"
     ).is_file() and "| vl_rewardbench | — | accuracy |" in capsys.readouterr().out
+
+
+def test_a_judge_that_cannot_be_built_is_tried_once_and_before_any_data_is_read(vlrb, tmp_path, monkeypatch):
+    """A judge that fails to build (a missing model, no API key) was built again for every benchmark, each after
+    reading its data; now it is tried once and every benchmark that needs it says the same reason."""
+    import mmjudge.metrics.harmonic_eval.metric as he_metric
+
+    tries = []
+
+    def failing(**options):
+        tries.append(options)
+        raise FileNotFoundError("Cannot load model 'no-such/model'")
+
+    monkeypatch.setattr(he_metric, "HarmonicEval", failing)
+    empty = tmp_path / "empty"
+    empty.mkdir()  # reading it would fail with another reason
+    settings = Settings(data_dirs={"vl_rewardbench": vlrb, "mm_rewardbench": str(empty)}, bootstrap=0, progress=False)
+    card = judge_card(["vl_rewardbench", "mm_rewardbench"], settings, judge={"model": "no-such/model"})
+    assert len(tries) == 1 and card.rows == []
+    assert card.not_run == dict.fromkeys(
+        ["vl_rewardbench", "mm_rewardbench"], "FileNotFoundError: Cannot load model 'no-such/model'"
+    )
