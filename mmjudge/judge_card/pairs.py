@@ -84,21 +84,17 @@ def pair_item(pair: Pair) -> dict[str, Any]:
     return item
 
 
-def verdict_items(pairs: Sequence[Pair], verdicts: Mapping[str, float]) -> list[Item]:
+def verdict_items(pairs: Sequence[Pair], verdicts: Mapping[str, float], limit: int | None = None) -> list[Item]:
     """Items from a verdict file: the index of the better response becomes P(first ≻ second) (0 → 1, 1 → 0,
     ½ → ½); a pair without a verdict has no answer.
 
     Raises:
-        ValueError: verdicts for ids the benchmark does not have (naming a few).
+        ValueError: verdicts for ids the pairs do not have (:func:`~.verdicts.check_known`; ``limit``: the pairs
+            are the benchmark's first ``limit``).
     """
-    known = {p.id for p in pairs}
-    unknown = [i for i in verdicts if i not in known]
-    if unknown:
-        shown = ", ".join(repr(i) for i in unknown[:3]) + (" …" if len(unknown) > 3 else "")
-        raise ValueError(
-            f"{len(unknown):,} verdict(s) name ids the benchmark does not have ({shown}); ids are the benchmark's "
-            "own `id` column."
-        )
+    from mmjudge.judge_card.verdicts import check_known
+
+    check_known(verdicts, (p.id for p in pairs), limit)
     return [_item(p, 1.0 - verdicts[p.id] if p.id in verdicts else math.nan) for p in pairs]
 
 

@@ -184,7 +184,7 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
         if verdict_file:
             from mmjudge.judge_card.verdicts import read_verdicts
 
-            items = P.verdict_items(found, read_verdicts(verdict_file, "pairs"))
+            items = P.verdict_items(found, read_verdicts(verdict_file, "pairs"), settings.limit)
             return figures(bench.name, items, bench.rules, **common), f"verdicts {verdict_file}"
         run = _run_path(settings, bench, he, folder)
         write_items((P.pair_item(pair) for pair in found), run.with_suffix(".items.jsonl"))
@@ -199,7 +199,7 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
     if verdict_file:
         from mmjudge.judge_card.verdicts import read_verdicts
 
-        scores = R.verdict_scores(judgments, read_verdicts(verdict_file, "ratings"))
+        scores = R.verdict_scores(judgments, read_verdicts(verdict_file, "ratings"), settings.limit)
         return R.correlation_rows(bench, judgments, scores, "score", **common), f"verdicts {verdict_file}"
     run = _run_path(settings, bench, he, folder)
     fields = ("id", "task", "text", "image")

@@ -89,6 +89,27 @@ def parse_verdicts(lines: Iterable[str], kind: str, source: str = "") -> dict[st
     return out
 
 
+def check_known(verdicts: Iterable[str], known: Iterable[str], limit: int | None = None) -> None:
+    """Every verdict names an item the card scores (:func:`mmjudge.errors.id_differences`, as the board checks
+    an upload); with ``limit``, the items are the benchmark's first ``limit``, and the message says so.
+
+    >>> check_known(["a", "z"], ["a", "b"], limit=2)
+    Traceback (most recent call last):
+    ValueError: 1 verdict(s) name ids not among the 2 items read (--limit 2) ('z'); ids are the benchmark's own ...
+    """
+    from mmjudge.errors import id_differences, shown_ids
+
+    _, unknown = id_differences(verdicts, known)
+    if unknown:
+        which = (
+            "the benchmark does not have" if limit is None else f"not among the {limit:,} items read (--limit {limit})"
+        )
+        raise ValueError(
+            f"{len(unknown):,} verdict(s) name ids {which} ({shown_ids(unknown)}); ids are the benchmark's own `id` "
+            "column."
+        )
+
+
 def _short_lines(f: io.TextIOWrapper, source: str) -> Iterable[str]:
     """The lines of text file ``f``, none held longer than :data:`MAX_LINE_CHARS` (a one-line gigabyte is refused
     after reading that much, not after reading it all)."""

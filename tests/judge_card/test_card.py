@@ -398,3 +398,15 @@ def test_a_judge_that_cannot_be_built_is_tried_once_and_before_any_data_is_read(
     assert card.not_run == dict.fromkeys(
         ["vl_rewardbench", "mm_rewardbench"], "FileNotFoundError: Cannot load model 'no-such/model'"
     )
+
+
+def test_verdicts_beyond_the_limit_are_named_as_such_not_as_unknown_ids(vlrb, tmp_path, capsys):
+    verdicts = _write(
+        tmp_path / "v.jsonl", [{"id": "RLAIF-V-fx-1", "preferred": 0}, {"id": "svit_fx-6", "preferred": 1}]
+    )
+    argv = ["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+            "--verdicts", f"vl_rewardbench={verdicts}", "--bootstrap", "0", "--quiet"]  # fmt: skip
+    assert main([*argv, "--limit", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "1 verdict(s) name ids not among the 2 items read (--limit 2) ('svit_fx-6')" in err
+    assert main(argv) == 0  # without the limit both verdicts are the benchmark's
