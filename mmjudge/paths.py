@@ -71,6 +71,29 @@ def check_cache_path(path: str | os.PathLike) -> Path:
     return path
 
 
+def check_out_folder(path: str | os.PathLike | None, flag: str = "--out") -> None:
+    """An output folder a command will make or fill: refused in one line, before any work, when it is a file
+    (or a FIFO, a device…) or lies under a file (no folder can be made there).
+
+    >>> import tempfile
+    >>> f = os.path.join(tempfile.mkdtemp(), "f"); _ = open(f, "w").close()
+    >>> check_out_folder(os.path.join(f, "card"))
+    Traceback (most recent call last):
+    ValueError: --out .../f/card: .../f is a file, so no folder can be made there; give a folder path.
+    """
+    if not path:
+        return
+    folder = Path(path).expanduser()
+    if folder.exists() and not folder.is_dir():
+        kind = special_file_kind(folder) or "a file"
+        raise ValueError(f"{flag} {path}: is {kind}; give a folder.")
+    parent = folder.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{flag} {path}: {parent} is a file, so no folder can be made there; give a folder path.")
+
+
 def special_file_kind(path: str | os.PathLike) -> str | None:
     """What ``path`` is when it exists but is not a regular file or a folder (``"a named pipe (FIFO)"``, a
     device, a socket), else ``None``. Found with ``stat``, which never blocks (opening a FIFO does: it waits for

@@ -60,6 +60,22 @@ def key_values(pairs: list[str] | None, flag: str) -> dict[str, Any]:
     return out
 
 
+def named_key_values(values: list[str] | None, flag: str) -> dict[str, dict[str, Any]]:
+    """``NAME:KEY=VALUE`` options (``--dataset-option``, ``--option``), gathered per name (VALUE read as JSON when
+    it parses).
+
+    >>> named_key_values(["vl:check_images=false", "vl:layout=json", "polaris:limit=3"], "--dataset-option")
+    {'vl': {'check_images': False, 'layout': 'json'}, 'polaris': {'limit': 3}}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for value in values or []:
+        name, found, setting = value.partition(":")
+        if not found or not name.strip() or not setting.strip():
+            raise ValueError(f"{flag} expects NAME:KEY=VALUE, but got {value!r}.")
+        out.setdefault(name.strip(), {}).update(key_values([setting.strip()], flag))
+    return out
+
+
 def judge_options(args: argparse.Namespace) -> dict[str, Any]:
     """Metric keyword arguments from the flags of :func:`add_judge_options` (unset flags are left out)."""
     kwargs: dict[str, Any] = {

@@ -17,7 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmjudge.commands._judge_flags import add_judge_options, judge_options, key_values
+from mmjudge import distributed
+from mmjudge.commands._judge_flags import add_judge_options, judge_options, named_key_values
 
 EXAMPLES = """\
 examples:
@@ -64,18 +65,18 @@ def run(args: argparse.Namespace) -> int:
     from mmjudge.judge_card.benchmarks import find_benchmarks
     from mmjudge.judge_card.output import card_markdown
     from mmjudge.judge_card.run import Settings, judge_card, plan
+    from mmjudge.paths import check_out_folder
 
     benchmarks = find_benchmarks(args.benchmarks)
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be a positive integer, but got {args.limit}.")
     if args.bootstrap < 0:
         raise ValueError(f"--bootstrap must be 0 or more, but got {args.bootstrap}.")
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out}: is a file; give a folder.")
+    check_out_folder(args.out)
     settings = Settings(
         data_dirs=_pairs(args.data_dir, "--data-dir"),
         verdicts=_pairs(args.verdicts, "--verdicts"),
-        dataset_options={k: key_values([v], "--dataset-option") for k, v in _options(args.dataset_option)},
+        dataset_options=_dataset_options(args.dataset_option),
         limit=args.limit,
         bootstrap=args.bootstrap,
         seed=args.seed,
@@ -95,21 +96,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"{p.benchmark}: from {p.source}; {needs} — {state}")
         return 0
     card = judge_card(benchmarks, settings, judge)
+    if not distributed.is_main():  # under torchrun one process prints (the others computed the same card)
+        return 0 if card.rows else 2
     for name, why in card.not_run.items():
         print(f"{name}: not run: {why}", file=sys.stderr)
-    print(card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage), end="")
+    print(card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage, args.confidence), end="")
     if args.out:
         print(f"wrote card.json, card.md, card.png, signature.json to {args.out}")
     return 0 if card.rows else 2
 
 
-def _options(values: list[str] | None) -> list[tuple[str, str]]:
-    out = []
-    for value in values or []:
-        name, found, setting = value.partition(":")
-        if not found or not name or not setting:
-            raise ValueError(f"--dataset-option expects BENCHMARK:KEY=VALUE, but got {value!r}.")
-        out.append((name, setting))
+def _dataset_options(values: list[str] | None) -> dict[str, dict]:
+    """``--dataset-option BENCHMARK:KEY=VALUE``, every option of a benchmark kept; an unknown benchmark is one line
+    with a "did you mean" (not an option silently never used)."""
+    from mmjudge.judge_card.benchmarks import find_benchmarks
+
+    out = named_key_values(values, "--dataset-option")
+    for name in out:
+        find_benchmarks(name)
     return out
 
 

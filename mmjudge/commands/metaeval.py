@@ -25,6 +25,7 @@ from mmjudge.metaeval.bootstrap import DEFAULT_RESAMPLES
 from mmjudge.metaeval.core import PROTOCOLS
 from mmjudge.metaeval.correlation import MEASURES
 from mmjudge.metaeval.pairwise import BEST_OF, TIES
+from mmjudge.paths import check_out_folder
 
 EXAMPLES = """\
 examples:
@@ -205,12 +206,6 @@ def check_input_file(path: str, flag: str, what: str) -> None:
         raise ValueError(f"{flag} {path}: {problem}; give the {what}.")
     if not Path(path).is_file():
         raise FileNotFoundError(f"{flag} {path}: {what} does not exist.")
-
-
-def check_out_folder(path: str | None) -> None:
-    """``--out`` must be a folder (or not exist yet): checked before any work."""
-    if path and Path(path).exists() and not Path(path).is_dir():
-        raise ValueError(f"--out {path}: is a file, but --out names a folder for the tables; give a folder path.")
 
 
 def _print_comparison(result) -> None:

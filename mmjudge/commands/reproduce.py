@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
-from mmjudge.commands._judge_flags import key_values
-from mmjudge.paths import not_a_regular_file
+from mmjudge.commands._judge_flags import named_key_values
+from mmjudge.paths import check_out_folder, not_a_regular_file
 
 EXAMPLES = """\
 examples:
@@ -73,14 +72,6 @@ def _scores(args: argparse.Namespace, cells) -> dict[tuple[str, str], list[str]]
     return out
 
 
-def _nested(values: list[str] | None, flag: str) -> dict[str, dict[str, Any]]:
-    """``NAME:KEY=VALUE`` options (VALUE read as JSON when it parses)."""
-    out: dict[str, dict[str, Any]] = {}
-    for name, setting in _pairs(values, flag, ":"):
-        out.setdefault(name, {}).update(key_values([setting], flag))
-    return out
-
-
 def check_out_spares_inputs(out: str | None, scores: dict, data_dirs: dict[str, str]) -> None:
     """No file ``--out`` receives (:func:`mmjudge.reproduce.output.output_files`) is a ``--scores`` file or a file
     of a ``--data-dir``: refused in one line before anything is read or written."""
@@ -101,8 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()] if args.benchmarks else None
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out}: is a file; give a folder.")
+    check_out_folder(args.out)
     if args.bootstrap < 0 or args.timing_samples < 1:
         raise ValueError("--bootstrap must be 0 or more and --timing-samples at least 1.")
     cells = select_cells(load_tables(), args.table, metrics, benchmarks)
@@ -111,9 +101,9 @@ def run(args: argparse.Namespace) -> int:
     check_out_spares_inputs(args.out, scores, data_dirs)
     settings = Settings(
         data_dirs=data_dirs,
-        dataset_options=_nested(args.dataset_option, "--dataset-option"),
+        dataset_options=named_key_values(args.dataset_option, "--dataset-option"),
         scores=scores,
-        options=_nested(args.option, "--option"),
+        options=named_key_values(args.option, "--option"),
         cache=False if args.no_cache else (args.cache or True),
         bootstrap=args.bootstrap,
         seed=args.seed,

@@ -148,10 +148,17 @@ class BenchmarkBuilder(datasets.GeneratorBasedBuilder):
             yield row["id"], row
 
     def image(self, path: Path | None) -> dict[str, Any] | None:
-        """An ``Image()`` cell holding the file's bytes (so exports are self-contained), or ``None``."""
+        """An ``Image()`` cell holding the file's bytes (so exports are self-contained), or ``None``. A file that
+        several rows show (a DOCCI image in several CapArena battles, a Flickr8k image under each of its
+        captions) is read and checked once, and those rows share its bytes: the rows of a split are held until
+        they are written, so memory grows with the distinct images, not with the rows."""
         if path is None:
             return None
-        return load_image(path, check=self.config.check_images)
+        read: dict[str, bytes] = self.__dict__.setdefault("_image_bytes", {})
+        key = os.path.abspath(path)
+        if key not in read:
+            read[key] = load_image(path, check=self.config.check_images)["bytes"]
+        return {"bytes": read[key], "path": Path(path).name}
 
 
 def default_configs(version: str) -> list[BenchmarkConfig]:

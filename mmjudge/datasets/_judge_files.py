@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from mmjudge.datasets._base import content_ids, embedded_image
+from mmjudge.datasets._base import content_ids, embedded_image, load_json
 from mmjudge.datasets._errors import DataError
 
 logger = logging.getLogger(__name__)
@@ -75,14 +75,12 @@ def text_field(record: dict, names: Sequence[str], where: str, optional: bool = 
 
 
 def read_json_list(path: Path, what: str) -> list[Any]:
-    """A JSON file holding a list of records; a torn file or another shape is one line naming it."""
+    """A JSON file holding a list of records (:func:`~mmjudge.datasets._base.load_json`); a torn file or another
+    shape is one line naming the benchmark and the file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{what}: {path.name} is not valid JSON ({err}); truncated download?") from None
-    if not isinstance(data, list):
-        raise DataError(f"{what}: {path.name}: expected a list of records, but got {type(data).__name__}.")
-    return data
+        return load_json(path, list, "a list of records")
+    except DataError as err:
+        raise DataError(f"{what}: {err}") from None
 
 
 def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, Any]]:

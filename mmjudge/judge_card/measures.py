@@ -118,9 +118,14 @@ def figures(
     figure = _Figure(benchmark, credit, answered, counts, confidence, replicates)
     everything = np.ones(len(items), dtype=bool)
     rows = [figure.accuracy("", rules.measure, everything)]
+    shown: dict[str, tuple[str, np.ndarray]] = {}  # a subset name -> the key and items of its row
     for key in rules.subsets:
         groups = _groups(items, key)
         for name, mask in groups.items():
+            if name in shown:  # card.json and the board key a figure by (benchmark, subset, measure): one row
+                _same_subset(benchmark, name, shown[name], (key, mask))
+                continue
+            shown[name] = (key, mask)
             rows.append(figure.accuracy(name, rules.measure, mask))
         if key == rules.macro_over:
             rows.append(figure.macro(f"macro_{rules.measure}", list(groups.values())))
@@ -176,22 +181,28 @@ class _Figure:
 
 def _prompt_accuracy(benchmark, items, credit, answered, bootstrap, seed, confidence, kept=None) -> dict:
     """Multi-Crit's PAcc: a prompt counts as right only when every criterion of it is judged right (credit 1);
-    a prompt with an unanswered criterion is left out."""
+    a prompt with an unanswered criterion is left out. The resamples are drawn over every prompt of the
+    benchmark (not only the answered ones), so two judges' values pair up as the item figures' do."""
     by_prompt: dict[str, list[int]] = {}
     for k, it in enumerate(items):
         by_prompt.setdefault(it.prompt or it.id, []).append(k)
-    kept = [ks for ks in by_prompt.values() if all(answered[k] for k in ks)]
-    right = np.array([float(all(credit[k] == 1.0 for k in ks)) for ks in kept])
-    n = len(kept)
-    value = float(right.mean()) if n else math.nan
-    low = high = None
-    if bootstrap and n:
-        counts = resample_counts(n, bootstrap, rng_for(seed, "judge_card", benchmark, "prompts"))
-        values = (counts @ right) / n
-        low, high = percentile_interval(values, confidence)
-        if kept is not None:
-            kept[(benchmark, "", "prompt_accuracy")] = values
-    return row(benchmark, "", "prompt_accuracy", value, low, high, n)
+    prompts = list(by_prompt.values())
+    whole = np.array([all(answered[k] for k in ks) for ks in prompts])
+    right = np.array([float(all(credit[k] == 1.0 for k in ks)) for ks in prompts])
+    rng = rng_for(seed, "judge_card", benchmark, "prompts")
+    counts = resample_counts(len(prompts), bootstrap, rng) if bootstrap else None
+    figure = _Figure(benchmark, right, whole, counts, confidence, kept)
+    return figure.accuracy("", "prompt_accuracy", np.ones(len(prompts), dtype=bool))
+
+
+def _same_subset(benchmark: str, name: str, first: tuple[str, np.ndarray], again: tuple[str, np.ndarray]) -> None:
+    """A subset name under two keys is one figure when it holds the same items (Multimodal RewardBench's
+    unsplit categories are their own reporting category); other items under the same name are refused."""
+    if not np.array_equal(first[1], again[1]):
+        raise ValueError(
+            f"{benchmark}: subset {name!r} is a value of both {first[0]!r} and {again[0]!r} with different items; "
+            "its figures could not be told apart."
+        )
 
 
 def _groups(items: Sequence[Item], key: str) -> dict[str, np.ndarray]:
@@ -229,7 +240,7 @@ def judge_diagnostics(benchmark: str, rows: Sequence[Mapping], criteria: Sequenc
     bias, following = [], []
     for found in rows:
         for criterion in criteria:
-            b, f = _number(found.get(f"{criterion}_position_bias")), _number(found.get(f"{criterion}_slot_following"))
+            b, f = number(found.get(f"{criterion}_position_bias")), number(found.get(f"{criterion}_slot_following"))
             if b == b:
                 bias.append(b)
             if f == f:
@@ -242,7 +253,13 @@ def judge_diagnostics(benchmark: str, rows: Sequence[Mapping], criteria: Sequenc
     return out
 
 
-def _number(value: object) -> float:
+def number(value: object) -> float:
+    """A judge-run cell as a float: NaN for ``None``, a bool or anything that is not a number (a run's
+    rows hold numbers or ``null``).
+
+    >>> number(0.25), number(None), number(True), number("x")
+    (0.25, nan, nan, nan)
+    """
     try:
         return math.nan if value is None or isinstance(value, bool) else float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):

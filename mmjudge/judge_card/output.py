@@ -17,7 +17,6 @@ published figures the card reproduced).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -56,7 +55,8 @@ def write_card(card: Any, settings: Any) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     _atomic(out / "card.json", json.dumps(card.rows, indent=1, allow_nan=False) + "\n")
     _atomic(out / "signature.json", json.dumps(signature(card, settings), indent=1, sort_keys=True) + "\n")
-    _atomic(out / "card.md", card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage))
+    text = card_markdown(card.judge, card.rows, card.not_run, card.signature, card.usage, settings.confidence)
+    _atomic(out / "card.md", text)
     chart(card.judge, card.rows, out / "card.png")
     return out
 
@@ -64,8 +64,13 @@ def write_card(card: Any, settings: Any) -> Path:
 def signature(card: Any, settings: Any) -> dict[str, Any]:
     """What the card's figures depend on: enough to reproduce them (verdict files by sha256, never by content)."""
     from mmjudge._version import __version__
+    from mmjudge.encoders.checkpoint_files import file_sha256
 
-    verdicts = {name: _sha256(path) for name, path in settings.verdicts.items() if Path(path).expanduser().is_file()}
+    verdicts = {
+        name: file_sha256(Path(path).expanduser())
+        for name, path in settings.verdicts.items()
+        if Path(path).expanduser().is_file()
+    }
     return {
         "mmjudge": __version__,
         "judge": card.judge,
@@ -82,10 +87,17 @@ def signature(card: Any, settings: Any) -> dict[str, Any]:
 
 
 def card_markdown(
-    judge: str, rows: Sequence[Mapping], not_run: Mapping[str, str], signature: str = "", usage: Any = None
+    judge: str,
+    rows: Sequence[Mapping],
+    not_run: Mapping[str, str],
+    signature: str = "",
+    usage: Any = None,
+    confidence: float = 0.95,
 ) -> str:
-    """The card as one Markdown table (user-given names escaped), then what did not run and why."""
-    lines = [f"# Judge card: {markdown_text(judge)}", "", "| benchmark | subset | measure | value | 95% interval | n |"]
+    """The card as one Markdown table (user-given names escaped; the intervals' coverage in the header), then what
+    did not run and why."""
+    header = f"| benchmark | subset | measure | value | {100 * confidence:g}% interval | n |"
+    lines = [f"# Judge card: {markdown_text(judge)}", "", header]
     lines.append("|---|---|---|---|---|---|")
     for r in rows:
         shown = _shown(r["measure"], r["value"])
@@ -137,20 +149,13 @@ def chart(judge: str, rows: Sequence[Mapping], path: Path) -> bool:
     axes.set_xticks(range(len(bars)))
     axes.set_xticklabels([f"{b['benchmark']}\n{b['measure']}" for b in bars], fontsize=7)
     axes.set_ylabel("×100")
-    axes.set_title(f"Judge card: {judge}"[:80], fontsize=9)
+    # The name is the user's: a `$…$` in it would be parsed as mathtext (and a bad one fail the whole card).
+    axes.set_title(f"Judge card: {judge}"[:80].replace("$", r"\$"), fontsize=9)
     figure.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     figure.savefig(tmp)
     tmp.replace(path)
     return True
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(Path(path).expanduser(), "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _atomic(path: Path, text: str) -> None:

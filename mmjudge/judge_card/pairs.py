@@ -16,11 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from mmjudge.judge_card.benchmarks import JudgeBenchmark
-from mmjudge.judge_card.measures import Item
+from mmjudge.judge_card.measures import Item, number
 
 
 @dataclass(frozen=True)
@@ -85,33 +84,17 @@ def pair_item(pair: Pair) -> dict[str, Any]:
     return item
 
 
-def write_items(pairs: Sequence[Pair], path: Path) -> None:
-    """The pairs as the JSON Lines input of a judge run (written once; the run resumes over it)."""
-    import json
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for pair in pairs:
-            f.write(json.dumps(pair_item(pair), ensure_ascii=False) + "\n")
-    tmp.replace(path)
-
-
-def verdict_items(pairs: Sequence[Pair], verdicts: Mapping[str, float]) -> list[Item]:
+def verdict_items(pairs: Sequence[Pair], verdicts: Mapping[str, float], limit: int | None = None) -> list[Item]:
     """Items from a verdict file: the index of the better response becomes P(first ≻ second) (0 → 1, 1 → 0,
     ½ → ½); a pair without a verdict has no answer.
 
     Raises:
-        ValueError: verdicts for ids the benchmark does not have (naming a few).
+        ValueError: verdicts for ids the pairs do not have (:func:`~.verdicts.check_known`; ``limit``: the pairs
+            are the benchmark's first ``limit``).
     """
-    known = {p.id for p in pairs}
-    unknown = [i for i in verdicts if i not in known]
-    if unknown:
-        shown = ", ".join(repr(i) for i in unknown[:3]) + (" …" if len(unknown) > 3 else "")
-        raise ValueError(
-            f"{len(unknown):,} verdict(s) name ids the benchmark does not have ({shown}); ids are the benchmark's "
-            "own `id` column."
-        )
+    from mmjudge.judge_card.verdicts import check_known
+
+    check_known(verdicts, (p.id for p in pairs), limit)
     return [_item(p, 1.0 - verdicts[p.id] if p.id in verdicts else math.nan) for p in pairs]
 
 
@@ -125,7 +108,7 @@ def judged_items(pairs: Sequence[Pair], rows: Iterator[Mapping[str, Any]], bench
         key = "overall"
         if pair.criterion is not None:
             key = _criterion(pair.criterion, bench.criteria) or "overall"
-        out.append(_item(pair, _number(row.get(key)) if not row.get("error") else math.nan))
+        out.append(_item(pair, number(row.get(key)) if not row.get("error") else math.nan))
     return out
 
 
@@ -141,10 +124,3 @@ def _criterion(name: str, mapping: Mapping[str, str]) -> str | None:
 
 def _item(pair: Pair, preference: float) -> Item:
     return Item(pair.id, pair.preferred, preference, pair.subsets, pair.prompt)
-
-
-def _number(value: Any) -> float:
-    try:
-        return math.nan if value is None or isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        return math.nan

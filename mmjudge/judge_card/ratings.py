@@ -36,19 +36,19 @@ def read_judgments(
     return judgments
 
 
-def verdict_scores(judgments: HumanJudgments, verdicts: Mapping[str, float]) -> dict[str, dict[str, float]]:
+def verdict_scores(
+    judgments: HumanJudgments, verdicts: Mapping[str, float], limit: int | None = None
+) -> dict[str, dict[str, float]]:
     """A verdict file's scores as a score table (NaN for an item without a verdict: no answer).
 
     Raises:
-        ValueError: verdicts for ids the benchmark does not have.
+        ValueError: verdicts for ids the items do not have (:func:`~.verdicts.check_known`; ``limit``: the items
+            are the benchmark's first ``limit``).
     """
+    from mmjudge.judge_card.verdicts import check_known
+
     known = [item["id"] for item in judgments.items]
-    unknown = sorted(set(verdicts) - set(known))
-    if unknown:
-        raise ValueError(
-            f"{len(unknown):,} verdict(s) name ids the benchmark does not have ({', '.join(map(repr, unknown[:3]))}); "
-            "ids are the benchmark's own `id` column."
-        )
+    check_known(verdicts, known, limit)
     return {i: {"score": verdicts.get(i, math.nan)} for i in known}
 
 

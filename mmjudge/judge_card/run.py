@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmjudge import distributed
 from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, JudgeBenchmark
-from mmjudge.judge_card.measures import figures, judge_diagnostics, row
+from mmjudge.judge_card.measures import figures, judge_diagnostics, number, row
+from mmjudge.paths import not_a_regular_file
 
 # A failure these raise is a benchmark that cannot be scored (its reason is the message), not a crash.
 BENCHMARK_ERRORS: tuple[type[BaseException], ...] = (ValueError, OSError, ImportError)
@@ -87,8 +88,10 @@ def plan(benchmarks: list[str], settings: Settings, judge: bool) -> list[Plan]:
         needs = [_data_need(bench, folder)]
         verdict_file = settings.verdicts.get(name)
         if verdict_file:
-            present = Path(verdict_file).expanduser().is_file()
-            needs.append(("verdicts", present, f"--verdicts {name}={verdict_file}: no such file"))
+            path = Path(verdict_file).expanduser()
+            problem = not_a_regular_file(path)  # a FIFO, a folder, /dev/zero: said as such, never "no such file"
+            present = problem is None and path.is_file()
+            needs.append(("verdicts", present, f"--verdicts {name}={verdict_file}: {problem or 'no such file'}"))
             source = "verdicts"
         else:
             needs.append(("judge", judge, f"no judge and no verdicts: give --judge/--model, or --verdicts {name}=FILE"))
@@ -107,6 +110,10 @@ def judge_card(benchmarks: list[str], settings: Settings, judge: Any = None) -> 
     """Score ``judge`` (HarmonicEval options as a dict, a ready ``HarmonicEval``, or ``None`` for verdicts only)
     on ``benchmarks`` (:data:`~mmjudge.judge_card.benchmarks.JUDGE_BENCHMARKS` names). With ``settings.out``,
     writes ``card.json``, ``card.md``, ``card.png`` and ``signature.json`` there."""
+    from mmjudge.metaeval.bootstrap import check_confidence, check_resamples
+
+    check_resamples(settings.bootstrap)  # a bad setting is one line before anything runs, not every benchmark's
+    check_confidence(settings.confidence)  # reason for not running
     plans = plan(benchmarks, settings, judge is not None)
     metric = _Lazy(judge)
     card = Card(settings.name or "", "", [], plans)
@@ -128,7 +135,7 @@ def judge_card(benchmarks: list[str], settings: Settings, judge: Any = None) -> 
         card.judge = card.judge or metric.built.judge.describe()
         card.usage = metric.built.judge.usage_report()
     card.judge = card.judge or "verdicts"
-    if settings.out:
+    if settings.out and distributed.is_main():  # under torchrun one process writes (the others computed the same)
         from mmjudge.judge_card.output import write_card
 
         write_card(card, settings)
@@ -136,17 +143,25 @@ def judge_card(benchmarks: list[str], settings: Settings, judge: Any = None) -> 
 
 
 class _Lazy:
-    """The judge's HarmonicEval, built the first time a benchmark needs it (a card of verdicts loads none)."""
+    """The judge's HarmonicEval, built the first time a benchmark needs it (a card of verdicts loads none). A
+    judge that cannot be built is tried once: each later benchmark gets the same reason, not another load."""
 
     def __init__(self, judge: Any):
         self.judge, self.built = judge, None
+        self.failed: BaseException | None = None
 
     def get(self) -> Any:
+        if self.failed is not None:
+            raise self.failed
         if self.built is None:
             if isinstance(self.judge, Mapping):
                 from mmjudge.metrics.harmonic_eval.metric import HarmonicEval
 
-                self.built = HarmonicEval(**dict(self.judge))
+                try:
+                    self.built = HarmonicEval(**dict(self.judge))
+                except BENCHMARK_ERRORS as err:
+                    self.failed = err
+                    raise
             else:
                 self.built = self.judge
         return self.built
@@ -161,6 +176,7 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
     common = dict(
         bootstrap=settings.bootstrap, seed=settings.seed, confidence=settings.confidence, replicates=replicates
     )
+    he = None if verdict_file else metric.get()  # a judge that cannot be built fails before the data is read
     if bench.kind == PAIRS:
         from mmjudge.judge_card import pairs as P
 
@@ -168,11 +184,10 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
         if verdict_file:
             from mmjudge.judge_card.verdicts import read_verdicts
 
-            items = P.verdict_items(found, read_verdicts(verdict_file, "pairs"))
+            items = P.verdict_items(found, read_verdicts(verdict_file, "pairs"), settings.limit)
             return figures(bench.name, items, bench.rules, **common), f"verdicts {verdict_file}"
-        he = metric.get()
         run = _run_path(settings, bench, he, folder)
-        P.write_items(found, run.with_suffix(".items.jsonl"))
+        write_items((P.pair_item(pair) for pair in found), run.with_suffix(".items.jsonl"))
         before = he.judge.usage_report()
         rows, speed = _judge_run(bench.name, he.pairwise(), run.with_suffix(".items.jsonl"), run, settings)
         speed += usage_rows(bench.name, before, he.judge.usage_report())
@@ -186,15 +201,16 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
     if verdict_file:
         from mmjudge.judge_card.verdicts import read_verdicts
 
-        scores = R.verdict_scores(judgments, read_verdicts(verdict_file, "ratings"))
+        scores = R.verdict_scores(judgments, read_verdicts(verdict_file, "ratings"), settings.limit)
         return R.correlation_rows(bench, judgments, scores, "score", **common), f"verdicts {verdict_file}"
-    he = metric.get()
     run = _run_path(settings, bench, he, folder)
-    _write_rating_items(judgments, run.with_suffix(".items.jsonl"))
+    fields = ("id", "task", "text", "image")
+    items = ({k: it.get(k) for k in fields if it.get(k) is not None} for it in judgments.items)
+    write_items(items, run.with_suffix(".items.jsonl"))
     before = he.judge.usage_report()
     rows, speed = _judge_run(bench.name, he, run.with_suffix(".items.jsonl"), run, settings)
     speed += usage_rows(bench.name, before, he.judge.usage_report())
-    scores = {str(r.get("id")): {"overall": _number(r.get("overall"))} for r in rows}
+    scores = {str(r.get("id")): {"overall": number(r.get("overall"))} for r in rows}
     out = R.correlation_rows(bench, judgments, scores, "overall", **common)
     out[-1:-1] = speed
     return out, f"judge {he.judge.describe()}"
@@ -263,21 +279,23 @@ def _run_path(settings: Settings, bench: JudgeBenchmark, metric: Any, folder: st
     return base / "runs" / f"{bench.name}-{digest}.jsonl"
 
 
-def _write_rating_items(judgments: Any, path: Path) -> None:
+def write_items(items: Iterable[Mapping[str, Any]], path: Path) -> None:
+    """The items of a judge run as its JSON Lines input, written whole or not at all. The temporary file is this
+    call's own: under ``torchrun`` every process writes the same items, and a shared one let one process rename
+    it away while another still wrote it (whose rename then failed, so it skipped the run the others waited in)."""
+    import os
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for item in judgments.items:
-            item_row = {k: item.get(k) for k in ("id", "task", "text", "image") if item.get(k) is not None}
-            f.write(json.dumps(item_row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-
-
-def _number(value: Any) -> float:
+    fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        return math.nan if value is None or isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        return math.nan
+        with open(fd, "w", encoding="utf-8") as f:
+            for item in items:
+                f.write(json.dumps(item, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _line(err: BaseException) -> str:

@@ -36,6 +36,8 @@ from mmjudge.inputs import is_number
 from mmjudge.paths import open_regular_file
 
 FIELD = {"pairs": "preferred", "ratings": "score"}
+# A verdict line is one short object; a file whose "line" is longer is no verdict file, and is not read whole.
+MAX_LINE_CHARS = 1 << 20
 
 
 def read_verdicts(path: str | os.PathLike, kind: str) -> dict[str, float]:
@@ -50,8 +52,9 @@ def read_verdicts(path: str | os.PathLike, kind: str) -> dict[str, float]:
     file = Path(path).expanduser()
     if not file.exists():
         raise FileNotFoundError(f"verdict file {str(file)!r}: no such file.")
-    with io.TextIOWrapper(open_regular_file(file), encoding="utf-8", errors="replace") as f:
-        out = parse_verdicts(f, kind, str(file))
+    # utf-8-sig: a byte-order mark (Windows editors write one) is read as the board's reader reads it (jsonl.decode)
+    with io.TextIOWrapper(open_regular_file(file), encoding="utf-8-sig", errors="replace") as f:
+        out = parse_verdicts(_short_lines(f, str(file)), kind, str(file))
     if not out:
         raise ValueError(f"{file}: no verdicts (the file is empty).")
     return out
@@ -84,6 +87,39 @@ def parse_verdicts(lines: Iterable[str], kind: str, source: str = "") -> dict[st
             raise ValueError(f"{where}: expected `{key}`, but the object has {sorted(row)}.")
         out[item] = _value(row[key], key, where)
     return out
+
+
+def check_known(verdicts: Iterable[str], known: Iterable[str], limit: int | None = None) -> None:
+    """Every verdict names an item the card scores (:func:`mmjudge.errors.id_differences`, as the board checks
+    an upload); with ``limit``, the items are the benchmark's first ``limit``, and the message says so.
+
+    >>> check_known(["a", "z"], ["a", "b"], limit=2)
+    Traceback (most recent call last):
+    ValueError: 1 verdict(s) name ids not among the 2 items read (--limit 2) ('z'); ids are the benchmark's own ...
+    """
+    from mmjudge.errors import id_differences, shown_ids
+
+    _, unknown = id_differences(verdicts, known)
+    if unknown:
+        which = (
+            "the benchmark does not have" if limit is None else f"not among the {limit:,} items read (--limit {limit})"
+        )
+        raise ValueError(
+            f"{len(unknown):,} verdict(s) name ids {which} ({shown_ids(unknown)}); ids are the benchmark's own `id` "
+            "column."
+        )
+
+
+def _short_lines(f: io.TextIOWrapper, source: str) -> Iterable[str]:
+    """The lines of text file ``f``, none held longer than :data:`MAX_LINE_CHARS` (a one-line gigabyte is refused
+    after reading that much, not after reading it all)."""
+    for number, line in enumerate(iter(lambda: f.readline(MAX_LINE_CHARS + 1), ""), 1):
+        if len(line.rstrip("\r\n")) > MAX_LINE_CHARS:
+            raise ValueError(
+                f"{source} line {number}: longer than {MAX_LINE_CHARS:,} characters; a verdict line is one JSON "
+                'object such as {"id": ..., "preferred": 0}.'
+            )
+        yield line
 
 
 def _object(line: str, where: str) -> dict[str, Any]:

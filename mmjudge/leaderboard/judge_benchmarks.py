@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, find_benchmarks
+from mmjudge.judge_card.measures import FIELDS
 from mmjudge.leaderboard.benchmarks import Benchmark, demo_image
 
 
@@ -216,7 +217,4 @@ def demo_card() -> list[dict]:
     figures = [("", "accuracy", 0.62, 0.59, 0.65, 1247), ("general", "accuracy", 0.55, 0.5, 0.6, 183)]
     figures += [("hallucination", "accuracy", 0.66, 0.62, 0.7, 749), ("reasoning", "accuracy", 0.58, 0.52, 0.63, 315)]
     figures += [("", "macro_accuracy", 0.597, 0.565, 0.628, 1247), ("", "no_answer", 0.0024, None, None, 1250)]
-    return [
-        dict(zip(("benchmark", "subset", "measure", "value", "low", "high", "n"), ("vl_rewardbench", *f)))
-        for f in figures
-    ]
+    return [dict(zip(FIELDS, ("vl_rewardbench", *f))) for f in figures]

@@ -222,6 +222,23 @@ def test_multi_crit_rows_and_pairs(tmp_path):
 
 
 # --- CapArena ------------------------------------------------------------------------------------------------------
+def test_an_image_several_rows_show_is_read_and_checked_once(tmp_path, monkeypatch):
+    """CapArena's battles share DOCCI images (the fixture: four battles over two): each file is read and verified
+    once and its rows share the bytes, so a split held before it is written grows with its images, not its rows."""
+    import datasets
+
+    import mmjudge.datasets._base as base
+
+    checked = []
+    real = base.check_decodes
+    monkeypatch.setattr(base, "check_decodes", lambda data, what: (checked.append(what), real(data, what)))
+    test = load("caparena", jb.write_caparena(tmp_path / "ca"), tmp_path, expected_counts=CAPARENA_COUNTS)["test"]
+    assert len(checked) == 2 and test.num_rows == 4
+    cells = test.cast_column("image", datasets.Image(decode=False))["image"]
+    assert [c["path"] for c in cells] == ["test_00012.jpg", "test_00012.jpg", "test_00407.jpg", "test_00407.jpg"]
+    assert cells[0]["bytes"] == cells[1]["bytes"] != cells[2]["bytes"] == cells[3]["bytes"]
+
+
 def test_caparena_rows_and_pairs(tmp_path):
     ds = load("caparena", jb.write_caparena(tmp_path / "ca"), tmp_path, expected_counts=CAPARENA_COUNTS)
     test = ds["test"]

@@ -247,3 +247,185 @@ def test_an_api_judge_on_a_real_llama_cpp_server_reports_its_tokens(llama_server
     assert _by(rows, "no_answer")["n"] == 2 and 0.0 <= _by(rows, "no_answer")["value"] <= 1.0
     signed = json.loads((out / "signature.json").read_text())
     assert signed["usage"]["requests"] == 4 and "judge=openai:" in signed["signature"]
+
+
+def test_a_multimodal_rewardbench_card_is_accepted_by_the_board(tmp_path):
+    """The card judge-card writes for Multimodal RewardBench (an unsplit category is its own reporting category)
+    holds each figure once, so the board's card check takes it as written."""
+    from types import SimpleNamespace
+
+    from judge_benchmarks import write_mm_rewardbench
+    from mmjudge.leaderboard.judge_uploads import read_judge_upload
+
+    data = str(write_mm_rewardbench(tmp_path / "mmrb"))
+    verdicts = _write(tmp_path / "v.jsonl", [{"id": "nocaps_101", "preferred": 1}, {"id": "pairs_7", "preferred": 1}])
+    out = tmp_path / "card"
+    assert main(["judge-card", "--benchmarks", "mm_rewardbench", "--data-dir", f"mm_rewardbench={data}",
+                 "--verdicts", f"mm_rewardbench={verdicts}", "--out", str(out), "--bootstrap", "20"]) == 0  # fmt: skip
+    rows = json.loads((out / "card.json").read_text())
+    keys = [(r["subset"], r["measure"]) for r in rows]
+    assert len(keys) == len(set(keys)) and keys.count(("open_generation/correctness_task", "accuracy")) == 1
+    subsets = tuple(sorted({r["subset"] for r in rows if r["subset"]}))
+    board = SimpleNamespace(card_name="mm_rewardbench", kind="pairs", ids=[], subsets=subsets)
+    assert read_judge_upload((out / "card.json").read_bytes(), board, None)["rows"] == rows
+
+
+@pytest.mark.parametrize("name", [r"$\frac{a}$", r"$\undefinedcmd$", "cost $5 vs $6"])
+def test_a_judge_name_that_looks_like_mathtext_is_drawn_as_text(tmp_path, name):
+    """The chart's title holds the judge's name as given: matplotlib must not parse it (a malformed `$…$` made
+    the card fail after card.json was written)."""
+    from mmjudge.judge_card.output import chart
+
+    rows = [{"benchmark": "vl_rewardbench", "subset": "", "measure": "accuracy", "value": 0.6, "low": 0.5,
+             "high": 0.7, "n": 10}]  # fmt: skip
+    assert chart(name, rows, tmp_path / "card.png") is True
+    assert (tmp_path / "card.png").stat().st_size > 1000
+
+
+def test_an_out_folder_under_a_file_is_one_line_before_any_work(vlrb, tmp_path, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    code = main(["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+                 "--judge", "dummy", "--out", str(blocker / "card")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and f"{blocker} is a file, so no folder can be made there; give a folder path." in err
+    assert len(err.strip().splitlines()) == 1 and blocker.read_text() == "x"
+
+
+def test_every_dataset_option_of_a_benchmark_reaches_its_loader(vlrb, tmp_path, capsys):
+    """Two --dataset-option for one benchmark both reach the loader (the second used to replace the first, so
+    this unknown option was silently dropped); an option for an unknown benchmark is one line."""
+    verdicts = _write(tmp_path / "v.jsonl", [{"id": "RLAIF-V-fx-1", "preferred": 0}])
+    argv = ["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+            "--verdicts", f"vl_rewardbench={verdicts}", "--bootstrap", "0", "--quiet"]  # fmt: skip
+    options = ["--dataset-option", "vl_rewardbench:no_such_key=1", "--dataset-option", "vl_rewardbench:layout=null"]
+    assert main([*argv, *options]) == 2
+    assert "vl_rewardbench: not run: " in (err := capsys.readouterr().err) and "'no_such_key'" in err
+    assert main([*argv, "--dataset-option", "vl_rewardbnech:check_images=false"]) == 2
+    err = capsys.readouterr().err
+    assert "Unknown judge benchmark 'vl_rewardbnech'. Did you mean 'vl_rewardbench'?" in err
+
+
+def test_a_confidence_outside_zero_and_one_is_one_line_before_any_benchmark(vlrb, capsys):
+    """--confidence 1.5 used to reach numpy's quantile and come back as every benchmark's reason for not running
+    ('Quantiles must be in the range [0, 1]')."""
+    code = main(["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+                 "--judge", "dummy", "--confidence", "1.5"])  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 2 and "Expected argument `confidence` to be in (0, 1), but got 1.5." in printed.err
+    assert printed.out == "" and "not run" not in printed.err
+
+
+def test_a_verdict_path_that_is_no_regular_file_is_said_as_such(vlrb, tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    argv = ["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}", "--dry-run"]
+    for path, said in ((fifo, "a named pipe (FIFO), not a regular file"), (tmp_path, "a folder, not a file"),
+                       (tmp_path / "none.jsonl", "no such file")):  # fmt: skip
+        assert main([*argv, "--verdicts", f"vl_rewardbench={path}"]) == 0
+        assert f"missing: --verdicts vl_rewardbench={path}: {said}" in capsys.readouterr().out
+
+
+def test_a_verdict_file_with_a_byte_order_mark_reads_as_on_the_board(tmp_path):
+    """The board's reader drops a UTF-8 byte-order mark (mmjudge.jsonl.decode); --verdicts reads the same file the
+    same way instead of calling line 1 'not JSON'."""
+    from mmjudge.judge_card.verdicts import read_verdicts
+
+    path = tmp_path / "v.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a", "preferred": 1}\n{"id": "b", "preferred": null}\n')
+    verdicts = read_verdicts(path, "pairs")
+    assert verdicts["a"] == 1.0 and math.isnan(verdicts["b"]) and list(verdicts) == ["a", "b"]
+
+
+def test_a_verdict_file_of_one_endless_line_is_refused_without_reading_it_whole(tmp_path):
+    from mmjudge.judge_card.verdicts import MAX_LINE_CHARS, read_verdicts
+
+    path = tmp_path / "v.jsonl"
+    path.write_text('{"id": "a", "preferred": 1}\n{"id": "' + "x" * (MAX_LINE_CHARS + 5) + '"}\n')
+    with pytest.raises(ValueError, match=r"v\.jsonl line 2: longer than 1,048,576 characters; a verdict line is"):
+        read_verdicts(path, "pairs")
+    path.write_text('{"id": "a", "preferred": 1}\r\n{"id": "b", "preferred": 0}')  # CRLF, no final newline
+    assert read_verdicts(path, "pairs") == {"a": 1.0, "b": 0.0}
+
+
+def test_the_card_table_names_the_coverage_its_intervals_were_drawn_at(vlrb, tmp_path, capsys):
+    verdicts = _write(tmp_path / "v.jsonl", [{"id": "RLAIF-V-fx-1", "preferred": 0}])
+    out = tmp_path / "card"
+    assert main(["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+                 "--verdicts", f"vl_rewardbench={verdicts}", "--bootstrap", "20", "--confidence", "0.9",
+                 "--out", str(out), "--quiet"]) == 0  # fmt: skip
+    header = "| benchmark | subset | measure | value | 90% interval | n |"
+    assert header in capsys.readouterr().out and header in (out / "card.md").read_text()
+
+
+def test_items_written_by_two_processes_at_once_both_land_whole(tmp_path):
+    """Under torchrun every process writes a judge run's items file. Here a second writer runs to the end while
+    the first is half way (as another process would): both finish, no temporary file is left, the file is whole.
+    With one shared temporary name the first writer's rename failed (its file had been renamed away)."""
+    from mmjudge.judge_card.run import write_items
+
+    path = tmp_path / "runs" / "b.items.jsonl"
+    rows = [{"id": f"i{k}", "text": "x" * 100} for k in range(50)]
+
+    def first_writer():
+        for k, item in enumerate(rows):
+            if k == 25:
+                write_items(iter(rows), path)  # the other process, start to end
+            yield item
+
+    write_items(first_writer(), path)
+    assert [json.loads(line)["id"] for line in path.read_text().splitlines()] == [r["id"] for r in rows]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["b.items.jsonl"]
+
+
+def test_under_a_launcher_only_the_main_process_writes_and_prints_the_card(vlrb, tmp_path, capsys, monkeypatch):
+    """Every torchrun process computes the same card; only rank 0 writes card.json … and prints it (each one
+    writing them raced on the same files)."""
+    verdicts = _write(tmp_path / "v.jsonl", [{"id": "RLAIF-V-fx-1", "preferred": 0}])
+    argv = ["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+            "--verdicts", f"vl_rewardbench={verdicts}", "--bootstrap", "0", "--quiet"]  # fmt: skip
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert main([*argv, "--out", str(tmp_path / "rank1")]) == 0
+    assert not (tmp_path / "rank1").exists() and "accuracy" not in capsys.readouterr().out
+    monkeypatch.setenv("RANK", "0")
+    assert main([*argv, "--out", str(tmp_path / "rank0")]) == 0
+    assert (
+        tmp_path / "rank0" / "card.json"
+    ).is_file() and "| vl_rewardbench | — | accuracy |" in capsys.readouterr().out
+
+
+def test_a_judge_that_cannot_be_built_is_tried_once_and_before_any_data_is_read(vlrb, tmp_path, monkeypatch):
+    """A judge that fails to build (a missing model, no API key) was built again for every benchmark, each after
+    reading its data; now it is tried once and every benchmark that needs it says the same reason."""
+    import mmjudge.metrics.harmonic_eval.metric as he_metric
+
+    tries = []
+
+    def failing(**options):
+        tries.append(options)
+        raise FileNotFoundError("Cannot load model 'no-such/model'")
+
+    monkeypatch.setattr(he_metric, "HarmonicEval", failing)
+    empty = tmp_path / "empty"
+    empty.mkdir()  # reading it would fail with another reason
+    settings = Settings(data_dirs={"vl_rewardbench": vlrb, "mm_rewardbench": str(empty)}, bootstrap=0, progress=False)
+    card = judge_card(["vl_rewardbench", "mm_rewardbench"], settings, judge={"model": "no-such/model"})
+    assert len(tries) == 1 and card.rows == []
+    assert card.not_run == dict.fromkeys(
+        ["vl_rewardbench", "mm_rewardbench"], "FileNotFoundError: Cannot load model 'no-such/model'"
+    )
+
+
+def test_verdicts_beyond_the_limit_are_named_as_such_not_as_unknown_ids(vlrb, tmp_path, capsys):
+    verdicts = _write(
+        tmp_path / "v.jsonl", [{"id": "RLAIF-V-fx-1", "preferred": 0}, {"id": "svit_fx-6", "preferred": 1}]
+    )
+    argv = ["judge-card", "--benchmarks", "vl_rewardbench", "--data-dir", f"vl_rewardbench={vlrb}",
+            "--verdicts", f"vl_rewardbench={verdicts}", "--bootstrap", "0", "--quiet"]  # fmt: skip
+    assert main([*argv, "--limit", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "1 verdict(s) name ids not among the 2 items read (--limit 2) ('svit_fx-6')" in err
+    assert main(argv) == 0  # without the limit both verdicts are the benchmark's

@@ -111,3 +111,56 @@ def test_each_figure_keeps_its_bootstrap_values_and_every_judge_gets_the_same_re
         percentile_interval(whole, 0.95)
     )
     assert np.allclose(whole + kept_second[("toy", "", "accuracy")], 1.0) and whole.std() > 0
+
+
+def test_prompt_accuracy_keeps_its_bootstrap_values():
+    """With a bootstrap, prompt-level accuracy gets an interval and hands its values to ``replicates`` (it once
+    raised a TypeError: the dict was shadowed by the list of answered prompts)."""
+    items = [Item(f"p{k}-{c}", 0, 0.9 if k % 3 else 0.1, prompt=f"p{k}") for k in range(9) for c in "ab"]
+    kept: dict = {}
+    row = _by(figures("mc", items, Rules(prompt_accuracy=True), bootstrap=100, replicates=kept), "prompt_accuracy")
+    assert row["value"] == pytest.approx(6 / 9) and row["n"] == 9
+    values = kept[("mc", "", "prompt_accuracy")]
+    assert values.shape == (100,) and row["low"] < 6 / 9 < row["high"]
+
+
+def test_prompt_accuracy_resamples_pair_up_across_judges_that_leave_out_different_prompts():
+    """Prompt accuracy's resamples are drawn over every prompt, so a judge that gave no answer on one prompt is
+    resampled like one that answered all: where they agree on every answered prompt, their values are equal in
+    each resample that leaves the unanswered prompt out."""
+
+    def judge(silent: bool):
+        return [Item(f"p{k}-{c}", 0, math.nan if silent and k == 0 else (0.9 if k % 3 else 0.1), prompt=f"p{k}")
+                for k in range(9) for c in "ab"]  # fmt: skip
+
+    all_answered, one_silent = {}, {}
+    figures("mc", judge(False), Rules(prompt_accuracy=True), bootstrap=200, replicates=all_answered)
+    row = _by(figures("mc", judge(True), Rules(prompt_accuracy=True), bootstrap=200, replicates=one_silent),
+              "prompt_accuracy")  # fmt: skip
+    assert row["value"] == pytest.approx(6 / 8) and row["n"] == 8
+    from mmjudge.metaeval.bootstrap import resample_counts, rng_for
+
+    counts = resample_counts(9, 200, rng_for(0, "judge_card", "mc", "prompts"))
+    without_p0 = counts[:, 0] == 0
+    key = ("mc", "", "prompt_accuracy")
+    assert without_p0.sum() > 10
+    assert np.allclose(all_answered[key][without_p0], one_silent[key][without_p0])
+
+
+def test_a_subset_name_under_two_keys_is_one_row():
+    """Multimodal RewardBench reports by `reporting_category` and `category`, and an unsplit category is its own
+    reporting category: one row for it (card.json and the board key a figure by benchmark, subset and measure);
+    the same name holding other items under another key is refused in one line."""
+    items = [
+        Item("1", 0, 0.9, {"reporting": "safety/bias", "category": "safety"}),
+        Item("2", 0, 0.1, {"reporting": "safety/toxicity", "category": "safety"}),
+        Item("3", 1, 0.1, {"reporting": "correctness", "category": "correctness"}),
+    ]
+    rows = figures("mm", items, Rules(subsets=("reporting", "category")), bootstrap=0)
+    assert [(r["subset"], r["value"], r["n"]) for r in rows if r["measure"] == "accuracy"] == [
+        ("", 2 / 3, 3), ("correctness", 1.0, 1), ("safety/bias", 1.0, 1), ("safety/toxicity", 0.0, 1),
+        ("safety", 0.5, 2),
+    ]  # fmt: skip
+    clash = [Item("1", 0, 0.9, {"a": "x", "b": "y"}), Item("2", 0, 0.9, {"a": "y", "b": "y"})]
+    with pytest.raises(ValueError, match=r"^mm: subset 'y' is a value of both 'a' and 'b' with different items"):
+        figures("mm", clash, Rules(subsets=("a", "b")), bootstrap=0)
