@@ -178,6 +178,21 @@ def test_compare_ranking_refuses_an_output_dir_holding_a_system_file_it_writes(t
     assert (arena / "round-000.jsonl").exists()
 
 
+def test_compare_ranking_refuses_an_output_dir_inside_a_system_folder(tmp_path, capsys):
+    # A system given as a folder is read as one table of all its data files: the rounds' rows written inside it
+    # would be read as that system's outputs next time (before: the first run did so, the next could not read it).
+    folder = tmp_path / "base"
+    folder.mkdir()
+    _jsonl(folder / "items.jsonl", _items(["a dog", "a cat"]))
+    systems = ["--system", f"base={folder}"]
+    for name in ("b", "c"):
+        systems += ["--system", f"{name}={_jsonl(tmp_path / f'{name}.jsonl', _items(['a bird', 'a fish']))}"]
+    assert main(["compare", *systems, "--output-dir", str(folder / "arena"), "--quiet", *D]) == 2
+    [err] = _error_lines(capsys)
+    assert f"lies inside the --system base folder {folder}, whose files are all read as the input" in err
+    assert sorted(p.name for p in folder.iterdir()) == ["items.jsonl"]
+
+
 # --------------------------------------------------------------------- 2. resuming from another input
 def _killed_after(monkeypatch, rows: int) -> None:
     """The next run dies (Ctrl-C) once ``rows`` rows are in its part file."""
