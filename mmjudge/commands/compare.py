@@ -33,6 +33,7 @@ from mmjudge.commands.score import (
     EXIT_BAD_ITEMS,
     RowPrinter,
     check_output,
+    files_read,
     metric_kwargs,
     parse_box,
     print_usage,
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         from mmjudge.commands.compare_rank import run_ranking
 
         return run_ranking(args)
-    check_output(args.output, [("--a", args.a), ("--b", args.b)])
+    check_output(args.output, [("--a", args.a), ("--b", args.b), *files_read(args)])
     options = {"kind": args.input_format, "split": args.split, "columns": parse_columns(args.columns)}
     items = None
     if args.a or args.b:

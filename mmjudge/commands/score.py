@@ -20,7 +20,8 @@ other row was written); 130 interrupted (the rows written so far are kept: run a
 stdout went away (``| head``; a run with ``--output`` goes on to complete its file instead).
 
 A run refuses, before anything is touched, an ``--output`` whose files (the output, its part files, its merge
-file) are the ``--input`` (the same path, a link to it) or lie inside an ``--input`` folder, and a resume whose
+file) are the ``--input``, the ``--image`` or the judge cache (the same path, a link to it) or lie inside an
+``--input`` folder, and a resume whose
 part file was made from another input or with other settings (:mod:`mmjudge.stream.outputs`).
 """
 
@@ -122,6 +123,26 @@ def check_output(path: str | None, inputs: list[tuple[str, Any]] = ()) -> None:
         )
 
 
+def files_read(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """What a run reads besides its input files, as ``(flag, path)`` pairs for :func:`check_output`: ``--image``
+    and the judge cache (``--cache``, else the default file; none with ``--no-cache``). An ``--output`` written
+    over one of them would destroy it (``--overwrite`` deletes it first).
+
+    >>> import argparse
+    >>> files_read(argparse.Namespace(image="cat.png", cache="c.sqlite", no_cache=False))
+    [('--image', 'cat.png'), ('--cache', 'c.sqlite')]
+    >>> files_read(argparse.Namespace(image=None, cache=None, no_cache=True))
+    []
+    """
+    from mmjudge.paths import default_cache_path
+
+    reads = [("--image", getattr(args, "image", None))]
+    if not getattr(args, "no_cache", False):
+        cache = getattr(args, "cache", None)
+        reads.append(("--cache", cache) if cache else ("the judge cache", default_cache_path()))
+    return [(flag, path) for flag, path in reads if path]
+
+
 def metric_kwargs(args: argparse.Namespace) -> dict:
     kwargs = judge_options(args)
     if args.gamma is not None:
@@ -142,7 +163,7 @@ def metric_kwargs(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     import mmjudge
 
-    check_output(args.output, [("--input", args.input)])
+    check_output(args.output, [("--input", args.input), *files_read(args)])
     source_options = {"kind": args.input_format, "split": args.split, "columns": parse_columns(args.columns)}
     source, items = _inputs(args, source_options)
     # Notes go to stderr too, which a launcher does not silence: under torchrun only the main process speaks.

@@ -84,6 +84,29 @@ def test_an_output_that_is_the_input_is_refused_before_anything_is_touched(tmp_p
     )
 
 
+def test_an_output_that_is_the_image_or_the_judge_cache_is_refused(tmp_path, capsys):
+    # Before: `--image photo.png --output photo.png --overwrite` deleted the photo, and an --output over the judge
+    # cache replaced the SQLite file with rows when the run completed.
+    photo = tmp_path / "photo.png"
+    Image.new("RGB", (24, 20), (200, 40, 40)).save(photo)
+    before = photo.read_bytes()
+    args = ["score", "--text", "A red square.", "--image", str(photo), "--judge", "dummy", "--no-cache"]
+    assert main([*args, "--output", str(photo), "--overwrite"]) == 2
+    [err] = _error_lines(capsys)
+    assert f"--output {photo} is the same file as --image {photo}: writing it would destroy the input" in err
+    assert photo.read_bytes() == before
+    cache = tmp_path / "judge.sqlite"
+    a, b = _jsonl(tmp_path / "a.jsonl", _items(["a dog"])), _jsonl(tmp_path / "b.jsonl", _items(["a cat"]))
+    main(["compare", "--a", a, "--b", b, "--judge", "dummy", "--cache", str(cache), "--quiet"])
+    assert cache.is_file()
+    capsys.readouterr()
+    args = ["compare", "--a", a, "--b", b, "--judge", "dummy", "--cache", str(cache), "--output", str(cache)]
+    assert main(args) == 2
+    [err] = _error_lines(capsys)
+    assert f"--output {cache} is the same file as --cache {cache}" in err
+    assert cache.read_bytes()[:16] == b"SQLite format 3\x00" and not list(tmp_path.glob("judge.sqlite.*"))
+
+
 def test_an_output_inside_an_input_folder_is_refused(tmp_path, capsys):
     folder = tmp_path / "data"
     folder.mkdir()
