@@ -38,7 +38,6 @@ from typing import Any
 from mmjudge import distributed
 from mmjudge.commands._api_plan import add_plan_options, plan_before_run, wants_plan
 from mmjudge.commands._judge_flags import add_judge_options, judge_options
-from mmjudge.errors import OutputClosed
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA
 from mmjudge.metrics.statuses import NOT_ASKED, failure_line
 from mmjudge.models import SMOLLM2, TINY_RANDOM
@@ -206,7 +205,7 @@ def _score(args: argparse.Namespace, metric: Any, source: Any, source_options: d
     # Items typed on the command line stop at their first mistake; a long --input records it and goes on.
     strict = args.strict or not args.input
     quiet = args.quiet or not distributed.is_main()
-    printer = _RowPrinter(args.format, metric, quiet=quiet, keep_going=bool(args.output))
+    printer = _RowPrinter(args.format, metric, quiet=quiet)
     # stdout holds only the rows when they are JSONL or CSV: notes go to stderr then.
     note_stream = sys.stderr if args.format != "table" else sys.stdout
     if args.output:
@@ -296,24 +295,16 @@ class RowPrinter:
     """Rows on stdout as they finish: JSON Lines, CSV (a header first; every cell through
     :func:`~mmjudge.report.csv_cell`, CRLF line ends) or a per-row table that a subclass draws."""
 
-    def __init__(self, fmt: str, quiet: bool, keep_going: bool = False):
-        self.fmt, self.quiet, self.keep_going = fmt, quiet, keep_going
+    def __init__(self, fmt: str, quiet: bool):
+        self.fmt, self.quiet = fmt, quiet
         self.count = 0
         self._csv: Any | None = None
 
     def row(self, row: dict) -> None:
-        """Print one row; once stdout's reader is gone (``| head``), print nothing more and let the run go on
-        (the rows of a run with ``--output`` still go to its file)."""
+        """Print one row (once stdout's reader is gone, :class:`mmjudge.cli.PipeGuard` ends the run, or, for a
+        run writing ``--output``, lets it go on unheard)."""
         if self.quiet:
             return
-        try:
-            self._print(row)
-        except OutputClosed:
-            self.quiet = True
-            if not self.keep_going:
-                raise
-
-    def _print(self, row: dict) -> None:
         if self.fmt == "jsonl":
             import json
 
@@ -339,8 +330,8 @@ class RowPrinter:
 class _RowPrinter(RowPrinter):
     """A metric's rows; the table is the per-item one, and the run's signatures are printed at the end."""
 
-    def __init__(self, fmt: str, metric: Any, quiet: bool, keep_going: bool = False):
-        super().__init__(fmt, quiet, keep_going)
+    def __init__(self, fmt: str, metric: Any, quiet: bool):
+        super().__init__(fmt, quiet)
         self.spec = metric.spec
         self.signatures: dict[str, None] = {}
 

@@ -348,6 +348,18 @@ def test_a_closed_pipe_loses_nothing_of_an_output_run(many, tmp_path):
     assert [r["id"] for r in _rows(out)] == [f"i{k}" for k in range(800)]  # the run went on to the end
 
 
+def test_a_closed_stderr_loses_nothing_of_an_output_run(many, tmp_path):
+    # `mmjudge score … --output s.jsonl 2>&1 | head -1`: before, the first note or progress bar written after the
+    # reader left ended the run with 141, its output never merged.
+    out = tmp_path / "s.jsonl"
+    args = [sys.executable, "-m", "mmjudge.cli", "score", *ROUGE, "--input", many, "--output", str(out)]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    process.stderr.close()  # gone before the first line
+    assert process.wait(timeout=120) == 0
+    assert [r["id"] for r in _rows(out)] == [f"i{k}" for k in range(800)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["many.jsonl", "s.jsonl"]
+
+
 def test_compare_into_a_closed_pipe_ends_quietly(tmp_path):
     a = _jsonl(tmp_path / "a.jsonl", _items([f"a dog {k} " + "runs " * 30 for k in range(300)]))
     b = _jsonl(tmp_path / "b.jsonl", _items([f"a cat {k} " + "sits " * 30 for k in range(300)]))
