@@ -340,15 +340,19 @@ def merge_parts(output: str, world: int, fmt: str | None = None) -> int:
     fmt = output_format(output, fmt)
     tmp = Path(f"{output}.tmp")
     merged = lambda: heapq.merge(*(_part_rows(p) for p in parts), key=lambda pair: pair[0])  # noqa: E731
-    if fmt == "jsonl":
-        # The parts already hold JSON lines: copy each without its "_i" instead of parsing and encoding it again.
-        lines = heapq.merge(*(_part_lines(p) for p in parts), key=lambda pair: pair[0])
-        count = _write_lines(tmp, (line for _, line in lines))
-    elif fmt == "csv":
-        columns = _columns(row for p in parts for _, row in _part_rows(p))
-        count = _write_csv(tmp, columns, (row for _, row in merged()))
-    else:
-        count = _write_parquet(tmp, list(parts), (row for _, row in merged()))
+    try:
+        if fmt == "jsonl":
+            # The parts already hold JSON lines: copy each without its "_i" instead of parsing and encoding again.
+            lines = heapq.merge(*(_part_lines(p) for p in parts), key=lambda pair: pair[0])
+            count = _write_lines(tmp, (line for _, line in lines))
+        elif fmt == "csv":
+            columns = _columns(row for p in parts for _, row in _part_rows(p))
+            count = _write_csv(tmp, columns, (row for _, row in merged()))
+        else:
+            count = _write_parquet(tmp, list(parts), (row for _, row in merged()))
+    except BaseException:  # Ctrl-C, a full disk: the parts stay (the next run merges them), half a merge does not
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, output)
     for p in parts:
         p.unlink()

@@ -195,6 +195,32 @@ def test_merging_parts_copies_each_row_exactly(tmp_path):
     assert not list(tmp_path.glob("*.part-*"))
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_a_merge_cut_short_leaves_its_parts_and_no_merge_file(tmp_path, monkeypatch, fmt):
+    # Before: Ctrl-C (or a full disk) during the merge left <output>.tmp beside the parts for good.
+    from mmjudge.stream import outputs
+
+    out = str(tmp_path / f"out.{fmt}")
+    part = outputs.PartFile(out, 0, 1, "sig")
+    for index in range(3):
+        part.write({"id": f"i{index}", "x": index}, index)
+    part.close()
+    real = outputs._part_lines if fmt == "jsonl" else outputs._part_rows
+
+    def cut(path):
+        for n, pair in enumerate(real(path)):
+            if n == 2 and Path(f"{out}.tmp").exists():  # while the merge file is written (not the column scan)
+                raise KeyboardInterrupt
+            yield pair
+
+    monkeypatch.setattr(outputs, "_part_lines" if fmt == "jsonl" else "_part_rows", cut)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.merge_parts(out, 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"out.{fmt}.part-0-of-1.jsonl"]
+    monkeypatch.undo()
+    assert outputs.merge_parts(out, 1) == 3 and sorted(p.name for p in tmp_path.iterdir()) == [f"out.{fmt}"]
+
+
 def test_cli_writes_jsonl_csv_parquet_and_a_second_run_has_nothing_to_do(tmp_path, capsys, offline):
     import pyarrow.parquet as pq
 
