@@ -125,6 +125,9 @@ def item_digest(item: dict) -> str:
     '73ee22df0cfc7299'
     >>> item_digest({"id": "a", "text": "a cat", "_i": 0}) == item_digest({"id": "a", "text": "a dog", "_i": 0})
     False
+    >>> from PIL import Image  # the same bytes in another shape is another picture
+    >>> item_digest({"image": Image.new("RGB", (2, 3))}) == item_digest({"image": Image.new("RGB", (3, 2))})
+    False
     """
     import hashlib
 
@@ -135,14 +138,22 @@ def item_digest(item: dict) -> str:
 
 def _digestible(value: Any) -> str:
     """A value JSON cannot hold, as text that changes with its content: bytes (an embedded image) by their
-    hash, an image or array by the hash of its pixels, anything else by its type."""
+    hash, a decoded image by :func:`mmjudge.images.image_digest` (its pixels, mode and size: what the judge
+    cache keys it by), an array by its dtype, shape and bytes, anything else by its type."""
     import hashlib
+    import sys
 
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "bytes:" + hashlib.blake2b(bytes(value), digest_size=16).hexdigest()
+    pil = sys.modules.get("PIL.Image")  # a PIL image exists only once PIL is imported
+    if pil is not None and isinstance(value, pil.Image):
+        from mmjudge.images import image_digest
+
+        return "image:" + image_digest(value)
     raw = getattr(value, "tobytes", None)
     if callable(raw):
-        return f"{type(value).__name__}:" + hashlib.blake2b(raw(), digest_size=16).hexdigest()
+        shape = f"{getattr(value, 'dtype', '')}{tuple(getattr(value, 'shape', ()))}"
+        return f"{type(value).__name__}:{shape}:" + hashlib.blake2b(raw(), digest_size=16).hexdigest()
     return type(value).__name__
 
 
