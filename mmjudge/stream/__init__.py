@@ -154,12 +154,12 @@ def score_file(
         summary = _score_share(
             metric, items, part, task, strict, progress and distributed.is_main(), chunk_size, keep, on_row, options
         )
+        summary = _gathered(summary)
+        distributed.barrier()
+        if distributed.is_main():
+            merge_parts(output, world, fmt)
     finally:
-        part.close()
-    summary = _gathered(summary)
-    distributed.barrier()
-    if distributed.is_main():
-        merge_parts(output, world, fmt)
+        part.close()  # after the merge: the part's lock keeps another run into this output away until it is done
     distributed.barrier()
     summary.output = output
     return summary

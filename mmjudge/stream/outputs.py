@@ -12,7 +12,9 @@ run goes on. A mismatch is refused in one line naming what differs (another numb
 after the rows written may change (a strict run stopped at a bad item, the item mended, the run resumed).
 When every process is done, the main one merges the parts in input order into ``<output>`` (JSON Lines, CSV
 or Parquet, written to a temporary file and renamed, so ``<output>`` only ever appears complete) and removes
-them. An output that exists without parts is complete: running again does nothing. CSV cells go through
+them. An output that exists without parts is complete: running again does nothing. A process holds its part
+locked (``flock``) from opening it until the merge is done, so a second run into the same output (or its
+``--overwrite``) is refused in one line while the first runs. CSV cells go through
 :func:`mmjudge.report.csv_cell` (spreadsheet formulas neutralised, RFC 4180 line ends).
 
 >>> import tempfile, os
@@ -105,10 +107,30 @@ def check_output_spares_inputs(output: str, inputs: list[tuple[str, Any]], rank:
 
 
 def remove_outputs(output: str) -> None:
-    """``--overwrite``: the output and every part of an earlier run."""
+    """``--overwrite``: the output and every part of an earlier run (refused while a running one writes them)."""
+    for part in existing_parts(output):
+        with open(part, "a", encoding="utf-8") as f:
+            _lock(f, output, part)
     for path in [Path(output), *existing_parts(output)]:
         if path.exists():
             path.unlink()
+
+
+def _lock(file: Any, output: str, path: Path) -> None:
+    """Hold ``file`` (a part, open) for this process alone while it is open, or refuse in one line: two runs into
+    one output appended to the same part (every row twice in the merged output) and raced to merge it."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: unguarded
+        return
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        file.close()
+        raise ValueError(
+            f"{output}: another run is writing it now (its part file {path.name} is in use); wait for that run to "
+            "end, or give another --output."
+        ) from None
 
 
 RUN_KEY = "_run"  # the key of a part's header line (what its rows were made from); never a row's key
@@ -173,8 +195,13 @@ class PartFile:
                 f"resume with that number of processes, or pass --overwrite to start again."
             )
         header = None if run is None else json.loads(json.dumps({"signature": signature, **run}, default=str))
-        self.done = self._recover(signature, header)
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the run, closed by close()
+        _lock(self._file, output, self.path)  # before the part is read (or its cut-off line dropped)
+        try:
+            self.done = self._recover(signature, header)
+        except BaseException:
+            self._file.close()
+            raise
         if header is not None and self.header is None and not self.done:
             self._file.write(json.dumps({RUN_KEY: header}, ensure_ascii=False) + "\n")
             self._file.flush()
@@ -186,8 +213,6 @@ class PartFile:
         made from (its header line; in a part without one, the signature of its rows)."""
         self.seen_ids = SeenIds()
         self.header: dict | None = None
-        if not self.path.exists():
-            return 0
         _drop_cut_off_line(self.path)
         count = 0
         for row in _lines_of(self.path):

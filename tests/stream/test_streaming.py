@@ -195,6 +195,32 @@ def test_merging_parts_copies_each_row_exactly(tmp_path):
     assert not list(tmp_path.glob("*.part-*"))
 
 
+def test_a_second_run_into_an_output_being_written_is_refused(tmp_path, capsys):
+    # Before: two runs into one --output appended to one part file; the merged output held every row twice
+    # (6,000 rows for 3,000 items) and the other run failed on the merge file with a raw errno line.
+    from mmjudge.cli import main
+    from mmjudge.stream.outputs import PartFile
+
+    source = tmp_path / "items.jsonl"
+    source.write_text(
+        "".join(json.dumps({"id": f"i{k}", "text": "a dog", "references": ["a dog"]}) + "\n" for k in range(3))
+    )
+    out = tmp_path / "s.jsonl"
+    args = ["score", "--metric", "baselines", "--config", "rouge_l", "--input", str(source), "--output", str(out)]
+    running = PartFile(str(out), 0, 1, "sig")  # the first run, still writing
+    for extra in ([], ["--overwrite"]):
+        assert main([*args, "--quiet", *extra]) == 2
+        err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+        assert err == [
+            f"mmjudge score: error: {out}: another run is writing it now (its part file s.jsonl.part-0-of-1.jsonl is "
+            "in use); wait for that run to end, or give another --output."
+        ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl", "s.jsonl.part-0-of-1.jsonl"]
+    running.close()  # (it wrote nothing: the next run starts the part over with --overwrite)
+    assert main([*args, "--quiet", "--overwrite"]) == 0
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["i0", "i1", "i2"]
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
 def test_a_merge_cut_short_leaves_its_parts_and_no_merge_file(tmp_path, monkeypatch, fmt):
     # Before: Ctrl-C (or a full disk) during the merge left <output>.tmp beside the parts for good.
