@@ -103,12 +103,13 @@ def check_output(path: str | None, inputs: list[tuple[str, Any]] = ()) -> None:
     ``inputs`` (``(flag, path)`` pairs): checked BEFORE anything is touched, so no work is lost to a typo."""
     if not path:
         return
-    from mmjudge.stream.outputs import check_output_spares_inputs
+    from mmjudge.stream.outputs import check_output_file, check_output_spares_inputs
 
     check_output_spares_inputs(path, list(inputs), distributed.rank(), distributed.world_size())
     target = Path(path)
     if target.is_dir():
         raise ValueError(f"--output {path}: is a folder; give a file name such as {str(target / 'scores.jsonl')!r}.")
+    check_output_file(path)  # /dev/null, a FIFO: taken for a complete output, deleted by --overwrite
     folder = target.parent
     if not folder.is_dir():
         raise FileNotFoundError(

@@ -37,6 +37,7 @@ from mmjudge.progress import optional_bar
 from mmjudge.report import result_row
 from mmjudge.stream.outputs import (
     PartFile,
+    check_output_file,
     check_output_spares_inputs,
     check_same_items,
     existing_parts,
@@ -132,7 +133,8 @@ def score_file(
     """
     rank, world = distributed.rank(), distributed.world_size()
     fmt = output_format(output, output_fmt)
-    check_output_spares_inputs(output, [("--input", source)], rank, world)  # before --overwrite deletes anything
+    check_output_file(output)  # before --overwrite deletes anything
+    check_output_spares_inputs(output, [("--input", source)], rank, world)
     if overwrite and distributed.is_main():
         remove_outputs(output)
     distributed.barrier()

@@ -106,6 +106,26 @@ def check_output_spares_inputs(output: str, inputs: list[tuple[str, Any]], rank:
     check_writes_spare_reads(output_files(output, rank, world), reads, folders_read_whole=True)
 
 
+def check_output_file(output: str) -> None:
+    """Refuse, in one line, an ``output`` that exists as something other than a regular file: a folder, or a
+    FIFO, device or socket (``/dev/null``, ``/dev/stdout``). It would be taken for a complete output ("nothing
+    to do"), and ``--overwrite`` would delete it (as root, ``/dev/null`` itself) to rename the rows into its place.
+
+    >>> check_output_file("/dev/null")
+    Traceback (most recent call last):
+    ValueError: --output /dev/null: is a character device, not a regular file; the rows are written beside it and
+    renamed into its place, so give a file's path (to print the rows only, leave --output out).
+    """
+    from mmjudge.paths import special_file_kind
+
+    kind = "a folder" if os.path.isdir(output) else special_file_kind(output)
+    if kind is not None:
+        raise ValueError(
+            f"--output {output}: is {kind}, not a regular file; the rows are written beside it and renamed into its "
+            "place, so give a file's path (to print the rows only, leave --output out)."
+        )
+
+
 def remove_outputs(output: str) -> None:
     """``--overwrite``: the output and every part of an earlier run (refused while a running one writes them)."""
     for part in existing_parts(output):

@@ -107,6 +107,27 @@ def test_an_output_that_is_the_image_or_the_judge_cache_is_refused(tmp_path, cap
     assert cache.read_bytes()[:16] == b"SQLite format 3\x00" and not list(tmp_path.glob("judge.sqlite.*"))
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_an_output_that_is_a_fifo_or_a_device_is_refused(tmp_path, capsys, overwrite):
+    # Before: `--output /dev/null` said "complete already; nothing to do", and with --overwrite deleted the special
+    # file (as root: /dev/null itself) and renamed the rows into its place. A FIFO stands in for the device here.
+    source = _jsonl(tmp_path / "s.jsonl", _items(["a dog runs"]))
+    fifo = tmp_path / "out"
+    os.mkfifo(fifo)
+    assert (
+        main(["score", *ROUGE, "--input", source, "--output", str(fifo), *(["--overwrite"] if overwrite else [])]) == 2
+    )
+    [err] = _error_lines(capsys)
+    assert f"--output {fifo}: is a named pipe (FIFO), not a regular file; the rows are written beside it" in err
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["out", "s.jsonl"]
+    import mmjudge  # the library path refuses it too
+    from mmjudge.stream import score_file
+
+    with pytest.raises(ValueError, match="is a named pipe"):
+        score_file(mmjudge.load("baselines", "rouge_l"), source, str(fifo), overwrite=True)
+    assert fifo.is_fifo()
+
+
 def test_an_output_inside_an_input_folder_is_refused(tmp_path, capsys):
     folder = tmp_path / "data"
     folder.mkdir()
