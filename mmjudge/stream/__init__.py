@@ -264,8 +264,7 @@ def _score_share(
             stack.enter_context(distributed.own_items())
         # A part whose rows carry their items' digests is resumed only once each is the item now at its position
         # (the items before are built and checked, not skipped); an older part's rows are skipped as before.
-        with_digests = part.done and next((d for _, d in part.digests()), None) is not None
-        share = check_same_items(part, items.items()) if with_digests else items.items(skip=part.done)
+        share = check_same_items(part, items.items()) if part.digested else items.items(skip=part.done)
         total = (items.total or 0) - part.done
         bar = stack.enter_context(
             optional_bar(progress, total=total or None, desc="scoring", unit="item", smoothing=0.1)

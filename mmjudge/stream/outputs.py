@@ -230,9 +230,11 @@ class PartFile:
     def _recover(self, signature: str, header: dict | None) -> int:
         """Rows already in the part (a cut-off last line removed), read line by line so resuming holds one row
         at a time; their ids go into :attr:`seen_ids`. What the part was made from must be what this run is
-        made from (its header line; in a part without one, the signature of its rows)."""
+        made from (its header line; in a part without one, the signature of its rows). :attr:`digested`: its
+        rows carry their items' digests (an earlier version wrote none)."""
         self.seen_ids = SeenIds()
         self.header: dict | None = None
+        self.digested = False
         _drop_cut_off_line(self.path)
         count = 0
         for row in _lines_of(self.path):
@@ -246,6 +248,8 @@ class PartFile:
                     f"{self.path}: it holds rows of another run (signature {row.get('signature')!r}, "
                     f"this run's is {signature!r}); pass --overwrite to start again, or another --output."
                 )
+            if count == 0:
+                self.digested = row.get("_h") is not None
             self.seen_ids.first_position(str(row.get("id")), int(row.get("_i", count)))
             count += 1
         return count
