@@ -273,10 +273,32 @@ class PartFile:
 
 
 def _lines_of(path: Path) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
+    """The JSON objects of a part, line by line; a line that is none (the file was changed by something else)
+    is one line naming the file and the line, never a bare JSON error or a traceback."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if raw.strip():
+                yield _part_line(path, number, raw)
+
+
+def _part_line(path: Path, number: int, raw: bytes) -> dict:
+    """
+    >>> _part_line(Path("s.jsonl.part-0-of-1.jsonl"), 2, b"[1, 2]")
+    Traceback (most recent call last):
+    ValueError: s.jsonl.part-0-of-1.jsonl, line 2: not a row as mmjudge writes them (a JSON list, not an object),
+    so the part was changed by something else; pass --overwrite to start again, or give another --output.
+    """
+    try:
+        row = json.loads(raw)
+        why = None if isinstance(row, dict) else f"a JSON {type(row).__name__}, not an object"
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        why = " ".join(str(err).split())[:120]
+    if why is not None:
+        raise ValueError(
+            f"{path}, line {number}: not a row as mmjudge writes them ({why}), so the part was changed by something "
+            "else; pass --overwrite to start again, or give another --output."
+        )
+    return row
 
 
 def check_same_run(path: Path, theirs: dict, mine: dict) -> None:

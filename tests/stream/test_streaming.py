@@ -195,6 +195,36 @@ def test_merging_parts_copies_each_row_exactly(tmp_path):
     assert not list(tmp_path.glob("*.part-*"))
 
 
+@pytest.mark.parametrize("damage", [b"garbage{", b"[1, 2]", b"\xff\xfe"])
+def test_a_part_damaged_before_its_last_line_is_one_line_naming_it(tmp_path, capsys, monkeypatch, damage):
+    # Before: "error: Expecting value: line 1 column 1 (char 0)" (no file named), an AttributeError traceback for
+    # a JSON list, and "the input is not UTF-8 text" for the part's own bytes.
+    import mmjudge.stream
+    from mmjudge.cli import main
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    source = tmp_path / "items.jsonl"
+    source.write_text(
+        "".join(json.dumps({"id": f"i{k}", "text": "a dog", "references": ["a dog"]}) + "\n" for k in range(3))
+    )
+    args = ["score", "--metric", "baselines", "--config", "rouge_l", "--input", str(source), "--output"]
+    args += [str(tmp_path / "s.jsonl"), "--quiet"]
+    monkeypatch.setattr(mmjudge.stream, "merge_parts", stop)  # killed before the merge: the part stays
+    assert main(args) == 130
+    monkeypatch.undo()
+    part = tmp_path / "s.jsonl.part-0-of-1.jsonl"
+    lines = part.read_bytes().splitlines()  # the header, then three rows
+    part.write_bytes(b"\n".join([*lines[:2], damage, *lines[3:]]) + b"\n")
+    capsys.readouterr()
+    assert main(args) == 2
+    [err] = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert err.startswith(f"mmjudge score: error: {part}, line 3: not a row as mmjudge writes them (") and err.endswith(
+        "so the part was changed by something else; pass --overwrite to start again, or give another --output."
+    )
+
+
 def test_a_second_run_into_an_output_being_written_is_refused(tmp_path, capsys):
     # Before: two runs into one --output appended to one part file; the merged output held every row twice
     # (6,000 rows for 3,000 items) and the other run failed on the merge file with a raw errno line.
