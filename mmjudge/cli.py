@@ -4,7 +4,8 @@ function ``add_parser(subparsers)`` that adds its parser and sets ``func``.
 A user's mistake (a bad option, a missing file, an unreadable input…) ends in ONE line,
 ``mmjudge <command>: error: <what is wrong and how to fix it>``, and exit status 2; ``--debug`` shows
 the traceback instead. A reader that goes away (``mmjudge score … | head -3``) ends the command quietly with
-status 141, as ``cat`` does (128 + SIGPIPE), except that a run writing ``--output`` goes on to complete it.
+status 141, as ``cat`` does (128 + SIGPIPE), except that a run writing ``--output`` goes on to complete it
+(whether stdout's reader or stderr's went away).
 """
 
 from __future__ import annotations
@@ -167,7 +168,10 @@ def _run(args: argparse.Namespace) -> int:
     if not args.debug:
         warnings.showwarning = _notice
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = PipeGuard(sys.stdout), PipeGuard(sys.stderr)
+    # A run writing --output completes its file whoever reads what it prints (its rows, notes, progress bars);
+    # one whose product is what it prints stops once that reader is gone.
+    stop = not getattr(args, "output", None)
+    sys.stdout, sys.stderr = PipeGuard(sys.stdout, stop), PipeGuard(sys.stderr, stop)
     try:
         return int(args.func(args) or 0)
     except OutputClosed:
@@ -184,13 +188,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 class PipeGuard:
-    """A text stream (stdout, stderr) whose reader may go away (``| head -3``): the first write that meets a
-    closed pipe raises :class:`~mmjudge.errors.OutputClosed` (not an ``OSError``, so no handler of file errors
-    takes it for one), and every later write goes nowhere — as does Python's flush at exit (the descriptor is
-    pointed at ``/dev/null``), so no "Exception ignored … BrokenPipeError" follows either."""
+    """A text stream (stdout, stderr) whose reader may go away (``| head -3``): every write after the first that
+    meets a closed pipe goes nowhere — as does Python's flush at exit (the descriptor is pointed at
+    ``/dev/null``), so no "Exception ignored … BrokenPipeError" follows. With ``stop`` (the command's product is
+    what it prints), that first write raises :class:`~mmjudge.errors.OutputClosed` (not an ``OSError``, so no
+    handler of file errors takes it for one); without, the command goes on unheard (it is writing a file)."""
 
-    def __init__(self, stream: Any):
-        self._stream = stream
+    def __init__(self, stream: Any, stop: bool = True):
+        self._stream, self.stop = stream, stop
         self.closed_pipe = False
 
     def write(self, text: str) -> int:
@@ -219,7 +224,8 @@ class PipeGuard:
         except (OSError, ValueError, AttributeError):
             pass
         self._stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-        raise OutputClosed("the reader of this output went away")
+        if self.stop:
+            raise OutputClosed("the reader of this output went away")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

@@ -8,7 +8,9 @@
   ``max_file_size``; a client that leaves mid-upload (``ClientDisconnect``) left the partial file in the
   upload folder for good, and with no ``max_file_size`` a 1 GB body was taken whole. :class:`UploadGuard`
   answers 413 to a declared ``Content-Length`` over the limit before reading a byte, stops a body (chunked
-  or not) once it passes the limit, and removes, when each request ends, every temporary file Gradio's
+  or not) once it passes the limit — any body, not only an upload's: a JSON body is read whole into memory
+  (a 300 MB one cost a page 1.1 GB), and no page's JSON comes near an upload's size — and removes, when
+  each request ends, every temporary file Gradio's
   multipart parser made for it that is still where the parser put it (a finished upload has been moved
   into the cache by then). Finished uploads are removed by Gradio an hour after they arrived
   (``delete_cache``).
@@ -17,6 +19,8 @@
 ['common.complete']
 >>> upload_limit_line(64 * 2**20)
 'File size exceeded maximum allowed size of 67108864 bytes.'
+>>> upload_limit_line(2**20, upload=False)
+'Request body exceeded maximum allowed size of 1114112 bytes.'
 """
 
 from __future__ import annotations
@@ -44,9 +48,12 @@ def launch_options() -> dict[str, Any]:
     return {"i18n": gr.I18n(en=dict(MISSING_TRANSLATIONS))}
 
 
-def upload_limit_line(max_bytes: int) -> str:
-    """The 413 answer, in the words of Gradio's own refusal (what gradio_client and the browser know)."""
-    return f"File size exceeded maximum allowed size of {int(max_bytes)} bytes."
+def upload_limit_line(max_bytes: int, upload: bool = True) -> str:
+    """The 413 answer: to an upload in the words of Gradio's own refusal (what gradio_client and the browser
+    know); to another body, the most it may hold (``max_bytes`` and :data:`MULTIPART_SLACK_BYTES`)."""
+    if upload:
+        return f"File size exceeded maximum allowed size of {int(max_bytes)} bytes."
+    return f"Request body exceeded maximum allowed size of {int(max_bytes) + MULTIPART_SLACK_BYTES} bytes."
 
 
 def launch_page(demo: Any, max_upload_bytes: int, **kwargs: Any) -> Any:
@@ -93,8 +100,9 @@ class _BodyTooLarge(Exception):
 
 
 class UploadGuard:
-    """ASGI middleware: multipart bodies of at most ``max_bytes`` (plus :data:`MULTIPART_SLACK_BYTES`), and no
-    temporary file of a request left behind (see the module's description)."""
+    """ASGI middleware: request bodies (multipart or not) of at most ``max_bytes`` (plus
+    :data:`MULTIPART_SLACK_BYTES`), and no temporary file of a request left behind (see the module's
+    description)."""
 
     def __init__(self, app: Any, max_bytes: int):
         self.app, self.max_bytes = app, int(max_bytes)
@@ -107,22 +115,27 @@ class UploadGuard:
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
         multipart = headers.get(b"content-type", b"").lower().startswith(b"multipart/")
         declared = headers.get(b"content-length", b"")
-        if multipart and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(send)  # before reading a byte of it
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(send, multipart)  # before reading a byte of it
             return
-        received, started = 0, False
+        received, started, too_large = 0, False, False
 
         async def counted() -> dict:
-            nonlocal received
+            nonlocal received, too_large
+            if too_large:
+                return {"type": "http.disconnect"}  # read on after the refusal: nothing more comes
             message = await receive()
-            if multipart and message.get("type") == "http.request":
+            if message.get("type") == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
+                    too_large = True
                     raise _BodyTooLarge
             return message
 
         async def sending(message: dict) -> None:
             nonlocal started
+            if too_large:
+                return  # the app's own answer to the cut body (Gradio's JSON routes say 400): ours is the 413
             started = started or message.get("type") == "http.response.start"
             await send(message)
 
@@ -130,20 +143,19 @@ class UploadGuard:
         token = _REQUEST_FILES.set(files)
         try:
             await self.app(scope, counted, sending)
-        except _BodyTooLarge:
-            if not started:
-                await self._refuse(send)
-        except Exception as err:
-            if type(err).__name__ != "ClientDisconnect":
+        except Exception as err:  # _BodyTooLarge, or what the app made of it
+            if not too_large and type(err).__name__ != "ClientDisconnect":
                 raise  # (a client that left mid-upload gets no answer: nothing to log either)
         finally:
             _REQUEST_FILES.reset(token)
             for name in files:  # still where the parser wrote it: an upload that did not finish
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name)
+        if too_large and not started:
+            await self._refuse(send, multipart)
 
-    async def _refuse(self, send: Any) -> None:
-        body = upload_limit_line(self.max_bytes).encode("utf-8")
+    async def _refuse(self, send: Any, upload: bool) -> None:
+        body = upload_limit_line(self.max_bytes, upload).encode("utf-8")
         await send(
             {
                 "type": "http.response.start",

@@ -33,6 +33,7 @@ from mmjudge.commands.score import (
     EXIT_BAD_ITEMS,
     RowPrinter,
     check_output,
+    files_read,
     metric_kwargs,
     parse_box,
     print_usage,
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         from mmjudge.commands.compare_rank import run_ranking
 
         return run_ranking(args)
-    check_output(args.output, [("--a", args.a), ("--b", args.b)])
+    check_output(args.output, [("--a", args.a), ("--b", args.b), *files_read(args)])
     options = {"kind": args.input_format, "split": args.split, "columns": parse_columns(args.columns)}
     items = None
     if args.a or args.b:
@@ -106,7 +107,7 @@ def _compare_into_file(
     from mmjudge.pairwise.summary import output_rows
     from mmjudge.stream import score_file
 
-    printer = PairPrinter(args.format, metric.criteria, quiet=args.quiet or not distributed.is_main(), keep_going=True)
+    printer = PairPrinter(args.format, metric.criteria, quiet=args.quiet or not distributed.is_main())
     source = pair_source(args.a, args.b, **options) if items is None else items
     run_summary = score_file(
         metric,
@@ -162,8 +163,8 @@ def single_pair(args: argparse.Namespace) -> dict[str, Any]:
 class PairPrinter(RowPrinter):
     """Rows on stdout as they finish (:class:`~mmjudge.commands.score.RowPrinter`), the table a short one per pair."""
 
-    def __init__(self, fmt: str, criteria: list[str], quiet: bool, keep_going: bool = False):
-        super().__init__(fmt, quiet, keep_going)
+    def __init__(self, fmt: str, criteria: list[str], quiet: bool):
+        super().__init__(fmt, quiet)
         self.criteria = criteria
 
     def _table(self, row: dict) -> None:

@@ -36,14 +36,16 @@ def parse_systems(pairs: list[str]) -> dict[str, str]:
 
 def check_output_dir_spares_systems(output_dir: str, systems: dict[str, str], max_rounds: int | None) -> None:
     """No file the ranking writes into (or, with ``--overwrite``, deletes from) ``--output-dir`` is a system's
-    outputs file: refused in one line before anything is touched."""
+    outputs file, nor lies inside a system given as a folder (its data files are all read: the next run would
+    read the rounds' rows as that system's): refused in one line before anything is touched."""
     from mmjudge.pairwise.arena import written_files
     from mmjudge.pairwise.schedule import DEFAULT_MAX_ROUNDS
     from mmjudge.paths import check_writes_spare_reads
 
     files = written_files(output_dir, max_rounds or DEFAULT_MAX_ROUNDS)
     writes = [("--output-dir", path, f"--output-dir {output_dir} (its {path.name})") for path in files]
-    check_writes_spare_reads(writes, [(f"--system {name}", path) for name, path in systems.items()])
+    reads = [(f"--system {name}", path) for name, path in systems.items()]
+    check_writes_spare_reads(writes, reads, folders_read_whole=True)  # a folder is read as one table (open_source)
 
 
 def run_ranking(args: argparse.Namespace) -> int:

@@ -20,7 +20,8 @@ other row was written); 130 interrupted (the rows written so far are kept: run a
 stdout went away (``| head``; a run with ``--output`` goes on to complete its file instead).
 
 A run refuses, before anything is touched, an ``--output`` whose files (the output, its part files, its merge
-file) are the ``--input`` (the same path, a link to it) or lie inside an ``--input`` folder, and a resume whose
+file) are the ``--input``, the ``--image`` or the judge cache (the same path, a link to it) or lie inside an
+``--input`` folder, and a resume whose
 part file was made from another input or with other settings (:mod:`mmjudge.stream.outputs`).
 """
 
@@ -37,7 +38,6 @@ from typing import Any
 from mmjudge import distributed
 from mmjudge.commands._api_plan import add_plan_options, plan_before_run, wants_plan
 from mmjudge.commands._judge_flags import add_judge_options, judge_options
-from mmjudge.errors import OutputClosed
 from mmjudge.metrics.harmonic_eval.scoring import DEFAULT_GAMMA
 from mmjudge.metrics.statuses import NOT_ASKED, failure_line
 from mmjudge.models import SMOLLM2, TINY_RANDOM
@@ -103,12 +103,13 @@ def check_output(path: str | None, inputs: list[tuple[str, Any]] = ()) -> None:
     ``inputs`` (``(flag, path)`` pairs): checked BEFORE anything is touched, so no work is lost to a typo."""
     if not path:
         return
-    from mmjudge.stream.outputs import check_output_spares_inputs
+    from mmjudge.stream.outputs import check_output_file, check_output_spares_inputs
 
     check_output_spares_inputs(path, list(inputs), distributed.rank(), distributed.world_size())
     target = Path(path)
     if target.is_dir():
         raise ValueError(f"--output {path}: is a folder; give a file name such as {str(target / 'scores.jsonl')!r}.")
+    check_output_file(path)  # /dev/null, a FIFO: taken for a complete output, deleted by --overwrite
     folder = target.parent
     if not folder.is_dir():
         raise FileNotFoundError(
@@ -120,6 +121,26 @@ def check_output(path: str | None, inputs: list[tuple[str, Any]] = ()) -> None:
         raise PermissionError(
             f"--output {path}: the file exists and is not writable; give another name or make it writable."
         )
+
+
+def files_read(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """What a run reads besides its input files, as ``(flag, path)`` pairs for :func:`check_output`: ``--image``
+    and the judge cache (``--cache``, else the default file; none with ``--no-cache``). An ``--output`` written
+    over one of them would destroy it (``--overwrite`` deletes it first).
+
+    >>> import argparse
+    >>> files_read(argparse.Namespace(image="cat.png", cache="c.sqlite", no_cache=False))
+    [('--image', 'cat.png'), ('--cache', 'c.sqlite')]
+    >>> files_read(argparse.Namespace(image=None, cache=None, no_cache=True))
+    []
+    """
+    from mmjudge.paths import default_cache_path
+
+    reads = [("--image", getattr(args, "image", None))]
+    if not getattr(args, "no_cache", False):
+        cache = getattr(args, "cache", None)
+        reads.append(("--cache", cache) if cache else ("the judge cache", default_cache_path()))
+    return [(flag, path) for flag, path in reads if path]
 
 
 def metric_kwargs(args: argparse.Namespace) -> dict:
@@ -142,7 +163,7 @@ def metric_kwargs(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     import mmjudge
 
-    check_output(args.output, [("--input", args.input)])
+    check_output(args.output, [("--input", args.input), *files_read(args)])
     source_options = {"kind": args.input_format, "split": args.split, "columns": parse_columns(args.columns)}
     source, items = _inputs(args, source_options)
     # Notes go to stderr too, which a launcher does not silence: under torchrun only the main process speaks.
@@ -185,7 +206,7 @@ def _score(args: argparse.Namespace, metric: Any, source: Any, source_options: d
     # Items typed on the command line stop at their first mistake; a long --input records it and goes on.
     strict = args.strict or not args.input
     quiet = args.quiet or not distributed.is_main()
-    printer = _RowPrinter(args.format, metric, quiet=quiet, keep_going=bool(args.output))
+    printer = _RowPrinter(args.format, metric, quiet=quiet)
     # stdout holds only the rows when they are JSONL or CSV: notes go to stderr then.
     note_stream = sys.stderr if args.format != "table" else sys.stdout
     if args.output:
@@ -275,24 +296,16 @@ class RowPrinter:
     """Rows on stdout as they finish: JSON Lines, CSV (a header first; every cell through
     :func:`~mmjudge.report.csv_cell`, CRLF line ends) or a per-row table that a subclass draws."""
 
-    def __init__(self, fmt: str, quiet: bool, keep_going: bool = False):
-        self.fmt, self.quiet, self.keep_going = fmt, quiet, keep_going
+    def __init__(self, fmt: str, quiet: bool):
+        self.fmt, self.quiet = fmt, quiet
         self.count = 0
         self._csv: Any | None = None
 
     def row(self, row: dict) -> None:
-        """Print one row; once stdout's reader is gone (``| head``), print nothing more and let the run go on
-        (the rows of a run with ``--output`` still go to its file)."""
+        """Print one row (once stdout's reader is gone, :class:`mmjudge.cli.PipeGuard` ends the run, or, for a
+        run writing ``--output``, lets it go on unheard)."""
         if self.quiet:
             return
-        try:
-            self._print(row)
-        except OutputClosed:
-            self.quiet = True
-            if not self.keep_going:
-                raise
-
-    def _print(self, row: dict) -> None:
         if self.fmt == "jsonl":
             import json
 
@@ -318,8 +331,8 @@ class RowPrinter:
 class _RowPrinter(RowPrinter):
     """A metric's rows; the table is the per-item one, and the run's signatures are printed at the end."""
 
-    def __init__(self, fmt: str, metric: Any, quiet: bool, keep_going: bool = False):
-        super().__init__(fmt, quiet, keep_going)
+    def __init__(self, fmt: str, metric: Any, quiet: bool):
+        super().__init__(fmt, quiet)
         self.spec = metric.spec
         self.signatures: dict[str, None] = {}
 

@@ -37,6 +37,7 @@ from mmjudge.progress import optional_bar
 from mmjudge.report import result_row
 from mmjudge.stream.outputs import (
     PartFile,
+    check_output_file,
     check_output_spares_inputs,
     check_same_items,
     existing_parts,
@@ -132,7 +133,8 @@ def score_file(
     """
     rank, world = distributed.rank(), distributed.world_size()
     fmt = output_format(output, output_fmt)
-    check_output_spares_inputs(output, [("--input", source)], rank, world)  # before --overwrite deletes anything
+    check_output_file(output)  # before --overwrite deletes anything
+    check_output_spares_inputs(output, [("--input", source)], rank, world)
     if overwrite and distributed.is_main():
         remove_outputs(output)
     distributed.barrier()
@@ -154,12 +156,12 @@ def score_file(
         summary = _score_share(
             metric, items, part, task, strict, progress and distributed.is_main(), chunk_size, keep, on_row, options
         )
+        summary = _gathered(summary)
+        distributed.barrier()
+        if distributed.is_main():
+            merge_parts(output, world, fmt)
     finally:
-        part.close()
-    summary = _gathered(summary)
-    distributed.barrier()
-    if distributed.is_main():
-        merge_parts(output, world, fmt)
+        part.close()  # after the merge: the part's lock keeps another run into this output away until it is done
     distributed.barrier()
     summary.output = output
     return summary
@@ -262,8 +264,7 @@ def _score_share(
             stack.enter_context(distributed.own_items())
         # A part whose rows carry their items' digests is resumed only once each is the item now at its position
         # (the items before are built and checked, not skipped); an older part's rows are skipped as before.
-        with_digests = part.done and next((d for _, d in part.digests()), None) is not None
-        share = check_same_items(part, items.items()) if with_digests else items.items(skip=part.done)
+        share = check_same_items(part, items.items()) if part.digested else items.items(skip=part.done)
         total = (items.total or 0) - part.done
         bar = stack.enter_context(
             optional_bar(progress, total=total or None, desc="scoring", unit="item", smoothing=0.1)

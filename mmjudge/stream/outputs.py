@@ -12,7 +12,9 @@ run goes on. A mismatch is refused in one line naming what differs (another numb
 after the rows written may change (a strict run stopped at a bad item, the item mended, the run resumed).
 When every process is done, the main one merges the parts in input order into ``<output>`` (JSON Lines, CSV
 or Parquet, written to a temporary file and renamed, so ``<output>`` only ever appears complete) and removes
-them. An output that exists without parts is complete: running again does nothing. CSV cells go through
+them. An output that exists without parts is complete: running again does nothing. A process holds its part
+locked (``flock``) from opening it until the merge is done, so a second run into the same output (or its
+``--overwrite``) is refused in one line while the first runs. CSV cells go through
 :func:`mmjudge.report.csv_cell` (spreadsheet formulas neutralised, RFC 4180 line ends).
 
 >>> import tempfile, os
@@ -104,11 +106,51 @@ def check_output_spares_inputs(output: str, inputs: list[tuple[str, Any]], rank:
     check_writes_spare_reads(output_files(output, rank, world), reads, folders_read_whole=True)
 
 
+def check_output_file(output: str) -> None:
+    """Refuse, in one line, an ``output`` that exists as something other than a regular file: a folder, or a
+    FIFO, device or socket (``/dev/null``, ``/dev/stdout``). It would be taken for a complete output ("nothing
+    to do"), and ``--overwrite`` would delete it (as root, ``/dev/null`` itself) to rename the rows into its place.
+
+    >>> check_output_file("/dev/null")
+    Traceback (most recent call last):
+    ValueError: --output /dev/null: is a character device, not a regular file; the rows are written beside it and
+    renamed into its place, so give a file's path (to print the rows only, leave --output out).
+    """
+    from mmjudge.paths import special_file_kind
+
+    kind = "a folder" if os.path.isdir(output) else special_file_kind(output)
+    if kind is not None:
+        raise ValueError(
+            f"--output {output}: is {kind}, not a regular file; the rows are written beside it and renamed into its "
+            "place, so give a file's path (to print the rows only, leave --output out)."
+        )
+
+
 def remove_outputs(output: str) -> None:
-    """``--overwrite``: the output and every part of an earlier run."""
+    """``--overwrite``: the output and every part of an earlier run (refused while a running one writes them)."""
+    for part in existing_parts(output):
+        with open(part, "a", encoding="utf-8") as f:
+            _lock(f, output, part)
     for path in [Path(output), *existing_parts(output)]:
         if path.exists():
             path.unlink()
+
+
+def _lock(file: Any, output: str, path: Path) -> None:
+    """Hold ``file`` (a part, open) for this process alone while it is open, or refuse in one line: two runs into
+    one output appended to the same part (every row twice in the merged output) and raced to merge it."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: unguarded
+        return
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        file.close()
+        raise ValueError(
+            f"{output}: another run is writing it now (its part file {path.name} is in use); wait for that run to "
+            "end, or give another --output."
+        ) from None
 
 
 RUN_KEY = "_run"  # the key of a part's header line (what its rows were made from); never a row's key
@@ -125,6 +167,9 @@ def item_digest(item: dict) -> str:
     '73ee22df0cfc7299'
     >>> item_digest({"id": "a", "text": "a cat", "_i": 0}) == item_digest({"id": "a", "text": "a dog", "_i": 0})
     False
+    >>> from PIL import Image  # the same bytes in another shape is another picture
+    >>> item_digest({"image": Image.new("RGB", (2, 3))}) == item_digest({"image": Image.new("RGB", (3, 2))})
+    False
     """
     import hashlib
 
@@ -135,14 +180,22 @@ def item_digest(item: dict) -> str:
 
 def _digestible(value: Any) -> str:
     """A value JSON cannot hold, as text that changes with its content: bytes (an embedded image) by their
-    hash, an image or array by the hash of its pixels, anything else by its type."""
+    hash, a decoded image by :func:`mmjudge.images.image_digest` (its pixels, mode and size: what the judge
+    cache keys it by), an array by its dtype, shape and bytes, anything else by its type."""
     import hashlib
+    import sys
 
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "bytes:" + hashlib.blake2b(bytes(value), digest_size=16).hexdigest()
+    pil = sys.modules.get("PIL.Image")  # a PIL image exists only once PIL is imported
+    if pil is not None and isinstance(value, pil.Image):
+        from mmjudge.images import image_digest
+
+        return "image:" + image_digest(value)
     raw = getattr(value, "tobytes", None)
     if callable(raw):
-        return f"{type(value).__name__}:" + hashlib.blake2b(raw(), digest_size=16).hexdigest()
+        shape = f"{getattr(value, 'dtype', '')}{tuple(getattr(value, 'shape', ()))}"
+        return f"{type(value).__name__}:{shape}:" + hashlib.blake2b(raw(), digest_size=16).hexdigest()
     return type(value).__name__
 
 
@@ -162,8 +215,13 @@ class PartFile:
                 f"resume with that number of processes, or pass --overwrite to start again."
             )
         header = None if run is None else json.loads(json.dumps({"signature": signature, **run}, default=str))
-        self.done = self._recover(signature, header)
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - open for the run, closed by close()
+        _lock(self._file, output, self.path)  # before the part is read (or its cut-off line dropped)
+        try:
+            self.done = self._recover(signature, header)
+        except BaseException:
+            self._file.close()
+            raise
         if header is not None and self.header is None and not self.done:
             self._file.write(json.dumps({RUN_KEY: header}, ensure_ascii=False) + "\n")
             self._file.flush()
@@ -172,11 +230,11 @@ class PartFile:
     def _recover(self, signature: str, header: dict | None) -> int:
         """Rows already in the part (a cut-off last line removed), read line by line so resuming holds one row
         at a time; their ids go into :attr:`seen_ids`. What the part was made from must be what this run is
-        made from (its header line; in a part without one, the signature of its rows)."""
+        made from (its header line; in a part without one, the signature of its rows). :attr:`digested`: its
+        rows carry their items' digests (an earlier version wrote none)."""
         self.seen_ids = SeenIds()
         self.header: dict | None = None
-        if not self.path.exists():
-            return 0
+        self.digested = False
         _drop_cut_off_line(self.path)
         count = 0
         for row in _lines_of(self.path):
@@ -190,6 +248,8 @@ class PartFile:
                     f"{self.path}: it holds rows of another run (signature {row.get('signature')!r}, "
                     f"this run's is {signature!r}); pass --overwrite to start again, or another --output."
                 )
+            if count == 0:
+                self.digested = row.get("_h") is not None
             self.seen_ids.first_position(str(row.get("id")), int(row.get("_i", count)))
             count += 1
         return count
@@ -213,10 +273,32 @@ class PartFile:
 
 
 def _lines_of(path: Path) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
+    """The JSON objects of a part, line by line; a line that is none (the file was changed by something else)
+    is one line naming the file and the line, never a bare JSON error or a traceback."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if raw.strip():
+                yield _part_line(path, number, raw)
+
+
+def _part_line(path: Path, number: int, raw: bytes) -> dict:
+    """
+    >>> _part_line(Path("s.jsonl.part-0-of-1.jsonl"), 2, b"[1, 2]")
+    Traceback (most recent call last):
+    ValueError: s.jsonl.part-0-of-1.jsonl, line 2: not a row as mmjudge writes them (a JSON list, not an object),
+    so the part was changed by something else; pass --overwrite to start again, or give another --output.
+    """
+    try:
+        row = json.loads(raw)
+        why = None if isinstance(row, dict) else f"a JSON {type(row).__name__}, not an object"
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        why = " ".join(str(err).split())[:120]
+    if why is not None:
+        raise ValueError(
+            f"{path}, line {number}: not a row as mmjudge writes them ({why}), so the part was changed by something "
+            "else; pass --overwrite to start again, or give another --output."
+        )
+    return row
 
 
 def check_same_run(path: Path, theirs: dict, mine: dict) -> None:
@@ -340,15 +422,19 @@ def merge_parts(output: str, world: int, fmt: str | None = None) -> int:
     fmt = output_format(output, fmt)
     tmp = Path(f"{output}.tmp")
     merged = lambda: heapq.merge(*(_part_rows(p) for p in parts), key=lambda pair: pair[0])  # noqa: E731
-    if fmt == "jsonl":
-        # The parts already hold JSON lines: copy each without its "_i" instead of parsing and encoding it again.
-        lines = heapq.merge(*(_part_lines(p) for p in parts), key=lambda pair: pair[0])
-        count = _write_lines(tmp, (line for _, line in lines))
-    elif fmt == "csv":
-        columns = _columns(row for p in parts for _, row in _part_rows(p))
-        count = _write_csv(tmp, columns, (row for _, row in merged()))
-    else:
-        count = _write_parquet(tmp, list(parts), (row for _, row in merged()))
+    try:
+        if fmt == "jsonl":
+            # The parts already hold JSON lines: copy each without its "_i" instead of parsing and encoding again.
+            lines = heapq.merge(*(_part_lines(p) for p in parts), key=lambda pair: pair[0])
+            count = _write_lines(tmp, (line for _, line in lines))
+        elif fmt == "csv":
+            columns = _columns(row for p in parts for _, row in _part_rows(p))
+            count = _write_csv(tmp, columns, (row for _, row in merged()))
+        else:
+            count = _write_parquet(tmp, list(parts), (row for _, row in merged()))
+    except BaseException:  # Ctrl-C, a full disk: the parts stay (the next run merges them), half a merge does not
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, output)
     for p in parts:
         p.unlink()

@@ -452,8 +452,8 @@ def _column_differences(folder: Path) -> str | None:
     for path, cols in known[1:]:
         added, missing = [c for c in cols if c not in base], [c for c in base if c not in cols]
         if added or missing:
-            has = f"has {', '.join(added)}, which {first.relative_to(folder)} lacks" if added else ""
-            lacks = f"lacks {', '.join(missing)}" if missing else ""
+            has = f"has {_some(added)}, which {first.relative_to(folder)} lacks" if added else ""
+            lacks = f"lacks {_some(missing)}" if missing else ""
             differ.append(f"{path.relative_to(folder)} {', and '.join(filter(None, (has, lacks)))}")
     if not differ:
         return None
@@ -462,6 +462,16 @@ def _column_differences(folder: Path) -> str | None:
         "its data files have different columns (a folder is read as one table: every file needs the same ones): "
         f"{shown}; give one file as --input, or give every file the same columns."
     )
+
+
+def _some(names: list[str], shown: int = 5) -> str:
+    """Column names for a message: the first ``shown``, and how many more (a scores file has dozens).
+
+    >>> _some(["a", "b"]), _some([f"c{k}" for k in range(8)])
+    ('a, b', 'c0, c1, c2, c3, c4 and 3 more')
+    """
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _dataset_source(data: Any, name: str, mapping: Mapping[str, str], rank: int, world: int) -> ItemSource:

@@ -84,6 +84,50 @@ def test_an_output_that_is_the_input_is_refused_before_anything_is_touched(tmp_p
     )
 
 
+def test_an_output_that_is_the_image_or_the_judge_cache_is_refused(tmp_path, capsys):
+    # Before: `--image photo.png --output photo.png --overwrite` deleted the photo, and an --output over the judge
+    # cache replaced the SQLite file with rows when the run completed.
+    photo = tmp_path / "photo.png"
+    Image.new("RGB", (24, 20), (200, 40, 40)).save(photo)
+    before = photo.read_bytes()
+    args = ["score", "--text", "A red square.", "--image", str(photo), "--judge", "dummy", "--no-cache"]
+    assert main([*args, "--output", str(photo), "--overwrite"]) == 2
+    [err] = _error_lines(capsys)
+    assert f"--output {photo} is the same file as --image {photo}: writing it would destroy the input" in err
+    assert photo.read_bytes() == before
+    cache = tmp_path / "judge.sqlite"
+    a, b = _jsonl(tmp_path / "a.jsonl", _items(["a dog"])), _jsonl(tmp_path / "b.jsonl", _items(["a cat"]))
+    main(["compare", "--a", a, "--b", b, "--judge", "dummy", "--cache", str(cache), "--quiet"])
+    assert cache.is_file()
+    capsys.readouterr()
+    args = ["compare", "--a", a, "--b", b, "--judge", "dummy", "--cache", str(cache), "--output", str(cache)]
+    assert main(args) == 2
+    [err] = _error_lines(capsys)
+    assert f"--output {cache} is the same file as --cache {cache}" in err
+    assert cache.read_bytes()[:16] == b"SQLite format 3\x00" and not list(tmp_path.glob("judge.sqlite.*"))
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_an_output_that_is_a_fifo_or_a_device_is_refused(tmp_path, capsys, overwrite):
+    # Before: `--output /dev/null` said "complete already; nothing to do", and with --overwrite deleted the special
+    # file (as root: /dev/null itself) and renamed the rows into its place. A FIFO stands in for the device here.
+    source = _jsonl(tmp_path / "s.jsonl", _items(["a dog runs"]))
+    fifo = tmp_path / "out"
+    os.mkfifo(fifo)
+    assert (
+        main(["score", *ROUGE, "--input", source, "--output", str(fifo), *(["--overwrite"] if overwrite else [])]) == 2
+    )
+    [err] = _error_lines(capsys)
+    assert f"--output {fifo}: is a named pipe (FIFO), not a regular file; the rows are written beside it" in err
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["out", "s.jsonl"]
+    import mmjudge  # the library path refuses it too
+    from mmjudge.stream import score_file
+
+    with pytest.raises(ValueError, match="is a named pipe"):
+        score_file(mmjudge.load("baselines", "rouge_l"), source, str(fifo), overwrite=True)
+    assert fifo.is_fifo()
+
+
 def test_an_output_inside_an_input_folder_is_refused(tmp_path, capsys):
     folder = tmp_path / "data"
     folder.mkdir()
@@ -176,6 +220,21 @@ def test_compare_ranking_refuses_an_output_dir_holding_a_system_file_it_writes(t
     [err] = _error_lines(capsys)
     assert f"(its round-000.jsonl) is the same file as --system s0 {arena / 'round-000.jsonl'}" in err
     assert (arena / "round-000.jsonl").exists()
+
+
+def test_compare_ranking_refuses_an_output_dir_inside_a_system_folder(tmp_path, capsys):
+    # A system given as a folder is read as one table of all its data files: the rounds' rows written inside it
+    # would be read as that system's outputs next time (before: the first run did so, the next could not read it).
+    folder = tmp_path / "base"
+    folder.mkdir()
+    _jsonl(folder / "items.jsonl", _items(["a dog", "a cat"]))
+    systems = ["--system", f"base={folder}"]
+    for name in ("b", "c"):
+        systems += ["--system", f"{name}={_jsonl(tmp_path / f'{name}.jsonl', _items(['a bird', 'a fish']))}"]
+    assert main(["compare", *systems, "--output-dir", str(folder / "arena"), "--quiet", *D]) == 2
+    [err] = _error_lines(capsys)
+    assert f"lies inside the --system base folder {folder}, whose files are all read as the input" in err
+    assert sorted(p.name for p in folder.iterdir()) == ["items.jsonl"]
 
 
 # --------------------------------------------------------------------- 2. resuming from another input
@@ -308,6 +367,18 @@ def test_a_closed_pipe_loses_nothing_of_an_output_run(many, tmp_path):
     assert code == 0 and "Traceback" not in err, err[-2000:]
     assert [json.loads(line)["id"] for line in lines] == ["i0", "i1", "i2"]
     assert [r["id"] for r in _rows(out)] == [f"i{k}" for k in range(800)]  # the run went on to the end
+
+
+def test_a_closed_stderr_loses_nothing_of_an_output_run(many, tmp_path):
+    # `mmjudge score … --output s.jsonl 2>&1 | head -1`: before, the first note or progress bar written after the
+    # reader left ended the run with 141, its output never merged.
+    out = tmp_path / "s.jsonl"
+    args = [sys.executable, "-m", "mmjudge.cli", "score", *ROUGE, "--input", many, "--output", str(out)]
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    process.stderr.close()  # gone before the first line
+    assert process.wait(timeout=120) == 0
+    assert [r["id"] for r in _rows(out)] == [f"i{k}" for k in range(800)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["many.jsonl", "s.jsonl"]
 
 
 def test_compare_into_a_closed_pipe_ends_quietly(tmp_path):

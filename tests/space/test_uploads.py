@@ -30,12 +30,14 @@ def _address(url: str) -> tuple[str, int]:
     return parts.hostname, parts.port
 
 
-def _declared_too_large(url: str, size: int) -> tuple[int, bytes]:
-    """Send only the headers (declaring ``size`` bytes of file) and the part's preamble; read the answer."""
+def _declared_too_large(url: str, size: int, json_body: bool = False) -> tuple[int, bytes]:
+    """Send only the headers (declaring ``size`` bytes of file) and the part's preamble; read the answer.
+    ``json_body``: a JSON body to Gradio's queue instead of an upload."""
     with socket.create_connection(_address(url), timeout=20) as s:
         length = len(PREAMBLE) + size + len(CLOSING)
+        route, kind = ("queue/join", "application/json") if json_body else ("upload", "multipart/form-data")
         s.sendall(
-            f"POST /gradio_api/upload HTTP/1.1\r\nHost: test\r\nContent-Type: multipart/form-data; boundary={BOUNDARY}"
+            f"POST /gradio_api/{route} HTTP/1.1\r\nHost: test\r\nContent-Type: {kind}; boundary={BOUNDARY}"
             f"\r\nContent-Length: {length}\r\n\r\n".encode()
             + PREAMBLE
         )
@@ -73,6 +75,33 @@ def _post(url: str, size: int, chunked: bool) -> tuple[int, bytes]:
         conn.close()
 
 
+def _post_json(url: str, size: int, chunked: bool) -> tuple[int, bytes]:
+    """POST a JSON body of about ``size`` bytes to Gradio's queue (one long string: read whole into memory
+    unless refused), streamed in 1 MB pieces, chunked or with its length declared. The session is one no page
+    opened: Gradio answers a body it reads, and runs nothing."""
+    head, tail = b'{"data": ["', b'"], "fn_index": 999, "session_hash": "abc"}'
+
+    def body():
+        yield head
+        left = size
+        while left > 0:
+            n = min(left, 1 << 20)
+            left -= n
+            yield b"x" * n
+        yield tail
+
+    headers = {"Content-Type": "application/json"}
+    if not chunked:
+        headers["Content-Length"] = str(len(head) + size + len(tail))
+    conn = http.client.HTTPConnection(*_address(url), timeout=60)
+    try:
+        conn.request("POST", "/gradio_api/queue/join", body=body(), headers=headers, encode_chunked=chunked)
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        conn.close()
+
+
 def _leave_mid_upload(url: str, declared: int, sent: int) -> None:
     """Declare ``declared`` bytes of file, send ``sent`` of them, and go away."""
     s = socket.create_connection(_address(url), timeout=20)
@@ -96,6 +125,13 @@ def _check_uploads(url: str, cap: int, temp: Path) -> None:
     assert (status, body.decode()) == (413, upload_limit_line(cap))
     status, body = _post(url, cap + (1 << 20), chunked=True)
     assert status == 413 and b"maximum allowed size" in body
+    # Any body, not only an upload's: a JSON body over the limit was read whole into memory (300 MB: +1.1 GB).
+    status, body = _declared_too_large(url, cap + (1 << 20), json_body=True)
+    assert (status, body.decode()) == (413, upload_limit_line(cap, upload=False))
+    status, body = _post_json(url, cap + (1 << 20), chunked=True)  # Gradio's own answer to the cut body was 400
+    assert (status, body.decode()) == (413, upload_limit_line(cap, upload=False))
+    status, body = _post_json(url, 1000, chunked=False)  # a body within it reaches Gradio (which answers it)
+    assert status != 413, body
     _leave_mid_upload(url, declared=cap - 1000, sent=cap // 2)
     status, body = _post(url, cap // 4, chunked=False)  # an upload within the limit still arrives
     assert status == 200, body

@@ -195,6 +195,88 @@ def test_merging_parts_copies_each_row_exactly(tmp_path):
     assert not list(tmp_path.glob("*.part-*"))
 
 
+@pytest.mark.parametrize("damage", [b"garbage{", b"[1, 2]", b"\xff\xfe"])
+def test_a_part_damaged_before_its_last_line_is_one_line_naming_it(tmp_path, capsys, monkeypatch, damage):
+    # Before: "error: Expecting value: line 1 column 1 (char 0)" (no file named), an AttributeError traceback for
+    # a JSON list, and "the input is not UTF-8 text" for the part's own bytes.
+    import mmjudge.stream
+    from mmjudge.cli import main
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    source = tmp_path / "items.jsonl"
+    source.write_text(
+        "".join(json.dumps({"id": f"i{k}", "text": "a dog", "references": ["a dog"]}) + "\n" for k in range(3))
+    )
+    args = ["score", "--metric", "baselines", "--config", "rouge_l", "--input", str(source), "--output"]
+    args += [str(tmp_path / "s.jsonl"), "--quiet"]
+    monkeypatch.setattr(mmjudge.stream, "merge_parts", stop)  # killed before the merge: the part stays
+    assert main(args) == 130
+    monkeypatch.undo()
+    part = tmp_path / "s.jsonl.part-0-of-1.jsonl"
+    lines = part.read_bytes().splitlines()  # the header, then three rows
+    part.write_bytes(b"\n".join([*lines[:2], damage, *lines[3:]]) + b"\n")
+    capsys.readouterr()
+    assert main(args) == 2
+    [err] = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert err.startswith(f"mmjudge score: error: {part}, line 3: not a row as mmjudge writes them (") and err.endswith(
+        "so the part was changed by something else; pass --overwrite to start again, or give another --output."
+    )
+
+
+def test_a_second_run_into_an_output_being_written_is_refused(tmp_path, capsys):
+    # Before: two runs into one --output appended to one part file; the merged output held every row twice
+    # (6,000 rows for 3,000 items) and the other run failed on the merge file with a raw errno line.
+    from mmjudge.cli import main
+    from mmjudge.stream.outputs import PartFile
+
+    source = tmp_path / "items.jsonl"
+    source.write_text(
+        "".join(json.dumps({"id": f"i{k}", "text": "a dog", "references": ["a dog"]}) + "\n" for k in range(3))
+    )
+    out = tmp_path / "s.jsonl"
+    args = ["score", "--metric", "baselines", "--config", "rouge_l", "--input", str(source), "--output", str(out)]
+    running = PartFile(str(out), 0, 1, "sig")  # the first run, still writing
+    for extra in ([], ["--overwrite"]):
+        assert main([*args, "--quiet", *extra]) == 2
+        err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+        assert err == [
+            f"mmjudge score: error: {out}: another run is writing it now (its part file s.jsonl.part-0-of-1.jsonl is "
+            "in use); wait for that run to end, or give another --output."
+        ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["items.jsonl", "s.jsonl.part-0-of-1.jsonl"]
+    running.close()  # (it wrote nothing: the next run starts the part over with --overwrite)
+    assert main([*args, "--quiet", "--overwrite"]) == 0
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["i0", "i1", "i2"]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_a_merge_cut_short_leaves_its_parts_and_no_merge_file(tmp_path, monkeypatch, fmt):
+    # Before: Ctrl-C (or a full disk) during the merge left <output>.tmp beside the parts for good.
+    from mmjudge.stream import outputs
+
+    out = str(tmp_path / f"out.{fmt}")
+    part = outputs.PartFile(out, 0, 1, "sig")
+    for index in range(3):
+        part.write({"id": f"i{index}", "x": index}, index)
+    part.close()
+    real = outputs._part_lines if fmt == "jsonl" else outputs._part_rows
+
+    def cut(path):
+        for n, pair in enumerate(real(path)):
+            if n == 2 and Path(f"{out}.tmp").exists():  # while the merge file is written (not the column scan)
+                raise KeyboardInterrupt
+            yield pair
+
+    monkeypatch.setattr(outputs, "_part_lines" if fmt == "jsonl" else "_part_rows", cut)
+    with pytest.raises(KeyboardInterrupt):
+        outputs.merge_parts(out, 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"out.{fmt}.part-0-of-1.jsonl"]
+    monkeypatch.undo()
+    assert outputs.merge_parts(out, 1) == 3 and sorted(p.name for p in tmp_path.iterdir()) == [f"out.{fmt}"]
+
+
 def test_cli_writes_jsonl_csv_parquet_and_a_second_run_has_nothing_to_do(tmp_path, capsys, offline):
     import pyarrow.parquet as pq
 
