@@ -96,6 +96,18 @@ def add_parser(sub) -> None:
         help="serve without a key although --host is not loopback (anyone who reaches the port uses the model)",
     )
     p.add_argument("--served-model-name", help="the name clients use (default: the model's id or fingerprint)")
+    _add_limits(p)
+    p.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
+    p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda when available, else cpu)")
+    p.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on a GPU, float32 on the CPU)")
+    p.add_argument(
+        "--gguf-file", dest="gguf_file", help="GGUF file inside the model folder or repo (llama.cpp weights)"
+    )
+    p.set_defaults(func=run)
+
+
+def _add_limits(p) -> None:
+    """What one request, one connection and one client may take (ServeSettings checks them once)."""
     p.add_argument(
         "--max-tokens",
         type=int,
@@ -154,10 +166,3 @@ def add_parser(sub) -> None:
         default=5.0,
         help="how long an idle server gathers requests into a batch, in milliseconds (default %(default)s)",
     )
-    p.add_argument("--revision", help="model revision (Hub branch, tag or commit)")
-    p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cuda when available, else cpu)")
-    p.add_argument("--dtype", help="bfloat16, float16 or float32 (default: bfloat16 on a GPU, float32 on the CPU)")
-    p.add_argument(
-        "--gguf-file", dest="gguf_file", help="GGUF file inside the model folder or repo (llama.cpp weights)"
-    )
-    p.set_defaults(func=run)
