@@ -90,8 +90,23 @@ def test_the_java_15_nashorn_failure_is_said_in_one_line(standin, tmp_path, monk
     spice_dir, _ = standin
     monkeypatch.setenv("SPICE_STANDIN_FAIL", "nashorn")
     metric = Baselines("spice", spice_dir=str(spice_dir), cache_dir=str(tmp_path))
-    with pytest.raises(RuntimeError, match=r"^SPICE 1\.0 writes its output through the Nashorn JavaScript engine"):
+    with pytest.raises(MissingDependencyError, match=r"^SPICE 1\.0 writes its output through the Nashorn JavaScript"):
         metric.compute(predictions=["a dog"], references=[["a dog"]])
+
+
+def test_the_nashorn_failure_is_one_line_at_the_cli_not_a_traceback(standin, tmp_path, monkeypatch, capsys):
+    from mmjudge.cli import main
+
+    spice_dir, _ = standin
+    monkeypatch.setenv("SPICE_STANDIN_FAIL", "nashorn")
+    argv = ["score", "--metric", "baselines", "--config", "spice", "--set", f"spice_dir={spice_dir}"]
+    argv += ["--set", f"cache_dir={tmp_path}", "--text", "a dog", "--references", "a dog runs"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "mmjudge score: error: SPICE 1.0 writes its output through the Nashorn JavaScript engine, which Java 15 "
+        "removed: run it with a Java 8 to 14 runtime (java=/path/to/java)"
+    )
 
 
 def test_spice_options_are_checked_before_java_runs(standin):

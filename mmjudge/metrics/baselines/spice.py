@@ -124,7 +124,8 @@ def corenlp_need(
 
 def java_failure(stderr: str) -> str | None:
     """The one-line reason for a known way the real jar fails on a modern Java, read from its error output,
-    or ``None``."""
+    or ``None``. :meth:`SpiceScorer.compute_score` raises it as a ``MissingDependencyError`` (a Java 8 is
+    missing), which the CLI prints as one line."""
     if "javax.script.ScriptEngine" in stderr or "nashorn" in stderr.lower():
         return (
             "SPICE 1.0 writes its output through the Nashorn JavaScript engine, which Java 15 removed: "
@@ -151,7 +152,8 @@ class SpiceScorer:
         java: the Java executable (default ``java`` on ``PATH``).
 
     Raises:
-        MissingDependencyError: no Java, no jar, or no CoreNLP jars (one line each, saying where they go).
+        MissingDependencyError: no Java, no jar, or no CoreNLP jars (one line each, saying where they go);
+            from ``compute_score``, a Java the jar cannot run on (:func:`java_failure`).
     """
 
     def __init__(
@@ -215,6 +217,9 @@ class SpiceScorer:
                 self.command(input_file, output_file), cwd=self.folder, capture_output=True, text=True
             )
             if done.returncode != 0:
+                known = java_failure(done.stderr)
+                if known:  # the wrong Java: the user installs another (one line at the CLI, not a traceback)
+                    raise MissingDependencyError(known)
                 raise RuntimeError(_failure_line(done.returncode, done.stderr))
             with open(output_file, encoding="utf-8") as f:
                 results = json.load(f)
@@ -222,9 +227,6 @@ class SpiceScorer:
 
 
 def _failure_line(code: int, stderr: str) -> str:
-    known = java_failure(stderr)
-    if known:
-        return known
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     last = lines[-1] if lines else "no error output"
     return f"SPICE failed (java exited with code {code}): {last[:300]}"
