@@ -117,3 +117,21 @@ def test_spice_options_are_checked_before_java_runs(standin):
         Baselines("spice", spice_dir=str(spice_dir), java="no-such-java")
     with pytest.raises(ValueError, match=r"Options \['idf'\] do not apply to the 'spice' configuration"):
         Baselines("spice", idf=True)
+
+
+def test_repeated_rows_run_the_jar_once_per_distinct_item_with_every_rows_values(standin, tmp_path, monkeypatch):
+    spice_dir, _ = standin
+    metric = Baselines("spice", spice_dir=str(spice_dir), cache_dir=str(tmp_path), memory="1G")
+    sent = []
+    run = metric.scorer.compute_score
+    monkeypatch.setattr(metric.scorer, "compute_score", lambda c, r: sent.append(len(c)) or run(c, r))
+    order = [0, 1, 0, 2, 0, 1]  # a meta-evaluation's shape: one row per judgment of each (candidate, references)
+    out = metric.compute(predictions=[CANDIDATES[k] for k in order], references=[REFERENCES[k] for k in order])
+    assert sent == [3]
+    cands, refs = ptb_tokenize(CANDIDATES), [ptb_tokenize(r) for r in REFERENCES]
+    expected = [expected_scores(cands[k], refs[k]) for k in order]
+    assert out["spice"] == pytest.approx(expected, abs=1e-12)
+    assert out["corpus_spice"] == pytest.approx(np.mean(expected), abs=1e-12)  # the mean over the rows
+    color = [expected_scores(cands[k], refs[k], "Color") for k in order]
+    assert [math.isnan(x) for x in out["spice_color"]] == [math.isnan(x) for x in color] == [0, 1, 0, 1, 0, 1]
+    assert [out["spice_color"][k] for k in (0, 2, 4)] == pytest.approx([color[0]] * 3)

@@ -32,7 +32,6 @@ fails at the end of its run; that failure is recognised and said in one line (us
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
@@ -184,12 +183,16 @@ class SpiceScorer:
 
             cache_dir = mmjudge_cache() / "spice"
         self.cache_dir = Path(cache_dir).expanduser()
+        self._jar_digest: str | None = None
 
     @property
     def signature_fields(self) -> dict[str, Any]:
         """What decides the numbers: the jar (by content) and CoreNLP's version; never a path."""
-        digest = hashlib.sha256(self.jar.read_bytes()).hexdigest()[:12]
-        return {"spice_jar": digest, "corenlp": CORENLP_VERSION, "synsets": True}
+        if self._jar_digest is None:  # the 20 MB jar hashed once, not at every signature
+            from mmjudge.encoders.checkpoint_files import file_sha256
+
+            self._jar_digest = file_sha256(self.jar)[:12]
+        return {"spice_jar": self._jar_digest, "corenlp": CORENLP_VERSION, "synsets": True}
 
     def command(self, input_file: str, output_file: str) -> list[str]:
         """pycocoevalcap's command line; with the CoreNLP jars outside ``lib/``, they join the class path."""
