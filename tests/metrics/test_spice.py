@@ -135,3 +135,22 @@ def test_repeated_rows_run_the_jar_once_per_distinct_item_with_every_rows_values
     color = [expected_scores(cands[k], refs[k], "Color") for k in order]
     assert [math.isnan(x) for x in out["spice_color"]] == [math.isnan(x) for x in color] == [0, 1, 0, 1, 0, 1]
     assert [out["spice_color"][k] for k in (0, 2, 4)] == pytest.approx([color[0]] * 3)
+
+
+def test_corenlp_jars_that_are_not_corenlp_are_one_line(tmp_path, capsys):
+    """Files with the right names but not CoreNLP's classes (here: empty jars): Java cannot load CoreNLP."""
+    import zipfile
+
+    from mmjudge.cli import main
+
+    spice_dir, corenlp = build_spice_folder(tmp_path)
+    for name in CORENLP_JARS:
+        zipfile.ZipFile(corenlp / name, "w").close()
+    argv = ["score", "--metric", "baselines", "--config", "spice", "--set", f"spice_dir={spice_dir}"]
+    argv += ["--set", f"cache_dir={tmp_path / 'c'}", "--text", "a dog", "--references", "a dog runs"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "mmjudge score: error: SPICE could not load Stanford CoreNLP's classes: the stanford-corenlp-3.6.0.jar and "
+        "stanford-corenlp-3.6.0-models.jar it was given are not complete CoreNLP 3.6.0 jars"
+    )

@@ -122,9 +122,15 @@ def corenlp_need(
 
 
 def java_failure(stderr: str) -> str | None:
-    """The one-line reason for a known way the real jar fails on a modern Java, read from its error output,
-    or ``None``. :meth:`SpiceScorer.compute_score` raises it as a ``MissingDependencyError`` (a Java 8 is
-    missing), which the CLI prints as one line."""
+    """The one-line reason for a known way the real jar fails for want of something it needs (a Java it runs
+    on, complete CoreNLP jars), read from its error output, or ``None``. :meth:`SpiceScorer.compute_score`
+    raises it as a ``MissingDependencyError``, which the CLI prints as one line."""
+    if "NoClassDefFoundError: edu/stanford/nlp" in stderr or "ClassNotFoundException: edu.stanford.nlp" in stderr:
+        return (
+            f"SPICE could not load Stanford CoreNLP's classes: the {' and '.join(CORENLP_JARS)} it was given are "
+            "not complete CoreNLP 3.6.0 jars (a cut-short download, or another version); put the ones from "
+            "stanford-corenlp-full-2015-12-09.zip in their place"
+        )
     if "javax.script.ScriptEngine" in stderr or "nashorn" in stderr.lower():
         return (
             "SPICE 1.0 writes its output through the Nashorn JavaScript engine, which Java 15 removed: "
