@@ -32,6 +32,7 @@ from mmjudge.human_judgments import HumanJudgments
 
 logger = logging.getLogger(__name__)
 COL = src.DETAILCAPS_COLUMNS
+_UNCHECKED = object()
 
 
 class DetailCaps(BenchmarkBuilder):
@@ -100,15 +101,17 @@ class DetailCaps(BenchmarkBuilder):
         image = record.get(COL["binary"])
         cell = {"bytes": image, "path": Path(name).name or name} if isinstance(image, (bytes, bytearray)) else None
         references = [squash(str(record[c])) for c in src.DETAILCAPS_REFERENCES if record.get(c)]
-        out, unscored = [], 0
+        out, unscored, picture = [], 0, _UNCHECKED
         for model in src.DETAILCAPS_MODELS:
             text, score = record.get(model), scores.get(model)
             if not text or score is None or not math.isfinite(score):
                 unscored += 1
                 continue
+            if picture is _UNCHECKED:  # the image's cell made (and checked to decode) once for its candidates
+                picture = embedded_image(cell, name, self.config.check_images)
             out.append(
                 {
-                    "image": embedded_image(cell, name, self.config.check_images),
+                    "image": picture,
                     "image_path": name,
                     "source": str(record.get(COL["source"]) or ""),
                     "model": model,

@@ -199,9 +199,11 @@ class ClipEncoder:
 
     # ---------------------------------------------------------------------------------------- caching
     def _keys(self, kind: str, contents: list[str]) -> list[str]:
-        identity = self.identity()
-        blobs = (json.dumps({"encoder": identity, "kind": kind, "content": c}, sort_keys=True) for c in contents)
-        return [hashlib.sha256(blob.encode("utf-8")).hexdigest() for blob in blobs]
+        """The cache key of each content: the SHA-256 of ``json.dumps({"encoder": identity, "kind": kind,
+        "content": c}, sort_keys=True)``, with the part that is the same for every content serialised once (the
+        same text: sorted, ``"content"`` comes first)."""
+        tail = f', "encoder": {json.dumps(self.identity(), sort_keys=True)}, "kind": {json.dumps(kind)}}}'
+        return [hashlib.sha256(f'{{"content": {json.dumps(c)}{tail}'.encode()).hexdigest() for c in contents]
 
     def _forget_oldest(self) -> None:
         while len(self._memory) > MAX_MEMORY_EMBEDDINGS:

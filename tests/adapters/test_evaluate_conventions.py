@@ -23,7 +23,18 @@ from repo_paths import ROOT
 evaluate = pytest.importorskip("evaluate")
 
 METRICS = ROOT / "metrics"
-NAMES = ("harmonic_eval", "fleur", "expert", "clip_score", "baselines", "pac_s", "polos", "infometic", "prompt_judge")
+NAMES = (
+    "harmonic_eval",
+    "fleur",
+    "expert",
+    "clip_score",
+    "baselines",
+    "pac_s",
+    "polos",
+    "infometic",
+    "capture",
+    "prompt_judge",
+)
 
 
 pytestmark = pytest.mark.usefixtures("offline")  # conftest.py: offline, private caches
@@ -51,6 +62,18 @@ def test_module_folder_loads_offline_as_its_own_class(name, tmp_path):
         from mmjudge.tiny_models.infometic import tiny_infometic
 
         kwargs = tiny_infometic(tmp_path / name)
+    if name == "capture":  # a tiny parser, encoder and tagger; WordNet from Debian (what CI installs)
+        from mmjudge.metrics.capture.text import DEBIAN_WORDNET
+        from mmjudge.tiny_models import tiny_nltk_data, tiny_scene_graph_parser, tiny_sentence_encoder
+
+        if not (DEBIAN_WORDNET / "index.sense").is_file():
+            pytest.skip("needs Debian's wordnet-base and wordnet-sense-index")
+        kwargs = {
+            "parser": tiny_scene_graph_parser(tmp_path / "parser"),
+            "encoder": tiny_sentence_encoder(tmp_path / "encoder"),
+            "nltk_data": tiny_nltk_data(tmp_path / "nltk"),
+            "stop_words": False,
+        }
     module = _load(name, **kwargs)
     assert type(module).__name__ != "EngineMetric" and type(module).__module__ != "mmjudge.adapters.evaluate_metric"
     assert module.engine.name == name

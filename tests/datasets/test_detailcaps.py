@@ -88,3 +88,21 @@ def test_a_missing_column_is_named(tmp_path):
     write(tmp_path / "dc", [row])
     with pytest.raises(DataError, match=r"missing columns \['GT_Caption_GPT4V'\]"):
         load("detailcaps", tmp_path / "dc", tmp_path)
+
+
+def test_each_image_is_checked_once_and_only_when_a_candidate_is_kept(tmp_path, monkeypatch):
+    import mmjudge.datasets._base as base
+
+    checked = []
+    real = base.check_decodes
+    monkeypatch.setattr(base, "check_decodes", lambda data, what: checked.append(what) or real(data, what))
+    write(
+        tmp_path / "dc",
+        [
+            upstream_row("coco/0001.jpg", (200, 0, 0), {"CogVLM": 4, "ShareCaptioner": 2.5, "LLaVA_v15": 1}),
+            upstream_row("broken.jpg", (0, 0, 0), None, binary=b"not an image"),  # no candidate kept: not read
+        ],
+    )
+    ds = load("detailcaps", tmp_path / "dc", tmp_path)["test"]
+    assert checked == ["The image of coco/0001.jpg"]  # one check for its three rows
+    assert ds.num_rows == 3 and {ds[k]["image"].getpixel((0, 0)) for k in range(3)} == {(200, 0, 0)}

@@ -131,3 +131,21 @@ def test_pipelined_launches_the_next_batch_before_reading_one():
     assert events.index("launch 1") < events.index("read 0") and events.index("launch 3") < events.index("read 2")
     assert events.index("start 2") < events.index("launch 1")  # two batches prepared ahead
     assert events[-1] == "read 3"
+
+
+def test_cache_keys_are_the_sha256_of_the_whole_json_record(clip_dir):
+    """The keys of caches already on disk: the record serialised whole, per content (what _keys computes with
+    the encoder's part serialised once)."""
+    import hashlib
+    import json
+
+    encoder = ClipEncoder(clip_dir, identity={"checkpoint": "sha256-x", "é": ["ü", 1]})
+    contents = ["a dog", 'quote " and \\\\ backslash', "café ☕", "", "0" * 64]
+    for kind in ("text", "image"):
+        expected = [
+            hashlib.sha256(
+                json.dumps({"encoder": encoder.identity(), "kind": kind, "content": c}, sort_keys=True).encode("utf-8")
+            ).hexdigest()
+            for c in contents
+        ]
+        assert encoder._keys(kind, contents) == expected

@@ -293,3 +293,29 @@ def test_repeated_rows_score_as_if_each_were_scored():
     # counting each distinct pair once (not as often as it occurs) gives other CIDEr-D numbers: the test can fail
     once = Baselines("cider").compute(predictions=texts[::3], references=references[::3], progress=False)
     assert once["cider"] != out["cider"][::3]
+
+
+@pytest.mark.parametrize(
+    "cands, refs",
+    [
+        (["a dog"], [["a dog"]]),  # one item whose candidate is its reference: 2 distinct words, no 3-gram
+        (["a"], [["a"]]),
+        (["dog"], [["a dog"]]),
+        (["a dog", "a dog"], [["a dog"], ["a dog"]]),
+    ],
+)
+def test_corpora_with_fewer_words_than_the_longest_ngram_score_as_pycocoevalcap(cands, refs):
+    """Counting each distinct sentence once can leave fewer words than n - 1 in the whole call (a candidate that
+    equals its reference): the n-grams that do not fit are none, as pycocoevalcap counts them."""
+    pytest.importorskip("pycocoevalcap")
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+
+    gts, res = dict(enumerate(refs)), {k: [c] for k, c in enumerate(cands)}
+    corpus, per_item = compute_bleu(cands, refs)
+    expected_corpus, expected_items = Bleu(4).compute_score(gts, res, verbose=0)
+    np.testing.assert_allclose(corpus, expected_corpus, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(per_item, expected_items, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(compute_cider_d(cands, refs)[1], Cider().compute_score(gts, res)[1], atol=1e-12)
+    out = Baselines("coco").compute(predictions=cands, references=refs, progress=False)
+    assert out["bleu_1"] == pytest.approx(list(expected_items[0]), abs=1e-12)

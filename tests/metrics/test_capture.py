@@ -289,3 +289,22 @@ def test_the_authors_stop_words_come_from_their_package_file():
 
     words = package_stop_words()
     assert len(words) == 317 and words[:3] == ["background", "scene", "object"] and "symbolism" in words
+
+
+def test_the_dry_runs_need_check_accepts_debian_wordnet_only_when_loading_would(tmp_path, monkeypatch):
+    """wordnet-sense-index alone (index.sense without wordnet-base's files) cannot build NLTK's wordnet: the
+    reproduce dry run says so, as loading the metric would."""
+    nltk = pytest.importorskip("nltk")
+    from mmjudge.metrics.capture.text import _WORDNET_FILES, data_need
+
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path / "empty")])
+    debian = tmp_path / "debian"
+    debian.mkdir()
+    monkeypatch.setattr("mmjudge.metrics.capture.text.DEBIAN_WORDNET", debian)
+    (debian / "index.sense").write_text("")
+    assert data_need()[1].startswith(
+        "CAPTURE needs NLTK data that is not here: punkt_tab, averaged_perceptron_tagger_eng, wordnet ("
+    )
+    for name in _WORDNET_FILES[:-1]:  # every file but the optional cntlist.rev
+        (debian / name).write_text("")
+    assert "wordnet" not in data_need()[1].split("(")[0]

@@ -208,3 +208,27 @@ def test_errors_are_one_line(models, tmp_path):
         EXPERT(judge="dummy", full_distribution=False, cache=False)
     out = EXPERT(judge="dummy", cache=False).compute(predictions=["a"], images=[IMAGES[0]], progress=False)
     assert out["score_status"] == ["no_rating"] and math.isnan(out["score"][0])
+
+
+@pytest.mark.parametrize("name", ["adapter_model.safetensors", "adapter_model.bin", "non_lora_trainables.bin"])
+def test_a_damaged_adapter_file_is_one_line_at_the_cli(models, adapter, tmp_path, capsys, name):
+    """An interrupted download: the file is there but cut short (or not weights at all)."""
+    import shutil
+
+    from mmjudge.cli import main
+
+    folder = tmp_path / "damaged"
+    shutil.copytree(adapter, folder)
+    if name == "adapter_model.bin":
+        (folder / "adapter_model.safetensors").unlink()
+    whole = Path(adapter, "adapter_model.safetensors").read_bytes()
+    (folder / name).write_bytes(whole[: len(whole) // 2] if name.endswith(".safetensors") else b"PK\x03\x04cut")
+    Image.new("RGB", (16, 16)).save(tmp_path / "x.png")
+    argv = ["score", "--metric", "expert", "--model", models[" 0.85"], "--set", f"adapter={folder}", "--no-cache"]
+    assert main([*argv, "--text", "a dog", "--image", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err  # (transformers' own progress bars come first)
+    assert "Traceback" not in err and [line for line in err.splitlines() if "error" in line.lower()] == [
+        err.strip().splitlines()[-1]
+    ]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"mmjudge score: error: The adapter file '{folder / name}' cannot be read (")

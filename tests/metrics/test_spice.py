@@ -90,8 +90,23 @@ def test_the_java_15_nashorn_failure_is_said_in_one_line(standin, tmp_path, monk
     spice_dir, _ = standin
     monkeypatch.setenv("SPICE_STANDIN_FAIL", "nashorn")
     metric = Baselines("spice", spice_dir=str(spice_dir), cache_dir=str(tmp_path))
-    with pytest.raises(RuntimeError, match=r"^SPICE 1\.0 writes its output through the Nashorn JavaScript engine"):
+    with pytest.raises(MissingDependencyError, match=r"^SPICE 1\.0 writes its output through the Nashorn JavaScript"):
         metric.compute(predictions=["a dog"], references=[["a dog"]])
+
+
+def test_the_nashorn_failure_is_one_line_at_the_cli_not_a_traceback(standin, tmp_path, monkeypatch, capsys):
+    from mmjudge.cli import main
+
+    spice_dir, _ = standin
+    monkeypatch.setenv("SPICE_STANDIN_FAIL", "nashorn")
+    argv = ["score", "--metric", "baselines", "--config", "spice", "--set", f"spice_dir={spice_dir}"]
+    argv += ["--set", f"cache_dir={tmp_path}", "--text", "a dog", "--references", "a dog runs"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "mmjudge score: error: SPICE 1.0 writes its output through the Nashorn JavaScript engine, which Java 15 "
+        "removed: run it with a Java 8 to 14 runtime (java=/path/to/java)"
+    )
 
 
 def test_spice_options_are_checked_before_java_runs(standin):
@@ -102,3 +117,40 @@ def test_spice_options_are_checked_before_java_runs(standin):
         Baselines("spice", spice_dir=str(spice_dir), java="no-such-java")
     with pytest.raises(ValueError, match=r"Options \['idf'\] do not apply to the 'spice' configuration"):
         Baselines("spice", idf=True)
+
+
+def test_repeated_rows_run_the_jar_once_per_distinct_item_with_every_rows_values(standin, tmp_path, monkeypatch):
+    spice_dir, _ = standin
+    metric = Baselines("spice", spice_dir=str(spice_dir), cache_dir=str(tmp_path), memory="1G")
+    sent = []
+    run = metric.scorer.compute_score
+    monkeypatch.setattr(metric.scorer, "compute_score", lambda c, r: sent.append(len(c)) or run(c, r))
+    order = [0, 1, 0, 2, 0, 1]  # a meta-evaluation's shape: one row per judgment of each (candidate, references)
+    out = metric.compute(predictions=[CANDIDATES[k] for k in order], references=[REFERENCES[k] for k in order])
+    assert sent == [3]
+    cands, refs = ptb_tokenize(CANDIDATES), [ptb_tokenize(r) for r in REFERENCES]
+    expected = [expected_scores(cands[k], refs[k]) for k in order]
+    assert out["spice"] == pytest.approx(expected, abs=1e-12)
+    assert out["corpus_spice"] == pytest.approx(np.mean(expected), abs=1e-12)  # the mean over the rows
+    color = [expected_scores(cands[k], refs[k], "Color") for k in order]
+    assert [math.isnan(x) for x in out["spice_color"]] == [math.isnan(x) for x in color] == [0, 1, 0, 1, 0, 1]
+    assert [out["spice_color"][k] for k in (0, 2, 4)] == pytest.approx([color[0]] * 3)
+
+
+def test_corenlp_jars_that_are_not_corenlp_are_one_line(tmp_path, capsys):
+    """Files with the right names but not CoreNLP's classes (here: empty jars): Java cannot load CoreNLP."""
+    import zipfile
+
+    from mmjudge.cli import main
+
+    spice_dir, corenlp = build_spice_folder(tmp_path)
+    for name in CORENLP_JARS:
+        zipfile.ZipFile(corenlp / name, "w").close()
+    argv = ["score", "--metric", "baselines", "--config", "spice", "--set", f"spice_dir={spice_dir}"]
+    argv += ["--set", f"cache_dir={tmp_path / 'c'}", "--text", "a dog", "--references", "a dog runs"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "mmjudge score: error: SPICE could not load Stanford CoreNLP's classes: the stanford-corenlp-3.6.0.jar and "
+        "stanford-corenlp-3.6.0-models.jar it was given are not complete CoreNLP 3.6.0 jars"
+    )

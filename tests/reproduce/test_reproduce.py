@@ -28,6 +28,8 @@ from repo_paths import FIXTURES
 
 FIXTURE = FIXTURES / "flickr8k_expert"
 FAST = dict(bootstrap=200, progress=False)
+# The catalogue's reason for TIGEr (what is missing: the SCAN model and the region features, named in full).
+TIGER = "TIGEr is not in mmjudge: it needs the authors' trained SCAN model (runs/coco_scan/log/model_best.pth)"
 
 
 class Killed(BaseException):
@@ -100,7 +102,7 @@ def test_dry_run_lists_every_cell_of_the_four_tables_with_what_it_needs(capsys, 
     bleu = next(line for line in lines if line.startswith("harmonic_eval_8 · BLEU · F-EX"))
     assert "✓ metric baselines:bleu" in bleu and "✓ data flickr8k_expert" in bleu and bleu.endswith("→ runnable")
     tiger = next(line for line in lines if line.startswith("harmonic_eval_8 · TIGEr · F-EX"))
-    assert "not runnable: TIGEr is not in mmjudge: it needs the authors' trained SCAN model" in tiger
+    assert f"not runnable: {TIGER}" in tiger
     gpt = next(line for line in lines if line.startswith("harmonic_eval_8 · GPT-FLEUR · F-CF"))
     assert "✗ judge openai:gpt-4o-2024-08-06" in gpt and "no data: pass --data-dir flickr8k_cf=DIR" in gpt
     assert "runnable here" in out and "not runnable: no implementation in this mmjudge" in out
@@ -389,12 +391,12 @@ def test_cells_that_cannot_run_say_why(tmp_path, monkeypatch):
     )
     why = {key.split("/", 1)[1]: r.reason for key, r in run.results.items()}
     assert all(r.status == "not_run" for r in run.results.values())
-    assert why["tiger/f_ex"].startswith("TIGEr is not in mmjudge: it needs the authors' trained SCAN model")
+    assert why["tiger/f_ex"].startswith(TIGER) and "Google Drive" in why["tiger/f_ex"]
     assert why["polos/f_ex"].endswith("pass --option polos:checkpoint=FILE (metrics/polos/README.md)")
     assert why["gpt_fleur/f_ex"].startswith("no images: ")  # the fixture has no image folder
     assert why["gpt_fleur/com"] == "no data: pass --data-dir composite=DIR"
     md = markdown(run)
-    assert "— (1)" in md and "1. TIGEr is not in mmjudge: it needs the authors' trained SCAN model" in md
+    assert "— (1)" in md and f"1. {TIGER}".replace("_", "\\_") in md  # Markdown-escaped
 
 
 def test_longcap_cells_read_their_split_and_criterion_and_times_are_measured(tmp_path):

@@ -149,14 +149,34 @@ def _read_adapter_weights(folder: Path) -> dict[str, Any]:
     for name in WEIGHT_FILES:
         path = folder / name
         if path.is_file():
-            if name.endswith(".safetensors"):
-                from safetensors.torch import load_file
-
-                return load_file(str(path))
-            import torch
-
-            return torch.load(path, map_location="cpu", weights_only=True)
+            return _read_weights(path)
     raise FileNotFoundError(f"The adapter folder {str(folder)!r} has none of {', '.join(WEIGHT_FILES)}.")
+
+
+def _read_weights(path: Path) -> dict[str, Any]:
+    """The tensors of one adapter file (safetensors, or ``torch.save`` read with ``weights_only``: nothing in it
+    runs). A damaged or truncated file (an interrupted download) is one ``ValueError`` line naming it.
+    (:func:`mmjudge.encoders.checkpoint_files.read_torch_state` is the same reading a layer above the judges.)"""
+    import pickle
+
+    import torch
+    from safetensors import SafetensorError  # (a transformers dependency)
+    from safetensors.torch import load_file
+
+    try:
+        if path.suffix == ".safetensors":
+            state = load_file(str(path))
+        else:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, SafetensorError, RuntimeError, EOFError, OSError, ValueError) as err:
+        reason = " ".join(str(err).split()).split(". ")[0][:200] or type(err).__name__  # its first sentence
+        raise ValueError(
+            f"The adapter file {str(path)!r} cannot be read ({reason}): download it again, or pass the folder of a "
+            "complete adapter."
+        ) from None
+    if not isinstance(state, dict):
+        raise ValueError(f"The adapter file {str(path)!r} holds {type(state).__name__}, not a dict of tensors.")
+    return state
 
 
 def _load_extra_weights(model: Any, path: Path, place, identity: str) -> None:
@@ -166,7 +186,7 @@ def _load_extra_weights(model: Any, path: Path, place, identity: str) -> None:
     (LLaVA's ``load_state_dict(strict=False)`` would skip it)."""
     import torch
 
-    stored = torch.load(path, map_location="cpu", weights_only=True)
+    stored = _read_weights(path)
     stored = {(k[len("base_model.") :] if k.startswith("base_model.") else k): v for k, v in stored.items()}
     if any(k.startswith("model.model.") for k in stored):
         stored = {(k[len("model.") :] if k.startswith("model.") else k): v for k, v in stored.items()}

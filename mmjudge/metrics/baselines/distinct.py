@@ -4,7 +4,9 @@ A meta-evaluation repeats items: Flickr8k-Expert has one row per human judgment,
 references) pair comes three times (16,992 rows, 5,664 distinct pairs). An item's BLEU, ROUGE-L and
 CIDEr-D depend only on the item and on corpus statistics, so each distinct item is scored once and the
 corpus statistics count it ``multiplicity`` times (BLEU's pooled counts, CIDEr-D's number of items and
-document frequencies): the numbers are those of scoring every row.
+document frequencies): the numbers are those of scoring every row. An item's SPICE depends on the item alone,
+so its jar gets each distinct item once as well; METEOR's corpus figure pools its jar's statistics over the
+rows, so it gets every row.
 
 >>> items = distinct_items(["a dog", "a cat", "a dog"], [["a dog runs"], ["a cat"], ["a dog runs"]])
 >>> items.candidates, items.references, items.index.tolist(), items.multiplicity.tolist()

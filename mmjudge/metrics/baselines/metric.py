@@ -272,8 +272,8 @@ class Baselines(Metric):
         return ChunkScores(values, {k: v for k, v in out.items() if k.startswith("corpus_")})
 
     def _score_tokenized(self, texts: list[str], references: list[list[str]], out: dict[str, Any]) -> None:
-        """BLEU, ROUGE-L, CIDEr-D (each distinct item once, counted as often as it occurs) and METEOR (every
-        row: its corpus figure is the jar's, over the rows) into ``out``."""
+        """BLEU, ROUGE-L, CIDEr-D, SPICE (each distinct item once, counted as often as it occurs) and METEOR
+        (every row: its corpus figure is the jar's, over the rows) into ``out``."""
         config = self.config_name
         rows = distinct.distinct_items(texts, references)
         cands, refs = _tokenize(rows.candidates, rows.references)
@@ -291,12 +291,11 @@ class Baselines(Metric):
         if self.with_meteor:
             corpus, per_item = self.scorer.compute_score([cands[i] for i in rows.index], [refs[i] for i in rows.index])
             self._put(out, "meteor", per_item, corpus)
-        if config == "spice":  # the jar over every row, as pycocoevalcap runs it: its corpus figure is over the rows
-            corpus, per_category = self.scorer.compute_score(
-                [cands[i] for i in rows.index], [refs[i] for i in rows.index]
-            )
-            self._put(out, "spice", per_category.pop("spice"), corpus)
-            out.update({f"spice_{key}": [float(x) for x in values] for key, values in per_category.items()})
+        if config == "spice":  # an item's SPICE is its own (no corpus statistics): the jar sees each distinct item
+            _, per_category = self.scorer.compute_score(cands, refs)  # once; pycocoevalcap's figure is the row mean
+            per_item = per_category.pop("spice")[rows.index]
+            self._put(out, "spice", per_item, np.mean(per_item))
+            out.update({f"spice_{key}": [float(x) for x in values[rows.index]] for key, values in per_category.items()})
 
     @staticmethod
     def _put(out: dict, key: str, per_item: np.ndarray, corpus: float) -> None:

@@ -100,7 +100,7 @@ def _count_distinct(sentences: Sequence[str], n: int) -> NgramCounts:
             keys = words
         else:
             shifted = np.zeros_like(words)
-            shifted[: max(len(words) - (k - 1), 0)] = words[k - 1 :]  # a text shorter than k - 1 words has none
+            shifted[: max(len(words) - (k - 1), 0)] = words[k - 1 :]  # (none when the words are fewer than k - 1)
             keys = previous * vocab_size + shifted  # exact: both factors < 2**31 in practice
         positions = np.nonzero(valid)[0]
         if k == 1:  # word ids are already compact

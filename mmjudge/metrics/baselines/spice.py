@@ -32,7 +32,6 @@ fails at the end of its run; that failure is recognised and said in one line (us
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
@@ -123,8 +122,15 @@ def corenlp_need(
 
 
 def java_failure(stderr: str) -> str | None:
-    """The one-line reason for a known way the real jar fails on a modern Java, read from its error output,
-    or ``None``."""
+    """The one-line reason for a known way the real jar fails for want of something it needs (a Java it runs
+    on, complete CoreNLP jars), read from its error output, or ``None``. :meth:`SpiceScorer.compute_score`
+    raises it as a ``MissingDependencyError``, which the CLI prints as one line."""
+    if "NoClassDefFoundError: edu/stanford/nlp" in stderr or "ClassNotFoundException: edu.stanford.nlp" in stderr:
+        return (
+            f"SPICE could not load Stanford CoreNLP's classes: the {' and '.join(CORENLP_JARS)} it was given are "
+            "not complete CoreNLP 3.6.0 jars (a cut-short download, or another version); put the ones from "
+            "stanford-corenlp-full-2015-12-09.zip in their place"
+        )
     if "javax.script.ScriptEngine" in stderr or "nashorn" in stderr.lower():
         return (
             "SPICE 1.0 writes its output through the Nashorn JavaScript engine, which Java 15 removed: "
@@ -151,7 +157,8 @@ class SpiceScorer:
         java: the Java executable (default ``java`` on ``PATH``).
 
     Raises:
-        MissingDependencyError: no Java, no jar, or no CoreNLP jars (one line each, saying where they go).
+        MissingDependencyError: no Java, no jar, or no CoreNLP jars (one line each, saying where they go);
+            from ``compute_score``, a Java the jar cannot run on (:func:`java_failure`).
     """
 
     def __init__(
@@ -182,12 +189,16 @@ class SpiceScorer:
 
             cache_dir = mmjudge_cache() / "spice"
         self.cache_dir = Path(cache_dir).expanduser()
+        self._jar_digest: str | None = None
 
     @property
     def signature_fields(self) -> dict[str, Any]:
         """What decides the numbers: the jar (by content) and CoreNLP's version; never a path."""
-        digest = hashlib.sha256(self.jar.read_bytes()).hexdigest()[:12]
-        return {"spice_jar": digest, "corenlp": CORENLP_VERSION, "synsets": True}
+        if self._jar_digest is None:  # the 20 MB jar hashed once, not at every signature
+            from mmjudge.encoders.checkpoint_files import file_sha256
+
+            self._jar_digest = file_sha256(self.jar)[:12]
+        return {"spice_jar": self._jar_digest, "corenlp": CORENLP_VERSION, "synsets": True}
 
     def command(self, input_file: str, output_file: str) -> list[str]:
         """pycocoevalcap's command line; with the CoreNLP jars outside ``lib/``, they join the class path."""
@@ -215,6 +226,9 @@ class SpiceScorer:
                 self.command(input_file, output_file), cwd=self.folder, capture_output=True, text=True
             )
             if done.returncode != 0:
+                known = java_failure(done.stderr)
+                if known:  # the wrong Java: the user installs another (one line at the CLI, not a traceback)
+                    raise MissingDependencyError(known)
                 raise RuntimeError(_failure_line(done.returncode, done.stderr))
             with open(output_file, encoding="utf-8") as f:
                 results = json.load(f)
@@ -222,9 +236,6 @@ class SpiceScorer:
 
 
 def _failure_line(code: int, stderr: str) -> str:
-    known = java_failure(stderr)
-    if known:
-        return known
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     last = lines[-1] if lines else "no error output"
     return f"SPICE failed (java exited with code {code}): {last[:300]}"

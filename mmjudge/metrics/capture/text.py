@@ -96,11 +96,18 @@ _SYNTACTIC = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
 DOWNLOAD = "python -m nltk.downloader punkt_tab averaged_perceptron_tagger_eng wordnet"
 
 
-def _found(nltk: Any, resource: str) -> str | None:
+def _found(nltk: Any, resource: str, paths: list[str] | None = None) -> str | None:
+    """Where NLTK finds ``resource`` (in ``paths``, default its own search path), or ``None``."""
     try:
-        return str(nltk.data.find(resource))
+        return str(nltk.data.find(resource, paths=paths))
     except LookupError:
         return None
+
+
+def _debian_files(source: Path) -> bool:
+    """Whether Debian's WordNet 3.0 files that NLTK's reader needs are all in ``source`` (``cntlist.rev`` is
+    optional): ``wordnet-base`` and ``wordnet-sense-index`` both installed."""
+    return all((source / name).is_file() for name in _WORDNET_FILES if name != "cntlist.rev")
 
 
 def debian_wordnet(target: Path, source: Path | None = None) -> Path | None:
@@ -108,7 +115,7 @@ def debian_wordnet(target: Path, source: Path | None = None) -> Path | None:
     :data:`DEBIAN_WORDNET`; copied: NLTK refuses symbolic links out of its data folders), or ``None`` when those
     files are not installed."""
     source = DEBIAN_WORDNET if source is None else source
-    if not all((source / name).is_file() for name in _WORDNET_FILES if name != "cntlist.rev"):
+    if not _debian_files(source):
         return None
     folder = target / "corpora" / "wordnet"
     if not (folder / "lexnames").is_file():
@@ -133,20 +140,13 @@ def data_need(nltk_data: str | os.PathLike | None = None) -> tuple[str, str | No
     import nltk
 
     paths = ([str(Path(nltk_data).expanduser())] if nltk_data else []) + list(nltk.data.path)
-    missing = [name for name, resource in RESOURCES.items() if not _found_in(nltk, resource, paths)]
-    if not _found_in(nltk, "corpora/wordnet", paths) and not (DEBIAN_WORDNET / "index.sense").is_file():
+    missing = [name for name, resource in RESOURCES.items() if _found(nltk, resource, paths) is None]
+    # (what TextTools accepts: NLTK's wordnet, or Debian's files complete enough to build it from)
+    if _found(nltk, "corpora/wordnet", paths) is None and not _debian_files(DEBIAN_WORDNET):
         missing.append("wordnet")
     if not missing:
         return what, None
     return what, f"CAPTURE needs NLTK data that is not here: {', '.join(missing)} (`{DOWNLOAD}`, then nltk_data=)"
-
-
-def _found_in(nltk: Any, resource: str, paths: list[str]) -> bool:
-    try:
-        nltk.data.find(resource, paths=paths)
-    except LookupError:
-        return False
-    return True
 
 
 class TextTools:

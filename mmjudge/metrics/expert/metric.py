@@ -40,7 +40,8 @@ from mmjudge.judges.base import Judge
 from mmjudge.judges.requests import GenerationRequest, ScoredGenerationRequest, ScoredText, Turn
 from mmjudge.metrics.base import Metric
 from mmjudge.metrics.building import CacheOption, build_text_judge, set_text_limits
-from mmjudge.metrics.expert.reading import DIGITS, explanation_parts, printed_number, smoothed
+from mmjudge.metrics.expert.reading import explanation_parts, printed_number, smoothed
+from mmjudge.metrics.fleur.smoothing import DIGITS
 from mmjudge.metrics.spec import EXPLAIN, PREDICTIONS, PROGRESS, ChunkScores, InputSpec, Item, MetricSpec, OutputSpec
 from mmjudge.metrics.statuses import NO_RATING, OK
 from mmjudge.prompts import load_prompt_file

@@ -11,7 +11,9 @@
    ``0.80`` prints as ``0.8`` and does not) at the only such token or the second of several.
 3. **Smoothing** (:func:`smoothed`): with ``p`` the digit probabilities at those generated positions (the
    full-vocabulary softmax, not renormalised), ``Σ_k p₁(k)·k/10 + Σ_k p₂(k)·k/100`` for a number below 1;
-   ``0.9·p(0) + p(1)`` at the one token that is ``1`` for ``1.0``.
+   ``0.9·p(0) + p(1)`` at the one token that is ``1`` for ``1.0`` — FLEUR's formulas
+   (:mod:`mmjudge.metrics.fleur.smoothing`), which EXPERT's script writes again; only where the digits are read
+   differs.
 
 >>> printed_number("0.85"), printed_number(" Score: 0.7."), printed_number("0.8, 0.9"), printed_number("7")
 (0.85, 0.7, None, None)
@@ -27,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-DIGITS = tuple(str(d) for d in range(10))
+from mmjudge.metrics.fleur.smoothing import smooth_decimals, smooth_one
 
 
 def printed_number(answer: str) -> float | None:
@@ -64,24 +66,17 @@ def smoothed(number: float, digits: Sequence[int | None], probs: Sequence[Sequen
         raise ValueError(f"Expected one digit row per generated token, but got {len(probs)} for {len(digits)}.")
     if number >= 1.0:
         ones = [k for k, d in enumerate(digits) if d == 1]
-        if len(ones) != 1:
-            return None
-        return float(0.9 * probs[ones[0]][0] + probs[ones[0]][1])
+        return smooth_one(probs[ones[0]]) if len(ones) == 1 else None
     text = str(number)
     if "." not in text:
         return None
     dot = text.index(".")
     first = int(text[dot + 1])
     at = digit_position(digits, first, pick=1 if first == 0 else 0)
-    if at is None:
+    second = digit_position(digits, int(text[dot + 2]), pick=1) if len(text) > 3 else None
+    if at is None or (len(text) > 3 and second is None):
         return None
-    score = sum(p * k * 0.1 for k, p in enumerate(probs[at]))
-    if len(text) > 3:
-        at = digit_position(digits, int(text[dot + 2]), pick=1)
-        if at is None:
-            return None
-        score += sum(p * k * 0.01 for k, p in enumerate(probs[at]))
-    return float(score)
+    return smooth_decimals(probs[at], probs[second] if second is not None else None)
 
 
 def explanation_parts(text: str) -> dict[str, str] | None:

@@ -48,7 +48,8 @@ class CaptionEncoder:
         """``(ids, mask)`` tensors, (B, 32) each."""
         import torch
 
-        pairs = [caption_ids(self.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in captions]
+        bpe = self.tokenizer(list(captions), add_special_tokens=False)["input_ids"]  # one call for the batch
+        pairs = [caption_ids(ids) for ids in bpe]
         return torch.tensor([p[0] for p in pairs]), torch.tensor([p[1] for p in pairs], dtype=torch.float32)
 
     def _embed(self, ids: Any) -> Any:
@@ -62,12 +63,16 @@ class CaptionEncoder:
         """``(text_global (B, D), tokens (B, 32, D))`` in float32 on the encoder's device."""
         import torch
 
-        todo = sorted({int(t) for t in ids.reshape(-1).tolist()} - set(self._tokens))
+        distinct, where = torch.unique(ids, return_inverse=True)  # (sorted)
+        distinct_ids = distinct.tolist()
+        todo = [t for t in distinct_ids if t not in self._tokens]
         for start in range(0, len(todo), self.batch_size):
             part = todo[start : start + self.batch_size]
             alone = torch.tensor([[SOT, t, EOT] for t in part])
             for t, vector in zip(part, self._embed(alone)):
                 self._tokens[t] = vector
-        tokens = torch.stack([torch.stack([self._tokens[int(t)] for t in row]) for row in ids])
+        # one gather: each id's vector looked up once, not once per position in Python
+        table = torch.stack([self._tokens[t] for t in distinct_ids])
+        tokens = table[where.to(table.device)]
         rows = [self._embed(ids[s : s + self.batch_size]) for s in range(0, len(ids), self.batch_size)]
         return torch.cat(rows), tokens
