@@ -289,7 +289,9 @@ def check_unique_ids(rows: list[dict[str, Any]], where: str) -> None:
 def check_count(what: str, actual: int, expected: int) -> None:
     if actual != expected:
         hint = "truncated or incomplete download?" if actual < expected else "unexpected extra entries?"
-        raise DataError(f"{what}: expected {expected}, but read {actual} ({hint}).")
+        raise DataError(
+            f"{what}: expected {expected}, but read {actual} ({hint} expected_counts={{}} reads it as it is)."
+        )
 
 
 def check_range(value: Any, low: float, high: float, where: str) -> float:
