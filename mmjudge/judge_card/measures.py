@@ -38,6 +38,21 @@ from mmjudge.metaeval.bootstrap import percentile_interval, resample_counts, rng
 
 RULES = ("tie_half", "three_way")
 FIELDS = ("benchmark", "subset", "measure", "value", "low", "high", "n")
+# The measures a judge can be ranked by (agreement with people, and between the two orders), fractions in
+# card.json; the other shares and diagnostics a card reports beside them.
+AGREEMENT_MEASURES = (
+    "accuracy",
+    "agreement",
+    "macro_accuracy",
+    "macro_agreement",
+    "accuracy_without_ties",
+    "agreement_without_ties",
+    "prompt_accuracy",
+    "tau_c",
+    "tau_b",
+    "order_agreement",
+)
+SHARE_MEASURES = (*AGREEMENT_MEASURES, "no_answer", "position_bias")
 
 
 @dataclass(frozen=True)

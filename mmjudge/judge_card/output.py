@@ -23,23 +23,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mmjudge.judge_card.measures import SHARE_MEASURES
 from mmjudge.report import markdown_text
 
-# Shown ×100 in card.md (card.json keeps fractions): shares and correlations.
-PERCENT = {
-    "accuracy",
-    "agreement",
-    "macro_accuracy",
-    "macro_agreement",
-    "accuracy_without_ties",
-    "agreement_without_ties",
-    "prompt_accuracy",
-    "no_answer",
-    "order_agreement",
-    "position_bias",
-    "tau_b",
-    "tau_c",
-}
+PERCENT = set(SHARE_MEASURES)  # shown ×100 in card.md (card.json keeps fractions)
 
 
 OUTPUT_FILES = ("card.json", "card.md", "card.png", "signature.json")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS
+from mmjudge.judge_card.measures import AGREEMENT_MEASURES
 from mmjudge.leaderboard.benchmarks import available_benchmarks, get_benchmark
 from mmjudge.leaderboard.display import frame, interval_text, rounded, separable_text
 from mmjudge.leaderboard.judge_benchmarks import JudgeBoardBenchmark, load_judge_benchmark
@@ -44,19 +45,7 @@ from mmjudge.report import markdown_text
 from mmjudge.signature import Signature
 
 HEADLINE = "headline"  # the measure filter's default: each benchmark's own headline measure
-MEASURES = (
-    HEADLINE,
-    "accuracy",
-    "agreement",
-    "macro_accuracy",
-    "macro_agreement",
-    "accuracy_without_ties",
-    "agreement_without_ties",
-    "prompt_accuracy",
-    "tau_c",
-    "tau_b",
-    "order_agreement",
-)
+MEASURES = (HEADLINE, *AGREEMENT_MEASURES)
 BOARD, REPORTED = "board", "reported"  # where a row's figures come from
 SOURCE_WORDS = {BOARD: "scored by the board", REPORTED: "reported by the submitter"}
 LOAD_ERRORS = (ValueError, OSError, ImportError)  # a benchmark that cannot be read (told where it is used)
