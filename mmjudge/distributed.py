@@ -50,11 +50,17 @@ def state() -> Any:
     from accelerate import PartialState
 
     ours = not (torch.distributed.is_available() and torch.distributed.is_initialized())
+    if ours and torch.distributed.is_available():
+        # torch.distributed.nn.functional writes the default group into its functions' default arguments when
+        # it is first imported. Imported after the group exists (loading a transformers model imports it),
+        # it holds the group past destroy_process_group: the group's worker threads then run into interpreter
+        # teardown, where one freeing a finished all_gather waits for the GIL and aborts the process
+        # ("terminate called without an active exception", exit -6) — 9 launches in 100 here. Imported first,
+        # those defaults hold None.
+        import torch.distributed.nn.functional
     partial = PartialState(cpu=not torch.cuda.is_available())
     if ours and torch.distributed.is_initialized():
-        # The process group is ours: take it down before the interpreter does. Left to interpreter teardown,
-        # a process sometimes aborted after its work was done ("terminate called without an active
-        # exception", exit code -6: a native thread destroyed while still running), failing the launch.
+        # The process group is ours: take it down (joining its threads) before the interpreter goes.
         atexit.register(_destroy_process_group)
     return partial
 

@@ -24,6 +24,7 @@ WORKER = textwrap.dedent(
 
     out_dir, model, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     rank = int(os.environ.get("RANK", "0"))
+    world = distributed.world_size()
     texts = [f"A red square number {i}" + " on a green field" * (i % 3) for i in range(n)]
     images = [Image.new("RGB", (48 + 8 * (i % 4), 40), (200, 10 * i % 255, 30)) for i in range(n)]
     results, counts = {}, {}
@@ -43,9 +44,19 @@ WORKER = textwrap.dedent(
     [r] = single.rate([RatingRequest([Turn("user", "one request")])], progress=False)
     counts["single"] = single.calls
     results["single"] = r.raw
+    # What runs at exit must free the process group and join its threads: a group kept alive (a transformers
+    # model loaded after it existed once pinned it) left them running into interpreter teardown, where one
+    # aborted the process now and then. Thread names from /proc (Linux), before and after.
+    def gloo_threads():
+        names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+        return sorted(n for n in names if "gloo" in n)
+    threads = {"before": gloo_threads() if world > 1 else []}
+    if world > 1:
+        distributed._destroy_process_group()
+        threads["after"] = gloo_threads()
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-        json.dump({"results": results, "counts": counts, "world": distributed.world_size(),
-                   "main": distributed.is_main()}, f)
+        json.dump({"results": results, "counts": counts, "world": world,
+                   "main": distributed.is_main(), "gloo_threads": threads}, f)
     """
 )
 
@@ -92,6 +103,9 @@ def test_two_processes_equal_one_and_compute_each_request_once(tmp_path, tiny_ll
         assert single["counts"][name] == requests
         assert ranks[0]["counts"][name + "_cache_rows"] == requests  # one shared cache, one row each
     assert sorted(r["counts"]["single"] for r in ranks) == [0, 1]
+    for rank in ranks:  # the group's threads ran, and are gone once the group is taken down
+        assert "pt_gloo_runloop" in rank["gloo_threads"]["before"], rank["gloo_threads"]
+        assert rank["gloo_threads"]["after"] == [], rank["gloo_threads"]
 
 
 def test_cli_score_under_torchrun_writes_once_and_equals_one_process(tmp_path, tiny_llava_dir):
