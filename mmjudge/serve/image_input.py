@@ -69,8 +69,9 @@ def decode_image(url: Any, where: str, max_pixels: int) -> Any:
         raise ValueError(f"the image in {where} is not a {_NAMES} image (cannot identify image file).") from None
     except Image.DecompressionBombError as err:  # above twice PIL's own limit: only its pixel count is known
         found = _BOMB.search(str(err))
-        size = f"holds {found.group(1)} pixels" if found else "holds more pixels than PIL opens"
-        raise _too_large(where, size, max_pixels) from None
+        if found and int(found.group(1)) > max_pixels:
+            raise _too_large(where, f"holds {found.group(1)} pixels", max_pixels) from None
+        raise ValueError(f"the image in {where} is too large for PIL to open ({_plain(err)}).") from None
     except Exception as err:  # a header PIL recognises but cannot read
         raise ValueError(f"the image in {where} is not a decodable image ({_plain(err)}).") from None
     width, height = image.size

@@ -15,6 +15,7 @@ import http.client
 import io
 import json
 import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from PIL import Image, ImageFile
 from mmjudge.judges import load_judge
 from mmjudge.judges.openai.judge import OpenAIJudge
 from mmjudge.judges.requests import RatingRequest, Turn
+from mmjudge.serve.image_input import decode_image
 from mmjudge.serve.server import serve_in_thread
 
 LIMIT = 16_000_000
@@ -59,15 +61,25 @@ def decoded(monkeypatch) -> list[tuple[int, int]]:
     return sizes
 
 
-def _png(size: tuple[int, int], mode: str = "1") -> bytes:
-    blob = io.BytesIO()
-    Image.new(mode, size).save(blob, "PNG")
-    return blob.getvalue()
+def _png(size: tuple[int, int]) -> bytes:
+    """A black 1-bit PNG of ``size``, its rows compressed one at a time (PIL would hold a byte a pixel)."""
+    width, height = size
+    row, pack = b"\x00" * (1 + (width + 7) // 8), zlib.compressobj(9)
+    data = b"".join(pack.compress(row) for _ in range(height)) + pack.flush()
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+
+
+def _url(blob: bytes, kind: str) -> str:
+    return f"data:image/{kind};base64," + base64.b64encode(blob).decode()
 
 
 def _body(blob: bytes, kind: str = "png") -> dict:
-    url = f"data:image/{kind};base64," + base64.b64encode(blob).decode()
-    parts = [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "Rate it."}]
+    parts = [{"type": "image_url", "image_url": {"url": _url(blob, kind)}}, {"type": "text", "text": "Rate it."}]
     return {"messages": [{"role": "user", "content": parts}], "max_tokens": 1}
 
 
@@ -96,13 +108,16 @@ def test_an_image_over_the_limit_is_refused_from_its_header_before_any_pixel_is_
         f"the image in {WHERE} is 4001x4001 = 16008001 pixels, above this server's limit of 16000000 "
         "(mmjudge serve --max-image-pixels)."
     )
-    huge = _png((20_000, 20_000))  # 400 megapixels in a 48 kB request (past PIL's own ceiling too)
+    huge = _png((20_000, 20_000))  # 400 megapixels in 49 kB (past PIL's own ceiling too)
     assert len(huge) < 100_000
     assert _refusal(served[1], _body(huge)) == (
         f"the image in {WHERE} holds 400000000 pixels, above this server's limit of 16000000 "
         "(mmjudge serve --max-image-pixels)."
     )
     assert decoded == []  # neither image was decoded
+    assert decode_image(_url(_png((300, 200)), "png"), WHERE, LIMIT).size == (300, 200)  # a real PNG
+    with pytest.raises(ValueError, match=r"is too large for PIL to open \(Image size \(400000000 pixels\) exceeds"):
+        decode_image(_url(huge, "png"), WHERE, 10**9)  # PIL's own ceiling, above a larger --max-image-pixels
 
 
 def test_the_limit_is_the_decoded_frames_size(served, decoded):
