@@ -16,8 +16,17 @@ import argparse
 import importlib.util
 import os
 
+from mmjudge.serve.settings import DEFAULT_MAX_IMAGE_PIXELS
+
 # The limits that hold hostile clients off (ServeSettings' fields of the same names).
-_LIMITS = ("max_prompt_chars", "header_timeout", "body_timeout", "max_connections", "max_connections_per_client")
+_LIMITS = (
+    "max_prompt_chars",
+    "max_image_pixels",
+    "header_timeout",
+    "body_timeout",
+    "max_connections",
+    "max_connections_per_client",
+)
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
@@ -130,6 +139,13 @@ def _add_limits(p) -> None:
         default=1_000_000,
         help="most characters of text a request's messages may hold (also a /tokenize prompt); above it: 400, "
         "before any tokenising (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-image-pixels",
+        type=int,
+        default=DEFAULT_MAX_IMAGE_PIXELS,
+        help="most pixels (width x height) a request's image may have; above it: 400, read from the image's "
+        "header before any pixel is decoded (default %(default)s: 6000x6000)",
     )
     p.add_argument(
         "--header-timeout",

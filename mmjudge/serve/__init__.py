@@ -25,17 +25,19 @@ Endpoints (every answer carries the header ``Server: mmjudge-serve/<version>``, 
   ``return_token_strs`` -> ``tokens``, ``count``, ``max_model_len`` (the context this server enforces, -1
   when the model states none) and ``token_strs``.
 
-Limits: a body above 64 MiB is refused with 413; messages holding more than ``--max-prompt-chars``
-characters of text with 400 before any tokenising; a prompt that with its ``max_tokens`` exceeds the
-model's context with 400 before it is queued; a connection that has not sent a request's headers within
-``--header-timeout`` is closed, a body that has not arrived within ``--body-timeout`` gets 408, and one
-address holds at most ``--max-connections-per-client`` connections (429 beyond); an answer is cut
-(``finish_reason: "length"``) when its request has run ``--request-timeout`` seconds, and a request that
-waited that long for the model gets 503; a client that hangs up stops its generation at the next token.
+Limits: a body above 64 MiB is refused with 413; messages holding more than ``--max-prompt-chars`` characters
+of text with 400 before any tokenising; an image of more than ``--max-image-pixels`` pixels (or not PNG, JPEG,
+WebP, GIF or BMP) with 400 from its header, before its pixels are decoded; a prompt that with its
+``max_tokens`` exceeds the model's context with 400 before it is queued; a connection that has not sent a
+request's headers within ``--header-timeout`` is closed, a body that has not arrived within ``--body-timeout``
+gets 408, and one address holds at most ``--max-connections-per-client`` connections (429 beyond); an answer
+is cut (``finish_reason: "length"``) when its request has run ``--request-timeout`` seconds, and a request
+that waited that long for the model gets 503; a client that hangs up stops its generation at the next token.
 The ``model`` field is not checked (one model is served).
 
 The package, one job a module: :mod:`.settings` (limits and key), :mod:`.protocol` (the wire format: bodies
-in, answers and events out; no model, no HTTP), :mod:`.batching` (the model thread), :mod:`.engine` (bodies
+in, answers and events out; no model, no HTTP), :mod:`.image_input` (a request's image: its size checked from
+its header, then decoded), :mod:`.batching` (the model thread), :mod:`.engine` (bodies
 checked and answered through the model thread), :mod:`.inputs` (prompts rendered and tokenised in the
 request's thread, stacked in the model's), :mod:`.app` (the HTTP side), :mod:`.connections` (what a
 connection may hold before its request: header deadline, per-address cap), :mod:`.server` (uvicorn,

@@ -42,6 +42,7 @@ class ChatEngine:
             max_logprobs=settings.max_logprobs,
             vocab_size=self.batcher.vocab_size,
             max_prompt_chars=settings.max_prompt_chars,
+            max_image_pixels=settings.max_image_pixels,
         )
         return self.batcher.prepare(params)
 
@@ -100,6 +101,7 @@ class ChatEngine:
             "max_tokens": self.settings.max_tokens,
             "request_timeout": self.settings.request_timeout,
             "max_prompt_chars": self.settings.max_prompt_chars,
+            "max_image_pixels": self.settings.max_image_pixels,
             "max_batch_size": self.batcher.max_batch_size,
             "continue_final_message": True,
             "logprob_token_ids": True,

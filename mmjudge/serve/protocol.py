@@ -18,12 +18,8 @@ No model and no HTTP here: :mod:`mmjudge.serve.batching` runs the model, :mod:`m
 
 from __future__ import annotations
 
-import base64
-import binascii
-import io
 import json
 import math
-import re
 import reprlib
 import time
 from collections.abc import Callable
@@ -31,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mmjudge.judges.requests import GenerationRequest, Turn
+from mmjudge.serve.image_input import decode_image
+from mmjudge.serve.settings import DEFAULT_MAX_IMAGE_PIXELS
 
 DEFAULT_MAX_TOKENS = 16  # when a request names none (the legacy completions default; vLLM's too)
 MAX_MESSAGES = 2048  # messages in a request: a chat template renders each one (a million empty ones: 19 s)
@@ -66,36 +64,11 @@ def quote(value: Any) -> str:
     return _QUOTE.repr(value)
 
 
-def _plain(err: Exception) -> str:
-    """An exception's message without object reprs (``<_io.BytesIO object at 0x…>``), cut short."""
-    return re.sub(r"\s*<[^<>]* at 0x[0-9a-fA-F]+>", "", str(err)).strip()[:160] or type(err).__name__
-
-
-def _decode_image(url: Any, where: str):
-    from PIL import Image
-
-    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
-        raise RequestError("only base64 `data:` image URLs are accepted (this server fetches nothing).", "messages")
+def _decode_image(url: Any, where: str, max_pixels: int):
     try:
-        blob = base64.b64decode(url.split(";base64,", 1)[1])
-    except (binascii.Error, ValueError) as err:
-        raise RequestError(f"the image in {where} is not valid base64 ({_plain(err)}).", "messages") from None
-    try:
-        image = Image.open(io.BytesIO(blob))  # reads the header only: the size is known before any decoding
-        if image.width * image.height > (Image.MAX_IMAGE_PIXELS or math.inf):
-            raise RequestError(
-                f"the image in {where} is {image.width}x{image.height} pixels, above this server's limit of "
-                f"{Image.MAX_IMAGE_PIXELS} pixels.",
-                "messages",
-            )
-        image.load()
-    except RequestError:
-        raise
-    except Image.DecompressionBombError as err:  # over twice the pixel limit: PIL refuses to open it
-        raise RequestError(f"the image in {where} is too large to decode ({_plain(err)}).", "messages") from None
-    except Exception as err:
-        raise RequestError(f"the image in {where} is not a decodable image ({_plain(err)}).", "messages") from None
-    return image.convert("RGB") if image.mode != "RGB" else image
+        return decode_image(url, where, max_pixels)
+    except ValueError as err:
+        raise RequestError(str(err), "messages") from None
 
 
 def _texts_and_image(messages: Any) -> tuple[list[tuple[str, list[str]]], Any, str]:
@@ -138,9 +111,12 @@ def _texts_and_image(messages: Any) -> tuple[list[tuple[str, list[str]]], Any, s
     return found, image, where
 
 
-def parse_messages(messages: Any, continue_final: bool, max_chars: int | None = None) -> tuple[list[Turn], Any, str]:
+def parse_messages(
+    messages: Any, continue_final: bool, max_chars: int | None = None, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
+) -> tuple[list[Turn], Any, str]:
     """``(turns, image or None, answer_prefix)`` from OpenAI chat ``messages``; more than ``max_chars``
-    characters of text are refused before the image is decoded."""
+    characters of text are refused before the image is decoded, an image of more than ``max_pixels`` pixels
+    before its pixels are."""
     found, url, where = _texts_and_image(messages)
     chars = sum(len(text) for _, texts in found for text in texts)
     if max_chars is not None and chars > max_chars:
@@ -150,7 +126,7 @@ def parse_messages(messages: Any, continue_final: bool, max_chars: int | None = 
             "messages",
         )
     turns = [Turn(role, "".join(texts)) for role, texts in found]
-    image = _decode_image(url, where) if where else None
+    image = _decode_image(url, where, max_pixels) if where else None
     prefix = ""
     if continue_final:
         if turns[-1].role != "assistant":
@@ -295,11 +271,17 @@ def _refuse_unsupported(body: dict) -> None:
 
 
 def read_chat_body(
-    body: Any, *, max_tokens_limit: int, max_logprobs: int, vocab_size: int, max_prompt_chars: int | None = None
+    body: Any,
+    *,
+    max_tokens_limit: int,
+    max_logprobs: int,
+    vocab_size: int,
+    max_prompt_chars: int | None = None,
+    max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
 ) -> ChatParams:
     """A chat-completions body checked as OpenAI and vLLM check it (every mistake a :class:`RequestError`);
     ``max_prompt_chars``: the most characters of text its messages may hold, refused before the image is
-    decoded."""
+    decoded; ``max_image_pixels``: the most pixels its image may have, refused from the image's header."""
     if not isinstance(body, dict):
         raise RequestError("the body must be a JSON object.")
     _refuse_unsupported(body)
@@ -323,7 +305,7 @@ def read_chat_body(
     if options is not None and (not stream or not isinstance(options, dict)):
         raise RequestError("stream_options is an object, and only allowed with stream=true.", "stream_options")
     include_usage = flag(options or {}, "include_usage", False, "stream_options.include_usage")
-    turns, image, prefix = parse_messages(body.get("messages"), continue_final, max_prompt_chars)
+    turns, image, prefix = parse_messages(body.get("messages"), continue_final, max_prompt_chars, max_image_pixels)
     return ChatParams(
         request=GenerationRequest(turns=turns, image=image, answer_prefix=prefix, max_new_tokens=max_tokens),
         max_tokens=max_tokens,

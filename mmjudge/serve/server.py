@@ -108,7 +108,7 @@ def make_server(
     """A bound, not yet serving :class:`Server`. ``model_name`` defaults to the judge's model identity (a Hub
     id, or a fingerprint for folders); ``api_key`` ``None`` serves without a key. ``settings`` (a
     :class:`ServeSettings`) replaces the keyword settings; ``limits`` are more of its fields
-    (``max_prompt_chars``, ``header_timeout``, ``body_timeout``, ``max_connections``,
+    (``max_prompt_chars``, ``max_image_pixels``, ``header_timeout``, ``body_timeout``, ``max_connections``,
     ``max_connections_per_client``)."""
     identity = getattr(judge, "model_identity", None)  # name@fingerprint: two local folders stay apart
     name = model_name or (identity.label() if identity is not None else judge.identity().get("model")) or "mmjudge"

@@ -333,6 +333,8 @@ def test_a_client_that_hangs_up_stops_its_generation(local):
         (["--request-timeout", "0"], {}, "--request-timeout must be above 0 seconds"),
         (["--max-batch-size", "0"], {}, "--max-batch-size must be a positive integer"),
         (["--max-prompt-chars", "0"], {}, "--max-prompt-chars must be a positive integer"),
+        (["--max-image-pixels", "0"], {}, "--max-image-pixels must be a positive integer, but got 0."),
+        (["--max-image-pixels", "6000x6000"], {}, "argument --max-image-pixels: invalid int value: '6000x6000'"),
         (["--header-timeout", "0"], {}, "--header-timeout must be above 0 seconds"),
         (["--body-timeout", "nan"], {}, "--body-timeout must be above 0 seconds"),
         (["--max-connections", "0"], {}, "--max-connections must be a positive integer"),

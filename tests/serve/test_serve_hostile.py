@@ -335,6 +335,7 @@ def test_in_range_sampling_settings_are_accepted_and_decoding_stays_greedy(serve
     assert status == 200
 
 
+@pytest.mark.filterwarnings("ignore::PIL.Image.DecompressionBombWarning")  # PIL warns above its own 89 M
 def test_an_image_that_is_not_one_is_one_clear_line(served):
     from PIL import Image
 
@@ -345,15 +346,24 @@ def test_an_image_that_is_not_one_is_one_clear_line(served):
     bad = "data:image/png;base64," + base64.b64encode(b"not an image at all").decode()
     status, message, param = _error(served[1], body(bad))
     assert (status, param) == (400, "messages")
-    assert message == "the image in messages[0].content[1] is not a decodable image (cannot identify image file)."
+    assert message == (
+        "the image in messages[0].content[1] is not a PNG, JPEG, WebP, GIF or BMP image (cannot identify image file)."
+    )
     status, message, _ = _error(served[1], body("data:image/png;base64,abc"))
     assert status == 400 and message.startswith("the image in messages[0].content[1] is not valid base64")
-    blob = io.BytesIO()  # 10000 x 10000 pixels in 12 kB: refused from its header, before decoding
+    blob = io.BytesIO()  # 10000 x 10000 pixels in 12 kB: refused from its header (default --max-image-pixels)
     Image.new("1", (10_000, 10_000)).save(blob, "PNG")
     status, message, _ = _error(served[1], body("data:image/png;base64," + base64.b64encode(blob.getvalue()).decode()))
     assert status == 400 and message == (
-        "the image in messages[0].content[1] is 10000x10000 pixels, above this server's limit of 89478485 pixels."
+        "the image in messages[0].content[1] is 10000x10000 = 100000000 pixels, above this server's limit of "
+        "36000000 (mmjudge serve --max-image-pixels)."
     )
+    blob = io.BytesIO()  # PIL reads the header, then finds the pixels truncated
+    Image.new("RGB", (64, 64), "red").save(blob, "JPEG")
+    status, message, _ = _error(
+        served[1], body("data:image/jpeg;base64," + base64.b64encode(blob.getvalue()[:300]).decode())
+    )
+    assert status == 400 and message.startswith("the image in messages[0].content[1] is not a decodable image (")
     status, message, _ = _error(served[1], body(5))  # not even a string
     assert status == 400 and message.startswith("only base64 `data:` image URLs")
 
