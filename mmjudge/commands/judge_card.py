@@ -122,9 +122,10 @@ def add_parser(sub) -> None:
         "judge-card",
         help="which judge can I trust? score a judge on benchmarks of judges",
         description="Score one judge on benchmarks of judges — pairs it compares head to head in both orders "
-        "(VL-RewardBench, Multimodal RewardBench, MLLM-as-a-Judge, Multi-Crit, CapArena, Pascal-50S) and captions it "
-        "rates (Flickr8k-Expert/CF, Composite, Polaris, Nebula) — or score verdicts it gave elsewhere; writes "
-        "card.json, card.md, card.png and signature.json.",
+        "(VL-RewardBench, Multimodal RewardBench, MLLM-as-a-Judge, Multi-Crit, CapArena, Pascal-50S), captions and "
+        "answers it rates (Flickr8k-Expert/CF, Composite, Polaris, Nebula, MLLM-as-a-Judge's scores) and answers it "
+        "ranks from head-to-head comparisons (MLLM-as-a-Judge's batches) — or score verdicts it gave elsewhere; "
+        "writes card.json, card.md, card.png and signature.json.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -135,8 +136,8 @@ def add_parser(sub) -> None:
         "--verdicts",
         action="append",
         metavar="BENCHMARK=FILE",
-        help='verdicts made elsewhere, JSON Lines: {"id", "preferred": 0|1|0.5} (pairs) or {"id", "score"} '
-        "(ratings); no judge is loaded for that benchmark",
+        help='verdicts made elsewhere, JSON Lines: {"id", "preferred": 0|1|0.5} (pairs), {"id", "score"} '
+        '(ratings) or {"id", "ranking": [indices best first]} (rankings); no judge is loaded for that benchmark',
     )
     sel.add_argument(
         "--dataset-option", action="append", metavar="BENCHMARK:KEY=VALUE", help="a loader option (JSON value)"

@@ -1,16 +1,21 @@
 """The benchmarks a judge card runs a judge on, and how each counts (data, not code paths).
 
-Two kinds. **Pairs** (VL-RewardBench, Multimodal RewardBench, MLLM-as-a-Judge's pair setting, Multi-Crit,
+Three kinds. **Pairs** (VL-RewardBench, Multimodal RewardBench, MLLM-as-a-Judge's pair setting, Multi-Crit,
 CapArena, Pascal-50S): two responses to one input and the human's preference; the judge compares them head to
 head in both orders (:class:`~mmjudge.metrics.harmonic_eval.pairwise.PairwiseHarmonicEval`) and is scored by
 :mod:`mmjudge.judge_card.measures` under the benchmark's rules. **Ratings** (Flickr8k-Expert / CF, Composite,
-Polaris, Nebula): one caption and human scores; the judge rates it (HarmonicEval's criteria, ``overall``)
-and is scored by the correlation the benchmark's papers report (:func:`mmjudge.metaeval.meta_evaluate`).
+Polaris, Nebula, MLLM-as-a-Judge's score setting): one response and human scores; the judge rates it
+(HarmonicEval's criteria, ``overall``) and is scored by the correlation the benchmark's papers report
+(:func:`mmjudge.metaeval.meta_evaluate`). **Rankings** (MLLM-as-a-Judge's batch setting): three or four answers
+and the human ranking; the judge's ranking, derived from head-to-head comparisons
+(:mod:`mmjudge.judge_card.rankings`), is scored by its distance from the human's.
 
 >>> sorted(JUDGE_BENCHMARKS)[:3], JUDGE_BENCHMARKS["vl_rewardbench"].rules.macro_over
 (['caparena', 'composite', 'flickr8k_cf'], 'group')
 >>> find_benchmarks("vl_rewardbench,flickr8k_expert")
 ['vl_rewardbench', 'flickr8k_expert']
+>>> [JUDGE_BENCHMARKS[n].headline for n in ("mllm_judge", "mllm_judge_score", "mllm_judge_batch")]
+['accuracy', 'pearson', 'levenshtein']
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from dataclasses import dataclass, field
 
 from mmjudge.judge_card.measures import Rules
 
-PAIRS, RATINGS = "pairs", "ratings"
+PAIRS, RATINGS, RANKINGS = "pairs", "ratings", "rankings"
+KINDS = (PAIRS, RATINGS, RANKINGS)
 
 # Multi-Crit's criteria, read by the HarmonicEval criterion that judges the same thing; a criterion with no
 # counterpart (creativity, reflection) is read from the overall preference.
@@ -46,8 +52,9 @@ class JudgeBenchmark:
     Attributes:
         name: the card's name for it (``--benchmarks``, ``--data-dir NAME=DIR``, ``--verdicts NAME=FILE``).
         dataset: the loader's name (:func:`mmjudge.load_dataset`) and ``config`` / ``split`` to load.
-        kind: :data:`PAIRS` or :data:`RATINGS`.
-        rules: how a pairs benchmark counts (:class:`~mmjudge.judge_card.measures.Rules`).
+        kind: :data:`PAIRS`, :data:`RATINGS` or :data:`RANKINGS`.
+        rules: how a pairs benchmark counts (:class:`~mmjudge.judge_card.measures.Rules`); for rankings, the
+            measure's name and the subset keys.
         correlation: a ratings benchmark's measure (``tau_c``, ``tau_b``).
         task: the HarmonicEval task its inputs are judged as (``vqa`` when there is a question).
         needs: what its data folder must hold, for the dry run.
@@ -65,6 +72,11 @@ class JudgeBenchmark:
     split: str | None = None
     task: str = "vqa"
     criteria: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def headline(self) -> str:
+        """The figure it is ranked by: its rules' measure (pairs, rankings) or its correlation (ratings)."""
+        return self.correlation if self.kind == RATINGS else self.rules.measure
 
 
 JUDGE_BENCHMARKS: dict[str, JudgeBenchmark] = {
@@ -98,13 +110,35 @@ JUDGE_BENCHMARKS: dict[str, JudgeBenchmark] = {
             config="pair",
         ),
         JudgeBenchmark(
+            "mllm_judge_score",
+            "mllm_judge",
+            RATINGS,
+            "Dataset/Benchmark/score.jsonl and Dataset/image/ of Dongping-Chen/MLLM-Judge",
+            "Pearson correlation between the judge's overall score and the human score (1-5), as the paper's score "
+            "setting reports it",
+            correlation="pearson",
+            config="score",
+        ),
+        JudgeBenchmark(
+            "mllm_judge_batch",
+            "mllm_judge",
+            RANKINGS,
+            "Dataset/Benchmark/batch.jsonl and Dataset/image/ of Dongping-Chen/MLLM-Judge",
+            "the normalised Levenshtein distance between the judge's ranking and the human's (lower is better; the "
+            "edit distance of the two orders of answer letters over their length, our reading: the authors publish "
+            "no scoring script), overall and per source data set",
+            Rules(measure="levenshtein", subsets=("original_dataset",)),
+            config="batch",
+        ),
+        JudgeBenchmark(
             "multi_crit",
             "multi_crit",
             PAIRS,
             "the Hub Parquet of txiong23/Multi-Crit (data/open_ended-*, data/reasoning-*)",
-            "criterion-level accuracy per criterion and split, and PAcc (a prompt right only when every criterion "
-            "of it is)",
-            Rules(subsets=("split", "criterion"), prompt_accuracy=True),
+            "criterion-level accuracy per criterion and split, PAcc (a prompt right only when every criterion "
+            "of it is), and on prompts where people preferred different responses under different criteria, TOS "
+            "(the judge's verdicts oppose too) and CMR (every conflict resolved as people did; our reading)",
+            Rules(subsets=("split", "criterion"), prompt_accuracy=True, trade_offs=True),
             criteria=MULTI_CRIT_CRITERIA,
         ),
         JudgeBenchmark(

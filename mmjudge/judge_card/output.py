@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mmjudge.judge_card.measures import SHARE_MEASURES
+from mmjudge.judge_card.measures import DISTANCE_MEASURES, SHARE_MEASURES
 from mmjudge.report import markdown_text
 
 PERCENT = set(SHARE_MEASURES)  # shown ×100 in card.md (card.json keeps fractions)
@@ -33,6 +33,10 @@ OUTPUT_FILES = ("card.json", "card.md", "card.png", "signature.json")
 NOTE = (
     "Shares and correlations ×100; `no_answer` is the share of items the judge gave no answer for (left out of "
     "every other figure); `samples_per_s` counts the items this run judged."
+)
+DISTANCE_NOTE = (
+    "`levenshtein` is a distance from the human ranking, shown as is (0 = the human's order, 1 = as far as it can "
+    "be): **lower is better**."
 )
 
 
@@ -92,6 +96,8 @@ def card_markdown(
         subset = markdown_text(r["subset"]) if r["subset"] else "—"
         lines.append(f"| {r['benchmark']} | {subset} | {r['measure']} | {shown} | {interval} | {r['n']} |")
     lines += ["", NOTE]
+    if any(r["measure"] in DISTANCE_MEASURES for r in rows):
+        lines += ["", DISTANCE_NOTE]
     if not_run:
         lines += ["", "Not run:"] + [f"- {name}: {markdown_text(why)}" for name, why in not_run.items()]
     if usage:
@@ -104,6 +110,8 @@ def card_markdown(
 def _shown(measure: str, value: float | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
+    if measure in DISTANCE_MEASURES:
+        return f"{value:.3f}"
     return f"{100 * value:.1f}" if measure in PERCENT else f"{value:.2f}"
 
 
@@ -134,7 +142,8 @@ def chart(judge: str, rows: Sequence[Mapping], path: Path) -> bool:
     ]
     axes.bar(range(len(bars)), values, yerr=errors, capsize=4, color="#4c72b0")
     axes.set_xticks(range(len(bars)))
-    axes.set_xticklabels([f"{b['benchmark']}\n{b['measure']}" for b in bars], fontsize=7)
+    lower = dict.fromkeys(DISTANCE_MEASURES, "\n(lower is better)")
+    axes.set_xticklabels([f"{b['benchmark']}\n{b['measure']}{lower.get(b['measure'], '')}" for b in bars], fontsize=7)
     axes.set_ylabel("×100")
     # The name is the user's: a `$…$` in it would be parsed as mathtext (and a bad one fail the whole card).
     axes.set_title(f"Judge card: {judge}"[:80].replace("$", r"\$"), fontsize=9)

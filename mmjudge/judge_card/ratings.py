@@ -1,7 +1,7 @@
-"""Ratings benchmarks on a card (the caption sets): the judge's overall score per caption — HarmonicEval's
-ratings from a resumable judge run, or a verdict file's scores — correlated with the human scores by the
-benchmark's own measure (:func:`mmjudge.metaeval.meta_evaluate`: Kendall τ-c or τ-b per human judgment,
-paired bootstrap intervals), as ``mmjudge reproduce`` computes a metric's cell.
+"""Ratings benchmarks on a card (the caption sets, MLLM-as-a-Judge's score setting): the judge's overall score per
+caption or answer — HarmonicEval's ratings from a resumable judge run, or a verdict file's scores — correlated with
+the human scores by the benchmark's own measure (:func:`mmjudge.metaeval.meta_evaluate`: Kendall τ-c or τ-b per
+human judgment, Pearson; paired bootstrap intervals), as ``mmjudge reproduce`` computes a metric's cell.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ def read_judgments(
     from mmjudge.reproduce.scoring import load_context
 
     checks = {"expected_counts": {}, **options}  # a partial copy is scored, its size shown as n
+    if bench.config:  # MLLM-as-a-Judge's score setting is one configuration of its loader
+        checks.setdefault("config_name", bench.config)
     judgments = load_context(bench.dataset, bench.split, None, data_dir, checks)
     if limit is not None:
         items = judgments.items[:limit]

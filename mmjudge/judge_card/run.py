@@ -1,7 +1,8 @@
 """A judge card: one judge on benchmarks of judges (``mmjudge judge-card``).
 
 For each benchmark asked for: its verdict file when one is given (no judge is loaded for it), else the judge
-runs on it — pairs compared head to head in both orders, captions rated — through
+runs on it — pairs compared head to head in both orders, captions and answers rated, the answers of a ranked row
+compared two by two — through
 :func:`mmjudge.stream.score_file` into ``<out>/runs/``: answers cached, rows written as they finish, a killed
 run resumed, each ``torchrun`` process judging its share. A run's file is named by everything its rows depend
 on (the judge's signature, the benchmark, its data folder, ``limit``), so a card with another judge or other
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mmjudge import distributed
-from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, JudgeBenchmark
+from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, RANKINGS, JudgeBenchmark
 from mmjudge.judge_card.measures import figures, judge_diagnostics, number, row
 from mmjudge.paths import not_a_regular_file
 
@@ -170,41 +171,74 @@ class _Lazy:
 def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates: dict) -> tuple[list[dict], str]:
     """The rows of one benchmark and where its judgments came from (each figure's bootstrap values into
     ``replicates``)."""
-    folder = settings.data_dirs.get(bench.name)
-    options = settings.dataset_options.get(bench.name, {})
     verdict_file = settings.verdicts.get(bench.name)
     common = dict(
         bootstrap=settings.bootstrap, seed=settings.seed, confidence=settings.confidence, replicates=replicates
     )
     he = None if verdict_file else metric.get()  # a judge that cannot be built fails before the data is read
-    if bench.kind == PAIRS:
-        from mmjudge.judge_card import pairs as P
+    score = {PAIRS: _score_pairs, RANKINGS: _score_rankings}.get(bench.kind, _score_ratings)
+    rows = score(bench, settings, he, common)
+    return rows, f"verdicts {verdict_file}" if verdict_file else f"judge {he.judge.describe()}"
 
-        found = P.read_pairs(bench, folder, options, settings.limit)
-        if verdict_file:
-            from mmjudge.judge_card.verdicts import read_verdicts
 
-            items = P.verdict_items(found, read_verdicts(verdict_file, "pairs"), settings.limit)
-            return figures(bench.name, items, bench.rules, **common), f"verdicts {verdict_file}"
-        run = _run_path(settings, bench, he, folder)
-        write_items((P.pair_item(pair) for pair in found), run.with_suffix(".items.jsonl"))
-        before = he.judge.usage_report()
-        rows, speed = _judge_run(bench.name, he.pairwise(), run.with_suffix(".items.jsonl"), run, settings)
-        speed += usage_rows(bench.name, before, he.judge.usage_report())
-        items = P.judged_items(found, iter(rows), bench)
-        out = figures(bench.name, items, bench.rules, **common)
-        out[-1:-1] = judge_diagnostics(bench.name, rows, he.criteria) + speed
-        return out, f"judge {he.judge.describe()}"
+def _score_pairs(bench: JudgeBenchmark, settings: Settings, he: Any, common: dict) -> list[dict]:
+    from mmjudge.judge_card import pairs as P
+
+    folder, verdict_file = settings.data_dirs.get(bench.name), settings.verdicts.get(bench.name)
+    found = P.read_pairs(bench, folder, settings.dataset_options.get(bench.name, {}), settings.limit)
+    if verdict_file:
+        from mmjudge.judge_card.verdicts import read_verdicts
+
+        items = P.verdict_items(found, read_verdicts(verdict_file, "pairs"), settings.limit)
+        return figures(bench.name, items, bench.rules, **common)
+    rows, speed = _head_to_head(bench, settings, he, (P.pair_item(pair) for pair in found))
+    out = figures(bench.name, P.judged_items(found, iter(rows), bench), bench.rules, **common)
+    out[-1:-1] = judge_diagnostics(bench.name, rows, he.criteria) + speed
+    return out
+
+
+def _score_rankings(bench: JudgeBenchmark, settings: Settings, he: Any, common: dict) -> list[dict]:
+    """A rankings benchmark: a verdict file's rankings, or rankings derived from head-to-head comparisons of every
+    two answers (:mod:`.rankings`)."""
+    from mmjudge.judge_card import rankings as K
+
+    folder, verdict_file = settings.data_dirs.get(bench.name), settings.verdicts.get(bench.name)
+    found = K.read_rankings(bench, folder, settings.dataset_options.get(bench.name, {}), settings.limit)
+    if verdict_file:
+        from mmjudge.judge_card.verdicts import read_verdicts
+
+        sizes = {r.id: len(r.responses) for r in found}
+        said = K.verdict_rankings(found, read_verdicts(verdict_file, "rankings", sizes), settings.limit)
+        return K.ranking_rows(bench, found, said, **common)
+    rows, speed = _head_to_head(bench, settings, he, K.head_to_head_items(found))
+    out = K.ranking_rows(bench, found, K.judged_rankings(found, iter(rows)), **common)
+    out[-1:-1] = judge_diagnostics(bench.name, rows, he.criteria) + speed
+    return out
+
+
+def _head_to_head(
+    bench: JudgeBenchmark, settings: Settings, he: Any, items: Iterable[Mapping[str, Any]]
+) -> tuple[list[dict], list[dict]]:
+    """A judge run of head-to-head ``items`` (both orders): its rows, and its speed and cost rows."""
+    run = _run_path(settings, bench, he, settings.data_dirs.get(bench.name))
+    write_items(items, run.with_suffix(".items.jsonl"))
+    before = he.judge.usage_report()
+    rows, speed = _judge_run(bench.name, he.pairwise(), run.with_suffix(".items.jsonl"), run, settings)
+    return rows, speed + usage_rows(bench.name, before, he.judge.usage_report())
+
+
+def _score_ratings(bench: JudgeBenchmark, settings: Settings, he: Any, common: dict) -> list[dict]:
     from mmjudge.judge_card import ratings as R
 
-    judgments = R.read_judgments(bench, folder, options, settings.limit)
+    folder, verdict_file = settings.data_dirs.get(bench.name), settings.verdicts.get(bench.name)
+    judgments = R.read_judgments(bench, folder, settings.dataset_options.get(bench.name, {}), settings.limit)
     if verdict_file:
         from mmjudge.judge_card.verdicts import read_verdicts
 
         scores = R.verdict_scores(judgments, read_verdicts(verdict_file, "ratings"), settings.limit)
-        return R.correlation_rows(bench, judgments, scores, "score", **common), f"verdicts {verdict_file}"
+        return R.correlation_rows(bench, judgments, scores, "score", **common)
     run = _run_path(settings, bench, he, folder)
-    fields = ("id", "task", "text", "image")
+    fields = ("id", "task", "text", "image", "question")  # a question: MLLM-as-a-Judge's answers are to one
     items = ({k: it.get(k) for k in fields if it.get(k) is not None} for it in judgments.items)
     write_items(items, run.with_suffix(".items.jsonl"))
     before = he.judge.usage_report()
@@ -213,7 +247,7 @@ def _score(bench: JudgeBenchmark, settings: Settings, metric: _Lazy, replicates:
     scores = {str(r.get("id")): {"overall": number(r.get("overall"))} for r in rows}
     out = R.correlation_rows(bench, judgments, scores, "overall", **common)
     out[-1:-1] = speed
-    return out, f"judge {he.judge.describe()}"
+    return out
 
 
 def _judge_run(

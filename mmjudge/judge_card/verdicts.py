@@ -4,7 +4,9 @@ A verdict file is JSON Lines, one object per item of the benchmark:
 
 * pairs benchmarks: ``{"id": ..., "preferred": 0 | 1 | 0.5}`` — the index of the better response in the
   benchmark's list of responses (``0.5`` for a tie; ``null`` when the judge gave no answer);
-* ratings benchmarks: ``{"id": ..., "score": <number>}`` (``null``: no answer).
+* ratings benchmarks: ``{"id": ..., "score": <number>}`` (``null``: no answer);
+* rankings benchmarks (MLLM-as-a-Judge's batch): ``{"id": ..., "ranking": [2, 0, 1]}`` — the indices of the item's
+  answers, best first, each answer once (``null``: no answer).
 
 Ids are the benchmark's own (``mmjudge.load_dataset(name)``'s ``id`` column). Every line is checked before
 anything is scored, and a bad one is one line naming the file and the line.
@@ -20,6 +22,11 @@ anything is scored, and a bad one is one line naming the file and the line.
 >>> read_verdicts(path, "pairs")
 Traceback (most recent call last):
 ValueError: ...v.jsonl line 4: `preferred` must be 0, 1 or 0.5 (the index of the better response; ...), but got 2.
+>>> parse_verdicts(['{"id": "r1", "ranking": [2, 0, 1]}', '{"id": "r2", "ranking": null}'], "rankings")
+{'r1': [2, 0, 1], 'r2': None}
+>>> parse_verdicts(['{"id": "r1", "ranking": [2, 0, 1]}'], "rankings", "v.jsonl", sizes={"r1": 4})
+Traceback (most recent call last):
+ValueError: v.jsonl line 1: `ranking` must list the 4 answers' indices (0-3) best first, ... but got [2, 0, 1].
 """
 
 from __future__ import annotations
@@ -28,41 +35,45 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from mmjudge.inputs import is_number
 from mmjudge.paths import open_regular_file
 
-FIELD = {"pairs": "preferred", "ratings": "score"}
+FIELD = {"pairs": "preferred", "ratings": "score", "rankings": "ranking"}
 # A verdict line is one short object; a file whose "line" is longer is no verdict file, and is not read whole.
 MAX_LINE_CHARS = 1 << 20
 
 
-def read_verdicts(path: str | os.PathLike, kind: str) -> dict[str, float]:
-    """id → the verdict (``preferred`` for ``kind="pairs"``, ``score`` for ``"ratings"``; NaN: no answer).
+def read_verdicts(path: str | os.PathLike, kind: str, sizes: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """id → the verdict (``preferred`` for ``kind="pairs"``, ``score`` for ``"ratings"``, NaN: no answer;
+    ``ranking`` for ``"rankings"``, a list of indices, ``None``: no answer). ``sizes``: each item's number of
+    answers, which a ranking must order every one of.
 
     Raises:
         ValueError: a line that is not a JSON object, without an ``id``, with a repeated id or a value out of
             range; FileNotFoundError: no such file.
     """
-    if kind not in FIELD:
-        raise ValueError(f"Expected argument `kind` to be 'pairs' or 'ratings', but got {kind!r}.")
+    _check_kind(kind)
     file = Path(path).expanduser()
     if not file.exists():
         raise FileNotFoundError(f"verdict file {str(file)!r}: no such file.")
     # utf-8-sig: a byte-order mark (Windows editors write one) is read as the board's reader reads it (jsonl.decode)
     with io.TextIOWrapper(open_regular_file(file), encoding="utf-8-sig", errors="replace") as f:
-        out = parse_verdicts(_short_lines(f, str(file)), kind, str(file))
+        out = parse_verdicts(_short_lines(f, str(file)), kind, str(file), sizes)
     if not out:
         raise ValueError(f"{file}: no verdicts (the file is empty).")
     return out
 
 
-def parse_verdicts(lines: Iterable[str], kind: str, source: str = "") -> dict[str, float]:
+def parse_verdicts(
+    lines: Iterable[str], kind: str, source: str = "", sizes: Mapping[str, int] | None = None
+) -> dict[str, Any]:
     """The verdicts of a file's ``lines`` (what :func:`read_verdicts` reads; the leaderboard's Judges track checks
     an upload with it), every problem one ``ValueError`` naming ``<source> line N`` (``line N`` without a source).
+    ``sizes`` (rankings): each item's number of answers; a ranking must be a permutation of them.
 
     >>> parse_verdicts(['{"id": "a", "score": 2.5}', "", '{"id": "b", "score": null}'], "ratings")
     {'a': 2.5, 'b': nan}
@@ -70,8 +81,7 @@ def parse_verdicts(lines: Iterable[str], kind: str, source: str = "") -> dict[st
     Traceback (most recent call last):
     ValueError: line 2: id 'a' has a verdict already; give one verdict per item.
     """
-    if kind not in FIELD:
-        raise ValueError(f"Expected argument `kind` to be 'pairs' or 'ratings', but got {kind!r}.")
+    _check_kind(kind)
     key, out = FIELD[kind], {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -85,8 +95,13 @@ def parse_verdicts(lines: Iterable[str], kind: str, source: str = "") -> dict[st
             raise ValueError(f"{where}: id {item!r} has a verdict already; give one verdict per item.")
         if key not in row:
             raise ValueError(f"{where}: expected `{key}`, but the object has {sorted(row)}.")
-        out[item] = _value(row[key], key, where)
+        out[item] = _value(row[key], key, where, None if sizes is None else sizes.get(item))
     return out
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in FIELD:
+        raise ValueError(f"Expected argument `kind` to be one of {', '.join(map(repr, FIELD))}, but got {kind!r}.")
 
 
 def check_known(verdicts: Iterable[str], known: Iterable[str], limit: int | None = None) -> None:
@@ -132,7 +147,9 @@ def _object(line: str, where: str) -> dict[str, Any]:
     return row
 
 
-def _value(value: Any, key: str, where: str) -> float:
+def _value(value: Any, key: str, where: str, size: int | None = None) -> Any:
+    if key == "ranking":
+        return None if value is None else _ranking(value, where, size)
     if value is None:
         return math.nan
     if key == "preferred":
@@ -145,3 +162,17 @@ def _value(value: Any, key: str, where: str) -> float:
     if not is_number(value) or not math.isfinite(float(value)):
         raise ValueError(f"{where}: `score` must be a finite number (or null for no answer), but got {value!r}.")
     return float(value)
+
+
+def _ranking(value: Any, where: str, size: int | None) -> list[int]:
+    """A ranking: whole-number indices of the item's answers, best first, each once — all ``size`` of them where
+    the item is known (an unknown id is reported by :func:`check_known`, as for the other kinds)."""
+    whole = isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    n = size if size is not None else len(value) if whole else 0
+    if not whole or n < 2 or sorted(value) != list(range(n)):
+        which = f"the {n} answers' indices (0-{n - 1})" if size is not None else "the answers' indices (0, 1, ...)"
+        example = [1, 0, *range(2, max(n, 3))]
+        raise ValueError(
+            f"{where}: `ranking` must list {which} best first, each once (e.g. {example}), but got {repr(value)[:80]}."
+        )
+    return list(value)

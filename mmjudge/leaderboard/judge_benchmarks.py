@@ -1,8 +1,8 @@
 """The board's copy of a benchmark of judges, for the Judges track (:mod:`mmjudge.leaderboard.tracks.judges`):
 read from its data folder by the judge card's own readers (:func:`mmjudge.judge_card.pairs.read_pairs`,
-:func:`mmjudge.judge_card.ratings.read_judgments`), so the board's ids, subsets and labels are the ones the
-worker's judge card scores against. What a participant is shown of an item (:meth:`JudgeBoardBenchmark.public_items`)
-never holds the human preference or score.
+:func:`mmjudge.judge_card.ratings.read_judgments`, :func:`mmjudge.judge_card.rankings.read_rankings`), so the
+board's ids, subsets and labels are the ones the worker's judge card scores against. What a participant is shown of
+an item (:meth:`JudgeBoardBenchmark.public_items`) never holds the human preference, score or ranking.
 
 The demo's benchmark, ``demo-judge-pairs``, is 24 pairs written here (:func:`demo_pair_rows`: a drawn shape, a
 question, a right and a wrong answer) in VL-RewardBench's upstream layout, read through the real VL-RewardBench
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, find_benchmarks
+from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, RANKINGS, find_benchmarks
 from mmjudge.judge_card.measures import FIELDS
 from mmjudge.leaderboard.benchmarks import Benchmark, demo_image
 
@@ -35,7 +35,7 @@ class JudgeBoardBenchmark(Benchmark):
 
     Attributes:
         card_name: its name in :data:`~mmjudge.judge_card.benchmarks.JUDGE_BENCHMARKS` (and in a card's rows).
-        kind: ``pairs`` or ``ratings``; data_dir / options / limit: what the judge card reads.
+        kind: ``pairs``, ``ratings`` or ``rankings``; data_dir / options / limit: what the judge card reads.
         subsets: the subset names its figures are reported on (VL-RewardBench's groups and sources …).
         fingerprint: the items and their human labels, hashed (part of a board-scored row's signature).
     """
@@ -68,11 +68,12 @@ def load_judge_benchmark(loader: str, options: dict, board: str, track: str = "j
     if not data_dir:
         raise ValueError(f'benchmark {board!r}: the Judges track needs "data_dir", a folder holding {card.needs}.')
     data_dir = str(Path(data_dir).expanduser())
-    if card.kind == PAIRS:
-        public, labels, subsets, tasks = _read_pairs(card, data_dir, options, limit)
-    else:
-        public, labels, subsets, tasks = _read_ratings(card, data_dir, options, limit)
-    what = "pairs with the response people preferred" if card.kind == PAIRS else "captions with human scores"
+    read = {PAIRS: _read_pairs, RANKINGS: _read_rankings}.get(card.kind, _read_ratings)
+    public, labels, subsets, tasks = read(card, data_dir, options, limit)
+    what = {
+        PAIRS: "pairs with the response people preferred",
+        RANKINGS: "sets of answers with the human ranking",
+    }.get(card.kind, "captions or answers with human scores")
     return JudgeBoardBenchmark(
         board,
         track,
@@ -117,12 +118,27 @@ def _read_ratings(card: Any, data_dir: str, options: dict, limit: Any) -> tuple[
     from mmjudge.judge_card.ratings import read_judgments
 
     judgments = read_judgments(card, data_dir, options, None if limit is None else int(limit))
-    public = [
-        {"id": it["id"], "task": it.get("task") or card.task, "image": it.get("image"), "text": it.get("text")}
-        for it in judgments.items
-    ]
+    public = []
+    for it in judgments.items:
+        item = {"id": it["id"], "task": it.get("task") or card.task, "image": it.get("image"), "text": it.get("text")}
+        if it.get("question"):  # MLLM-as-a-Judge's answers answer one
+            item["question"] = it["question"]
+        public.append(item)
     labels = [[r.get("id"), r.get("criterion"), r.get("score"), r.get("annotator")] for r in judgments.ratings]
     return public, labels, [], list(dict.fromkeys(it["task"] for it in public))
+
+
+def _read_rankings(card: Any, data_dir: str, options: dict, limit: Any) -> tuple[list, list, list, list]:
+    from mmjudge.judge_card.rankings import read_rankings
+
+    rankings = read_rankings(card, data_dir, options, None if limit is None else int(limit))
+    public = [
+        {"id": r.id, "task": r.task, "image": r.image, "question": r.query, "responses": list(r.responses)}
+        for r in rankings
+    ]
+    labels = [(r.id, list(r.human), sorted(r.subsets.items())) for r in rankings]
+    subsets = sorted({r.subsets[k] for r in rankings for k in card.rules.subsets if r.subsets.get(k)})
+    return public, labels, subsets, list(dict.fromkeys(r.task for r in rankings))
 
 
 # ------------------------------------------------------------------------------------------ demo

@@ -31,7 +31,7 @@ from typing import Any
 
 from mmjudge.errors import id_differences, shown_ids
 from mmjudge.jsonl import JsonLineError, decode
-from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, JudgeBenchmark
+from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, RANKINGS, RATINGS, JudgeBenchmark
 from mmjudge.judge_card.measures import FIELDS
 from mmjudge.leaderboard.validation import MAX_ID_CHARS, SubmissionError, size_reason
 
@@ -40,12 +40,15 @@ MAX_MESSAGE = 300  # an engine message quoting a hostile id stays one readable l
 
 
 def headline_measure(bench: JudgeBenchmark) -> str:
-    """The figure a benchmark of judges is ranked by: its rules' measure (pairs), its correlation (ratings).
+    """The figure a benchmark of judges is ranked by: its rules' measure (pairs, rankings), its correlation
+    (ratings).
 
     >>> headline_measure(JUDGE_BENCHMARKS["caparena"]), headline_measure(JUDGE_BENCHMARKS["flickr8k_cf"])
     ('agreement', 'tau_b')
+    >>> headline_measure(JUDGE_BENCHMARKS["mllm_judge_batch"]), headline_measure(JUDGE_BENCHMARKS["mllm_judge_score"])
+    ('levenshtein', 'pearson')
     """
-    return bench.rules.measure if bench.kind == PAIRS else bench.correlation
+    return bench.headline
 
 
 def card_measures(bench: JudgeBenchmark) -> dict[str, tuple[float, float]]:
@@ -54,17 +57,22 @@ def card_measures(bench: JudgeBenchmark) -> dict[str, tuple[float, float]]:
 
     >>> sorted(card_measures(JUDGE_BENCHMARKS["vl_rewardbench"]))  # doctest: +NORMALIZE_WHITESPACE
     ['accuracy', 'macro_accuracy', 'no_answer', 'order_agreement', 'position_bias', 'samples_per_s']
+    >>> card_measures(JUDGE_BENCHMARKS["mllm_judge_batch"])["levenshtein"]  # a normalised distance
+    (0.0, 1.0)
     """
     main = headline_measure(bench)
-    out = {main: SIGNED if bench.kind != PAIRS else SHARE}
+    out = {main: SIGNED if bench.kind == RATINGS else SHARE}
+    rules = bench.rules
     if bench.kind == PAIRS:
-        rules = bench.rules
         if rules.macro_over:
             out[f"macro_{main}"] = SHARE
         if rules.without_ties:
             out[f"{main}_without_ties"] = SHARE
         if rules.prompt_accuracy:
             out["prompt_accuracy"] = SHARE
+        if rules.trade_offs:
+            out.update(trade_off_sensitivity=SHARE, conflict_matching_rate=SHARE)
+    if bench.kind in (PAIRS, RANKINGS):  # a judge run compares head to head
         out.update(position_bias=SIGNED, order_agreement=SHARE)
     out.update(no_answer=SHARE, samples_per_s=(0.0, math.inf))
     return out
@@ -91,8 +99,11 @@ def check_verdicts(text: str, bench: Any) -> dict[str, float]:
     benchmark exactly once (``null`` is the way to say "no answer"), no other id."""
     from mmjudge.judge_card.verdicts import parse_verdicts
 
+    sizes = None
+    if bench.kind == RANKINGS:  # a ranking orders every answer of its item
+        sizes = {it["id"]: len(it["responses"]) for it in bench.public_items()}
     try:
-        verdicts = parse_verdicts(text.splitlines(), bench.kind)
+        verdicts = parse_verdicts(text.splitlines(), bench.kind, sizes=sizes)
     except ValueError as err:
         raise SubmissionError(_short(err)) from None
     if not verdicts:

@@ -198,9 +198,10 @@ def competition_ranks(values: Sequence[float | None], higher_is_better: bool = T
     return out
 
 
-def _ranked(rows: list[dict], key: str) -> list[dict]:
-    """Competition ranks by ``key`` among the rows that may be ranked (``ranked`` not False)."""
-    ranks = competition_ranks([r.get(key) if r.get("ranked", True) else None for r in rows])
+def _ranked(rows: list[dict], key: str, higher_is_better: bool = True) -> list[dict]:
+    """Competition ranks by ``key`` among the rows that may be ranked (``ranked`` not False); the smallest first
+    when lower is better (a distance)."""
+    ranks = competition_ranks([r.get(key) if r.get("ranked", True) else None for r in rows], higher_is_better)
     for r, k in zip(rows, ranks):
         r["rank"] = k
     return sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["_created"], r["id"]))

@@ -171,6 +171,35 @@ def write_mllm_judge(root: Path) -> Path:
     return root
 
 
+# Four ranked rows for the card's batch setting: (instruction id, image, human ranking, number of answers, a verdict's
+# ranking, its normalised Levenshtein distance worked by hand). CDAB vs CADB: 2 edits of 4; BCA vs BCA: 0; ABCD vs
+# BACD: 2 of 4; ACB: no verdict.
+MLLMJ_RANKED = [
+    (0, 0, "CDAB", 4, [2, 0, 3, 1], 0.5),
+    (1, 1, "BCA", 3, [1, 2, 0], 0.0),
+    (2, 2, "ABCD", 4, [1, 0, 2, 3], 0.5),
+    (3, 2, "ACB", 3, None, None),
+]
+
+
+def write_mllm_judge_ranked(root: Path) -> Path:
+    """The MLLM-as-a-Judge fixture with :data:`MLLMJ_RANKED` as its batch.jsonl (answers by llava, cogvlm, gpt4,
+    gemini, in that order)."""
+    write_mllm_judge(root)
+    models = ["llava", "cogvlm", "gpt4", "gemini"]
+    records = [
+        {
+            **mllmj_common(i),
+            "image_path": f"image/{image}.jpg",
+            "answers": [{"name": m, "answer": f"{m} says object {i}."} for m in models[:n]],
+            "human_answer": label,
+        }
+        for i, image, label, n, _, _ in MLLMJ_RANKED
+    ]
+    write_jsonl(root / "Dataset" / "Benchmark" / "batch.jsonl", records)
+    return root
+
+
 # --- Multi-Crit: data/open_ended-*.parquet, data/reasoning-*.parquet ----------------------------------------------
 MULTICRIT_ROWS = {  # split -> (prompt id, criterion, preference)
     "open_ended": [
@@ -199,9 +228,38 @@ def multicrit_row(split: str, prompt_id: str, criterion: str, preference: str) -
     }
 
 
-def write_multi_crit(root: Path) -> Path:
-    for split, rows in MULTICRIT_ROWS.items():
-        write_parquet(root / "data" / f"{split}-00000-of-00001.parquet", [multicrit_row(split, *r) for r in rows])
+# Six prompts for Multi-Crit's trade-off figures (TOS, CMR), each criterion's human preference beside the verdict
+# of a made-up judge (the index it prefers; None: no answer), worked by hand in tests/judge_card/test_trade_offs.py.
+MULTICRIT_TRADE_OFFS = {  # split -> (prompt id, criterion, human preference, judge's verdict)
+    "open_ended": [
+        ("chartDesc__p-1", "completeness", "model_a", 0),  # conflicts with visual grounding, both matched
+        ("chartDesc__p-1", "visual_grounding", "model_b", 1),
+        ("chartDesc__p-1", "clarity", "model_a", 0),  # conflicts with visual grounding too, matched
+        ("poster__p-2", "completeness", "model_a", 1),  # opposed to factuality, the wrong way round
+        ("poster__p-2", "factuality", "model_b", 0),
+        ("poster__p-2", "clarity", "tie", None),  # no answer, but in no conflict: p-2 still counts
+        ("poster__p-3", "completeness", "model_a", 0),  # a tie is no conflict: p-3 has none
+        ("poster__p-3", "clarity", "model_a", 1),
+        ("poster__p-3", "creativity", "tie", 0.5),
+        ("chartDesc__p-6", "completeness", "model_a", None),  # no answer inside its conflict: p-6 left out
+        ("chartDesc__p-6", "visual_grounding", "model_b", 1),
+    ],
+    "reasoning": [
+        ("visualPuzzles__select-4", "logic", "model_a", 0),  # opposed to factuality as people are ...
+        ("visualPuzzles__select-4", "conciseness", "model_b", 0),  # ... but not to conciseness: not matched
+        ("visualPuzzles__select-4", "factuality", "model_b", 1),
+        ("visualPuzzles__select-5", "visual_grounding", "model_b", 0.5),  # a judge tie opposes nothing
+        ("visualPuzzles__select-5", "reflection", "model_a", 0),
+    ],
+}
+
+
+def write_multi_crit(root: Path, rows_by_split: dict | None = None) -> Path:
+    """The Hub Parquet files of ``rows_by_split`` (split -> (prompt id, criterion, preference, ...)), by default
+    :data:`MULTICRIT_ROWS`."""
+    for split, rows in (rows_by_split or MULTICRIT_ROWS).items():
+        parquet = [multicrit_row(split, *r[:3]) for r in rows]
+        write_parquet(root / "data" / f"{split}-00000-of-00001.parquet", parquet)
     return root
 
 

@@ -1,15 +1,16 @@
 """The Judges track: which judge can I trust? A team names its judge and uploads, for one benchmark of judges
-(VL-RewardBench, Multimodal RewardBench, MLLM-as-a-Judge, Multi-Crit, CapArena, Pascal-50S; the caption sets
-with human scores), either its **verdicts** (JSON Lines in the judge card's format, one line per item) — which
-the worker scores against the board's copy of the benchmark through the judge card
+(VL-RewardBench, Multimodal RewardBench, MLLM-as-a-Judge's pairs, scores and rankings, Multi-Crit, CapArena,
+Pascal-50S; the caption sets with human scores), either its **verdicts** (JSON Lines in the judge card's format,
+one line per item) — which the worker scores against the board's copy of the benchmark through the judge card
 (:func:`mmjudge.judge_card.run.judge_card`, verdicts path: no judge is loaded) — or the **card.json** that
 ``mmjudge judge-card`` wrote, checked row by row (:mod:`mmjudge.leaderboard.judge_uploads`) and shown as
 *reported by the submitter*, in its own signature group, never ranked with the board's own figures.
 
-Rows are ranked per benchmark by its headline measure (accuracy, agreement or Kendall τ) or the figure the
-filters pick (a subset such as VL-RewardBench's groups, another measure), each with the card's bootstrap
-interval and whether it is separable from the row above: the card draws its resamples from the seed and the
-benchmark alone, so two judges' bootstrap values of a figure pair up (:func:`separable_resamples`).
+Rows are ranked per benchmark by its headline measure (accuracy, agreement, Kendall τ, Pearson r; a distance
+such as MLLM-as-a-Judge's normalised Levenshtein distance smallest first) or the figure the filters pick (a subset
+such as VL-RewardBench's groups, another measure), each with the card's bootstrap interval and whether it is
+separable from the row above: the card draws its resamples from the seed and the benchmark alone, so two judges'
+bootstrap values of a figure pair up (:func:`separable_resamples`).
 
 >>> from mmjudge.leaderboard.benchmarks import get_benchmark
 >>> track, bench = JudgesTrack(), get_benchmark("demo-judge-pairs")
@@ -31,8 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS
-from mmjudge.judge_card.measures import AGREEMENT_MEASURES
+from mmjudge.judge_card.benchmarks import JUDGE_BENCHMARKS, PAIRS, RANKINGS
+from mmjudge.judge_card.measures import AGREEMENT_MEASURES, DISTANCE_MEASURES
 from mmjudge.leaderboard.benchmarks import available_benchmarks, get_benchmark
 from mmjudge.leaderboard.display import frame, interval_text, rounded, separable_text
 from mmjudge.leaderboard.judge_benchmarks import JudgeBoardBenchmark, load_judge_benchmark
@@ -45,7 +46,7 @@ from mmjudge.report import markdown_text
 from mmjudge.signature import Signature
 
 HEADLINE = "headline"  # the measure filter's default: each benchmark's own headline measure
-MEASURES = (HEADLINE, *AGREEMENT_MEASURES)
+MEASURES = (HEADLINE, *AGREEMENT_MEASURES, *DISTANCE_MEASURES)
 BOARD, REPORTED = "board", "reported"  # where a row's figures come from
 SOURCE_WORDS = {BOARD: "scored by the board", REPORTED: "reported by the submitter"}
 LOAD_ERRORS = (ValueError, OSError, ImportError)  # a benchmark that cannot be read (told where it is used)
@@ -56,9 +57,10 @@ class JudgesTrack(Track):
     label = "Judges"
     about = (
         "name your judge and upload its verdicts on a benchmark of judges (which of two responses people "
-        "preferred; or scores of captions), or the `card.json` of `mmjudge judge-card`; the board scores the "
-        "verdicts with the judge card and ranks judges by the benchmark's accuracy, agreement or τ with its "
-        "interval (a card's own figures are shown apart, as reported by the submitter)."
+        "preferred; scores of captions or answers; rankings of answers), or the `card.json` of `mmjudge judge-card`; "
+        "the board scores the verdicts with the judge card and ranks judges by the benchmark's accuracy, agreement, "
+        "correlation (or distance, lowest first) with its interval (a card's own figures are shown apart, as "
+        "reported by the submitter)."
     )
     headline = "value"
     board_name_suffix = "-judges"
@@ -163,14 +165,16 @@ class JudgesTrack(Track):
         tables = []
         for benchmark, part in by_benchmark(entries).items():
             for group in group_by_signature(part):
-                rows = _ranked([_row(e, subset, measure, most) for e in group], "value")
+                first = group[0].summary
+                shown = first.get("headline", "") if measure == HEADLINE else measure
+                rows = [_row(e, subset, measure, most) for e in group]
+                rows = _ranked(rows, "value", higher_is_better=shown not in DISTANCE_MEASURES)
                 above: list | None = None
                 for r in rows:
                     values = r.pop("_replicates")
                     r["separable"] = separable_resamples(above, values) if r["rank"] is not None and above else None
                     if r["rank"] is not None:
                         above = values
-                first = group[0].summary
                 tables.append(
                     {
                         "benchmark": benchmark,
@@ -179,7 +183,7 @@ class JudgesTrack(Track):
                         "by": "value",
                         "source": first.get("source", BOARD),
                         "card_name": first.get("benchmark", ""),
-                        "measure": first.get("headline", "") if measure == HEADLINE else measure,
+                        "measure": shown,
                         "subset": subset,
                     }
                 )
@@ -222,24 +226,34 @@ class JudgesTrack(Track):
 
     # -------------------------------------------------------------------------------- downloads
     def example_line(self, bench: JudgeBoardBenchmark, item: dict) -> dict:
+        if bench.kind == RANKINGS:
+            return {"id": item["id"], "ranking": list(range(len(item["responses"])))}
         return {"id": item["id"], FIELD[bench.kind]: 0 if bench.kind == PAIRS else 0.0}
 
     def line_fields(self, bench: JudgeBoardBenchmark) -> dict[str, str]:
         if bench.kind == PAIRS:
             said = "0 = the first of the item's `responses` is better, 1 = the second, 0.5 = a tie, null = no answer"
+        elif bench.kind == RANKINGS:
+            said = (
+                "the indices of the item's `responses` from best to worst, each once ([2, 0, 1]: the third is the "
+                "best), null = no answer"
+            )
         else:
-            said = "your judge's score of the caption (a finite number; higher = better), null = no answer"
+            said = "your judge's score of the caption or answer (a finite number; higher = better), null = no answer"
         return {"id": "an item id, each exactly once", FIELD[bench.kind]: said}
 
     def guide_steps(self, bench: JudgeBoardBenchmark, settings: Mapping[str, Any], words: GuideWords) -> list[str]:
         card = JUDGE_BENCHMARKS[bench.card_name]
-        pairs = bench.kind == PAIRS
-        ask = (
-            "**Ask your judge which of the two responses is better**"
-            if pairs
-            else "**Have your judge score every caption**"
-        )
-        shows = "`question`, `responses` (the two texts)" if pairs else "`text` (the caption)"
+        ask, shows = {
+            PAIRS: (
+                "**Ask your judge which of the two responses is better**",
+                "`question`, `responses` (the two texts)",
+            ),
+            RANKINGS: (
+                "**Ask your judge to rank the responses, best first**",
+                "`question`, `responses` (3 or 4 texts)",
+            ),
+        }.get(bench.kind, ("**Have your judge score every caption or answer**", "`text`, and `question` if any"))
         return [
             f"1. **Get the items**: *Inputs (zip)* — `inputs.jsonl` (one item per line: `id`, `task`, `image`, "
             f"{shows}) and `images/` — or *Inputs (Parquet)*. The human preferences are the answer key and are not "
@@ -268,13 +282,23 @@ class JudgesTrack(Track):
             "",
             f"**Scoring**: the judge card scores your verdicts against the board's copy ({card.source}; "
             f"{int(settings['bootstrap'])} bootstrap resamples, seed {int(settings['seed'])}). Rows are ranked by "
-            f"{headline_measure(card)} (or the subset and measure the filters pick) with a 95% interval, and each says "
+            f"{headline_measure(card)}{_direction(headline_measure(card))} (or the subset and measure the filters "
+            "pick) with a 95% interval, and each says "
             "whether it is separable from the row above. Items without a verdict count as no answer; above "
             f"{100 * float(settings['max_failed_share']):g}% of them a row is shown but not ranked.",
         ]
 
 
-FIELD = {PAIRS: "preferred", "ratings": "score"}  # a verdict line's value
+FIELD = {PAIRS: "preferred", "ratings": "score", RANKINGS: "ranking"}  # a verdict line's value
+
+
+def _direction(measure: str) -> str:
+    """`` (lower is better)`` for a distance, else nothing.
+
+    >>> _direction("levenshtein"), _direction("accuracy")
+    (' (lower is better, ranked smallest first)', '')
+    """
+    return " (lower is better, ranked smallest first)" if measure in DISTANCE_MEASURES else ""
 
 
 def _row(entry: Any, subset: str, measure: str, most: float) -> dict:
@@ -347,7 +371,8 @@ def _caption(tables: list[dict], index: int, most: float) -> str:
     others = f" — {len(tables) - 1} other signature group(s) are listed separately." if len(tables) > 1 else ""
     return (
         f"Benchmark **{markdown_text(table['benchmark'])}** (scored as `{safe_code(table['card_name'])}`): ranked by "
-        f"**{markdown_text(table['measure'])}**{on} among {len(table['rows'])} judge(s). {source} **no_answer**: "
+        f"**{markdown_text(table['measure'])}**{_direction(table['measure'])}{on} among {len(table['rows'])} "
+        f"judge(s). {source} **no_answer**: "
         f"the share of items without a verdict, left out of every figure; above {100 * most:g}% a row is listed "
         f"without a rank. Subsets: {subsets}. Signature: `{safe_code(table['signature'])}`{others}"
     )
