@@ -56,7 +56,8 @@ def card_measures(bench: JudgeBenchmark) -> dict[str, tuple[float, float]]:
     writes for it).
 
     >>> sorted(card_measures(JUDGE_BENCHMARKS["vl_rewardbench"]))  # doctest: +NORMALIZE_WHITESPACE
-    ['accuracy', 'macro_accuracy', 'no_answer', 'order_agreement', 'position_bias', 'samples_per_s']
+    ['accuracy', 'cost_usd', 'macro_accuracy', 'no_answer', 'order_agreement', 'position_bias', 'samples_per_s',
+     'tokens']
     >>> card_measures(JUDGE_BENCHMARKS["mllm_judge_batch"])["levenshtein"]  # a normalised distance
     (0.0, 1.0)
     """
@@ -74,7 +75,9 @@ def card_measures(bench: JudgeBenchmark) -> dict[str, tuple[float, float]]:
             out.update(trade_off_sensitivity=SHARE, conflict_matching_rate=SHARE)
     if bench.kind in (PAIRS, RANKINGS):  # a judge run compares head to head
         out.update(position_bias=SIGNED, order_agreement=SHARE)
-    out.update(no_answer=SHARE, samples_per_s=(0.0, math.inf))
+    # tokens and cost_usd: what an API judge's run used (judge_card.run.usage_rows); every card from such a judge
+    # has them, so a card that carries them must be accepted.
+    out.update(no_answer=SHARE, samples_per_s=(0.0, math.inf), tokens=(0.0, math.inf), cost_usd=(0.0, math.inf))
     return out
 
 

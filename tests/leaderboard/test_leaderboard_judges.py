@@ -250,6 +250,23 @@ def test_a_bad_verdict_file_is_refused_in_one_line(tmp_path, body, message):
     assert not receipt.accepted and receipt.message.startswith(f"invalid file: {message}"), receipt.message
 
 
+def test_an_api_judges_card_with_its_usage_rows_is_accepted(tmp_path):
+    """A card from an API judge carries what the run used (tokens, and $ where the model has a list price):
+    the board must take it as `judge-card` wrote it, and still refuse a usage figure that cannot be."""
+    from mmjudge.judge_card.run import usage_rows
+
+    usage = usage_rows(
+        "vl_rewardbench", {}, {"requests": 48, "prompt_tokens": 9600, "completion_tokens": 48, "cost_usd": 0.1}
+    )
+    assert [r["measure"] for r in usage] == ["tokens", "cost_usd"]
+    store = Store(tmp_path)
+    card = json.dumps(demo_card() + usage).encode()
+    assert submit(store, track="judges", benchmark=DEMO, name="api-judge", submitter="ana", data=card).accepted
+    negative = json.dumps(demo_card() + [{**usage[1], "value": -0.1}]).encode()
+    refused = submit(store, track="judges", benchmark=DEMO, name="api-judge", submitter="ana", data=negative)
+    assert not refused.accepted and "cost_usd" in refused.message and "\n" not in refused.message, refused.message
+
+
 def test_a_card_is_shown_as_reported_never_ranked_with_the_boards_rows(tmp_path):
     store = Store(tmp_path)
     for name, data in (("scored", jsonl(demo_verdicts("careful"))), ("claimed", json.dumps(demo_card()).encode())):
