@@ -22,6 +22,17 @@ scores the first N items again with every CLIP encoder one batch at a time (``pi
 normalisation, one batch on the device at a time) and prints the largest difference of any output (0 expected:
 the pipelined inputs equal the sequential ones bit for bit). ``--profile N`` profiles N items of each row
 (GPU busy share, kernels, synchronisations; ``benchmarks/gpu_profile.py``).
+
+``--host-only`` measures what the CPU side costs alone: the image and text towers are replaced by stubs that
+return deterministic embeddings of the right shape computed from the inputs (a few pixel bytes, the token
+ids), and the device-side pixel normalisation by a view of those bytes, so everything else — image
+resizing, tokenisation and text cleaning, chunking, checks, cache keys, result assembly — runs for real.
+Each row then also prints the scoring thread's own CPU time per item (``time.thread_time``: the serial part,
+which sets the pace when the pool's work is spread over many cores) and all threads' CPU time per item;
+``--cprofile N`` prints where the scoring thread's time goes over N items (cProfile sees that thread only).
+
+    python benchmarks/caption_metrics_throughput.py --full-size --host-only --n 2048 \
+        --only clip_score pac_s_vitb32:pac_s --cprofile 512
 """
 
 from __future__ import annotations
@@ -228,6 +239,68 @@ def sequential_difference(metric: Any, items: list[dict], device: str) -> tuple[
     return worst, rate
 
 
+def stub_towers(metric: Any) -> None:
+    """Replace the metric's CLIP towers by deterministic stubs (``--host-only``): the image embedding is the
+    first ``dim`` pixel bytes of the resized image plus one, the text embedding the token ids padded with
+    zeros plus one — cheap, input-dependent (two runs that feed different inputs differ), never a model."""
+    import torch
+
+    from mmjudge.encoders import clip as clip_module
+
+    # One torch thread: the stubs' few tensor operations must not spin OpenMP workers against the pool (a
+    # GPU run does no CPU tensor arithmetic on the scoring thread).
+    torch.set_num_threads(1)
+    for encoder in encoders(metric):
+        dim = int(encoder.model.config.projection_dim)
+
+        def image_features(pixel_values: Any, dim: int = dim) -> Any:
+            return pixel_values.reshape(len(pixel_values), -1)[:, :dim].float() + 1.0
+
+        def text_features(input_ids: Any, attention_mask: Any, dim: int = dim) -> Any:
+            out = torch.ones((len(input_ids), dim), dtype=torch.float32)
+            width = min(dim, input_ids.shape[1])
+            out[:, :width] += (input_ids[:, :width] * attention_mask[:, :width]).float()
+            return out
+
+        encoder.model.get_image_features = image_features
+        encoder.model.get_text_features = text_features
+    # The lookup-table normalisation runs on the GPU in a real run: here only the bytes the stub reads.
+    clip_module.pixels_from_uint8 = lambda pixels, table: pixels.reshape(len(pixels), -1)[:, :1024]
+
+
+def host_costs(metric: Any, items: list[dict], batch_size: int) -> dict:
+    """Wall, scoring-thread CPU and all-threads CPU microseconds per item of one ``compute`` over ``items``
+    (after a warm-up chunk, nothing cached)."""
+    metric.compute(**columns(metric, make_items(batch_size, items[0]["image"].size, seed=99)), progress=False)
+    for encoder in encoders(metric):
+        encoder._memory.clear()
+    part = columns(metric, items)
+    wall, thread, process = time.perf_counter(), time.thread_time(), time.process_time()
+    metric.compute(**part, progress=False)
+    scale = 1e6 / len(items)
+    return {
+        "wall_us": (time.perf_counter() - wall) * scale,
+        "thread_cpu_us": (time.thread_time() - thread) * scale,
+        "process_cpu_us": (time.process_time() - process) * scale,
+    }
+
+
+def cprofile_rows(metric: Any, items: list[dict], top: int = 60) -> None:
+    """Print the scoring thread's cProfile in CPU time (``time.thread_time``: waits for the pool and for the
+    GIL do not count), top functions by own time, then by cumulative time."""
+    import cProfile
+    import pstats
+
+    for encoder in encoders(metric):
+        encoder._memory.clear()
+    part = columns(metric, items)
+    profiler = cProfile.Profile(time.thread_time)
+    profiler.runcall(lambda: metric.compute(**part, progress=False))
+    stats = pstats.Stats(profiler, stream=sys.stdout)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+
+
 def _sync(device: str) -> None:
     if str(device).startswith("cuda"):
         import torch
@@ -253,6 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         help="score the first N items again one batch at a time; print the largest difference",
     )
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="profile N items of each row")
+    parser.add_argument(
+        "--host-only", action="store_true", help="stub the towers: time the CPU side alone (µs per item)"
+    )
+    parser.add_argument(
+        "--cprofile", type=int, default=0, metavar="N", help="with --host-only: cProfile N items of each row"
+    )
     parser.add_argument("--json", help="also write the rows as JSON")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # truncation warnings: the ~100-word captions are longer than 77 tokens
@@ -276,9 +355,24 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and name not in args.only:
             continue
         metric, loaded = load_metric(run, args.device, args.batch_size)
-        seconds = measure(metric, items, args.device, args.batch_size)
+        if args.host_only:
+            stub_towers(metric)
+            costs = host_costs(metric, items, args.batch_size)
+            seconds = costs["wall_us"] * args.n / 1e6
+        else:
+            costs = {}
+            seconds = measure(metric, items, args.device, args.batch_size)
         row = {"row": name, "samples_per_s": args.n / seconds, "n": args.n, "load_s": loaded, "device": device_name}
         print(f"{name:36s} {args.n / seconds:10.1f} {1000 * seconds / args.n:10.2f} {loaded:7.1f}", flush=True)
+        if costs:
+            row.update(costs)
+            print(
+                f"  {name}: host only, µs/item: wall {costs['wall_us']:.0f}, scoring thread CPU "
+                f"{costs['thread_cpu_us']:.0f}, all threads CPU {costs['process_cpu_us']:.0f}",
+                flush=True,
+            )
+            if args.cprofile:
+                cprofile_rows(metric, items[: args.cprofile])
         if args.check_sequential:
             diff, rate = sequential_difference(metric, items[: args.check_sequential], args.device)
             row["max_diff_vs_sequential"], row["sequential_samples_per_s"] = diff, rate

@@ -34,14 +34,37 @@ _MERGES = 49152 - 256 - 2
 DEFAULT_HUB_TOKENIZER = "openai/clip-vit-base-patch32"
 
 
+# Printable ASCII but "&", tabs and newlines: every repair of ftfy.fix_text needs some other character
+# (mojibake, entities, terminal escapes, control characters, curly quotes, ligatures, widths, "\r" line
+# breaks, NFC) and html.unescape needs "&", so such a text (most captions) comes out of both unchanged.
+_UNTOUCHED = re.compile(r"[\t\n\x20-\x25\x27-\x7e]*")
+# Texts repaired by ftfy (~30-100 µs each), remembered: references repeat across a data set's items.
+_FIXED_TEXTS = 4096
+
+
 def openai_clean(text: str) -> str:
     """OpenAI CLIP's ``basic_clean`` + ``whitespace_clean`` (lowercasing is left to the tokenizer):
-    ``ftfy.fix_text`` when ftfy is installed, HTML entities unescaped twice, whitespace collapsed, stripped."""
+    ``ftfy.fix_text`` when ftfy is installed, HTML entities unescaped twice, whitespace collapsed, stripped.
+
+    A text of printable ASCII without ``&`` skips ftfy and the unescaping (they leave it as it is), and
+    ``" ".join(text.split())`` collapses whitespace (``str.split`` and ``re``'s ``\\s`` split on the same
+    characters: ``str.isspace``), so the result is OpenAI's, character for character, at a tenth of the cost.
+
+    >>> openai_clean("caf\u00c3\u00a9 &lt;b&gt;\u3000 x")  # mojibake fixed, entities unescaped, ideographic space
+    'café <b> x'
+    """
+    if _UNTOUCHED.fullmatch(text) is None:
+        text = _repaired(text)
+    return " ".join(text.split())
+
+
+@functools.lru_cache(maxsize=_FIXED_TEXTS)
+def _repaired(text: str) -> str:
+    """``ftfy.fix_text`` (when installed), then HTML entities unescaped twice."""
     fix_text = _ftfy_fix_text()
     if fix_text is not None:
         text = fix_text(text)
-    text = html.unescape(html.unescape(text)).strip()
-    return re.sub(r"\s+", " ", text).strip()
+    return html.unescape(html.unescape(text))
 
 
 @functools.cache

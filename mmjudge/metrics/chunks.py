@@ -152,13 +152,21 @@ class ChunkImages:
         for position, item in enumerate(chunk):
             if isinstance(item, Item) and item.image is not None:
                 first.setdefault(_image_key(item.image), position)
-        if len(first) > 1 and (os.cpu_count() or 1) > 1:
+        cores = os.cpu_count() or 1
+        if len(first) > 1 and cores > 1:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor
 
-                self._pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="mmjudge-decode")
+                self._pool = ThreadPoolExecutor(cores, thread_name_prefix="mmjudge-decode")
+            # One task per core over every k-th image, not one per image: a submit and its result cost this
+            # (the scoring) thread ~10 µs each.
+            positions = list(first.values())
+            tasks = min(len(positions), cores)
+            futures = [
+                self._pool.submit(self._decode_several, [chunk[p] for p in positions[g::tasks]]) for g in range(tasks)
+            ]
             return {
-                key: (position, self._pool.submit(self._decode_one, chunk[position])) for key, position in first.items()
+                key: (position, (futures[k % tasks], k // tasks)) for k, (key, position) in enumerate(first.items())
             }
         return {key: (position, None) for key, position in first.items()}
 
@@ -166,8 +174,8 @@ class ChunkImages:
         """The chunk with its images decoded: each item's image and digest set, or the item failed (or the
         stream stopped, with ``on_error="raise"``) where its image could not be read."""
         decoded = {
-            key: self._decode_one(chunk[position]) if future is None else future.result()
-            for key, (position, future) in decoding.items()
+            key: self._decode_one(chunk[position]) if pending is None else pending[0].result()[pending[1]]
+            for key, (position, pending) in decoding.items()
         }
         # Where the first item with each image is, read before any item is replaced by its failed result below
         # (two items sharing one unreadable image: the first is already an ItemResult when the second is met).
@@ -186,6 +194,9 @@ class ChunkImages:
                 continue
             item.image, item.digest = answer
         return chunk
+
+    def _decode_several(self, items: list[Item]) -> list[Any]:
+        return [self._decode_one(item) for item in items]
 
     def _decode_one(self, item: Item) -> Any:
         """``(decoded image, pixel digest)``, or the ValueError saying why it cannot be read (hashed in the
