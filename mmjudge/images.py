@@ -7,6 +7,12 @@ item named on unreadable, corrupt or oversized (decompression-bomb) images. Only
 fetched with a bounded size (:data:`MAX_URL_BYTES`) and time (:data:`URL_TIMEOUT`), and without network
 access it is one line saying so. :func:`parse_box` reads a typed bounding box.
 
+Every image's size is checked from its header, before ``load()`` allocates its pixels. Front doors that take
+images from anyone (``mmjudge serve``, the Space) also restrict the formats to :data:`HEADER_FORMATS`
+(:func:`open_header`, ``load_image(..., formats=HEADER_FORMATS)``), whose opening reads the header alone.
+Warnings filters are never touched here: ``warnings.catch_warnings`` swaps the process-wide filter list, so
+threads decoding at once (a served page, the chunk engine) would change each other's filters.
+
 >>> from PIL import Image
 >>> from mmjudge.images import load_image, draw_box
 >>> img = load_image(Image.new("RGB", (64, 48), "white"), where="images[0]")
@@ -22,10 +28,9 @@ import io
 import math
 import os
 import re
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from PIL import Image, ImageDraw
 
@@ -42,6 +47,15 @@ MAX_FILE_BYTES = 512 * 2**20
 MAX_URL_BYTES = 64 * 2**20
 URL_TIMEOUT = 30.0
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+# What OpenAI's chat API takes (PNG, JPEG, WebP, GIF) and BMP: formats whose opening reads the header alone
+# and whose first frame decodes at the size it states (a camera's JPEG with several pictures, MPO, opens
+# through the JPEG plugin). Others are not opened at all where images come from anyone: PIL's ICO plugin, for
+# one, decodes the icon's embedded PNG inside `Image.open`, at the size that PNG says (a 337 kB icon claiming
+# 16x16 took 314 MB there), before any check could run.
+HEADER_FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP")
+HEADER_FORMAT_NAMES = "PNG, JPEG, WebP, GIF or BMP"
+_BOMB = re.compile(r"\((\d+) pixels\)")  # PIL's DecompressionBombError/Warning: "Image size (N pixels) exceeds …"
 
 ImageInput = Any  # PIL.Image.Image | str | os.PathLike | bytes | dict | array | object with .path
 
@@ -63,26 +77,84 @@ class ImageReadError(ValueError):
     """The file or bytes are not an image Pillow can decode (corrupt, truncated, another format)."""
 
 
+class ImageTooLargeError(ValueError):
+    """An image refused for its pixel count before it was decoded: ``size`` (width, height) when its header
+    was read, else ``pixels`` as PIL's own decompression-bomb refusal states it (``None`` if it does not), so
+    a front door can say it in its own terms."""
+
+    def __init__(self, message: str, size: tuple[int, int] | None = None, pixels: int | None = None):
+        super().__init__(message)
+        self.size = size
+        self.pixels = size[0] * size[1] if size else pixels
+
+
+def error_text(err: BaseException) -> str:
+    """An exception's message without object reprs (``<_io.BytesIO object at 0x…>``), cut short.
+
+    >>> error_text(OSError("cannot identify image file <_io.BytesIO object at 0x7f00>"))
+    'cannot identify image file'
+    """
+    return re.sub(r"\s*<[^<>]* at 0x[0-9a-fA-F]+>", "", str(err)).strip()[:160] or type(err).__name__
+
+
+def _bomb(err: Exception) -> ImageTooLargeError:
+    found = _BOMB.search(str(err))
+    return ImageTooLargeError(error_text(err), pixels=int(found.group(1)) if found else None)
+
+
+def open_header(source: str | os.PathLike | IO[bytes]) -> Image.Image:
+    """``source`` opened as one of :data:`HEADER_FORMATS`, its header read and no pixel decoded: ``size``,
+    ``mode`` and ``format`` are known, ``load()`` decodes (close it, or use it in a ``with``).
+
+    Raises:
+        ImageReadError: not one of those formats, or a header PIL cannot read (one line, no object reprs).
+        ImageTooLargeError: PIL refused it for its pixel count (above twice ``Image.MAX_IMAGE_PIXELS``, or
+            above it where a warnings filter turns PIL's warning into an error); ``pixels`` says how many.
+
+    >>> blob = io.BytesIO()
+    >>> Image.new("L", (40, 30)).save(blob, "PNG")
+    >>> with open_header(blob) as img:
+    ...     print(img.format, img.size)
+    PNG (40, 30)
+    >>> blob = io.BytesIO()
+    >>> Image.new("L", (16, 16)).save(blob, "ICO")
+    >>> open_header(blob)
+    Traceback (most recent call last):
+    mmjudge.images.ImageReadError: not a PNG, JPEG, WebP, GIF or BMP image (cannot identify image file)
+    """
+    try:
+        return Image.open(source, formats=HEADER_FORMATS)
+    except Image.UnidentifiedImageError:
+        raise ImageReadError(f"not a {HEADER_FORMAT_NAMES} image (cannot identify image file)") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:
+        raise _bomb(err) from None
+    except Exception as err:  # a header PIL recognises but cannot read
+        raise ImageReadError(f"not a decodable image ({error_text(err)})") from None
+
+
 def load_image(
     image: ImageInput,
     where: str = "image",
     max_pixels: int = DEFAULT_MAX_PIXELS,
     max_aspect_ratio: float | None = None,
     mode: str | None = "RGB",
+    formats: Sequence[str] | None = None,
 ) -> Image.Image:
     """Decode ``image`` fully into a PIL image: 8-bit RGB (:func:`to_rgb`) by default, ``mode`` (e.g.
-    ``"RGBA"``) when given, as decoded when ``mode`` is None.
+    ``"RGBA"``) when given, as decoded when ``mode`` is None. A file or bytes is checked from its header
+    before its pixels are decoded; ``formats`` (e.g. :data:`HEADER_FORMATS`) restricts what PIL may open.
 
     Raises:
-        ImageReadError: naming ``where`` when the data is not a readable image.
-        ValueError: naming ``where`` when the image is missing, empty, larger than ``max_pixels`` or
-            (with ``max_aspect_ratio``) longer than that many times its width.
+        ImageReadError: naming ``where`` when the data is not a readable image (or not one of ``formats``).
+        ImageTooLargeError: naming ``where`` when the image has more than ``max_pixels`` pixels.
+        ValueError: naming ``where`` when the image is missing, empty or (with ``max_aspect_ratio``) longer
+            than that many times its width.
     """
     if image is None:
         raise ValueError(f"{where}: an image is required but got None.")
-    limits = (where, max_pixels, max_aspect_ratio, mode)
+    limits = (where, max_pixels, max_aspect_ratio, mode, formats)
     if isinstance(image, Image.Image):
-        return _checked(image, *limits)
+        return _checked(image, *limits[:4])
     if isinstance(image, dict):
         data, path = image.get("bytes"), image.get("path")
         if data is None and path is None:
@@ -96,7 +168,7 @@ def load_image(
         return _open_file(Path(image).expanduser(), *limits)
     if hasattr(image, "__array_interface__"):  # numpy arrays (Gradio's image components)
         try:
-            return _checked(Image.fromarray(image), *limits)
+            return _checked(Image.fromarray(image), *limits[:4])
         except (TypeError, KeyError) as err:
             raise ImageReadError(f"{where}: cannot read the array as an image ({err}).") from None
     if isinstance(getattr(image, "path", None), (str, os.PathLike)):  # Gradio file payloads (FileData)
@@ -174,9 +246,7 @@ def fetch_url(url: str, where: str = "image", max_bytes: int = MAX_URL_BYTES, ti
     return b"".join(chunks)
 
 
-def _open_file(
-    path: Path, where: str, max_pixels: int, max_aspect_ratio: float | None, mode: str | None
-) -> Image.Image:
+def _open_file(path: Path, where: str, *limits: Any) -> Image.Image:
     """A regular image file, read at most :data:`MAX_FILE_BYTES` (see :func:`mmjudge.paths.open_regular_file`)."""
     from mmjudge.paths import open_regular_file
 
@@ -191,19 +261,29 @@ def _open_file(
     except OSError as err:
         raise ValueError(f"{where}: cannot open image file {str(path)!r} ({err.strerror or err}).") from None
     with handle:
-        return _open(handle, where, max_pixels, max_aspect_ratio, mode)
+        return _open(handle, where, *limits)
 
 
-def _open(source, where: str, max_pixels: int, max_aspect_ratio: float | None, mode: str | None) -> Image.Image:
+def _open(
+    source,
+    where: str,
+    max_pixels: int,
+    max_aspect_ratio: float | None,
+    mode: str | None,
+    formats: Sequence[str] | None = None,
+) -> Image.Image:
+    # PIL warns (DecompressionBombWarning) above its own limit and refuses above twice it; the size check
+    # below is ours, from the header. A caller's larger `max_pixels` is honoured up to PIL's refusal.
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(source) as img:
-                _check_size(img.size, where, max_pixels)
-                img.load()
-                return _checked(img.copy(), where, max_pixels, max_aspect_ratio, mode)
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise ValueError(f"{where}: image is too large (possible decompression bomb).") from None
+        with Image.open(source, formats=formats) as img:
+            _check_size(img.size, where, max_pixels)
+            img.load()
+            return _checked(img.copy(), where, max_pixels, max_aspect_ratio, mode)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:
+        bomb = _bomb(err)
+        raise ImageTooLargeError(
+            f"{where}: image is too large (possible decompression bomb).", pixels=bomb.pixels
+        ) from None
     except ValueError:
         raise
     except Exception as err:  # PIL raises UnidentifiedImageError, OSError, SyntaxError… on bad files
@@ -215,9 +295,10 @@ def _check_size(size: tuple[int, int], where: str, max_pixels: int) -> None:
     if width < 1 or height < 1:
         raise ValueError(f"{where}: image is empty ({width}x{height}).")
     if width * height > max_pixels:
-        raise ValueError(
+        raise ImageTooLargeError(
             f"{where}: image is too large ({width}x{height} = {width * height} pixels > {max_pixels}); "
-            "possible decompression bomb. Pass a larger `max_pixels` if this is intended."
+            "possible decompression bomb. Pass a larger `max_pixels` if this is intended.",
+            size=(width, height),
         )
 
 

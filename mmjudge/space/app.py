@@ -1,10 +1,12 @@
 """The Space's page: :func:`build_demo` lays out the Gradio Blocks over :mod:`mmjudge.space.handlers`
 (layout and wiring only; every event's work is a handler's).
 
-Gradio is imported inside the functions here, so ``import mmjudge.space`` works without it. The score
-event takes the raw upload payloads (``preprocess=False``) so that an unreadable file becomes one
-readable line from :mod:`mmjudge.space.inputs`, not Gradio's generic error; Gradio still checks that
-every uploaded path lies in its upload folder before the handler sees it.
+Gradio is imported inside the functions here, so ``import mmjudge.space`` works without it. Every event
+that takes an image takes the raw upload payloads (``preprocess=False``): Gradio then decodes nothing
+(its ``image_mode`` conversion, EXIF transpose and the editor's flattening would decode any upload before
+a check, bounded only by PIL's process-wide limit), :mod:`mmjudge.space.inputs` checks the size from the
+header first, and an unreadable file becomes one readable line, not Gradio's generic error. Gradio still
+checks that every uploaded path lies in its upload folder before the handler sees it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmjudge.images import HEADER_FORMAT_NAMES
 from mmjudge.space.compare_tab import add_compare_tab
 from mmjudge.space.handlers import (
     DEMO_WARNING,
@@ -53,7 +56,8 @@ def limits_text(settings: Settings) -> str:
     """What the page accepts, stated in the user's terms (the same numbers the checks use)."""
     side = int((settings.max_pixels * 4 / 3) ** 0.5)  # a 4:3 picture at the limit
     return (
-        f"**Limits**: images up to {settings.max_pixels / 1e6:g} megapixels (e.g. {side:,} × {side * 3 // 4:,}) "
+        f"**Limits**: images up to {settings.max_pixels / 1e6:g} megapixels (e.g. {side:,} × {side * 3 // 4:,}; "
+        f"{HEADER_FORMAT_NAMES}) "
         f"and {settings.max_upload_mb:,} MB per file; "
         f"texts, questions and references up to {settings.max_chars:,} characters each, at most "
         f"{settings.max_references} references. Requests scored at once: {settings.concurrency}; waiting in line "

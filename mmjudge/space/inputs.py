@@ -2,7 +2,10 @@
 
 Every mistake raises :class:`SpaceInputError` (a ``ValueError``) with one line naming the field and
 the fix; the page shows that line. Values come as Gradio sends them with preprocessing off (file
-payload dicts with a ``path``), or as PIL images, arrays and paths (tests, other callers).
+payload dicts with a ``path``: Gradio itself decodes nothing), or as PIL images, arrays and paths (tests,
+other callers). An uploaded file is opened only as one of :data:`mmjudge.images.HEADER_FORMATS` and its
+size is checked from its header before a pixel is decoded (:func:`mmjudge.images.load_image`); warnings
+filters are left alone (they are process-wide, and the page serves requests on threads).
 
 >>> from PIL import Image
 >>> layer = Image.new("RGBA", (64, 48), (0, 0, 0, 0))
@@ -19,17 +22,20 @@ mmjudge.space.inputs.SpaceInputError: Text: empty. Type the text to score.
 
 from __future__ import annotations
 
-import io
 import math
-import os
-import re
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from PIL import Image
 
-from mmjudge.images import ImageReadError, check_box, load_image
+from mmjudge.images import (
+    HEADER_FORMAT_NAMES,
+    HEADER_FORMATS,
+    ImageReadError,
+    ImageTooLargeError,
+    check_box,
+    load_image,
+)
 from mmjudge.images import parse_box as parse_image_box
 from mmjudge.prompts import load_prompt_set
 from mmjudge.space.settings import DEFAULT_MAX_CHARS, DEFAULT_MAX_PIXELS, DEFAULT_MAX_REFERENCES
@@ -44,7 +50,7 @@ TEXT_NAMES = {t: info.text_name for t, info in PROMPTS.task_info.items()}
 
 
 UNREADABLE = (
-    "the file is not an image that can be read (PNG, JPEG, WebP, GIF, BMP, TIFF). "
+    f"the file is not an image that can be read ({HEADER_FORMAT_NAMES}). "
     "Upload a real image file; renaming another file to .png does not make it one."
 )
 
@@ -81,70 +87,47 @@ def _is_empty(value: Any) -> bool:
 
 
 def read_image(value: Any, field: str = "Image", max_pixels: int = 40_000_000) -> Image.Image | None:
-    """An RGB PIL image from an upload (payload dict, path, PIL image, array), ``None`` when empty.
+    """An RGB PIL image from an upload (payload dict, path, PIL image, array), ``None`` when empty. EXIF
+    orientation is not applied: the judge sees the pixels as the file stores them, as ``mmjudge score`` and
+    ``compute`` do for the same file.
 
     Raises:
-        SpaceInputError: the file is not an image Pillow can read (e.g. a text file renamed ``.png``),
-            or is too large.
+        SpaceInputError: the file is not an image read here (e.g. a text file renamed ``.png``, an icon),
+            or has more than ``max_pixels`` pixels (said from its header, nothing decoded).
     """
+    return _read(value, field, max_pixels)
+
+
+def _read(value: Any, field: str, max_pixels: int, mode: str | None = "RGB", fix: str = "") -> Image.Image | None:
     if _is_empty(value):
         return None
-    check_pixels(value, field, max_pixels)
     try:
-        return load_image(value, where=field, max_pixels=max_pixels)
+        return load_image(value, where=field, max_pixels=max_pixels, mode=mode, formats=HEADER_FORMATS)
+    except ImageTooLargeError as err:
+        raise SpaceInputError(too_large_line(field, err, max_pixels)) from None
     except ImageReadError:  # PIL's own message names a temporary path: leave it out
-        raise SpaceInputError(f"{field}: {UNREADABLE}") from None
+        raise SpaceInputError(f"{field}: {UNREADABLE}{fix}") from None
     except ValueError as err:
         raise SpaceInputError(str(err)) from None
 
 
-def image_size(value: Any) -> tuple[int, int] | None:
-    """(width, height) read from the file's header without decoding the pixels; ``None`` when it cannot
-    be told here (the full read reports that). Larger than PIL's own bomb limit: ``(pixels, 1)``."""
-    if isinstance(value, dict):
-        value = value.get("bytes") or value.get("path")
-    elif hasattr(value, "path") and not isinstance(value, (str, os.PathLike)):
-        value = value.path
-    if isinstance(value, Image.Image):
-        return value.size
-    if hasattr(value, "shape") and len(getattr(value, "shape", ())) >= 2:
-        return int(value.shape[1]), int(value.shape[0])
-    source = io.BytesIO(value) if isinstance(value, (bytes, bytearray)) else value
-    if not isinstance(source, (io.BytesIO, str, os.PathLike)):
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(source) as img:
-                return img.size
-    except Image.DecompressionBombError as err:  # over twice PIL's limit: it says how many pixels
-        found = re.search(r"\((\d+) pixels\)", str(err))
-        return (int(found.group(1)), 1) if found else None
-    except Exception:
-        return None
+def too_large_line(field: str, err: ImageTooLargeError, max_pixels: int) -> str:
+    """An image over the Space's size limit in the user's terms: what it is, what the page accepts, what
+    size to resize to (only the pixel count where PIL refused to read even the header's size).
 
-
-def check_pixels(value: Any, field: str, max_pixels: int) -> None:
-    """An image over the Space's size limit is refused in the user's terms (what it is, what the page
-    accepts, what size to resize to), before anything is decoded.
-
-    >>> check_pixels(Image.new("RGB", (7000, 6000)), "Image", 40_000_000)
-    Traceback (most recent call last):
-    ...
-    mmjudge.space.inputs.SpaceInputError: Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space
+    >>> print(too_large_line("Image", ImageTooLargeError("", size=(7000, 6000)), 40_000_000))
+    Image: the image is 7,000 × 6,000 pixels (42.0 megapixels); this Space
     accepts images up to 40 megapixels. Resize it, e.g. to 6,831 × 5,855, and upload it again.
+    >>> print(too_large_line("Image", ImageTooLargeError("", pixels=400_000_000), 40_000_000))
+    Image: the image has 400 megapixels; this Space accepts images up to 40 megapixels. Resize it and upload it again.
     """
-    size = image_size(value)
-    if size is None or size[0] * size[1] <= max_pixels:
-        return
-    width, height = size
     limit = f"this Space accepts images up to {max_pixels / 1e6:g} megapixels"
-    if height == 1 and width > max_pixels:  # only the pixel count is known (a decompression bomb)
-        raise SpaceInputError(
-            f"{field}: the image has {width / 1e6:.0f} megapixels; {limit}. Resize it and upload it again."
-        )
+    if err.size is None:
+        many = f"{err.pixels / 1e6:.0f} megapixels" if err.pixels else "too many pixels"
+        return f"{field}: the image has {many}; {limit}. Resize it and upload it again."
+    width, height = err.size
     scale = math.sqrt(max_pixels / (width * height))
-    raise SpaceInputError(
+    return (
         f"{field}: the image is {width:,} × {height:,} pixels ({width * height / 1e6:.1f} megapixels); "
         f"{limit}. Resize it, e.g. to {int(width * scale):,} × {int(height * scale):,}, and upload it again."
     )
@@ -160,16 +143,10 @@ def box_from_editor(value: Any, max_pixels: int = 40_000_000) -> list[int] | Non
     if not isinstance(value, dict):
         return None
     boxes = []
-    for k, layer in enumerate(value.get("layers") or []):
-        if _is_empty(layer):
+    for k, drawn in enumerate(value.get("layers") or []):
+        layer = _read(drawn, f"Box: drawn layer {k + 1}", max_pixels, None, " Or type the box as x, y, w, h.")
+        if layer is None:
             continue
-        check_pixels(layer, f"Box: drawn layer {k + 1}", max_pixels)
-        try:
-            layer = load_image(layer, where=f"Box: drawn layer {k + 1}", max_pixels=max_pixels, mode=None)
-        except ImageReadError:
-            raise SpaceInputError(f"Box: drawn layer {k + 1}: {UNREADABLE} Or type the box as x, y, w, h.") from None
-        except ValueError as err:
-            raise SpaceInputError(str(err)) from None
         if layer.mode != "RGBA":
             # Without alpha a layer is opaque: painted pixels are those that are not black.
             alpha = layer.convert("L")

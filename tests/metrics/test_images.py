@@ -1,14 +1,24 @@
 """Shared image and box reading (mmjudge.images): what the metrics, the CLI, the widget and the Space
 all go through. The CLIPScore case uses a tiny random CLIP: it proves plumbing, not quality."""
 
+import io
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from mmjudge.images import MAX_ASPECT_RATIO, ImageReadError, load_image, load_images, parse_box
+from mmjudge.images import (
+    HEADER_FORMATS,
+    MAX_ASPECT_RATIO,
+    ImageReadError,
+    ImageTooLargeError,
+    load_image,
+    load_images,
+    parse_box,
+)
 
 
 @pytest.mark.parametrize("text", ["10,20,30,40", "10 20 30 40", "10; 20; 30; 40", "[10, 20, 30, 40]", "(10 20,30;40)"])
@@ -61,6 +71,41 @@ def test_unreadable_file_is_an_image_read_error(tmp_path):
     with pytest.raises(ImageReadError, match=r"^layer: cannot read image \(UnidentifiedImageError"):
         load_image(str(tmp_path / "notes.png"), where="layer")
     assert issubclass(ImageReadError, ValueError)  # callers that catch ValueError still do
+
+
+def test_the_size_is_checked_from_the_header_and_formats_can_be_restricted(tmp_path):
+    """Too large: ``ImageTooLargeError`` with the size, so front doors can say it their way; ``formats``
+    keeps PIL from opening anything else (an icon is opened by decoding the PNG inside it)."""
+    Image.new("1", (300, 200)).save(tmp_path / "wide.png")
+    with pytest.raises(ImageTooLargeError, match=r"^im: image is too large \(300x200 = 60000 pixels > 59999\)") as err:
+        load_image(tmp_path / "wide.png", "im", max_pixels=59_999)
+    assert (err.value.size, err.value.pixels) == ((300, 200), 60_000)
+    Image.new("RGBA", (32, 32)).save(tmp_path / "icon.ico")
+    assert load_image(tmp_path / "icon.ico").size == (32, 32)  # the engine still reads any format by default
+    with pytest.raises(ImageReadError, match=r"^icon: cannot read image \(UnidentifiedImageError"):
+        load_image(tmp_path / "icon.ico", "icon", formats=HEADER_FORMATS)
+    assert load_image(tmp_path / "wide.png", formats=HEADER_FORMATS).size == (300, 200)
+
+
+def test_pils_bomb_warning_is_left_to_the_warnings_filters(monkeypatch):
+    """``load_image`` never swaps the process-wide warnings filters (threads decode at once); PIL's
+    warning, raised as an error where someone's filter says so, is still the same one-line refusal."""
+    blob = io.BytesIO()
+    Image.new("1", (400, 300)).save(blob, "PNG")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100_000)  # 120,000 pixels: PIL warns, below twice it
+    touched = []
+    for name in ("catch_warnings", "simplefilter", "filterwarnings"):
+        real = getattr(warnings, name)
+        monkeypatch.setattr(warnings, name, lambda *a, _n=name, _r=real, **k: touched.append(_n) or _r(*a, **k))
+    with pytest.warns(Image.DecompressionBombWarning):  # a larger max_pixels is honoured, PIL's warning shown
+        assert load_image(blob.getvalue(), max_pixels=200_000).size == (400, 300)
+    assert touched.count("catch_warnings") == 0  # (pytest.warns itself set the filters it records with)
+    monkeypatch.undo()
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        with pytest.raises(ImageTooLargeError, match=r"^im: image is too large \(possible decompression bomb\)\.$"):
+            load_image(blob.getvalue(), "im", max_pixels=200_000)
 
 
 def test_aspect_ratio_limit_is_opt_in():
