@@ -36,6 +36,9 @@ from PIL import Image, ImageDraw
 
 # PIL's own default (about 89 megapixels): larger images are refused as possible decompression bombs.
 DEFAULT_MAX_PIXELS = 89_478_485
+# The largest image a public page takes from an upload (the Space, the metrics' Gradio widget): a Space has
+# less memory than PIL's own limit assumes, and 40 megapixels is a large camera's photo.
+UPLOAD_MAX_PIXELS = 40_000_000
 # Qwen2-VL's processor refuses images whose long side is more than 200 times the short side: the
 # metrics judged by such a model (HarmonicEval, FLEUR) pass this as `max_aspect_ratio`; the encoders
 # (CLIPScore, VELA) centre-crop and read any shape, so by default there is no limit.
