@@ -8,8 +8,9 @@ fetched with a bounded size (:data:`MAX_URL_BYTES`) and time (:data:`URL_TIMEOUT
 access it is one line saying so. :func:`parse_box` reads a typed bounding box.
 
 Every image's size is checked from its header, before ``load()`` allocates its pixels. Front doors that take
-images from anyone (``mmjudge serve``, the Space) also restrict the formats to :data:`HEADER_FORMATS`
-(:func:`open_header`, ``load_image(..., formats=HEADER_FORMATS)``), whose opening reads the header alone.
+images from anyone (``mmjudge serve``, the Space, the metrics' widget) also restrict the formats to
+:data:`HEADER_FORMATS` (:func:`open_header`, ``load_image(..., formats=HEADER_FORMATS)``), whose opening reads
+the header alone.
 Warnings filters are never touched here: ``warnings.catch_warnings`` swaps the process-wide filter list, so
 threads decoding at once (a served page, the chunk engine) would change each other's filters.
 
