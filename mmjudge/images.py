@@ -8,8 +8,9 @@ fetched with a bounded size (:data:`MAX_URL_BYTES`) and time (:data:`URL_TIMEOUT
 access it is one line saying so. :func:`parse_box` reads a typed bounding box.
 
 Every image's size is checked from its header, before ``load()`` allocates its pixels. Front doors that take
-images from anyone (``mmjudge serve``, the Space) also restrict the formats to :data:`HEADER_FORMATS`
-(:func:`open_header`, ``load_image(..., formats=HEADER_FORMATS)``), whose opening reads the header alone.
+images from anyone (``mmjudge serve``, the Space, the metrics' widget) also restrict the formats to
+:data:`HEADER_FORMATS` (:func:`open_header`, ``load_image(..., formats=HEADER_FORMATS)``), whose opening reads
+the header alone.
 Warnings filters are never touched here: ``warnings.catch_warnings`` swaps the process-wide filter list, so
 threads decoding at once (a served page, the chunk engine) would change each other's filters.
 
@@ -36,6 +37,9 @@ from PIL import Image, ImageDraw
 
 # PIL's own default (about 89 megapixels): larger images are refused as possible decompression bombs.
 DEFAULT_MAX_PIXELS = 89_478_485
+# The largest image a public page takes from an upload (the Space, the metrics' Gradio widget): a Space has
+# less memory than PIL's own limit assumes, and 40 megapixels is a large camera's photo.
+UPLOAD_MAX_PIXELS = 40_000_000
 # Qwen2-VL's processor refuses images whose long side is more than 200 times the short side: the
 # metrics judged by such a model (HarmonicEval, FLEUR) pass this as `max_aspect_ratio`; the encoders
 # (CLIPScore, VELA) centre-crop and read any shape, so by default there is no limit.

@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mmjudge.images import UPLOAD_MAX_PIXELS
 from mmjudge.models import SMOLLM2, TINY_RANDOM, smollm2_installed
 
 DEFAULT_MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
@@ -51,8 +52,9 @@ DEFAULT_MAX_CHARS = 5000
 DEFAULT_CONCURRENCY = 1
 DEFAULT_MAX_QUEUE = 16
 DEFAULT_MAX_REFERENCES = 20
-# Larger images are refused before decoding (PIL's own bomb limit is ~89 Mpx; a Space has less memory).
-DEFAULT_MAX_PIXELS = 40_000_000
+# Larger images are refused before decoding (PIL's own bomb limit is ~89 Mpx; a Space has less memory): the
+# same limit as the metrics' widget (mmjudge.adapters.gradio_widget).
+DEFAULT_MAX_PIXELS = UPLOAD_MAX_PIXELS
 # The largest upload (one image file) the web server takes, in MB of 2**20 bytes: a 40-megapixel photo is
 # about 10-25 MB as JPEG and up to ~60 MB as PNG; the same cap as an image URL's download (mmjudge.images).
 DEFAULT_MAX_UPLOAD_MB = 64
