@@ -15,7 +15,6 @@ import http.client
 import io
 import json
 import struct
-import zlib
 
 import numpy as np
 import pytest
@@ -24,6 +23,7 @@ pytest.importorskip("uvicorn")
 
 from PIL import Image, ImageFile
 
+from large_images import icon_bytes, png_bytes
 from mmjudge.judges import load_judge
 from mmjudge.judges.openai.judge import OpenAIJudge
 from mmjudge.judges.requests import RatingRequest, Turn
@@ -61,19 +61,6 @@ def decoded(monkeypatch) -> list[tuple[int, int]]:
     return sizes
 
 
-def _png(size: tuple[int, int]) -> bytes:
-    """A black 1-bit PNG of ``size``, its rows compressed one at a time (PIL would hold a byte a pixel)."""
-    width, height = size
-    row, pack = b"\x00" * (1 + (width + 7) // 8), zlib.compressobj(9)
-    data = b"".join(pack.compress(row) for _ in range(height)) + pack.flush()
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    header = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
-
-
 def _url(blob: bytes, kind: str) -> str:
     return f"data:image/{kind};base64," + base64.b64encode(blob).decode()
 
@@ -103,19 +90,19 @@ def _refusal(url: str, body: dict) -> str:
 
 
 def test_an_image_over_the_limit_is_refused_from_its_header_before_any_pixel_is_decoded(served, decoded):
-    message = _refusal(served[1], _body(_png((4001, 4001))))
+    message = _refusal(served[1], _body(png_bytes((4001, 4001), rgba=False)))
     assert message == (
         f"the image in {WHERE} is 4001x4001 = 16008001 pixels, above this server's limit of 16000000 "
         "(mmjudge serve --max-image-pixels)."
     )
-    huge = _png((20_000, 20_000))  # 400 megapixels in 49 kB (past PIL's own ceiling too)
+    huge = png_bytes((20_000, 20_000), rgba=False)  # 400 megapixels in 49 kB (past PIL's own ceiling too)
     assert len(huge) < 100_000
     assert _refusal(served[1], _body(huge)) == (
         f"the image in {WHERE} holds 400000000 pixels, above this server's limit of 16000000 "
         "(mmjudge serve --max-image-pixels)."
     )
     assert decoded == []  # neither image was decoded
-    assert decode_image(_url(_png((300, 200)), "png"), WHERE, LIMIT).size == (300, 200)  # a real PNG
+    assert decode_image(_url(png_bytes((300, 200), rgba=False), "png"), WHERE, LIMIT).size == (300, 200)  # a real PNG
     with pytest.raises(ValueError, match=r"is too large for PIL to open \(Image size \(400000000 pixels\) exceeds"):
         decode_image(_url(huge, "png"), WHERE, 10**9)  # PIL's own ceiling, above a larger --max-image-pixels
 
@@ -135,8 +122,7 @@ def test_the_limit_is_the_decoded_frames_size(served, decoded):
 def test_formats_that_decode_while_opening_are_refused_unopened(served, decoded):
     """An icon claiming 16 x 16 that holds a 5000 x 5000 PNG: PIL's ICO plugin decodes that PNG inside
     ``Image.open`` (before any size check could run), so ICO is not read at all."""
-    png = _png((5000, 5000))
-    ico = struct.pack("<HHH", 0, 1, 1) + struct.pack("<BBBBHHII", 16, 16, 0, 0, 1, 32, len(png), 22) + png
+    ico = icon_bytes((5000, 5000))
     with pytest.warns(UserWarning, match="not the expected size"):  # what reading it does
         assert Image.open(io.BytesIO(ico)).size == (5000, 5000)
     assert decoded == [(5000, 5000)]  # opened, not loaded: decoded all the same

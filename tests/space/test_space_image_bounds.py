@@ -11,13 +11,12 @@ A 13,000 x 13,000 RGBA PNG of one colour is a 0.7 MB file that would decode to 6
 from __future__ import annotations
 
 import socket
-import struct
 import warnings
-import zlib
 
 import pytest
 from PIL import Image, ImageFile
 
+from large_images import icon_bytes, png_bytes
 from mmjudge.images import draw_box, image_digest, load_image
 from mmjudge.space import Settings
 from mmjudge.space.handlers import Scorer, score_page
@@ -33,21 +32,6 @@ TOO_LARGE = (
 UNREADABLE = "**Error:** Image: the file is not an image that can be read (PNG, JPEG, WebP, GIF or BMP)."
 
 
-def png_bytes(size: tuple[int, int], rgba: bool = True) -> bytes:
-    """A PNG of one colour (transparent black RGBA, or 1-bit black), its rows compressed one at a time: PIL
-    would hold the whole image to write it."""
-    width, height = size
-    row = b"\x00" * (1 + (width * 4 if rgba else (width + 7) // 8))
-    pack = zlib.compressobj(9)
-    data = b"".join(pack.compress(row) for _ in range(height)) + pack.flush()
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8 if rgba else 1, 6 if rgba else 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
-
-
 @pytest.fixture(scope="module")
 def huge_png(tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("huge") / "huge.png"
@@ -59,9 +43,8 @@ def huge_png(tmp_path_factory) -> str:
 @pytest.fixture
 def icon(tmp_path) -> str:
     """An icon whose directory claims 16 x 16 and whose one entry is a 5000 x 5000 PNG."""
-    png = png_bytes((5000, 5000), rgba=False)
     path = tmp_path / "favicon.ico"
-    path.write_bytes(struct.pack("<HHH", 0, 1, 1) + struct.pack("<BBBBHHII", 16, 16, 0, 0, 1, 32, len(png), 22) + png)
+    path.write_bytes(icon_bytes((5000, 5000)))
     return str(path)
 
 
