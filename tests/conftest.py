@@ -83,6 +83,25 @@ OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_
 
 
 @pytest.fixture
+def decoded(monkeypatch) -> list[tuple[int, int]]:
+    """The size of every image PIL decodes from a file while the test runs (any thread): the spy the
+    image-bound tests (serve, the Space, the widget) assert "nothing decoded" with. A ``load()`` of an image
+    already decoded (``copy()`` calls it) decodes nothing and is not counted."""
+    from PIL import ImageFile
+
+    sizes: list[tuple[int, int]] = []
+    load = ImageFile.ImageFile.load
+
+    def spy(self):
+        if self.tile:  # what is left to decode
+            sizes.append(self.size)
+        return load(self)
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", spy)
+    return sizes
+
+
+@pytest.fixture
 def offline(monkeypatch, tmp_path) -> None:
     """This process offline (every Hugging Face library), with a private judge cache and Hub cache: a test
     that needs a model it was not given fails instead of downloading one."""

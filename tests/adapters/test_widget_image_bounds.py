@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from PIL import Image, ImageFile
+from PIL import Image
 
 from large_images import icon_bytes, png_bytes
 from repo_paths import ROOT
@@ -69,22 +69,6 @@ def photos(tmp_path_factory) -> dict[str, str]:
     jpeg.paste((20, 20, 220), (0, 0, 20, 40))
     jpeg.save(folder / "rotated.jpg", exif=exif.tobytes(), quality=95)
     return {name: str(folder / name) for name in MAIN_OVERALL}
-
-
-@pytest.fixture
-def decoded(monkeypatch) -> list[tuple[int, int]]:
-    """The size of every image PIL decodes from a file while the test runs (any thread); a ``load()`` of an
-    image already decoded decodes nothing and is not counted."""
-    sizes: list[tuple[int, int]] = []
-    load = ImageFile.ImageFile.load
-
-    def spy(self):
-        if self.tile:  # what is left to decode
-            sizes.append(self.size)
-        return load(self)
-
-    monkeypatch.setattr(ImageFile.ImageFile, "load", spy)
-    return sizes
 
 
 @pytest.fixture

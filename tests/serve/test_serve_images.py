@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("uvicorn")
 
-from PIL import Image, ImageFile
+from PIL import Image
 
 from large_images import icon_bytes, png_bytes
 from mmjudge.judges import load_judge
@@ -45,20 +45,6 @@ def served(vlm):
     server, url = serve_in_thread(vlm, max_logprobs=100_000, max_image_pixels=LIMIT)
     yield server, url
     server.shutdown()
-
-
-@pytest.fixture
-def decoded(monkeypatch) -> list[tuple[int, int]]:
-    """The size of every image PIL decodes from a file while the test runs (any thread)."""
-    sizes: list[tuple[int, int]] = []
-    load = ImageFile.ImageFile.load
-
-    def spy(self):
-        sizes.append(self.size)
-        return load(self)
-
-    monkeypatch.setattr(ImageFile.ImageFile, "load", spy)
-    return sizes
 
 
 def _url(blob: bytes, kind: str) -> str:

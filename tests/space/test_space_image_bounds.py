@@ -14,7 +14,7 @@ import socket
 import warnings
 
 import pytest
-from PIL import Image, ImageFile
+from PIL import Image
 
 from large_images import icon_bytes, png_bytes
 from mmjudge.images import draw_box, image_digest, load_image
@@ -46,22 +46,6 @@ def icon(tmp_path) -> str:
     path = tmp_path / "favicon.ico"
     path.write_bytes(icon_bytes((5000, 5000)))
     return str(path)
-
-
-@pytest.fixture
-def decoded(monkeypatch) -> list[tuple[int, int]]:
-    """The size of every image PIL decodes from a file while the test runs (any thread); a ``load()`` of an
-    image already decoded (``copy()`` calls it) decodes nothing and is not counted."""
-    sizes: list[tuple[int, int]] = []
-    load = ImageFile.ImageFile.load
-
-    def spy(self):
-        if self.tile:  # what is left to decode
-            sizes.append(self.size)
-        return load(self)
-
-    monkeypatch.setattr(ImageFile.ImageFile, "load", spy)
-    return sizes
 
 
 @pytest.fixture
